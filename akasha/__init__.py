@@ -1,0 +1,67 @@
+"""akasha: question answering over your own documents.
+
+>>> import akasha
+>>> rag = akasha.RAG(embeddings="hf:all-MiniLM-L6-v2", model="extractive")
+>>> answer = rag("./docs", "What are the maintenance risks?")  # doctest: +SKIP
+
+Public names are imported lazily so ``import akasha`` stays fast and never
+loads a model, touches the network or configures logging.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from akasha._version import __version__
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+_LAZY: dict[str, tuple[str, str]] = {
+    "RAG": ("akasha.rag", "RAG"),
+    "Document": ("akasha.types", "Document"),
+    "Chunk": ("akasha.types", "Chunk"),
+    "Hit": ("akasha.types", "Hit"),
+    "QueryResult": ("akasha.types", "QueryResult"),
+    "load_spec": ("akasha.spec", "load_spec"),
+    "load_spec_file": ("akasha.spec", "load_spec_file"),
+    "build": ("akasha.spec", "build"),
+    "AkashaError": ("akasha.errors", "AkashaError"),
+    "RAGError": ("akasha.errors", "RAGError"),
+    "SpecError": ("akasha.errors", "SpecError"),
+    "MissingExtraError": ("akasha.errors", "MissingExtraError"),
+    "StageError": ("akasha.errors", "StageError"),
+    "MissingAPIKeyError": ("akasha.errors", "MissingAPIKeyError"),
+    "ProviderError": ("akasha.errors", "ProviderError"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from akasha.errors import (
+        AkashaError,
+        MissingAPIKeyError,
+        MissingExtraError,
+        ProviderError,
+        RAGError,
+        SpecError,
+        StageError,
+    )
+    from akasha.rag import RAG
+    from akasha.spec import build, load_spec, load_spec_file
+    from akasha.types import Chunk, Document, Hit, QueryResult
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'akasha' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module_name), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,3 @@
+"""The installed akasha version (single source of truth, read by pyproject)."""
+
+__version__ = "0.1.0"
