@@ -1,0 +1,74 @@
+"""Embedding model strings -> :class:`~akasha.embeddings.base.Embedder` objects.
+
+``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"``,
+``"hf:<name-or-path>"`` (sentence-transformers), ``"hash"``/``"hash:<dim>"``
+(deterministic, for tests), a callable ``list[str] -> vectors``, or any object
+with ``embed_documents``/``embed_query`` (LangChain embeddings included).
+
+Provider modules are imported only when an embedder is actually built, so
+validating a name at ``RAG(...)`` construction loads nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from akasha.embeddings.base import Embedder
+from akasha.errors import ConfigError
+
+#: prefix -> "module:factory"; each factory takes the part after the colon ("" if none).
+EMBEDDING_PROVIDERS: dict[str, str] = {
+    "openai": "akasha.embeddings.openai:OpenAIEmbedder",
+    "gemini": "akasha.embeddings.gemini:GeminiEmbedder",
+    "ollama": "akasha.embeddings.ollama:OllamaEmbedder",
+    "hf": "akasha.embeddings.local:SentenceTransformerEmbedder",
+    "hash": "akasha.embeddings.hash:make_hash_embedder",
+}
+
+
+def split_model_string(spec: str, known: dict[str, str], kind: str) -> tuple[str, str]:
+    """Split ``"prefix:rest"`` and check the prefix, raising ConfigError listing known ones."""
+    prefix, _, rest = spec.partition(":")
+    prefix = prefix.strip().lower()
+    if prefix not in known:
+        raise ConfigError(
+            f"unknown {kind} {spec!r}: the prefix must be one of "
+            f"{', '.join(sorted(known))} (for example 'hf:all-MiniLM-L6-v2'), "
+            "or pass a callable"
+        )
+    return prefix, rest.strip()
+
+
+def validate_embeddings(spec: object) -> None:
+    """Raise ConfigError now if ``spec`` can never become an embedder (no import, no I/O)."""
+    if isinstance(spec, str):
+        split_model_string(spec, EMBEDDING_PROVIDERS, "embeddings")
+    elif not (callable(spec) or hasattr(spec, "embed_documents")):
+        raise ConfigError(
+            f"embeddings must be a model string, a callable or an embeddings object, got {spec!r}"
+        )
+
+
+def resolve_embedder(spec: str | Callable[..., Any] | Any, **options: Any) -> Embedder:
+    """Build the embedder named by ``spec`` (see the module docstring for the forms)."""
+    if isinstance(spec, str):
+        prefix, rest = split_model_string(spec, EMBEDDING_PROVIDERS, "embeddings")
+        module_name, factory_name = EMBEDDING_PROVIDERS[prefix].split(":")
+        factory = getattr(importlib.import_module(module_name), factory_name)
+        return factory(rest, **options)
+    if hasattr(spec, "embed_documents") and hasattr(spec, "embed_query"):
+        if isinstance(spec, Embedder):
+            return spec
+        from akasha.embeddings.wrappers import ObjectEmbedder
+
+        return ObjectEmbedder(spec)
+    if callable(spec):
+        from akasha.embeddings.wrappers import CallableEmbedder
+
+        return CallableEmbedder(spec)
+    raise ConfigError(f"embeddings must be a model string, a callable or an embeddings object, got {spec!r}")
+
+
+__all__ = ["EMBEDDING_PROVIDERS", "Embedder", "resolve_embedder", "validate_embeddings", "split_model_string"]

@@ -57,3 +57,13 @@ class HashEmbedder:
 
     def __repr__(self) -> str:
         return f"HashEmbedder(dimension={self.dimension})"
+
+
+def make_hash_embedder(rest: str = "", **_: object) -> HashEmbedder:
+    """Factory for ``"hash"`` (64 dimensions) and ``"hash:<dimension>"``."""
+    if not rest:
+        return HashEmbedder()
+    try:
+        return HashEmbedder(int(rest))
+    except ValueError:
+        raise ValueError(f"'hash:{rest}': the part after 'hash:' must be a dimension such as 'hash:256'") from None

@@ -1,0 +1,60 @@
+"""Chat model strings -> :class:`~akasha.llm.base.ChatModel` objects.
+
+``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"``,
+``"hf:<name-or-path>"`` (local transformers), ``"llama-cpp:<gguf path or packaged name>"``,
+``"extractive"`` (offline, quotes the best supporting sentences), a callable
+``prompt -> str``, or a LangChain chat model object.
+
+Provider modules are imported only when a model is built, so validating a name
+at construction costs nothing and creates no client.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from akasha.embeddings import split_model_string
+from akasha.errors import ConfigError
+from akasha.llm.base import ChatModel, GenerationOptions, Message
+
+#: prefix -> "module:factory"; each factory takes the part after the colon ("" if none).
+CHAT_PROVIDERS: dict[str, str] = {
+    "openai": "akasha.llm.openai:OpenAIChat",
+    "gemini": "akasha.llm.gemini:GeminiChat",
+    "ollama": "akasha.llm.ollama:OllamaChat",
+    "hf": "akasha.llm.hf:TransformersChat",
+    "llama-cpp": "akasha.llm.llamacpp:LlamaCppChat",
+    "extractive": "akasha.llm.extractive:ExtractiveAnswerer",
+}
+
+
+def validate_model(spec: object) -> None:
+    """Raise ConfigError now if ``spec`` can never become a chat model (no import, no I/O)."""
+    if isinstance(spec, str):
+        split_model_string(spec, CHAT_PROVIDERS, "model")
+    elif not callable(spec) and not hasattr(spec, "invoke"):
+        raise ConfigError(f"model must be a model string, a callable or a chat model object, got {spec!r}")
+
+
+def resolve_chat_model(spec: Any, **options: Any) -> ChatModel:
+    """Build the chat model named by ``spec`` (see the module docstring for the forms)."""
+    if isinstance(spec, str):
+        prefix, rest = split_model_string(spec, CHAT_PROVIDERS, "model")
+        module_name, factory_name = CHAT_PROVIDERS[prefix].split(":")
+        factory = getattr(importlib.import_module(module_name), factory_name)
+        return factory(rest, **options)
+    if isinstance(spec, ChatModel):
+        return spec
+    if hasattr(spec, "invoke"):
+        from akasha.llm.langchain import LangChainChat
+
+        return LangChainChat(spec)
+    if callable(spec):
+        from akasha.llm.callable import CallableChat
+
+        return CallableChat(spec)
+    raise ConfigError(f"model must be a model string, a callable or a chat model object, got {spec!r}")
+
+
+__all__ = ["CHAT_PROVIDERS", "ChatModel", "GenerationOptions", "Message", "resolve_chat_model", "validate_model"]
