@@ -1,0 +1,24 @@
+"""The persistent, content-keyed corpus index (BM25 + dense) and its stores.
+
+``CorpusIndex(embedder, cache_dir=...)`` syncs a data source and searches it;
+``open_chroma_index(path, embedder)`` searches an existing Chroma store.
+Chroma itself is imported only when a Chroma store is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from akasha.index.corpus import STORES, CorpusIndex, SyncReport
+from akasha.index.paths import MEMORY, default_cache_dir
+
+__all__ = ["MEMORY", "STORES", "CorpusIndex", "ChromaIndex", "SyncReport", "default_cache_dir",
+           "open_chroma_index"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("open_chroma_index", "ChromaIndex"):
+        from akasha.index import chroma
+
+        return getattr(chroma, name)
+    raise AttributeError(f"module 'akasha.index' has no attribute {name!r}")

@@ -11,6 +11,7 @@ at construction costs nothing and creates no client.
 
 from __future__ import annotations
 
+import builtins  # the submodule akasha.<pkg>.callable shadows the builtin name here
 import importlib
 from typing import Any
 
@@ -33,7 +34,7 @@ def validate_model(spec: object) -> None:
     """Raise ConfigError now if ``spec`` can never become a chat model (no import, no I/O)."""
     if isinstance(spec, str):
         split_model_string(spec, CHAT_PROVIDERS, "model")
-    elif not callable(spec) and not hasattr(spec, "invoke"):
+    elif not builtins.callable(spec) and not hasattr(spec, "invoke") and not isinstance(spec, ChatModel):
         raise ConfigError(f"model must be a model string, a callable or a chat model object, got {spec!r}")
 
 
@@ -50,7 +51,7 @@ def resolve_chat_model(spec: Any, **options: Any) -> ChatModel:
         from akasha.llm.langchain import LangChainChat
 
         return LangChainChat(spec)
-    if callable(spec):
+    if builtins.callable(spec):
         from akasha.llm.callable import CallableChat
 
         return CallableChat(spec)

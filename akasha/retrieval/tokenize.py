@@ -3,8 +3,12 @@
 English (and other Latin-script) text is lowercased with accents folded;
 Chinese and Japanese runs are cut with jieba when it is installed, else into
 overlapping character bigrams, so a Chinese question matches Chinese text
-either way. The choice is made once per process and recorded in ``TOKENIZER_ID``
-so persisted term statistics are never mixed across tokenizers.
+either way. :func:`resolve_tokenizer` turns a tokenizer name (``"auto"``,
+``"jieba"``, ``"bigram"``) into a function plus a stable id; indexes persist that
+id so term statistics from different tokenizers are never mixed.
+
+jieba runs in search mode (``lcut_for_search``): "北京大学" also yields "北京" and
+"大学", so a short query still matches a longer compound word.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
+_ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,7 +49,7 @@ def _cjk_tokens(run: str, use_jieba: bool) -> list[str]:
     if use_jieba:
         jieba = _jieba()
         if jieba is not None:
-            return [t for t in jieba.lcut(run) if t.strip()]
+            return [t for t in jieba.lcut_for_search(run) if t.strip()]
     if len(run) == 1:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
@@ -51,6 +57,8 @@ def _cjk_tokens(run: str, use_jieba: bool) -> list[str]:
 
 def tokenize(text: str, *, use_jieba: bool = False) -> list[str]:
     """Split ``text`` into lowercase, accent-folded word tokens (CJK as bigrams or jieba words)."""
+    if text.isascii():  # fast path: same tokens as below, without per-match Python work
+        return _ASCII_WORD_RE.findall(text.lower())
     tokens: list[str] = []
     for match in _TOKEN_RE.finditer(_fold(text)):
         piece = match.group()
@@ -59,3 +67,40 @@ def tokenize(text: str, *, use_jieba: bool = False) -> list[str]:
         else:
             tokens.append(piece)
     return tokens
+
+
+#: Version of the word rules above; bump it when tokens for the same text change.
+_RULES_VERSION = "1"
+TOKENIZER_NAMES = ("auto", "jieba", "bigram")
+
+
+def jieba_available() -> bool:
+    """True when jieba can be imported (decides what ``"auto"`` means)."""
+    return _jieba() is not None
+
+
+def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str]]]:
+    """Return ``(tokenizer_id, fn)`` for ``name``.
+
+    ``"auto"`` means jieba when installed, else character bigrams; the returned
+    id names what was actually chosen (``"words-v1+jieba"`` or ``"words-v1+bigram"``).
+    """
+    if name not in TOKENIZER_NAMES:
+        raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZER_NAMES)}")
+    use_jieba = name == "jieba" or (name == "auto" and jieba_available())
+    if name == "jieba" and not jieba_available():
+        from akasha.errors import MissingExtraError
+
+        raise MissingExtraError("jieba", "full", "Chinese word segmentation")
+    if use_jieba:
+        return f"words-v{_RULES_VERSION}+jieba", functools.partial(tokenize, use_jieba=True)
+    return f"words-v{_RULES_VERSION}+bigram", tokenize
+
+
+def tokenizer_from_id(tokenizer_id: str) -> Callable[[str], list[str]] | None:
+    """The function for a persisted tokenizer id, or None when this process cannot reproduce it."""
+    if tokenizer_id == f"words-v{_RULES_VERSION}+bigram":
+        return tokenize
+    if tokenizer_id == f"words-v{_RULES_VERSION}+jieba" and jieba_available():
+        return functools.partial(tokenize, use_jieba=True)
+    return None

@@ -1,0 +1,55 @@
+"""Sentence chunking: pack whole sentences (split after ``.``, ``!``, ``?``) up to ``chunk_size``.
+
+``overlap`` is ignored. A single sentence longer than ``chunk_size`` is cut into
+``chunk_size`` windows so no chunk exceeds the limit.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from akasha.chunking.fixed import PieceSplitter, size_only, split_fixed
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``: split after ``.``, ``!`` or ``?`` followed by whitespace."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def pack(sentences: list[str], chunk_size: int) -> list[str]:
+    """Join consecutive sentences with a space while the result fits in ``chunk_size``."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in sentences:
+        if len(sentence) > chunk_size:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.extend(split_fixed(sentence, chunk_size, 0))
+            continue
+        candidate = f"{current} {sentence}" if current else sentence
+        if len(candidate) <= chunk_size:
+            current = candidate
+        else:
+            pieces.append(current)
+            current = sentence
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def split_by_sentence(text: str, chunk_size: int) -> list[str]:
+    """Sentences of ``text`` packed up to ``chunk_size`` characters."""
+    return pack(split_sentences(text), chunk_size)
+
+
+def make_sentence_splitter(config: dict[str, Any], context: Any = None) -> PieceSplitter:
+    """Registry factory for ``strategy: sentence`` (``overlap`` ignored)."""
+    chunk_size = size_only(config)
+    return PieceSplitter("sentence", lambda text: split_by_sentence(text, chunk_size))
+
+
+__all__ = ["split_sentences", "pack", "split_by_sentence", "make_sentence_splitter"]

@@ -1,0 +1,85 @@
+"""The ``akasha eval`` subcommand: retrieval quality of a folder against a JSONL of questions.
+
+``akasha eval DOCS QUESTIONS.jsonl --search-types auto,bm25,knn --embeddings hf:all-MiniLM-L6-v2 --report eval.html``
+prints recall@1, recall@5, MRR@10 and nDCG@10 per search type and reranker.
+:func:`add_parser` registers it on the main CLI's subparsers; :func:`main`
+runs it standalone (``python -m akasha.cli_eval``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from akasha.errors import AkashaError
+
+
+def _names(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the eval arguments to ``parser`` and set its handler to :func:`run`."""
+    parser.add_argument("data_source", help="folder (or file) of documents to index")
+    parser.add_argument("questions", help='JSONL: {"question": ..., "relevant_sources": [...]} and/or "answer"')
+    parser.add_argument("--search-types", type=_names, default=["auto", "bm25", "knn"], help="comma-separated (default auto,bm25,knn)")
+    parser.add_argument("--rerankers", type=_names, default=["none"], help="comma-separated reranker names; 'none' = no reranking")
+    parser.add_argument("--embeddings", default="hash", help="embedding model string (default: hash; e.g. hf:all-MiniLM-L6-v2)")
+    parser.add_argument("-k", type=int, default=10, help="results per question (>= 10)")
+    parser.add_argument("--chunk-size", type=int, default=1000)
+    parser.add_argument("--cache-dir", default=":memory:", help="index cache folder (default: in memory)")
+    parser.add_argument("--report", help="write an HTML report with a plot to this path")
+    parser.add_argument("--metric", default="mrr@10", help="metric highlighted in the report")
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``eval`` on the main CLI's subparsers."""
+    parser = subparsers.add_parser("eval", help="measure retrieval quality (recall, MRR, nDCG)", description=__doc__.splitlines()[0])
+    return configure(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the evaluation described by parsed ``args``; print the table; return the exit code."""
+    from akasha.evaluation.runner import evaluate
+
+    try:
+        table = evaluate(
+            args.data_source,
+            args.questions,
+            search_types=args.search_types,
+            rerankers=[None if r == "none" else r for r in args.rerankers],
+            embeddings=args.embeddings,
+            k=args.k,
+            chunk_size=args.chunk_size,
+            cache_dir=args.cache_dir,
+            report=args.report,
+            metric=args.metric,
+        )
+    except (AkashaError, ValueError, FileNotFoundError, KeyError) as error:
+        print(f"akasha eval: error: {error}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(table.to_json())
+    elif args.format == "markdown":
+        print(table.to_markdown())
+    else:
+        print(table)
+    if args.report:
+        print(f"report written to {args.report}", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = configure(argparse.ArgumentParser(prog="akasha eval", description=__doc__.splitlines()[0]))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

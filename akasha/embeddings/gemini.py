@@ -1,0 +1,140 @@
+"""``gemini:<model>`` embeddings through ``google-genai``'s ``embed_content``.
+
+The client sends ``:batchEmbedContents``; the API accepts at most 100 texts per
+call, so inputs go out in batches of 100 (``batch_size`` may lower it). Documents
+are embedded with task type ``RETRIEVAL_DOCUMENT`` and questions with
+``RETRIEVAL_QUERY`` (set ``task_types=False`` for servers that reject it). A batch
+that still fails after retries raises and nothing is returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from akasha.embeddings.base import as_matrix, normalize_rows
+from akasha.errors import ConfigError, ProviderError
+from akasha.providers.batching import plan_batches
+from akasha.providers.faults import genai_fault
+from akasha.providers.gemini_conn import GeminiConnection, import_genai
+from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+
+logger = logging.getLogger(__name__)
+
+#: ``batchEmbedContents`` accepts at most this many requests.
+MAX_BATCH = 100
+KNOWN_DIMENSIONS = {"text-embedding-004": 768, "embedding-001": 768, "gemini-embedding-001": 3072}
+
+
+class GeminiEmbedder:
+    """Embedder over Gemini ``embed_content``; normalised float32 rows.
+
+    Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (bool),
+    plus ``api_key``, ``base_url``, ``api_version``, ``timeout`` and the retry options.
+    """
+
+    def __init__(
+        self,
+        rest: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_version: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: dict[str, str] | None = None,
+        output_dimensionality: int | None = None,
+        batch_size: int = MAX_BATCH,
+        task_types: bool = True,
+        **options: Any,
+    ) -> None:
+        self.model = rest.strip()
+        if not self.model:
+            raise ConfigError("gemini embeddings need a model name, e.g. 'gemini:gemini-embedding-001'")
+        if not 0 < int(batch_size) <= MAX_BATCH:
+            raise ConfigError(f"gemini embeddings batch_size must be 1..{MAX_BATCH}, got {batch_size}")
+        self.output_dimensionality = int(output_dimensionality) if output_dimensionality else None
+        self.name = f"gemini:{self.model}" + (f"@{self.output_dimensionality}" if self.output_dimensionality else "")
+        self.dimension: int | None = self.output_dimensionality or KNOWN_DIMENSIONS.get(self.model)
+        self.batch_size = int(batch_size)
+        self.task_types = task_types
+        self.retry = RetryPolicy.from_options(options)
+        if options:
+            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
+        self.timeout = float(timeout)
+        self.connection = GeminiConnection(
+            api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
+        )
+        self._translate = functools.partial(genai_fault, timeout=self.timeout)
+
+    def __repr__(self) -> str:
+        return f"GeminiEmbedder(name={self.name!r}, connection={self.connection!r})"
+
+    def _request(self, texts: Sequence[str], task: str) -> dict[str, Any]:
+        _, types = import_genai()
+        config: dict[str, Any] = {}
+        if self.output_dimensionality:
+            config["output_dimensionality"] = self.output_dimensionality
+        if self.task_types:
+            config["task_type"] = task
+        return {"model": self.model, "contents": list(texts), "config": types.EmbedContentConfig(**config)}
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
+                "secrets": self.connection.secrets()}
+
+    def _rows(self, response: Any, expected: int) -> np.ndarray:
+        embeddings = getattr(response, "embeddings", None) or []
+        if len(embeddings) != expected:
+            raise ProviderError(self.name, f"returned {len(embeddings)} embeddings for {expected} inputs")
+        return as_matrix([e.values for e in embeddings], expected, self.name)
+
+    def _finish(self, parts: list[np.ndarray]) -> np.ndarray:
+        if not parts:
+            return np.zeros((0, self.dimension or 0), dtype=np.float32)
+        matrix = np.vstack(parts)
+        self.dimension = int(matrix.shape[1])
+        return normalize_rows(matrix)
+
+    def _embed(self, texts: Sequence[str], task: str) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return self._finish([])
+        client = self.connection.client()
+        parts = []
+        for start, end in plan_batches(texts, self.batch_size):
+            request = self._request(texts[start:end], task)
+            response = call_with_retry(lambda: client.models.embed_content(**request), **self._retry_kwargs())
+            parts.append(self._rows(response, end - start))
+        return self._finish(parts)
+
+    async def _aembed(self, texts: Sequence[str], task: str) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return self._finish([])
+        models = self.connection.async_models()
+        parts = []
+        for start, end in plan_batches(texts, self.batch_size):
+            request = self._request(texts[start:end], task)
+            response = await acall_with_retry(lambda: models.embed_content(**request), **self._retry_kwargs())
+            parts.append(self._rows(response, end - start))
+        return self._finish(parts)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed all texts in batches of ``batch_size``; any failed batch raises, nothing partial returned."""
+        return self._embed(texts, "RETRIEVAL_DOCUMENT")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([text], "RETRIEVAL_QUERY")[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return await self._aembed(texts, "RETRIEVAL_DOCUMENT")
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return (await self._aembed([text], "RETRIEVAL_QUERY"))[0]
+
+
+__all__ = ["GeminiEmbedder", "MAX_BATCH"]

@@ -1,0 +1,139 @@
+"""``openai:<model>`` embeddings through the official ``openai`` client.
+
+Inputs go out in requests of at most 2048 texts (the API's limit) and at most
+``max_batch_chars`` characters (keeps a request under the per-request token cap).
+Each request is retried like any provider call; if one still fails, the whole call
+raises and returns nothing, so the index never stores a half-embedded document.
+Works with any OpenAI-compatible embeddings server (TEI, vLLM, Ollama /v1) via
+``base_url``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from akasha.embeddings.base import as_matrix, normalize_rows
+from akasha.errors import ConfigError, ProviderError
+from akasha.providers.batching import plan_batches
+from akasha.providers.faults import openai_fault
+from akasha.providers.openai_conn import OpenAIConnection
+from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+
+logger = logging.getLogger(__name__)
+
+#: The embeddings endpoint accepts at most this many inputs per request.
+MAX_INPUTS = 2048
+#: Known output sizes, so ``dimension`` is available before the first request.
+KNOWN_DIMENSIONS = {"text-embedding-ada-002": 1536, "text-embedding-3-small": 1536, "text-embedding-3-large": 3072}
+
+
+class OpenAIEmbedder:
+    """Embedder over ``/v1/embeddings``; normalised float32 rows.
+
+    Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048),
+    ``max_batch_chars`` (default 250 000), plus the connection and retry options of
+    :class:`akasha.llm.openai.OpenAIChat`.
+    """
+
+    def __init__(
+        self,
+        rest: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        azure: bool | None = None,
+        azure_endpoint: str | None = None,
+        api_version: str | None = None,
+        organization: str | None = None,
+        default_headers: dict[str, str] | None = None,
+        dimensions: int | None = None,
+        batch_size: int = MAX_INPUTS,
+        max_batch_chars: int | None = 250_000,
+        **options: Any,
+    ) -> None:
+        self.model = rest.strip()
+        if not self.model:
+            raise ConfigError("openai embeddings need a model name, e.g. 'openai:text-embedding-3-small'")
+        if not 0 < int(batch_size) <= MAX_INPUTS:
+            raise ConfigError(f"openai embeddings batch_size must be 1..{MAX_INPUTS}, got {batch_size}")
+        self.dimensions = int(dimensions) if dimensions else None
+        self.name = f"openai:{self.model}" + (f"@{self.dimensions}" if self.dimensions else "")
+        self.dimension: int | None = self.dimensions or KNOWN_DIMENSIONS.get(self.model)
+        self.batch_size = int(batch_size)
+        self.max_batch_chars = max_batch_chars
+        self.retry = RetryPolicy.from_options(options)
+        if options:
+            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
+        self.timeout = float(timeout)
+        self.connection = OpenAIConnection(
+            api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
+            api_version=api_version, organization=organization, default_headers=default_headers,
+        )
+        self._translate = functools.partial(openai_fault, timeout=self.timeout)
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(name={self.name!r}, connection={self.connection!r})"
+
+    def _params(self, texts: Sequence[str]) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "input": list(texts), "encoding_format": "float"}
+        if self.dimensions:
+            params["dimensions"] = self.dimensions
+        return params
+
+    def _rows(self, response: Any, expected: int) -> np.ndarray:
+        data = sorted(response.data, key=lambda item: item.index)
+        if len(data) != expected:
+            raise ProviderError(self.name, f"returned {len(data)} embeddings for {expected} inputs")
+        return as_matrix([item.embedding for item in data], expected, self.name)
+
+    def _finish(self, parts: list[np.ndarray], n: int) -> np.ndarray:
+        if not parts:
+            return np.zeros((0, self.dimension or 0), dtype=np.float32)
+        matrix = np.vstack(parts)
+        self.dimension = int(matrix.shape[1])
+        return normalize_rows(matrix)
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
+                "secrets": self.connection.secrets()}
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed all texts; raises ProviderError (and returns nothing) if any batch fails."""
+        texts = list(texts)
+        if not texts:
+            return self._finish([], 0)
+        client = self.connection.client()
+        parts = []
+        for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
+            params = self._params(texts[start:end])
+            response = call_with_retry(lambda: client.embeddings.create(**params), **self._retry_kwargs())
+            parts.append(self._rows(response, end - start))
+        return self._finish(parts, len(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of :meth:`embed_documents` (batches sent one after another)."""
+        texts = list(texts)
+        if not texts:
+            return self._finish([], 0)
+        client = self.connection.async_client()
+        parts = []
+        for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
+            params = self._params(texts[start:end])
+            response = await acall_with_retry(lambda: client.embeddings.create(**params), **self._retry_kwargs())
+            parts.append(self._rows(response, end - start))
+        return self._finish(parts, len(texts))
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return (await self.aembed_documents([text]))[0]
+
+
+__all__ = ["OpenAIEmbedder", "MAX_INPUTS"]

@@ -1,0 +1,75 @@
+"""Ranking metrics over binary relevance: recall@k, reciprocal rank (MRR@k) and nDCG@k.
+
+Every function takes ``matches``: for each retrieved result, best first, the
+collection of *relevance units* it satisfies (empty when it is not relevant).
+A unit is one thing the question needs found: a reference answer (one unit) or
+one of its relevant source files (one unit each). ``n_relevant`` is how many
+units the question has. Counting units rather than chunks means an answer
+split over three chunks is found once its first chunk is retrieved, and a
+second chunk of an already-found source adds nothing.
+
+- recall@k: distinct units found in the top k / n_relevant.
+- reciprocal rank@k: 1 / rank of the first relevant result within the top k, else 0.
+- nDCG@k: a result gains 1 when it finds at least one new unit, else 0;
+  DCG = sum gain_i / log2(i + 1) over ranks i = 1..k; the ideal DCG puts
+  min(n_relevant, k) gains at ranks 1, 2, ...; nDCG = DCG / ideal DCG.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+
+Matches = Sequence[Collection[str]]
+
+
+def _check(n_relevant: int, k: int) -> None:
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    if n_relevant < 0:
+        raise ValueError(f"n_relevant must be >= 0, got {n_relevant}")
+
+
+def recall_at_k(matches: Matches, n_relevant: int, k: int) -> float:
+    """Fraction of the question's relevance units found in the top ``k`` results (0.0 if it has none)."""
+    _check(n_relevant, k)
+    if n_relevant == 0:
+        return 0.0
+    found: set[str] = set()
+    for units in matches[:k]:
+        found.update(units)
+    return min(len(found), n_relevant) / n_relevant
+
+
+def reciprocal_rank(matches: Matches, k: int = 10) -> float:
+    """1 / rank of the first relevant result within the top ``k``; 0.0 when none is relevant."""
+    _check(0, k)
+    for rank, units in enumerate(matches[:k], start=1):
+        if units:
+            return 1.0 / rank
+    return 0.0
+
+
+def dcg(gains: Sequence[float], k: int) -> float:
+    """Discounted cumulative gain: sum of gain_i / log2(i + 1) for ranks i = 1..k."""
+    return sum(gain / math.log2(rank + 1) for rank, gain in enumerate(gains[:k], start=1))
+
+
+def ndcg_at_k(matches: Matches, n_relevant: int, k: int = 10) -> float:
+    """nDCG@k where a result gains 1 only when it finds a unit not found higher up."""
+    _check(n_relevant, k)
+    if n_relevant == 0:
+        return 0.0
+    seen: set[str] = set()
+    gains: list[float] = []
+    for units in matches[:k]:
+        new = set(units) - seen
+        gains.append(1.0 if new else 0.0)
+        seen.update(new)
+    ideal = dcg([1.0] * min(n_relevant, k), k)
+    return dcg(gains, k) / ideal
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean; 0.0 for no values (an empty question set scores nothing)."""
+    return sum(values) / len(values) if values else 0.0

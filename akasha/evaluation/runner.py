@@ -1,0 +1,220 @@
+"""Run evaluation questions through each search type and reranker and tabulate the metrics.
+
+:func:`evaluate` indexes a folder once (``akasha.index.CorpusIndex``), then asks
+every question under every (search_type, reranker) configuration and reports
+recall@1, recall@5, MRR@10 and nDCG@10 (definitions in
+:mod:`akasha.evaluation.metrics` and :mod:`akasha.evaluation.relevance`).
+:func:`evaluate_search` is the same loop over any search function, which is
+what the benchmarks use to score alternative fusions offline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from akasha.evaluation.metrics import mean, ndcg_at_k, reciprocal_rank, recall_at_k
+from akasha.evaluation.relevance import Question, load_questions, matcher_for
+
+log = logging.getLogger(__name__)
+
+METRICS = ("recall@1", "recall@5", "mrr@10", "ndcg@10")
+DEFAULT_SEARCH_TYPES = ("auto", "bm25", "knn")
+
+#: search(question, search_type, reranker, k) -> hits (objects with .text and .path)
+SearchFn = Callable[[str, str, Any, int], Sequence[Any]]
+#: reranker(question, hits) -> hits in the new order
+RerankFn = Callable[[str, list[Any]], list[Any]]
+
+
+@dataclass
+class EvalTable:
+    """Metrics per configuration: one row per (search_type, reranker)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    metrics: tuple[str, ...] = METRICS
+    questions: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def row(self, search_type: str, reranker: str = "none") -> dict[str, Any]:
+        """The row of one configuration; KeyError naming the known ones otherwise."""
+        for row in self.rows:
+            if row["search_type"] == search_type and row["reranker"] == reranker:
+                return row
+        known = ", ".join(f"{r['search_type']}/{r['reranker']}" for r in self.rows)
+        raise KeyError(f"no row for {search_type}/{reranker}; rows: {known}")
+
+    def best(self, metric: str = "mrr@10") -> dict[str, Any]:
+        """The row with the highest ``metric``."""
+        return max(self.rows, key=lambda row: row[metric])
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [dict(row) for row in self.rows]
+
+    def to_json(self) -> str:
+        return json.dumps({"questions": self.questions, "info": self.info, "rows": self.rows}, indent=2)
+
+    def _cells(self) -> tuple[list[str], list[list[str]]]:
+        head = ["search_type", "reranker", *self.metrics, "ms/query"]
+        body = [
+            [row["search_type"], row["reranker"], *(f"{row[m]:.4f}" for m in self.metrics), f"{row['ms_per_query']:.2f}"]
+            for row in self.rows
+        ]
+        return head, body
+
+    def to_markdown(self) -> str:
+        head, body = self._cells()
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        head, body = self._cells()
+        widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+        fmt = "  ".join(f"{{:{'<' if i < 2 else '>'}{w}}}" for i, w in enumerate(widths))
+        lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*cells) for cells in body]
+        return "\n".join(lines) + f"\n({self.questions} questions)"
+
+
+def _reranker_name(reranker: Any) -> str:
+    if reranker is None or reranker == "none":
+        return "none"
+    if isinstance(reranker, str):
+        return reranker
+    return getattr(reranker, "name", None) or getattr(reranker, "__name__", None) or type(reranker).__name__
+
+
+def score_question(hits: Sequence[Any], question: Question, folder: Path | None, k: int = 10) -> dict[str, float]:
+    """The four metrics for one question's ranked hits."""
+    units = matcher_for(question, folder)
+    matches = [units(hit.text, getattr(hit, "path", None)) for hit in hits[:k]]
+    n = question.n_units
+    return {
+        "recall@1": recall_at_k(matches, n, 1),
+        "recall@5": recall_at_k(matches, n, 5),
+        "mrr@10": reciprocal_rank(matches, 10),
+        "ndcg@10": ndcg_at_k(matches, n, 10),
+    }
+
+
+def evaluate_search(
+    search: SearchFn,
+    questions: Sequence[Question],
+    *,
+    search_types: Sequence[str] = DEFAULT_SEARCH_TYPES,
+    rerankers: Sequence[Any] = (None,),
+    k: int = 10,
+    folder: str | Path | None = None,
+) -> EvalTable:
+    """Ask every question under every (search_type, reranker) and average the metrics."""
+    if k < 10:
+        raise ValueError(f"k must be at least 10 to report MRR@10 and nDCG@10, got {k}")
+    if not questions:
+        raise ValueError("no questions to evaluate")
+    root = Path(folder) if folder is not None else None
+    table = EvalTable(questions=len(questions))
+    for reranker in rerankers:
+        for search_type in search_types:
+            per_metric: dict[str, list[float]] = {m: [] for m in METRICS}
+            elapsed = []
+            for question in questions:
+                start = time.perf_counter()
+                hits = list(search(question.question, search_type, reranker, k))
+                elapsed.append(time.perf_counter() - start)
+                for name, value in score_question(hits, question, root, k).items():
+                    per_metric[name].append(value)
+            row = {"search_type": str(search_type), "reranker": _reranker_name(reranker)}
+            row.update({name: mean(values) for name, values in per_metric.items()})
+            row["ms_per_query"] = 1000 * mean(elapsed)
+            table.rows.append(row)
+            log.info("%s/%s: %s", row["search_type"], row["reranker"], {m: round(row[m], 4) for m in METRICS})
+    return table
+
+
+def resolve_reranker(spec: Any) -> RerankFn | None:
+    """``None``/"none" -> None; a callable ``(question, hits) -> hits`` is used as is;
+    a name is resolved by :mod:`akasha.rerank` (the same names ``akasha.RAG(reranker=...)`` takes)."""
+    if spec is None or spec == "none":
+        return None
+    if callable(spec) and not hasattr(spec, "rerank"):
+        return spec
+    obj = spec
+    if isinstance(spec, str):
+        from akasha import rerank as rerank_module
+
+        factory = getattr(rerank_module, "resolve_reranker", None)
+        if factory is None:
+            raise ValueError(f"reranker {spec!r}: akasha.rerank has no resolve_reranker(); pass a callable instead")
+        obj = factory(spec)
+    method = getattr(obj, "rerank", None)
+    if method is None:
+        if callable(obj):
+            return obj
+        raise ValueError(f"reranker {spec!r} is neither callable nor has .rerank(question, hits)")
+    return lambda question, hits: list(method(question, hits))
+
+
+def evaluate(
+    folder: str | Path,
+    questions_jsonl: str | Path,
+    *,
+    search_types: Sequence[str] = DEFAULT_SEARCH_TYPES,
+    rerankers: Sequence[Any] = (None,),
+    embeddings: Any = "hash",
+    k: int = 10,
+    chunk_size: int = 1000,
+    chunk_overlap: int | None = None,
+    cache_dir: str | Path | None = ":memory:",
+    candidates: int = 30,
+    report: str | Path | None = None,
+    metric: str = "mrr@10",
+) -> EvalTable:
+    """Index ``folder`` once and report recall@1/5, MRR@10 and nDCG@10 per search_type and reranker.
+
+    ``embeddings`` is a model string (``"hash"``, ``"hf:all-MiniLM-L6-v2"``...) or an
+    embedder object. With a reranker, the top ``candidates`` hits of the search
+    are reranked and the top ``k`` scored. ``report`` writes an HTML report with
+    a plot of ``metric`` by configuration.
+    """
+    from akasha.embeddings import resolve_embedder
+    from akasha.index import CorpusIndex
+    from akasha.retrieval.search import validate_search_type
+
+    for search_type in search_types:
+        validate_search_type(search_type)
+    questions = load_questions(questions_jsonl)
+    embedder = resolve_embedder(embeddings) if isinstance(embeddings, str) or callable(embeddings) else embeddings
+    index = CorpusIndex(embedder, chunk_size=chunk_size, chunk_overlap=chunk_overlap, cache_dir=cache_dir)
+    start = time.perf_counter()
+    sync = index.sync(folder)
+    index_s = time.perf_counter() - start
+    resolved = {_reranker_name(r): resolve_reranker(r) for r in rerankers}
+
+    def search(question: str, search_type: str, reranker: Any, top: int) -> list[Any]:
+        rerank = resolved[_reranker_name(reranker)]
+        if rerank is None:
+            return index.search(question, k=top, search_type=search_type)
+        hits = index.search(question, k=max(top, candidates), search_type=search_type)
+        return rerank(question, hits)[:top]
+
+    table = evaluate_search(search, questions, search_types=search_types, rerankers=rerankers, k=k, folder=folder)
+    table.info = {
+        "folder": str(folder),
+        "questions_file": str(questions_jsonl),
+        "embeddings": getattr(embedder, "name", str(embeddings)),
+        "chunk_size": chunk_size,
+        "chunks": getattr(sync, "chunks", None),
+        "index_seconds": round(index_s, 3),
+        "k": k,
+    }
+    if report is not None:
+        from akasha.evaluation.report import write_html_report
+
+        write_html_report(table, report, metric=metric)
+    return table

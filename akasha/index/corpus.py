@@ -1,0 +1,431 @@
+"""CorpusIndex: a folder of files in, a persistent content-keyed hybrid index out.
+
+Everything is keyed by content, never by path or mtime:
+
+* a file is identified by the sha256 of its bytes (plus its extension, which
+  picks the loader); a ``(path, size, mtime_ns)`` stat cache only saves
+  re-reading files whose stat is unchanged;
+* its chunks are stored per (file hash, chunk settings), so a touched, copied
+  or renamed file is never parsed or embedded again;
+* vectors are stored per (embedder name, chunk-text sha256), so two models
+  never mix vectors and an edited file re-embeds only the chunks whose text changed.
+
+The default store is SQLite (see :mod:`akasha.index.manifest` for why) plus an
+``.npz`` snapshot of the search structures per corpus state, so a new process
+on an unchanged corpus reloads without re-tokenising or embedding anything.
+``store="chroma"`` additionally mirrors the corpus into a Chroma collection
+(see :mod:`akasha.index.chroma`).
+
+Crash safety: embeddings are committed in batches of ``embedder.batch_size``;
+the in-memory search structures and the committed corpus state are replaced
+only after every vector is available, so an exception part way (say the
+provider fails on file 7 of 10) leaves the previous state usable and the next
+call resumes from the committed vectors. Writers hold a file lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from akasha.embeddings.base import Embedder, as_matrix
+from akasha.errors import AkashaError, EmptySourceError, IndexLockError, LoaderError
+from akasha.index.manifest import Manifest, StoredChunk
+from akasha.index.paths import MEMORY, default_cache_dir
+from akasha.index.snapshot import read_snapshot, write_snapshot
+from akasha.retrieval.bm25 import BM25Index
+from akasha.retrieval.dense import DenseIndex
+from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
+from akasha.types import Chunk, Hit
+
+log = logging.getLogger(__name__)
+
+DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+STORES = ("sqlite", "chroma")
+#: Files modified this recently are not stat-cached (their mtime may not yet tell edits apart).
+_RACY_SECONDS = 2.0
+
+
+@dataclass
+class SyncReport:
+    """What one :meth:`CorpusIndex.sync` did.
+
+    ``indexed`` files whose chunks entered the index (new, edited, renamed or
+    copied), ``unchanged`` files already indexed at the same path with the same
+    content, ``skipped`` files that could not be read (``skipped_files`` lists
+    ``(path, reason)``), ``removed`` files gone since the last sync, ``embedded``
+    texts sent to the embedder, ``chunks`` in the index now.
+    """
+
+    indexed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    removed: int = 0
+    embedded: int = 0
+    skipped_files: list[tuple[str, str]] = field(default_factory=list)
+    chunks: int = 0
+    seconds: float = 0.0
+
+
+class CorpusIndex:
+    """A persistent hybrid (BM25 + dense) index over the files of a data source.
+
+    ``cache_dir``: ``None`` -> :func:`~akasha.index.paths.default_cache_dir`,
+    ``":memory:"`` -> nothing written to disk (tests, notebooks).
+    ``store``: ``"sqlite"`` (default) or ``"chroma"`` (also mirrors into Chroma).
+    ``tokenizer``: BM25 tokenizer name (``"auto"``: jieba when installed, else bigrams).
+    ``lock_timeout``: seconds to wait for another writer before IndexLockError.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        chunk_size: int = 1000,
+        chunk_overlap: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        store: str = "sqlite",
+        tokenizer: str = "auto",
+        lock_timeout: float = 600.0,
+        search_settings: SearchSettings | None = None,
+    ) -> None:
+        from akasha.chunking import default_overlap, validate_chunking
+
+        overlap = default_overlap(chunk_size) if chunk_overlap is None else chunk_overlap
+        validate_chunking(chunk_size, overlap)
+        if store not in STORES:
+            from akasha.errors import ConfigError
+
+            raise ConfigError(f"unknown index store {store!r}; known: {', '.join(STORES)}")
+        self.embedder = embedder
+        self.chunk_size = chunk_size
+        self.chunk_overlap = overlap
+        self.settings_key = f"recursive-v1:{chunk_size}:{overlap}"
+        self.search_settings = search_settings or SearchSettings()
+        self.lock_timeout = lock_timeout
+        self.store = store
+        self._tokenizer = tokenizer
+        self._bm25 = BM25Index(tokenizer=tokenizer)
+        self.namespace = f"{embedder.name}|{self.settings_key}|{self._bm25.tokenizer_id}"
+        self._dense = DenseIndex()
+        self._chunks: dict[str, Chunk] = {}
+        self._files: dict[str, str] = {}
+        self._state_key: str | None = None
+        self._warned: set[tuple[str, str]] = set()
+        if cache_dir is not None and str(cache_dir) == MEMORY:
+            self.cache_dir: Path | None = None
+            self._manifest = Manifest(MEMORY)
+        else:
+            self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            with self._write_lock():
+                self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
+        self._chroma = None
+        if store == "chroma":
+            from akasha.index.chroma import ChromaMirror
+
+            where = self.cache_dir / "chroma" if self.cache_dir is not None else None
+            self._chroma = ChromaMirror(where, embedder.name, {"chunk_size": chunk_size, "chunk_overlap": overlap})
+
+    # ---------------------------------------------------------------- public
+    @property
+    def chunks(self) -> list[Chunk]:
+        """The chunks of the current corpus, in file order."""
+        return list(self._chunks.values())
+
+    @property
+    def files(self) -> dict[str, str]:
+        """path -> content key of every indexed file."""
+        return dict(self._files)
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def close(self) -> None:
+        """Release the database connection."""
+        self._manifest.close()
+
+    def __enter__(self) -> CorpusIndex:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    def search(self, query: str, k: int = 5, search_type: SearchType = "auto") -> list[Hit]:
+        """Rank the corpus's chunks for ``query`` (run :meth:`sync` first)."""
+        search_type = validate_search_type(search_type)
+        if self._state_key is None:
+            raise AkashaError("the index is empty: call sync(data_source) before search()")
+        vector = None if search_type == "bm25" else self.embedder.embed_query(query)
+        return search(query, vector, k, search_type, bm25=self._bm25, dense=self._dense,
+                      chunks=self._chunks, settings=self.search_settings)
+
+    def sync(self, data_source: DataSource, *, progress: bool = False) -> SyncReport:
+        """Bring the index in line with the files of ``data_source``; embed only what is new.
+
+        Raises SourceNotFoundError for a path that does not exist and
+        EmptySourceError when nothing readable is found.
+        """
+        from akasha.loaders import discover
+
+        started = time.perf_counter()
+        exclude = [self.cache_dir] if self.cache_dir is not None else []
+        paths = discover(data_source, exclude=exclude)
+        with self._write_lock():
+            report = self._sync_locked(data_source, paths, progress)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -------------------------------------------------------------- internals
+    def _write_lock(self) -> Any:
+        if self.cache_dir is None:
+            import contextlib
+
+            return contextlib.nullcontext()
+        return _IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
+
+    def _sync_locked(self, data_source: DataSource, paths: list[Path], progress: bool) -> SyncReport:
+        report = SyncReport()
+        files = self._hash_and_parse(paths, progress, report)
+        if not files:
+            detail = "; ".join(f"{p}: {r}" for p, r in report.skipped_files[:5])
+            raise EmptySourceError(
+                f"data_source {_describe(data_source)} yields no text"
+                + (f" (unreadable files: {detail})" if detail else " (no supported files found)")
+                + "; point it at .txt, .md, .pdf, .docx, .csv or .html files with text in them"
+            )
+        state_key = _digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
+        source_key = _digest(json.dumps(sorted(_describe_each(data_source))))
+        previous = self._files
+        committed = self._manifest.corpus(source_key, self.namespace)
+        if self._state_key is None and committed is not None:
+            previous = committed[1]
+        report.unchanged = sum(1 for p, h in files.items() if previous.get(p) == h)
+        report.indexed = len(files) - report.unchanged
+        report.removed = sum(1 for p in previous if p not in files)
+        if state_key != self._state_key:
+            loaded = False
+            if self._state_key is None and committed is not None and committed[0] == state_key and committed[2]:
+                loaded = self._load_snapshot(committed[2], state_key, files)
+            if not loaded:
+                self._rebuild(files, report)
+                self._commit(source_key, state_key, files)
+        report.chunks = len(self._chunks)
+        return report
+
+    def _hash_and_parse(self, paths: list[Path], progress: bool, report: SyncReport) -> dict[str, str]:
+        stats = self._manifest.stat_cache()
+        parsed = self._manifest.parsed_status(self.settings_key)
+        files: dict[str, str] = {}
+        fresh_stats = []
+        now = time.time()
+        iterator: Any = paths
+        if progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(paths, desc="indexing", unit="file")
+        for path in iterator:
+            key = str(path)
+            try:
+                st = path.stat()
+                cached = stats.get(key)
+                data = None
+                if cached is not None and cached[0] == st.st_size and cached[1] == st.st_mtime_ns:
+                    content = cached[2]
+                else:
+                    data = path.read_bytes()
+                    content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
+                    if now - st.st_mtime > _RACY_SECONDS:
+                        fresh_stats.append((key, st.st_size, st.st_mtime_ns, content))
+            except OSError as exc:
+                self._skip(report, key, f"cannot read file: {exc.strerror or exc}")
+                continue
+            status = parsed.get(content)
+            if status is None:
+                status = self._parse(path, content, data)
+                if status[0] != "error":
+                    parsed[content] = status
+            if status[0] != "ok":
+                self._skip(report, key, status[1] or "unreadable")
+                continue
+            files[key] = content
+        self._manifest.remember_stats(fresh_stats)
+        return files
+
+    def _skip(self, report: SyncReport, path: str, reason: str) -> None:
+        report.skipped += 1
+        report.skipped_files.append((path, reason))
+        if (path, reason) not in self._warned:
+            self._warned.add((path, reason))
+            log.warning("skipping %s: %s", path, reason)
+
+    def _parse(self, path: Path, content: str, data: bytes | None) -> tuple[str, str | None]:
+        """Load and chunk one file, storing the result under its content key."""
+        from akasha.chunking import chunk_documents
+        from akasha.loaders import load_file
+
+        try:
+            if data is None:
+                data = path.read_bytes()
+            documents = load_file(path, data)
+            pieces = chunk_documents(documents, chunk_size=self.chunk_size, overlap=self.chunk_overlap)
+        except LoaderError as exc:
+            self._manifest.store_parsed(content, self.settings_key, [], "skipped", exc.reason)
+            return "skipped", exc.reason
+        except Exception as exc:  # a loader bug or a transient error: skip now, retry next time
+            log.debug("loader failed on %s", path, exc_info=True)
+            return "error", f"{type(exc).__name__}: {exc}"
+        stored: list[StoredChunk] = []
+        for seq, piece in enumerate(pieces):
+            if not piece.text.strip():
+                continue
+            meta = {k: v for k, v in piece.metadata.items() if k not in ("source", "chunk_id")}
+            text_hash = meta.get("content_hash") or _digest(piece.text)
+            meta["content_hash"] = text_hash
+            stored.append((len(stored), text_hash, piece.text, meta))
+        if not stored:
+            self._manifest.store_parsed(content, self.settings_key, [], "skipped", "no text")
+            return "skipped", "no text"
+        self._manifest.store_parsed(content, self.settings_key, stored)
+        return "ok", None
+
+    def _materialise(self, files: dict[str, str]) -> dict[str, Chunk]:
+        """Chunks of the corpus ``files``; reuses in-memory chunks for unchanged paths."""
+        out: dict[str, Chunk] = {}
+        by_path: dict[str, list[Chunk]] = {}
+        for chunk in self._chunks.values():
+            by_path.setdefault(chunk.metadata["source"], []).append(chunk)
+        for path, content in files.items():
+            if self._files.get(path) == content and path in by_path:
+                for chunk in by_path[path]:
+                    out[chunk.id] = chunk
+                continue
+            for seq, _text_hash, text, meta in self._manifest.load_chunks(content, self.settings_key):
+                chunk_id = f"{path}#{seq}"
+                out[chunk_id] = Chunk(chunk_id, text, {**meta, "source": path, "chunk_id": chunk_id})
+        return out
+
+    def _rebuild(self, files: dict[str, str], report: SyncReport) -> None:
+        """Update the search structures to ``files``; embeds first, swaps state last."""
+        new_chunks = self._materialise(files)
+        old = self._chunks
+        added = [c for cid, c in new_chunks.items()
+                 if cid not in old or old[cid].metadata["content_hash"] != c.metadata["content_hash"]]
+        gone = [cid for cid in old if cid not in new_chunks]
+        vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
+        self._bm25.remove(gone)
+        self._dense.remove(gone)
+        if added:
+            ids = [c.id for c in added]
+            self._bm25.add(ids, [c.text for c in added])
+            self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]))
+        if self._chroma is not None:
+            self._chroma.apply(added, [vectors[c.metadata["content_hash"]] for c in added], set(new_chunks))
+        self._chunks = new_chunks
+        self._files = dict(files)
+
+    def _vectors_for(self, chunks: list[Chunk], report: SyncReport) -> dict[str, np.ndarray]:
+        """Vectors for the chunk texts, embedding (in committed batches) only the missing ones."""
+        model = self.embedder.name
+        texts = {c.metadata["content_hash"]: c.text for c in chunks}
+        if not texts:
+            return {}
+        missing = [h for h in texts if h not in self._manifest.cached_hashes(model, list(texts))]
+        batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
+        for start in range(0, len(missing), batch):
+            hashes = missing[start : start + batch]
+            matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
+                               model)
+            self._manifest.store_vectors(model, hashes, matrix)
+            report.embedded += len(hashes)
+        vectors = self._manifest.load_vectors(model, list(texts))
+        lost = [h for h in texts if h not in vectors]
+        if lost:
+            raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self._manifest.path}")
+        return vectors
+
+    def _commit(self, source_key: str, state_key: str, files: dict[str, str]) -> None:
+        self._state_key = state_key
+        snapshot = None
+        if self.cache_dir is not None:
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.embedder.name)[:40]
+            snapshot = f"{slug}-{state_key[:32]}.npz"
+            write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense)
+        self._manifest.store_corpus(source_key, self.namespace, state_key, files, snapshot)
+        if self.cache_dir is not None:
+            self._drop_stale_snapshots()
+
+    def _drop_stale_snapshots(self) -> None:
+        folder = self.cache_dir / "snapshots"  # type: ignore[operator]
+        in_use = self._manifest.snapshots_in_use()
+        for path in folder.glob("*.npz"):
+            if path.name not in in_use:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+
+    def _load_snapshot(self, name: str, state_key: str, files: dict[str, str]) -> bool:
+        loaded = read_snapshot(self.cache_dir / "snapshots" / name, state_key)  # type: ignore[operator]
+        if loaded is None:
+            return False
+        bm25, dense = loaded
+        chunks = self._materialise(files)
+        if bm25.tokenizer_id != self._bm25.tokenizer_id or set(dense.ids) != set(chunks):
+            return False
+        self._bm25, self._dense, self._chunks = bm25, dense, chunks
+        self._files, self._state_key = dict(files), state_key
+        return True
+
+
+class _IndexLock:
+    """The cross-process write lock; a timeout becomes IndexLockError."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        from filelock import FileLock
+
+        self._lock = FileLock(str(path), timeout=timeout)
+        self._path = path
+        self._timeout = timeout
+
+    def __enter__(self) -> None:
+        from filelock import Timeout
+
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise IndexLockError(
+                f"another process is writing the index at {self._path.parent} and held its lock "
+                f"({self._path}) for more than {self._timeout:g} s; wait for it to finish, or pass a larger "
+                "lock_timeout"
+            ) from None
+
+    def __exit__(self, *_: Any) -> None:
+        self._lock.release()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _describe_each(data_source: DataSource) -> list[str]:
+    if isinstance(data_source, (str, os.PathLike)):
+        items = [data_source]
+    else:
+        items = list(data_source)
+    return [str(Path(os.fspath(p)).expanduser().resolve()) for p in items]
+
+
+def _describe(data_source: DataSource) -> str:
+    items = _describe_each(data_source)
+    return repr(items[0]) if len(items) == 1 else repr(items)

@@ -1,0 +1,187 @@
+"""The SQLite manifest: what each file contained, and every vector ever computed.
+
+Why SQLite and not Chroma for the default store: it ships with Python (small
+base install), commits atomically (a ``kill -9`` at any point leaves the last
+committed state), needs no pickles, and reloads in milliseconds. Vectors are
+stored as float32 BLOBs. The database runs in WAL mode so readers never block
+the single writer (writers are serialised by the index's file lock).
+
+Tables
+    ``files``       stat cache: path -> (size, mtime_ns, sha256 of the bytes); only
+                    used to avoid re-reading files whose stat is unchanged;
+    ``parsed``      per (file sha256, chunk settings): loaded fine or skipped (+ reason);
+    ``chunks``      per (file sha256, chunk settings, seq): chunk text, its sha256 and metadata;
+    ``embeddings``  per (embedder name, text sha256): the vector (namespaced by model);
+    ``corpora``     per (data source, namespace): the last committed corpus state and snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, file_hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS parsed (
+    file_hash TEXT NOT NULL, settings TEXT NOT NULL, status TEXT NOT NULL, reason TEXT,
+    n_chunks INTEGER NOT NULL, PRIMARY KEY (file_hash, settings));
+CREATE TABLE IF NOT EXISTS chunks (
+    file_hash TEXT NOT NULL, settings TEXT NOT NULL, seq INTEGER NOT NULL, text_hash TEXT NOT NULL,
+    text TEXT NOT NULL, metadata TEXT NOT NULL, PRIMARY KEY (file_hash, settings, seq));
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash));
+CREATE TABLE IF NOT EXISTS corpora (
+    source_key TEXT NOT NULL, namespace TEXT NOT NULL, state_key TEXT NOT NULL, files TEXT NOT NULL,
+    snapshot TEXT, PRIMARY KEY (source_key, namespace));
+"""
+
+StoredChunk = tuple[int, str, str, dict[str, Any]]  # (seq, text_hash, text, metadata)
+
+
+class Manifest:
+    """Thin, transactional access to the index database (one connection, thread-safe)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False, isolation_level=None)
+        if path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        with self.transaction():
+            for statement in _SCHEMA.strip().split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        version = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            raise RuntimeError(f"index database {path} has schema {version}, this akasha writes {SCHEMA_VERSION}; "
+                               "delete the cache folder to rebuild it")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------ transactions
+    class _Tx:
+        def __init__(self, manifest: Manifest) -> None:
+            self.m = manifest
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.m._lock.acquire()
+            self.m._db.execute("BEGIN IMMEDIATE")
+            return self.m._db
+
+        def __exit__(self, exc_type: Any, *_: Any) -> None:
+            try:
+                self.m._db.execute("ROLLBACK" if exc_type else "COMMIT")
+            finally:
+                self.m._lock.release()
+
+    def transaction(self) -> Manifest._Tx:
+        """``with manifest.transaction() as db:`` runs statements in one atomic commit."""
+        return Manifest._Tx(self)
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -------------------------------------------------------------- stat cache
+    def stat_cache(self) -> dict[str, tuple[int, int, str]]:
+        """path -> (size, mtime_ns, file_hash) for every file seen before."""
+        return {p: (s, m, h) for p, s, m, h in self._query("SELECT path, size, mtime_ns, file_hash FROM files")}
+
+    def remember_stats(self, rows: Iterable[tuple[str, int, int, str]]) -> None:
+        rows = list(rows)
+        if rows:
+            with self.transaction() as db:
+                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", rows)
+
+    # ------------------------------------------------------------------ chunks
+    def parsed_status(self, settings: str) -> dict[str, tuple[str, str | None]]:
+        """file_hash -> (status, reason) for every file parsed with ``settings``."""
+        rows = self._query("SELECT file_hash, status, reason FROM parsed WHERE settings=?", (settings,))
+        return {h: (s, r) for h, s, r in rows}
+
+    def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[StoredChunk],
+                     status: str = "ok", reason: str | None = None) -> None:
+        """Record one file's chunks (or why it was skipped) in one commit."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks WHERE file_hash=? AND settings=?", (file_hash, settings))
+            db.executemany(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?)",
+                [(file_hash, settings, seq, th, text, json.dumps(meta, ensure_ascii=False, default=str))
+                 for seq, th, text, meta in chunks],
+            )
+            db.execute("INSERT OR REPLACE INTO parsed VALUES (?, ?, ?, ?, ?)",
+                       (file_hash, settings, status, reason, len(chunks)))
+
+    def load_chunks(self, file_hash: str, settings: str) -> list[StoredChunk]:
+        rows = self._query(
+            "SELECT seq, text_hash, text, metadata FROM chunks WHERE file_hash=? AND settings=? ORDER BY seq",
+            (file_hash, settings),
+        )
+        return [(seq, th, text, json.loads(meta)) for seq, th, text, meta in rows]
+
+    # -------------------------------------------------------------- embeddings
+    def cached_hashes(self, model: str, text_hashes: Sequence[str]) -> set[str]:
+        """The subset of ``text_hashes`` that already has a vector for ``model``."""
+        found: set[str] = set()
+        for part in _batches(list(text_hashes), 500):
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self._query(
+                f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({marks})", [model, *part]))
+        return found
+
+    def load_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for part in _batches(list(dict.fromkeys(text_hashes)), 500):
+            marks = ",".join("?" * len(part))
+            for th, blob in self._query(
+                f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})", [model, *part]
+            ):
+                out[th] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def store_vectors(self, model: str, text_hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Commit one batch of vectors (so a later failure never loses them)."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)",
+                [(model, th, int(vec.shape[0]), vec.tobytes()) for th, vec in zip(text_hashes, vectors, strict=True)],
+            )
+
+    # ----------------------------------------------------------------- corpora
+    def corpus(self, source_key: str, namespace: str) -> tuple[str, dict[str, str], str | None] | None:
+        """(state_key, {path: file_hash}, snapshot name) last committed for this source, or None."""
+        rows = self._query("SELECT state_key, files, snapshot FROM corpora WHERE source_key=? AND namespace=?",
+                           (source_key, namespace))
+        if not rows:
+            return None
+        state, files, snapshot = rows[0]
+        return state, json.loads(files), snapshot
+
+    def snapshots_in_use(self) -> set[str]:
+        return {r[0] for r in self._query("SELECT snapshot FROM corpora WHERE snapshot IS NOT NULL")}
+
+    def store_corpus(self, source_key: str, namespace: str, state_key: str, files: dict[str, str],
+                     snapshot: str | None) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO corpora VALUES (?, ?, ?, ?, ?)",
+                       (source_key, namespace, state_key, json.dumps(files, ensure_ascii=False), snapshot))
+
+
+def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,51 @@
+"""Where the index lives: the default cache folder and atomic file writes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+MEMORY = ":memory:"
+
+
+def default_cache_dir() -> Path:
+    """``$AKASHA_CACHE_DIR``, else the platform's user cache folder + ``akasha``.
+
+    Linux ``$XDG_CACHE_HOME/akasha`` (``~/.cache/akasha``), macOS
+    ``~/Library/Caches/akasha``, Windows ``%LOCALAPPDATA%\\akasha\\Cache``.
+    Read at call time, never at import time.
+    """
+    configured = os.environ.get("AKASHA_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "akasha" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "akasha"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "akasha"
+
+
+def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write ``path`` via a temp file in the same folder + fsync + ``os.replace``.
+
+    A crash at any moment leaves either the old file or the complete new one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

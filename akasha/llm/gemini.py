@@ -1,0 +1,149 @@
+"""``gemini:<model>``: Gemini chat through the official ``google-genai`` client.
+
+OpenAI-shaped messages are translated to Gemini's: system messages become the
+``system_instruction``, ``assistant`` turns become ``model`` turns. Nothing is
+imported or read from the environment until the first request.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from akasha.errors import ConfigError, ProviderError
+from akasha.llm.base import GenerationOptions, Message
+from akasha.providers.faults import genai_fault
+from akasha.providers.gemini_conn import GeminiConnection, import_genai
+from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.streaming import aretrying_stream, retrying_stream
+
+logger = logging.getLogger(__name__)
+
+_OK_FINISH = {"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"}
+
+
+def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Split OpenAI-shaped messages into ``(system_instruction, contents)`` for Gemini."""
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    contents = []
+    for message in messages:
+        role = message.get("role", "user")
+        if role == "system":
+            continue
+        contents.append({"role": "model" if role == "assistant" else "user", "parts": [{"text": message["content"]}]})
+    if not contents:
+        contents.append({"role": "user", "parts": [{"text": ""}]})
+    return ("\n\n".join(system) if system else None), contents
+
+
+def _text_and_finish(response: Any) -> tuple[str, str | None]:
+    candidates = getattr(response, "candidates", None) or []
+    if not candidates:
+        return "", None
+    candidate = candidates[0]
+    parts = getattr(getattr(candidate, "content", None), "parts", None) or []
+    text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False))
+    finish = candidate.finish_reason
+    return text, (getattr(finish, "value", None) or str(finish)) if finish is not None else None
+
+
+class GeminiChat:
+    """Chat model over ``models.generate_content`` (sync and async, whole or streamed).
+
+    Options: ``api_key``, ``base_url``, ``api_version``, ``timeout`` (seconds), ``headers``,
+    and the retry options (``max_retries``, ``retry_initial_delay``, ...).
+    """
+
+    def __init__(
+        self,
+        rest: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_version: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: dict[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        self.model = rest.strip()
+        if not self.model:
+            raise ConfigError("gemini: needs a model name, for example 'gemini:gemini-2.5-flash'")
+        self.name = f"gemini:{self.model}"
+        self.retry = RetryPolicy.from_options(options)
+        if options:
+            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
+        self.timeout = float(timeout)
+        self.connection = GeminiConnection(
+            api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
+        )
+        self._translate = functools.partial(genai_fault, timeout=self.timeout)
+
+    def __repr__(self) -> str:
+        return f"GeminiChat(name={self.name!r}, connection={self.connection!r})"
+
+    def _request(self, messages: list[Message], options: GenerationOptions) -> dict[str, Any]:
+        _, types = import_genai()
+        system, contents = to_gemini(messages)
+        config: dict[str, Any] = {}
+        if system:
+            config["system_instruction"] = system
+        if options.temperature is not None:
+            config["temperature"] = options.temperature
+        if options.max_output_tokens is not None:
+            config["max_output_tokens"] = options.max_output_tokens
+        return {"model": self.model, "contents": contents, "config": types.GenerateContentConfig(**config)}
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
+                "secrets": self.connection.secrets()}
+
+    def _answer(self, response: Any) -> str:
+        text, finish = _text_and_finish(response)
+        if not text and finish not in _OK_FINISH:
+            feedback = getattr(response, "prompt_feedback", None)
+            reason = finish or getattr(feedback, "block_reason", None) or "no candidates"
+            raise ProviderError(self.name, f"the reply contained no text (finish reason: {reason})")
+        return text
+
+    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        client = self.connection.client()
+        request = self._request(messages, options)
+        response = call_with_retry(lambda: client.models.generate_content(**request), **self._retry_kwargs())
+        return self._answer(response)
+
+    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+        def open_stream() -> Iterator[tuple[str, bool]]:
+            client = self.connection.client()
+            return _pieces(client.models.generate_content_stream(**self._request(messages, options)))
+
+        return retrying_stream(open_stream, **self._retry_kwargs())
+
+    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        models = self.connection.async_models()
+        request = self._request(messages, options)
+        response = await acall_with_retry(lambda: models.generate_content(**request), **self._retry_kwargs())
+        return self._answer(response)
+
+    def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+        async def open_stream() -> AsyncIterator[tuple[str, bool]]:
+            models = self.connection.async_models()
+            return _apieces(await models.generate_content_stream(**self._request(messages, options)))
+
+        return aretrying_stream(open_stream, **self._retry_kwargs())
+
+
+def _pieces(responses: Iterator[Any]) -> Iterator[tuple[str, bool]]:
+    for response in responses:
+        text, finish = _text_and_finish(response)
+        yield text, finish is not None
+
+
+async def _apieces(responses: AsyncIterator[Any]) -> AsyncIterator[tuple[str, bool]]:
+    async for response in responses:
+        text, finish = _text_and_finish(response)
+        yield text, finish is not None
+
+
+__all__ = ["GeminiChat", "to_gemini"]

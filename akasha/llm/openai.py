@@ -1,0 +1,140 @@
+"""``openai:<model>``: chat completions through the official ``openai`` client.
+
+Reaches api.openai.com, Azure OpenAI (when its environment variables are set) or
+any OpenAI-compatible server via ``base_url=`` / ``OPENAI_BASE_URL`` (vLLM,
+Ollama's /v1, LM Studio, llama.cpp server). See
+:mod:`akasha.providers.openai_conn` for how settings are resolved. No client is
+built and no key is read until the first request.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from akasha.errors import ConfigError, ProviderError
+from akasha.llm.base import GenerationOptions, Message
+from akasha.providers.faults import openai_fault
+from akasha.providers.openai_conn import OpenAIConnection
+from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.streaming import aretrying_stream, retrying_stream
+
+logger = logging.getLogger(__name__)
+
+
+class OpenAIChat:
+    """Chat model over the OpenAI chat-completions API (sync and async, whole or streamed).
+
+    Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure``
+    (True/False/None=auto), ``azure_endpoint``, ``api_version``, ``organization``,
+    ``default_headers``, and the retry options of
+    :meth:`akasha.providers.retry.RetryPolicy.from_options` (``max_retries``,
+    ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``, ``retry_max_wait``).
+    """
+
+    def __init__(
+        self,
+        rest: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        azure: bool | None = None,
+        azure_endpoint: str | None = None,
+        api_version: str | None = None,
+        organization: str | None = None,
+        default_headers: dict[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        self.model = rest.strip()
+        if not self.model:
+            raise ConfigError("openai: needs a model name, for example 'openai:gpt-4o-mini'")
+        self.name = f"openai:{self.model}"
+        self.retry = RetryPolicy.from_options(options)
+        if options:
+            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
+        self.timeout = float(timeout)
+        self.connection = OpenAIConnection(
+            api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
+            api_version=api_version, organization=organization, default_headers=default_headers,
+        )
+        self._translate = functools.partial(openai_fault, timeout=self.timeout)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChat(name={self.name!r}, connection={self.connection!r})"
+
+    def _params(self, messages: list[Message], options: GenerationOptions, stream: bool) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if options.temperature is not None:
+            params["temperature"] = options.temperature
+        if options.max_output_tokens is not None:
+            key = "max_completion_tokens" if self.connection.is_official else "max_tokens"
+            params[key] = options.max_output_tokens
+        if stream:
+            params["stream"] = True
+        return params
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
+                "secrets": self.connection.secrets()}
+
+    def _text(self, completion: Any) -> str:
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise ProviderError(self.name, "the reply contained no choices")
+        return choices[0].message.content or ""
+
+    # -- sync -----------------------------------------------------------------
+    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        """Return the whole answer (retries 429/5xx/timeouts; other 4xx raise ProviderError at once)."""
+        client = self.connection.client()
+        params = self._params(messages, options, stream=False)
+        completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
+        return self._text(completion)
+
+    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+        """Yield answer pieces; a broken stream raises StreamInterruptedError with the partial text."""
+
+        def open_stream() -> Iterator[tuple[str, bool]]:
+            client = self.connection.client()
+            return _pieces(client.chat.completions.create(**self._params(messages, options, stream=True)))
+
+        return retrying_stream(open_stream, **self._retry_kwargs())
+
+    # -- async ----------------------------------------------------------------
+    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+        client = self.connection.async_client()
+        params = self._params(messages, options, stream=False)
+        completion = await acall_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
+        return self._text(completion)
+
+    def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+        async def open_stream() -> AsyncIterator[tuple[str, bool]]:
+            client = self.connection.async_client()
+            stream = await client.chat.completions.create(**self._params(messages, options, stream=True))
+            return _apieces(stream)
+
+        return aretrying_stream(open_stream, **self._retry_kwargs())
+
+
+def _pieces(stream: Any) -> Iterator[tuple[str, bool]]:
+    try:
+        for chunk in stream:
+            for choice in chunk.choices or ():
+                yield (choice.delta.content or "") if choice.delta else "", choice.finish_reason is not None
+    finally:
+        stream.close()
+
+
+async def _apieces(stream: Any) -> AsyncIterator[tuple[str, bool]]:
+    try:
+        async for chunk in stream:
+            for choice in chunk.choices or ():
+                yield (choice.delta.content or "") if choice.delta else "", choice.finish_reason is not None
+    finally:
+        await stream.close()
+
+
+__all__ = ["OpenAIChat"]

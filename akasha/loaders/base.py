@@ -1,0 +1,53 @@
+"""What every loader shares: reading a file's bytes safely and refusing empty text.
+
+Reading goes through :func:`read_bytes` so that every way a file can fail to
+be read (deleted since it was listed, permission denied, a FIFO or device that
+would block forever, a broken or looping symlink) becomes a
+:class:`~akasha.errors.LoaderError` naming the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from akasha.errors import LoaderError
+
+
+def read_bytes(path: Path, data: bytes | None = None) -> bytes:
+    """Return ``data`` if given, else the bytes of the regular file at ``path``."""
+    if data is not None:
+        return bytes(data)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise LoaderError(path, "broken symlink: its target does not exist") from None
+        raise LoaderError(path, "file not found (deleted or moved since it was listed)") from None
+    except PermissionError as exc:
+        raise LoaderError(path, f"permission denied: {exc.strerror}") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LoaderError(path, "symlink loop: the link points back to itself") from None
+        raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "directory" if stat.S_ISDIR(info.st_mode) else "FIFO, socket or device"
+        raise LoaderError(path, f"not a regular file ({kind}); skipped")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise LoaderError(path, "file not found (deleted or moved since it was listed)") from None
+    except PermissionError as exc:
+        raise LoaderError(path, f"permission denied: {exc.strerror}") from None
+    except OSError as exc:
+        raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def require_text(path: Path, text: str, what: str = "file") -> str:
+    """Return ``text`` unless it is empty or whitespace only (then ``LoaderError("empty ...")``)."""
+    if not text or text.isspace():
+        raise LoaderError(path, f"empty {what}: no text to index")
+    return text

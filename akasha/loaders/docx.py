@@ -1,0 +1,84 @@
+"""Word documents (.docx): paragraphs and tables in document order, via python-docx.
+
+Table rows become one line each with cells joined by `` | `` (merged cells
+counted once), so a checklist's rows stay together in a chunk. A ``.docx``
+that is not a Word package (a zip of something else, or not a zip at all) is
+refused with a :class:`~akasha.errors.LoaderError`.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from akasha.errors import LoaderError
+from akasha.loaders.base import read_bytes, require_text
+from akasha.types import Document
+
+#: Refuse packages that would expand to more than this (zip bombs).
+_MAX_UNCOMPRESSED = 512 * 1024 * 1024
+
+
+def _check_package(path: Path, data: bytes) -> None:
+    if not data:
+        raise LoaderError(path, "empty file (0 bytes)")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+            total = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
+        raise LoaderError(path, f"not a Word document: not a valid zip package ({exc})") from None
+    if "word/document.xml" not in names or "[Content_Types].xml" not in names:
+        raise LoaderError(path, "not a Word document: a zip without word/document.xml")
+    if total > _MAX_UNCOMPRESSED:
+        raise LoaderError(path, f"refused: the package expands to {total} bytes")
+
+
+def _table_lines(table: Any) -> list[str]:
+    lines: list[str] = []
+    for row in table.rows:
+        cells: list[str] = []
+        seen: set[int] = set()
+        for cell in row.cells:
+            key = id(cell._tc)
+            if key in seen:  # a merged cell is repeated once per grid column
+                continue
+            seen.add(key)
+            cells.append(" ".join(_block_lines(cell)).strip())
+        if any(cells):
+            lines.append(" | ".join(cells))
+    return lines
+
+
+def _block_lines(container: Any) -> list[str]:
+    """Text lines of a document body or table cell, paragraphs and tables in order."""
+    from docx.table import Table
+
+    lines: list[str] = []
+    for block in container.iter_inner_content():
+        if isinstance(block, Table):
+            lines.extend(_table_lines(block))
+        else:
+            text = block.text.strip()
+            if text:
+                lines.append(text)
+    return lines
+
+
+def load_docx(path: Path, data: bytes | None = None) -> list[Document]:
+    """Load a .docx as one Document (paragraphs and table rows, one per line)."""
+    data = read_bytes(path, data)
+    _check_package(path, data)
+    try:
+        import docx
+
+        document = docx.Document(io.BytesIO(data))
+        text = "\n".join(_block_lines(document))
+    except LoaderError:
+        raise
+    except Exception as exc:  # python-docx/lxml raise many types on damaged packages
+        raise LoaderError(path, f"corrupt Word document ({type(exc).__name__}: {exc})") from None
+    text = require_text(path, text, "document")
+    return [Document(text=text, metadata={"source": str(path), "file_type": ".docx"}, id=str(path))]

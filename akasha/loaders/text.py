@@ -1,0 +1,134 @@
+"""Plain text and Markdown (.txt, .md): bytes -> one Document.
+
+UTF-8 is tried first (it is by far the most common and decoding is fast even
+for 50 MB); a byte-order mark selects UTF-8-SIG / UTF-16 / UTF-32; anything
+else is detected with charset-normalizer (Latin-1, GB18030, Big5, Shift-JIS ...).
+Binary content posing as text (NUL bytes, or mostly control characters after
+decoding) is refused with a :class:`~akasha.errors.LoaderError` rather than
+indexed as garbage.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import unicodedata
+from pathlib import Path
+
+from akasha.errors import LoaderError
+from akasha.loaders.base import read_bytes, require_text
+from akasha.types import Document
+
+logger = logging.getLogger(__name__)
+
+#: How much of the input the binary and encoding checks look at.
+_SAMPLE = 64 * 1024
+#: Above this share of control/replacement characters the text is called binary.
+_MAX_BAD_RATIO = 0.05
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_ALLOWED_CONTROLS = frozenset("\t\n\r\f\v")
+
+
+def _bad_ratio(text: str) -> float:
+    """Share of characters in a sample that no human text contains (controls, U+FFFD)."""
+    sample = text[:_SAMPLE]
+    if not sample:
+        return 0.0
+    bad = sum(
+        1
+        for ch in sample
+        if ch == "\ufffd"
+        or (ch not in _ALLOWED_CONTROLS and unicodedata.category(ch) in ("Cc", "Cs"))
+    )
+    return bad / len(sample)
+
+
+def _bomless_utf16(sample: bytes) -> str | None:
+    """Guess UTF-16 without a BOM: mostly-ASCII UTF-16 has NULs in every other byte."""
+    if len(sample) < 4 or len(sample) % 2:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    half = len(sample) // 2
+    if odd.count(0) > 0.4 * half and even.count(0) < 0.05 * half:
+        return "utf-16-le"
+    if even.count(0) > 0.4 * half and odd.count(0) < 0.05 * half:
+        return "utf-16-be"
+    return None
+
+
+def _detect(sample: bytes) -> str | None:
+    """charset-normalizer's best guess, preferring cp1252 among nearly equal guesses.
+
+    For short Western European text several single-byte code pages score the
+    same (charset-normalizer then lists cp1250 first and turns ``être`` into
+    ``ętre``, or picks iso8859-14 for ``n°``); cp1252, a superset of Latin-1 for printable text, is by far the
+    most common of them.
+    """
+    from charset_normalizer import from_bytes
+
+    results = from_bytes(sample)
+    best = results.best()
+    if best is None:
+        return None
+    for match in results:
+        if match.chaos <= best.chaos + 0.05 and match.coherence >= best.coherence - 0.05:
+            if "cp1252" in match.could_be_from_charset:
+                return "cp1252"
+    return best.encoding
+
+
+def _decode(path: Path, data: bytes) -> tuple[str, str]:
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding), encoding
+            except UnicodeDecodeError as exc:
+                raise LoaderError(
+                    path, f"starts with a {encoding} byte-order mark but is not valid {encoding} ({exc.reason})"
+                ) from None
+    head = data[:_SAMPLE]
+    if b"\x00" in head:  # text never has NUL bytes, except BOM-less UTF-16
+        encoding = _bomless_utf16(head[: len(head) - len(head) % 2])
+        if encoding is None:
+            raise LoaderError(path, "binary content (NUL bytes), not text")
+    else:
+        try:
+            return data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            pass
+        encoding = _detect(data if len(data) <= 4 * _SAMPLE else head)
+        if encoding is None:
+            raise LoaderError(path, "binary content or unknown text encoding")
+    try:
+        return data.decode(encoding, errors="replace"), encoding
+    except LookupError:  # pragma: no cover - charset-normalizer only names Python codecs
+        raise LoaderError(path, f"unsupported text encoding {encoding!r}") from None
+
+
+def decode_bytes(path: Path, data: bytes) -> tuple[str, str]:
+    """Decode file bytes to text; return ``(text, encoding)`` or raise ``LoaderError``.
+
+    Raises for empty input, binary input and undetectable encodings. The result
+    may still be whitespace only; callers check with ``require_text``.
+    """
+    if not data:
+        raise LoaderError(path, "empty file (0 bytes)")
+    text, encoding = _decode(path, data)
+    if "\x00" in text[:_SAMPLE] or _bad_ratio(text) > _MAX_BAD_RATIO:
+        raise LoaderError(path, "binary content (NUL or control characters), not text")
+    logger.debug("%s: decoded as %s", path, encoding)
+    return text, encoding
+
+
+def load_text(path: Path, data: bytes | None = None) -> list[Document]:
+    """Load a .txt or .md file as one Document whose id is the path."""
+    text, _encoding = decode_bytes(path, read_bytes(path, data))
+    text = require_text(path, text)
+    return [Document(text=text, metadata={"source": str(path), "file_type": path.suffix.lower()}, id=str(path))]

@@ -1,0 +1,137 @@
+"""The RAG option set: names, defaults, validation and per-call overrides.
+
+:class:`RAGOptions` is a frozen dataclass, so a per-call override builds a new,
+validated copy (:meth:`RAGOptions.merged`) and can never leak into the instance.
+Validation only checks names and numbers: it imports no provider, loads no model
+and creates no client.
+
+``language`` defaults to ``"en"`` (the seed library defaulted to Chinese, ``"ch"``);
+it only controls the answer-language instruction added to the system prompt,
+see :data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`. ``None`` or ``"auto"`` adds none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from akasha.errors import ConfigError
+
+DEFAULT_MODEL = "openai:gpt-3.5-turbo"
+DEFAULT_EMBEDDINGS = "openai:text-embedding-ada-002"
+DEFAULT_RERANKER_MODEL = "gemini:gemini-2.5-flash"
+
+
+@dataclass(frozen=True)
+class RAGOptions:
+    """Every setting of :class:`akasha.RAG`; each can also be overridden for one call."""
+
+    #: Chat model that writes the final answer: "provider:model", "extractive",
+    #: "llama-cpp:smollm2", a callable ``prompt -> str`` or a chat model object.
+    model: Any = DEFAULT_MODEL
+    #: Embedding model for documents and questions ("hf:all-MiniLM-L6-v2", "hash", a callable ...).
+    embeddings: Any = DEFAULT_EMBEDDINGS
+    #: Approximate chunk size in characters.
+    chunk_size: int = 1000
+    #: Characters shared by neighbouring chunks (None: the chunker's default for chunk_size).
+    chunk_overlap: int | None = None
+    #: First-stage retrieval: "auto" (hybrid BM25 + dense), "knn", "bm25", "mmr", "hybrid" or a callable.
+    search_type: Any = "auto"
+    #: How many first-stage candidates are retrieved: the reranker's pool, larger than what fits the prompt.
+    k: int = 20
+    #: Second-stage reranker: None, "llm", "local"/"bge", "local:<model>"/"bge:<model>" or a callable.
+    reranker: Any = None
+    #: Chat model used by reranker="llm" (built only when reranking runs).
+    reranker_model: Any = DEFAULT_RERANKER_MODEL
+    #: Documents kept after reranking (no effect when reranker is None).
+    rerank_top_k: int = 5
+    #: Budget for system prompt + history + question + documents, in the model's tokens.
+    max_input_tokens: int = 3000
+    #: Longest answer requested from the model (None: the provider's default).
+    max_output_tokens: int | None = 1024
+    #: Sampling temperature for the answer model.
+    temperature: float = 0.0
+    #: Replaces the default system prompt (the answer-language instruction is still added).
+    system_prompt: str | None = None
+    #: Answer language: "en" (default), "ch" (Traditional Chinese), "zh", "ja", any language name, or None.
+    language: str | None = "en"
+    #: data_source names existing Chroma-backed stores instead of files.
+    use_chroma: bool = False
+    #: Return a generator of answer pieces instead of a str.
+    stream: bool = False
+    #: Log each stage at INFO level to stderr (adds a handler to the "akasha" logger if it has none).
+    verbose: bool = False
+    #: Keep one record per call in ``rag.logs``.
+    keep_logs: bool = False
+    #: Index cache folder (None: the index's default cache dir; ":memory:": in memory only).
+    cache_dir: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        validate_options(self)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def merged(self, **overrides: Any) -> RAGOptions:
+        """A validated copy with ``overrides`` applied; unknown names raise TypeError listing the known ones."""
+        unknown = sorted(set(overrides) - set(self.names()))
+        if unknown:
+            raise TypeError(f"unknown RAG option(s) {', '.join(unknown)}; known options: {', '.join(self.names())}")
+        return dataclasses.replace(self, **overrides) if overrides else self
+
+
+def _positive_int(name: str, value: object, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+def validate_options(options: RAGOptions) -> None:
+    """Raise ConfigError (a ValueError) naming the first bad option; no imports of providers, no I/O."""
+    from akasha.chunking import default_overlap, validate_chunking
+    from akasha.embeddings import validate_embeddings
+    from akasha.llm import validate_model
+    from akasha.rerank import validate_reranker, validate_top_k
+    from akasha.retrieval.search import validate_search_type
+
+    validate_model(options.model)
+    validate_embeddings(options.embeddings)
+    validate_search_type(options.search_type)
+    validate_reranker(options.reranker)
+    validate_model(options.reranker_model)
+    validate_top_k(options.rerank_top_k)
+    _positive_int("chunk_size", options.chunk_size)
+    if options.chunk_overlap is not None and (
+        isinstance(options.chunk_overlap, bool) or not isinstance(options.chunk_overlap, int)
+    ):
+        raise ConfigError(f"chunk_overlap must be an integer or None, got {options.chunk_overlap!r}")
+    try:
+        validate_chunking(
+            options.chunk_size,
+            default_overlap(options.chunk_size) if options.chunk_overlap is None else options.chunk_overlap,
+        )
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    _positive_int("k", options.k)
+    _positive_int("max_input_tokens", options.max_input_tokens)
+    _positive_int("max_output_tokens", options.max_output_tokens, allow_none=True)
+    if isinstance(options.temperature, bool) or not isinstance(options.temperature, (int, float)) or not (
+        0.0 <= float(options.temperature) <= 2.0
+    ):
+        raise ConfigError(f"temperature must be a number between 0 and 2, got {options.temperature!r}")
+    if options.language is not None and not isinstance(options.language, str):
+        raise ConfigError(f"language must be a string such as 'en', 'ch', 'ja', or None, got {options.language!r}")
+    if options.system_prompt is not None and not isinstance(options.system_prompt, str):
+        raise ConfigError(f"system_prompt must be a string or None, got {type(options.system_prompt).__name__}")
+    for flag in ("use_chroma", "stream", "verbose", "keep_logs"):
+        if not isinstance(getattr(options, flag), bool):
+            raise ConfigError(f"{flag} must be True or False, got {getattr(options, flag)!r}")
+
+
+__all__ = ["DEFAULT_EMBEDDINGS", "DEFAULT_MODEL", "DEFAULT_RERANKER_MODEL", "RAGOptions", "validate_options"]

@@ -1,0 +1,118 @@
+"""Fit the system prompt, history, question and retrieved chunks into ``max_input_tokens``.
+
+Chunks are taken in the order the reranker (or first-stage search) put them. A
+chunk that does not fit in the room left is skipped and the next one is tried, so
+a short lower-ranked chunk can still use the remaining room. Only when *no* chunk
+fits at all is the best one truncated to the room left (at least
+``MIN_TRUNCATED_TOKENS`` tokens), so the model never answers from nothing when
+some evidence could have fitted. If the prompt without any chunk is already over
+budget, :class:`~akasha.errors.BudgetError` names both numbers.
+
+Token counts are exact for the rendered messages (each message's content counted
+with the model's encoding, plus ``MESSAGE_OVERHEAD`` tokens for the role framing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from akasha.errors import BudgetError
+from akasha.llm.base import Message
+from akasha.prompts import format_document, user_message
+from akasha.tokens import TokenCounter
+from akasha.types import Hit
+
+#: Tokens a chat format spends per message on role markers (OpenAI documents 3-4).
+MESSAGE_OVERHEAD = 4
+#: A truncated chunk shorter than this is not worth sending.
+MIN_TRUNCATED_TOKENS = 32
+
+
+@dataclass
+class PackResult:
+    """The messages to send and what went into them."""
+
+    messages: list[Message]
+    hits: list[Hit]
+    prompt_tokens: int
+    doc_tokens: int
+    skipped: list[str] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+
+
+def messages_tokens(messages: Sequence[Message], counter: TokenCounter) -> int:
+    """Input tokens of a chat request: content tokens plus per-message framing."""
+    return sum(counter.count(m.get("content", "")) + MESSAGE_OVERHEAD for m in messages)
+
+
+def _normalise_history(history: Sequence[object] | None) -> list[Message]:
+    """History as OpenAI-shaped messages; plain strings alternate user/assistant."""
+    out: list[Message] = []
+    for i, item in enumerate(history or ()):
+        if isinstance(item, dict):
+            out.append({"role": str(item.get("role", "user")), "content": str(item.get("content", ""))})
+        else:
+            out.append({"role": "user" if i % 2 == 0 else "assistant", "content": str(item)})
+    return out
+
+
+def pack(
+    *,
+    system: str,
+    question: str,
+    hits: Sequence[Hit],
+    max_input_tokens: int,
+    counter: TokenCounter,
+    history: Sequence[object] | None = None,
+) -> PackResult:
+    """Build the chat messages for ``question`` with as many ``hits`` as fit the budget."""
+    head: list[Message] = [{"role": "system", "content": system}] if system else []
+    head += _normalise_history(history)
+    fixed = messages_tokens(head, counter) + MESSAGE_OVERHEAD
+
+    def user_tokens(blocks: list[str]) -> int:
+        return counter.count(user_message(question, blocks))
+
+    base = fixed + user_tokens([])
+    if base > max_input_tokens:
+        raise BudgetError(
+            f"the prompt alone (system prompt, history and question) needs {base} tokens but "
+            f"max_input_tokens is {max_input_tokens}; shorten the question or history, or raise max_input_tokens"
+        )
+
+    blocks: list[str] = []
+    chosen: list[Hit] = []
+    skipped: list[str] = []
+    truncated: list[str] = []
+    for hit in hits:
+        candidate = format_document(len(blocks) + 1, hit)
+        if fixed + user_tokens(blocks + [candidate]) <= max_input_tokens:
+            blocks.append(candidate)
+            chosen.append(hit)
+        else:
+            skipped.append(hit.id)
+
+    if not chosen and hits:
+        # Nothing fits whole: send the best chunk cut down to the room left.
+        best = hits[0]
+        empty_block = format_document(1, best, text="")
+        room = max_input_tokens - fixed - user_tokens([empty_block])
+        if room >= MIN_TRUNCATED_TOKENS:
+            text = counter.truncate(best.chunk.text, room)
+            while text and fixed + user_tokens([format_document(1, best, text=text)]) > max_input_tokens:
+                text = counter.truncate(text, max(counter.count(text) - 4, 0))
+            if text:
+                blocks = [format_document(1, best, text=text)]
+                chosen = [best]
+                truncated = [best.id]
+                skipped = [s for s in skipped if s != best.id]
+
+    user = user_message(question, blocks)
+    messages = head + [{"role": "user", "content": user}]
+    prompt_tokens = messages_tokens(messages, counter)
+    doc_tokens = prompt_tokens - base if blocks else 0
+    return PackResult(messages, chosen, prompt_tokens, doc_tokens, skipped, truncated)
+
+
+__all__ = ["MESSAGE_OVERHEAD", "PackResult", "messages_tokens", "pack"]

@@ -1,0 +1,33 @@
+"""Environment-variable lookup for provider settings, read at first use (never at import)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from akasha.errors import MissingAPIKeyError
+
+
+def env_lookup(*names: str) -> tuple[str, str] | None:
+    """Return ``(name, value)`` of the first variable in ``names`` that is set and non-empty."""
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return name, value
+    return None
+
+
+def env_value(*names: str, default: str | None = None) -> str | None:
+    """The value of the first set variable in ``names``, else ``default``."""
+    found = env_lookup(*names)
+    return found[1] if found else default
+
+
+def require_api_key(provider: str, explicit: str | None, variables: Sequence[str]) -> str:
+    """An explicit key, else the first set variable; raise MissingAPIKeyError naming them all."""
+    if explicit:
+        return explicit
+    found = env_lookup(*variables)
+    if found is None:
+        raise MissingAPIKeyError(provider, variables)
+    return found[1]

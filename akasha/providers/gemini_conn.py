@@ -1,0 +1,92 @@
+"""Lazily built ``google-genai`` clients shared by the Gemini chat model and embedder.
+
+The key comes from ``api_key=``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``,
+read at first use. ``base_url=`` (or the library's own ``GOOGLE_GEMINI_BASE_URL``)
+points the client at a proxy or a test server. The library's retries stay off (no
+``retry_options``): akasha retries in :mod:`akasha.providers.retry`. The request
+timeout (seconds here) is passed to the client in milliseconds, as it expects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from typing import Any
+
+from akasha.errors import MissingExtraError
+from akasha.providers.env import env_value, require_api_key
+from akasha.providers.retry import DEFAULT_TIMEOUT
+
+KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def import_genai() -> tuple[Any, Any]:
+    """``(google.genai, google.genai.types)`` or MissingExtraError."""
+    try:
+        from google import genai
+        from google.genai import types
+    except ImportError as exc:
+        raise MissingExtraError("google-genai", "light", "gemini: models") from exc
+    return genai, types
+
+
+class GeminiConnection:
+    """Resolves the key and builds the sync client and one async-capable client per event loop."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_version: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self._api_key = api_key
+        self.base_url = base_url
+        self.api_version = api_version
+        self.timeout = float(timeout)
+        self.headers = dict(headers or {})
+        self._client: Any = None
+        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GeminiConnection(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
+
+    def secrets(self) -> tuple[str, ...]:
+        found = [self._api_key, *(env_value(name) for name in KEY_VARIABLES)]
+        return tuple(s for s in found if s)
+
+    def _new_client(self) -> Any:
+        genai, types = import_genai()
+        key = require_api_key("gemini", self._api_key, KEY_VARIABLES)
+        options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}
+        if self.base_url:
+            options["base_url"] = self.base_url
+        if self.api_version:
+            options["api_version"] = self.api_version
+        if self.headers:
+            options["headers"] = self.headers
+        return genai.Client(api_key=key, vertexai=False, http_options=types.HttpOptions(**options))
+
+    def client(self) -> Any:
+        """The sync ``genai.Client`` (built on first call)."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._new_client()
+        return self._client
+
+    def async_models(self) -> Any:
+        """``client.aio.models`` of a client owned by the running event loop."""
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            client = self._new_client()
+            self._async_clients[loop] = client
+        return client.aio.models
+
+
+__all__ = ["GeminiConnection", "KEY_VARIABLES", "import_genai"]

@@ -1,0 +1,155 @@
+"""HTTP plumbing for Ollama's native API (``/api/chat``, ``/api/embed``) over ``httpx``.
+
+The address is ``host=`` (or ``base_url=``), else ``OLLAMA_HOST``, else
+``http://localhost:11434``; ``OLLAMA_HOST`` forms such as ``0.0.0.0``, ``myhost:8080``
+or ``https://proxy/ollama`` are accepted. A local Ollama needs no key; an optional
+``api_key`` (or ``OLLAMA_API_KEY``, e.g. for ollama.com or an authenticating proxy)
+is sent as a Bearer token and redacted everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from akasha.errors import MissingExtraError
+from akasha.providers.env import env_value
+from akasha.providers.faults import HTTPFault, StreamErrorEvent
+from akasha.providers.retry import DEFAULT_TIMEOUT
+
+DEFAULT_HOST = "http://localhost:11434"
+
+
+def normalize_host(raw: str | None) -> str:
+    """Turn an ``OLLAMA_HOST``-style value into a base URL with scheme and port."""
+    value = (raw or "").strip()
+    if not value:
+        return DEFAULT_HOST
+    if "://" not in value:
+        value = "http://" + value
+    parts = urlsplit(value)
+    host = parts.hostname or "localhost"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port or (443 if parts.scheme == "https" else 11434 if not parts.path.strip("/") else None)
+    netloc = f"{host}:{port}" if port else host
+    return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def _import_httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:
+        raise MissingExtraError("httpx", "light", "ollama: models") from exc
+    return httpx
+
+
+def _error_message(status: int, body: bytes) -> str:
+    try:
+        data = json.loads(body)
+        if isinstance(data, dict) and data.get("error"):
+            return str(data["error"])
+    except ValueError:
+        pass
+    return body.decode("utf-8", "replace").strip() or f"HTTP {status}"
+
+
+class OllamaConnection:
+    """Builds httpx clients lazily (sync once, async per event loop) and speaks Ollama's JSON."""
+
+    def __init__(
+        self, *, host: str | None = None, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        self._host = host
+        self._api_key = api_key
+        self.timeout = float(timeout)
+        self._client: Any = None
+        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OllamaConnection(host={self._host or '(OLLAMA_HOST or default)'!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The resolved address (reads ``OLLAMA_HOST`` when no host was given)."""
+        return normalize_host(self._host or env_value("OLLAMA_HOST"))
+
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(s for s in (self._api_key, env_value("OLLAMA_API_KEY")) if s)
+
+    def _settings(self) -> dict[str, Any]:
+        httpx = _import_httpx()
+        headers = {"Accept": "application/json"}
+        key = self._api_key or env_value("OLLAMA_API_KEY")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return {"base_url": self.base_url, "headers": headers, "timeout": httpx.Timeout(self.timeout)}
+
+    def client(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = _import_httpx().Client(**self._settings())
+        return self._client
+
+    def async_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            client = _import_httpx().AsyncClient(**self._settings())
+            self._async_clients[loop] = client
+        return client
+
+    # -- requests ---------------------------------------------------------------
+    def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST JSON and return the JSON reply; error statuses raise HTTPFault."""
+        response = self.client().post(path, json=payload)
+        if response.status_code >= 400:
+            raise HTTPFault(response.status_code, _error_message(response.status_code, response.content),
+                            dict(response.headers))
+        return response.json()
+
+    async def apost(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        response = await self.async_client().post(path, json=payload)
+        if response.status_code >= 400:
+            raise HTTPFault(response.status_code, _error_message(response.status_code, response.content),
+                            dict(response.headers))
+        return response.json()
+
+    def stream_lines(self, path: str, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """POST and yield each NDJSON object; an ``{"error": ...}`` line raises StreamErrorEvent."""
+        with self.client().stream("POST", path, json=payload) as response:
+            if response.status_code >= 400:
+                body = response.read()
+                raise HTTPFault(response.status_code, _error_message(response.status_code, body),
+                                dict(response.headers))
+            for line in response.iter_lines():
+                if line.strip():
+                    obj = json.loads(line)
+                    if obj.get("error"):
+                        raise StreamErrorEvent(str(obj["error"]))
+                    yield obj
+
+    async def astream_lines(self, path: str, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async with self.async_client().stream("POST", path, json=payload) as response:
+            if response.status_code >= 400:
+                body = await response.aread()
+                raise HTTPFault(response.status_code, _error_message(response.status_code, body),
+                                dict(response.headers))
+            async for line in response.aiter_lines():
+                if line.strip():
+                    obj = json.loads(line)
+                    if obj.get("error"):
+                        raise StreamErrorEvent(str(obj["error"]))
+                    yield obj
+
+
+__all__ = ["DEFAULT_HOST", "OllamaConnection", "normalize_host"]

@@ -1,0 +1,160 @@
+"""Lazily built ``openai`` clients shared by the OpenAI chat model and embedder.
+
+Settings are read at first use, never at construction: an explicit ``api_key`` /
+``base_url`` wins; otherwise ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``; otherwise,
+when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set, an
+``openai.AzureOpenAI`` client (``OPENAI_API_VERSION`` or ``api_version`` picks the
+API version, the model name is the deployment). A custom ``base_url`` (vLLM,
+Ollama, LM Studio, llama.cpp server, TEI) works without a key.
+
+The clients' own retries are disabled (``max_retries=0``); akasha retries in
+:mod:`akasha.providers.retry` so every provider behaves the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import weakref
+from typing import Any
+
+from akasha.errors import MissingAPIKeyError, MissingExtraError
+from akasha.providers.env import env_value
+from akasha.providers.retry import DEFAULT_TIMEOUT
+
+logger = logging.getLogger("akasha.providers")
+
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+#: Placeholder sent to OpenAI-compatible servers that need no key.
+NO_KEY = "not-needed"
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise MissingExtraError("openai", "light", "openai: models") from exc
+    return openai
+
+
+class OpenAIConnection:
+    """Resolves settings and builds (once) the sync and per-event-loop async clients."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        azure: bool | None = None,
+        azure_endpoint: str | None = None,
+        api_version: str | None = None,
+        organization: str | None = None,
+        default_headers: dict[str, str] | None = None,
+    ) -> None:
+        self._api_key = api_key
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.azure = azure
+        self.azure_endpoint = azure_endpoint
+        self.api_version = api_version
+        self.organization = organization
+        self.default_headers = dict(default_headers or {})
+        self._resolved: dict[str, Any] | None = None
+        self._client: Any = None
+        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        target = self.base_url or self.azure_endpoint or "(from environment)"
+        return f"OpenAIConnection(base_url={target!r}, api_key={'***' if self._api_key else None})"
+
+    # -- settings -----------------------------------------------------------
+    def resolve(self) -> dict[str, Any]:
+        """Read explicit settings and the environment; raise MissingAPIKeyError if no key."""
+        if self._resolved is not None:
+            return self._resolved
+        base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
+        endpoint = self.azure_endpoint or env_value("AZURE_OPENAI_ENDPOINT")
+        use_azure = self.azure
+        if use_azure is None:  # auto: Azure settings present and no OpenAI-compatible base URL
+            use_azure = bool(
+                not base_url and endpoint and (self._api_key or env_value("AZURE_OPENAI_API_KEY"))
+            )
+        if use_azure:
+            if not endpoint:
+                raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_ENDPOINT"], "or pass azure_endpoint=...")
+            key = self._api_key or env_value("AZURE_OPENAI_API_KEY")
+            if not key:
+                raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_API_KEY"])
+            settings = {
+                "kind": "azure",
+                "api_key": key,
+                "azure_endpoint": endpoint,
+                "api_version": self.api_version or env_value("OPENAI_API_VERSION", default=DEFAULT_AZURE_API_VERSION),
+            }
+        else:
+            key = self._api_key or env_value("OPENAI_API_KEY")
+            if not key:
+                if base_url and "api.openai.com" not in base_url:
+                    key = NO_KEY  # local OpenAI-compatible servers usually need no key
+                else:
+                    raise MissingAPIKeyError("openai", ["OPENAI_API_KEY"])
+            settings = {"kind": "openai", "api_key": key, "base_url": base_url}
+        self._resolved = settings
+        logger.debug("openai connection: %s endpoint %s", settings["kind"],
+                     settings.get("base_url") or settings.get("azure_endpoint") or "api.openai.com")
+        return settings
+
+    @property
+    def is_official(self) -> bool:
+        """True when talking to api.openai.com or Azure (which accept ``max_completion_tokens``)."""
+        settings = self.resolve()
+        return settings["kind"] == "azure" or not settings.get("base_url") or "api.openai.com" in settings["base_url"]
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values to redact from anything we emit (explicit and resolved keys)."""
+        found = [self._api_key, (self._resolved or {}).get("api_key"), env_value("OPENAI_API_KEY"),
+                 env_value("AZURE_OPENAI_API_KEY")]
+        return tuple(s for s in found if s and s != NO_KEY)
+
+    def _kwargs(self) -> dict[str, Any]:
+        settings = self.resolve()
+        common: dict[str, Any] = {"api_key": settings["api_key"], "timeout": self.timeout, "max_retries": 0}
+        if self.organization:
+            common["organization"] = self.organization
+        if self.default_headers:
+            common["default_headers"] = self.default_headers
+        if settings["kind"] == "azure":
+            common.update(azure_endpoint=settings["azure_endpoint"], api_version=settings["api_version"])
+        elif settings["base_url"]:
+            common["base_url"] = settings["base_url"]
+        return common
+
+    # -- clients --------------------------------------------------------------
+    def client(self) -> Any:
+        """The sync client (``openai.OpenAI`` or ``openai.AzureOpenAI``), built on first call."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    openai = _import_openai()
+                    kwargs = self._kwargs()
+                    cls = openai.AzureOpenAI if self.resolve()["kind"] == "azure" else openai.OpenAI
+                    self._client = cls(**kwargs)
+        return self._client
+
+    def async_client(self) -> Any:
+        """An async client for the running event loop (connection pools are loop-bound)."""
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            openai = _import_openai()
+            kwargs = self._kwargs()
+            cls = openai.AsyncAzureOpenAI if self.resolve()["kind"] == "azure" else openai.AsyncOpenAI
+            client = cls(**kwargs)
+            self._async_clients[loop] = client
+        return client
+
+
+__all__ = ["OpenAIConnection"]

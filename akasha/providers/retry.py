@@ -1,0 +1,216 @@
+"""One retry loop for every provider: bounded exponential backoff with jitter.
+
+Why our own loop: the openai and google-genai clients each retry differently (and
+httpx not at all), so akasha switches their retries off (``max_retries=0``, no
+``retry_options``) and retries here. Every provider then retries the same faults
+(HTTP 429, 5xx, timeouts, dropped connections) the same bounded number of times,
+waits at least as long as the server's ``Retry-After`` asks, and reports the
+provider's own message once it gives up. Other 4xx answers fail at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from akasha.errors import AkashaError, ProviderError
+from akasha.providers.secrets import redact
+
+logger = logging.getLogger("akasha.providers")
+
+T = TypeVar("T")
+
+#: Seconds a single request may take before it is abandoned (option ``timeout``).
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What went wrong with one request, in provider-neutral terms."""
+
+    message: str
+    status: int | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to wait between attempts.
+
+    The n-th retry waits ``initial_delay * multiplier**n`` (capped at ``max_delay``)
+    plus up to ``jitter`` times that at random, and never less than the server's
+    ``Retry-After``. A ``Retry-After`` longer than ``max_retry_after`` is not waited
+    for: the error is raised at once so a caller is never parked for minutes.
+    """
+
+    max_retries: int = 3
+    initial_delay: float = 0.5
+    max_delay: float = 20.0
+    multiplier: float = 2.0
+    jitter: float = 0.5
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.initial_delay < 0 or self.max_delay < 0 or self.jitter < 0:
+            raise ValueError("retry delays and jitter must be >= 0")
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> RetryPolicy:
+        """Pop ``max_retries``, ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``,
+        ``retry_max_wait`` from a provider's keyword options (``retry=RetryPolicy(...)`` wins)."""
+        given = options.pop("retry", None)
+        fields = {
+            "max_retries": options.pop("max_retries", None),
+            "initial_delay": options.pop("retry_initial_delay", None),
+            "max_delay": options.pop("retry_max_delay", None),
+            "jitter": options.pop("retry_jitter", None),
+            "max_retry_after": options.pop("retry_max_wait", None),
+        }
+        if isinstance(given, RetryPolicy):
+            return given
+        return cls(**{k: v for k, v in fields.items() if v is not None})
+
+    def delay(self, retry_number: int, retry_after: float | None = None) -> float:
+        """Seconds to sleep before retry ``retry_number`` (0-based)."""
+        base = min(self.max_delay, self.initial_delay * (self.multiplier**retry_number))
+        wait = base + random.uniform(0.0, self.jitter * base)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return wait
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from ``retry-after-ms``, ``Retry-After: <seconds>`` or ``Retry-After: <HTTP date>``."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def is_retryable_status(status: int | None) -> bool:
+    """HTTP 408, 409 (lock timeout), 429 and every 5xx are worth another try."""
+    return status is not None and (status in (408, 409, 429) or status >= 500)
+
+
+def _give_up(provider: str, fault: Fault, attempts: int, secrets: Iterable[str | None]) -> ProviderError:
+    note = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+    return ProviderError(provider, redact(fault.message, secrets) + note, fault.status)
+
+
+def _next_wait(
+    provider: str, fault: Fault, retry_number: int, policy: RetryPolicy, secrets: Iterable[str | None]
+) -> float | None:
+    """Seconds to wait before retrying ``fault``, or None when we must give up now."""
+    if not fault.retryable or retry_number >= policy.max_retries:
+        return None
+    if fault.retry_after is not None and fault.retry_after > policy.max_retry_after:
+        logger.warning(
+            "%s asked to retry after %.0f s, longer than retry_max_wait=%.0f s; giving up",
+            provider, fault.retry_after, policy.max_retry_after,
+        )
+        return None
+    wait = policy.delay(retry_number, fault.retry_after)
+    logger.warning(
+        "%s request failed (%s); retry %d of %d in %.2f s",
+        provider, redact(fault.message, secrets), retry_number + 1, policy.max_retries, wait,
+    )
+    return wait
+
+
+def call_with_retry(
+    fn: Callable[[], T],
+    *,
+    provider: str,
+    policy: RetryPolicy,
+    translate: Callable[[BaseException], Fault | None],
+    secrets: Iterable[str | None] = (),
+) -> T:
+    """Call ``fn`` until it succeeds, a fault is not retryable, or retries run out.
+
+    Exceptions ``translate`` does not recognise (returns None) propagate unchanged;
+    recognised ones end as :class:`ProviderError` with the key redacted and no
+    chained cause (the cause could carry the key in its text).
+    """
+    secrets = tuple(secrets)
+    retry_number = 0
+    while True:
+        try:
+            return fn()
+        except AkashaError:
+            raise
+        except Exception as exc:
+            fault = translate(exc)
+            if fault is None:
+                raise
+            wait = _next_wait(provider, fault, retry_number, policy, secrets)
+            if wait is None:
+                raise _give_up(provider, fault, retry_number + 1, secrets) from None
+        time.sleep(wait)
+        retry_number += 1
+
+
+async def acall_with_retry(
+    fn: Callable[[], Awaitable[T]],
+    *,
+    provider: str,
+    policy: RetryPolicy,
+    translate: Callable[[BaseException], Fault | None],
+    secrets: Iterable[str | None] = (),
+) -> T:
+    """Async twin of :func:`call_with_retry` (sleeps with ``asyncio.sleep``)."""
+    secrets = tuple(secrets)
+    retry_number = 0
+    while True:
+        try:
+            return await fn()
+        except AkashaError:
+            raise
+        except Exception as exc:
+            fault = translate(exc)
+            if fault is None:
+                raise
+            wait = _next_wait(provider, fault, retry_number, policy, secrets)
+            if wait is None:
+                raise _give_up(provider, fault, retry_number + 1, secrets) from None
+        await asyncio.sleep(wait)
+        retry_number += 1
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Fault",
+    "RetryPolicy",
+    "acall_with_retry",
+    "call_with_retry",
+    "is_retryable_status",
+    "parse_retry_after",
+]

@@ -1,0 +1,153 @@
+"""Streams that retry while opening and never drop text when they break.
+
+A provider stream is modelled as an iterator of ``(text, finished)`` pairs, where
+``finished`` is True on the piece that carries the provider's end marker
+(OpenAI ``finish_reason``, Gemini ``finishReason``, Ollama ``done``). Opening the
+stream and reading its first piece is retried like any request; after that, an
+error, or an end of data without the end marker, raises
+:class:`~akasha.errors.StreamInterruptedError` whose ``partial`` holds every piece
+already yielded, so a caller can show or keep what arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
+
+from akasha.errors import AkashaError, StreamInterruptedError
+from akasha.providers.retry import Fault, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.secrets import redact
+
+Piece = tuple[str, bool]
+_END = "the stream ended before the provider marked the answer complete"
+
+
+def _close(obj: Any) -> None:
+    closer = getattr(obj, "close", None)
+    if callable(closer):
+        try:
+            closer()
+        except Exception:  # closing a broken stream may fail again; nothing to add
+            pass
+
+
+def _describe(exc: BaseException, translate: Callable[[BaseException], Fault | None]) -> str:
+    try:
+        fault = translate(exc)
+    except Exception:
+        fault = None
+    return fault.message if fault else f"{type(exc).__name__}: {exc}"
+
+
+def retrying_stream(
+    open_stream: Callable[[], Iterator[Piece]],
+    *,
+    provider: str,
+    policy: RetryPolicy,
+    translate: Callable[[BaseException], Fault | None],
+    secrets: Iterable[str | None] = (),
+) -> Iterator[str]:
+    """Yield text pieces from ``open_stream()``; see the module docstring for the guarantees."""
+    secrets = tuple(secrets)
+
+    def open_and_peek() -> tuple[Iterator[Piece], Piece | None]:
+        pieces = open_stream()
+        try:
+            return pieces, next(pieces)
+        except StopIteration:
+            return pieces, None
+        except BaseException:
+            _close(pieces)
+            raise
+
+    pieces, first = call_with_retry(
+        open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
+    )
+    received: list[str] = []
+    finished = False
+    try:
+        current = first
+        while current is not None:
+            text, done = current
+            finished = finished or done
+            if text:
+                received.append(text)
+                yield text
+            try:
+                current = next(pieces)
+            except StopIteration:
+                current = None
+            except AkashaError:
+                raise
+            except Exception as exc:
+                message = redact(_describe(exc, translate), secrets)
+                raise StreamInterruptedError(provider, message, "".join(received)) from None
+        if not finished:
+            raise StreamInterruptedError(provider, _END, "".join(received))
+    finally:
+        _close(pieces)
+
+
+async def aretrying_stream(
+    open_stream: Callable[[], Any],
+    *,
+    provider: str,
+    policy: RetryPolicy,
+    translate: Callable[[BaseException], Fault | None],
+    secrets: Iterable[str | None] = (),
+) -> AsyncIterator[str]:
+    """Async twin of :func:`retrying_stream`; ``open_stream`` returns (or awaits to) an async iterator."""
+    secrets = tuple(secrets)
+
+    async def open_and_peek() -> tuple[Any, Piece | None]:
+        pieces = open_stream()
+        if hasattr(pieces, "__await__"):
+            pieces = await pieces
+        try:
+            return pieces, await pieces.__anext__()
+        except StopAsyncIteration:
+            return pieces, None
+        except BaseException:
+            await _aclose(pieces)
+            raise
+
+    pieces, first = await acall_with_retry(
+        open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
+    )
+    received: list[str] = []
+    finished = False
+    try:
+        current = first
+        while current is not None:
+            text, done = current
+            finished = finished or done
+            if text:
+                received.append(text)
+                yield text
+            try:
+                current = await pieces.__anext__()
+            except StopAsyncIteration:
+                current = None
+            except AkashaError:
+                raise
+            except Exception as exc:
+                message = redact(_describe(exc, translate), secrets)
+                raise StreamInterruptedError(provider, message, "".join(received)) from None
+        if not finished:
+            raise StreamInterruptedError(provider, _END, "".join(received))
+    finally:
+        await _aclose(pieces)
+
+
+async def _aclose(obj: Any) -> None:
+    closer = getattr(obj, "aclose", None) or getattr(obj, "close", None)
+    if callable(closer):
+        try:
+            result = closer()
+            if hasattr(result, "__await__"):
+                await result
+        except Exception:
+            pass
+
+
+__all__ = ["aretrying_stream", "retrying_stream"]

@@ -1,0 +1,90 @@
+"""A local cross-encoder reranker (``"local"``, ``"bge"``, ``"local:<model>"``, ``"bge:<model>"``).
+
+Any Hugging Face sequence-classification model (hub name or local folder) scores
+each (question, chunk) pair; candidates are sorted by that score. Runs on CPU in
+batches under ``torch.inference_mode``. The model is loaded on the first
+:meth:`LocalReranker.rank` call and kept. ``trust_remote_code`` stays False unless
+the caller asks for it. Needs the ``full`` extra (torch, transformers).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from akasha.errors import ConfigError, MissingExtraError
+from akasha.rerank import Ranking
+from akasha.types import Hit
+
+logger = logging.getLogger(__name__)
+
+
+class LocalReranker:
+    """Cross-encoder scores for (query, text) pairs, highest first."""
+
+    def __init__(
+        self,
+        model: str = "BAAI/bge-reranker-base",
+        *,
+        batch_size: int = 16,
+        max_length: int = 512,
+        device: str = "cpu",
+        trust_remote_code: bool = False,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"reranker batch_size must be positive, got {batch_size}")
+        self.model_name = model
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = device
+        self.trust_remote_code = trust_remote_code
+        self.name = f"local:{model}"
+        self._tokenizer: Any = None
+        self._model: Any = None
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            import torch  # noqa: F401
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        except ImportError as exc:
+            raise MissingExtraError(exc.name or "transformers", "full", "the local reranker") from exc
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_name, trust_remote_code=self.trust_remote_code)
+            model = AutoModelForSequenceClassification.from_pretrained(
+                self.model_name, trust_remote_code=self.trust_remote_code
+            )
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"could not load reranker model {self.model_name!r}: {exc}. Give a local folder or a "
+                "Hugging Face model name that is downloaded (or allow downloads: unset HF_HUB_OFFLINE)"
+            ) from exc
+        self._model = model.to(self.device).eval()
+        logger.info("loaded reranker model %s on %s", self.model_name, self.device)
+
+    def scores(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance score per text (the single logit, or the last class's logit)."""
+        import torch
+
+        self._load()
+        out: list[float] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            encoded = self._tokenizer(
+                [query] * len(batch), batch, padding=True, truncation=True,
+                max_length=self.max_length, return_tensors="pt",
+            ).to(self.device)
+            with torch.inference_mode():
+                logits = self._model(**encoded).logits
+            column = logits[:, 0] if logits.shape[-1] == 1 else logits[:, -1]
+            out.extend(float(x) for x in column.float().cpu())
+        return out
+
+    def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
+        if not hits:
+            return Ranking([])
+        scores = self.scores(query, [h.chunk.text for h in hits])
+        order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+        return Ranking(order, scores)

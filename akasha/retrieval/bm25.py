@@ -1,0 +1,365 @@
+"""Okapi BM25 over sparse postings held in numpy, updated incrementally.
+
+Why this shape (the bm25s habit): a query touches only the postings of its own
+terms, and all the arithmetic on them is vectorised numpy; there is no Python
+loop over the corpus and nothing is rebuilt per query.
+
+Layout
+    * every document gets an integer *slot*; ``_alive[slot]`` masks deletions;
+    * the *main* segment is a CSC-style postings list: for term ``t`` the slots
+      ``_doc[_indptr[t]:_indptr[t+1]]`` with term frequencies ``_tf[...]``;
+    * new documents go to a small *delta* segment (per-term Python lists) that
+      is merged into main when it grows past a fraction of main; a merge also
+      drops deleted documents and renumbers slots when many are dead.
+
+Scoring is Okapi BM25 with ``k1=1.5``, ``b=0.75`` and the non-negative
+Lucene idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, so every matching
+document scores above zero. Document frequencies, ``N`` and the average
+length count live documents only, and are maintained on add/remove.
+
+``to_json``/``from_json`` give a plain-dict form (no pickle) recording the
+tokenizer id, so statistics from different tokenizers never mix;
+``to_arrays``/``from_arrays`` give the same state as numpy arrays for fast
+snapshots.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from akasha.errors import IndexMismatchError
+from akasha.retrieval.tokenize import resolve_tokenizer, tokenizer_from_id
+
+FORMAT = "akasha-bm25"
+FORMAT_VERSION = 1
+
+
+class BM25Index:
+    """An incrementally updated Okapi BM25 index keyed by string ids."""
+
+    def __init__(self, *, k1: float = 1.5, b: float = 0.75, tokenizer: str = "auto") -> None:
+        if k1 < 0 or not 0 <= b <= 1:
+            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.tokenizer_id, self._tokenize = resolve_tokenizer(tokenizer)
+        self._init_empty()
+
+    # ------------------------------------------------------------------ state
+    def _init_empty(self) -> None:
+        self._vocab: dict[str, int] = {}
+        self._df = np.zeros(0, dtype=np.int64)  # live document frequency per term
+        self._ids: list[str | None] = []  # slot -> id (None once removed)
+        self._slot: dict[str, int] = {}
+        self._alive = np.zeros(0, dtype=bool)
+        self._dl = np.zeros(0, dtype=np.float32)  # document length in tokens
+        self._n_live = 0
+        self._total_len = 0.0
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._doc = np.zeros(0, dtype=np.int32)
+        self._tf = np.zeros(0, dtype=np.float32)
+        # delta segment: unsorted (term, slot, tf) triples, one array triple per add() call
+        self._delta_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._delta_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._delta_size = 0
+
+    def __len__(self) -> int:
+        return self._n_live
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._slot
+
+    @property
+    def ids(self) -> list[str]:
+        """Live ids in insertion order."""
+        return [i for i in self._ids if i is not None]
+
+    # ---------------------------------------------------------------- updates
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens this index uses for ``text``."""
+        return self._tokenize(text)
+
+    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Index ``texts`` under ``ids``; an id already present is replaced."""
+        if len(ids) != len(texts):
+            raise ValueError(f"add() needs one id per text: {len(ids)} ids, {len(texts)} texts")
+        self.add_tokens(ids, [self._tokenize(t) for t in texts])
+
+    def add_tokens(self, ids: Sequence[str], token_lists: Iterable[Sequence[str]]) -> None:
+        """Index pre-tokenised documents (tokens must come from :meth:`tokenize`)."""
+        ids = list(ids)
+        token_lists = list(token_lists)
+        if len(ids) != len(token_lists):
+            raise ValueError(f"add() needs one token list per id: {len(ids)} ids, {len(token_lists)} lists")
+        if len(set(ids)) != len(ids):
+            raise ValueError("add() got the same id twice in one call")
+        if not ids:
+            return
+        replaced = [i for i in ids if i in self._slot]
+        if replaced:
+            self.remove(replaced)
+        vocab = self._vocab
+        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
+        flat = [tok for tokens in token_lists for tok in tokens]
+        tids = np.fromiter((vocab.setdefault(tok, len(vocab)) for tok in flat), dtype=np.int64, count=len(flat))
+        start = len(self._ids)
+        slots = np.repeat(np.arange(start, start + len(ids), dtype=np.int64), lengths)
+        n_terms = len(vocab)
+        pairs, tf = np.unique(slots * n_terms + tids, return_counts=True)
+        p_slots, p_terms = np.divmod(pairs, n_terms)
+        if n_terms > len(self._df):
+            self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), dtype=np.int64)])
+        self._df += np.bincount(p_terms, minlength=n_terms)
+        self._delta_parts.append((p_terms, p_slots.astype(np.int32), tf.astype(np.float32)))
+        self._delta_cache = None
+        self._delta_size += len(pairs)
+        self._ids.extend(ids)
+        self._slot.update(zip(ids, range(start, start + len(ids)), strict=True))
+        self._alive = np.concatenate([self._alive, np.ones(len(ids), dtype=bool)])
+        self._dl = np.concatenate([self._dl, lengths.astype(np.float32)])
+        self._n_live += len(ids)
+        self._total_len += float(lengths.sum())
+        if self._delta_size > max(50_000, len(self._doc) // 8):
+            self._merge()
+
+    def _delta(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._delta_cache is None:
+            if self._delta_parts:
+                terms, docs, tfs = zip(*self._delta_parts, strict=True)
+                self._delta_cache = (np.concatenate(terms), np.concatenate(docs), np.concatenate(tfs))
+            else:
+                self._delta_cache = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+            self._delta_parts = [self._delta_cache] if self._delta_parts else []
+        return self._delta_cache
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget ``ids``; unknown ids are ignored."""
+        slots = []
+        for doc_id in ids:
+            slot = self._slot.pop(doc_id, None)
+            if slot is not None:
+                slots.append(slot)
+                self._ids[slot] = None
+        if not slots:
+            return
+        gone = np.zeros(len(self._alive), dtype=bool)
+        gone[slots] = True
+        self._alive[slots] = False
+        self._n_live -= len(slots)
+        self._total_len -= float(self._dl[slots].sum())
+        # Document frequencies drop for every term of the removed documents (one vectorised pass).
+        positions = np.flatnonzero(gone[self._doc])
+        main_terms = np.searchsorted(self._indptr, positions, side="right") - 1
+        d_terms, d_docs, _ = self._delta()
+        n_terms = len(self._df)
+        self._df -= np.bincount(main_terms, minlength=n_terms)
+        self._df -= np.bincount(d_terms[gone[d_docs]], minlength=n_terms)
+        dead = len(self._ids) - self._n_live
+        if dead > 1000 and dead > self._n_live:
+            self._merge()
+
+    def _merge(self) -> None:
+        """Fold the delta into main, drop dead postings and renumber slots."""
+        n_terms = len(self._vocab)
+        main_terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int64), np.diff(self._indptr))
+        d_terms, d_docs, d_tfs = self._delta()
+        terms = np.concatenate([main_terms, d_terms])
+        docs = np.concatenate([self._doc, d_docs]).astype(np.int64)
+        tfs = np.concatenate([self._tf, d_tfs])
+        keep = self._alive[docs]
+        terms, docs, tfs = terms[keep], docs[keep], tfs[keep]
+        # Renumber slots so deleted documents take no room.
+        live_slots = np.flatnonzero(self._alive)
+        remap = np.full(len(self._alive), -1, dtype=np.int64)
+        remap[live_slots] = np.arange(len(live_slots))
+        docs = remap[docs]
+        order = np.lexsort((docs, terms))
+        terms, docs, tfs = terms[order], docs[order], tfs[order]
+        self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=n_terms), out=self._indptr[1:])
+        self._doc = docs.astype(np.int32)
+        self._tf = tfs.astype(np.float32)
+        if len(live_slots) != len(self._ids):
+            self._ids = [self._ids[s] for s in live_slots]
+            self._slot = {doc_id: i for i, doc_id in enumerate(self._ids)}  # type: ignore[misc]
+            self._alive = np.ones(len(live_slots), dtype=bool)
+            self._dl = self._dl[live_slots]
+        self._delta_parts = []
+        self._delta_cache = None
+        self._delta_size = 0
+
+    # ----------------------------------------------------------------- search
+    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        counts = Counter(self._tokenize(query))
+        pairs = [(self._vocab[t], c) for t, c in counts.items() if t in self._vocab]
+        if not pairs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        pairs.sort()
+        tids, qtf = zip(*pairs, strict=True)
+        return np.asarray(tids, dtype=np.int64), np.asarray(qtf, dtype=np.float32)
+
+    def score_slots(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(slots, scores)`` of every live document matching ``query`` (unsorted)."""
+        tids, qtf = self._query_terms(query)
+        if not len(tids) or not self._n_live:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        n = self._n_live
+        df = self._df[tids].astype(np.float64)
+        idf = (np.log1p((n - df + 0.5) / (df + 0.5)) * qtf).astype(np.float32)
+        doc_parts, tf_parts, w_parts = [], [], []
+        n_main = len(self._indptr) - 1
+        for tid, weight in zip(tids.tolist(), idf.tolist(), strict=True):
+            if tid < n_main:
+                lo, hi = self._indptr[tid], self._indptr[tid + 1]
+                if hi > lo:
+                    doc_parts.append(self._doc[lo:hi])
+                    tf_parts.append(self._tf[lo:hi])
+                    w_parts.append(np.full(hi - lo, weight, dtype=np.float32))
+        if self._delta_size:
+            d_terms, d_docs, d_tfs = self._delta()
+            hit = np.flatnonzero(np.isin(d_terms, tids))
+            if len(hit):
+                doc_parts.append(d_docs[hit])
+                tf_parts.append(d_tfs[hit])
+                w_parts.append(idf[np.searchsorted(tids, d_terms[hit])])
+        if not doc_parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        docs = np.concatenate(doc_parts)
+        tf = np.concatenate(tf_parts)
+        w = np.concatenate(w_parts)
+        avgdl = self._total_len / n if self._total_len > 0 else 1.0
+        norm = self.k1 * (1.0 - self.b + self.b * self._dl[docs] / avgdl)
+        contrib = w * tf * (self.k1 + 1.0) / (tf + norm)
+        contrib *= self._alive[docs]
+        if len(docs) * 8 < len(self._alive):
+            slots, inverse = np.unique(docs, return_inverse=True)
+            scores = np.bincount(inverse, weights=contrib, minlength=len(slots))
+        else:
+            full = np.bincount(docs, weights=contrib, minlength=len(self._alive))
+            slots = np.flatnonzero(full > 0)
+            scores = full[slots]
+        live = scores > 0
+        return slots[live].astype(np.int64), scores[live].astype(np.float32)
+
+    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, score)`` pairs for ``query``, best first (ties by insertion order)."""
+        slots, scores = self.score_slots(query)
+        if k <= 0 or not len(slots):
+            return []
+        top = _top_k(scores, k, tiebreak=slots)
+        return [(self._ids[s], float(scores[i])) for i, s in zip(top, slots[top].tolist(), strict=True)]  # type: ignore[misc]
+
+    def slot_ids(self, slots: Iterable[int]) -> list[str]:
+        """Ids for slots returned by :meth:`score_slots`."""
+        return [self._ids[s] for s in slots]  # type: ignore[misc]
+
+    # ---------------------------------------------------------- persistence
+    def to_json(self) -> dict[str, Any]:
+        """A plain, JSON-ready dict of the whole index (terms and frequencies per document)."""
+        terms = list(self._vocab)
+        tf_of = self._term_frequencies()
+        docs = []
+        for slot, doc_id in enumerate(self._ids):
+            if doc_id is None:
+                continue
+            docs.append({"id": doc_id, "length": int(self._dl[slot]),
+                         "terms": {terms[t]: int(f) for t, f in tf_of.get(slot, {}).items()}})
+        return {"format": FORMAT, "version": FORMAT_VERSION, "tokenizer": self.tokenizer_id,
+                "k1": self.k1, "b": self.b, "documents": docs}
+
+    def _term_frequencies(self) -> dict[int, dict[int, float]]:
+        out: dict[int, dict[int, float]] = {}
+        main_terms = np.repeat(np.arange(len(self._indptr) - 1), np.diff(self._indptr))
+        d_terms, d_docs, d_tfs = self._delta()
+        for t, d, f in zip(np.concatenate([main_terms, d_terms]).tolist(),
+                           np.concatenate([self._doc, d_docs]).tolist(),
+                           np.concatenate([self._tf, d_tfs]).tolist(), strict=True):
+            out.setdefault(d, {})[t] = f
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BM25Index:
+        """Rebuild an index written by :meth:`to_json` (no re-tokenising)."""
+        if data.get("format") != FORMAT or data.get("version") != FORMAT_VERSION:
+            raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} document (format={data.get('format')!r}, "
+                             f"version={data.get('version')!r})")
+        index = cls._with_tokenizer_id(data["tokenizer"], data.get("k1", 1.5), data.get("b", 0.75))
+        ids, token_lists = [], []
+        for doc in data["documents"]:
+            ids.append(doc["id"])
+            tokens = [term for term, tf in doc["terms"].items() for _ in range(int(tf))]
+            token_lists.append(tokens)
+        index.add_tokens(ids, token_lists)
+        index._merge()
+        return index
+
+    @classmethod
+    def _with_tokenizer_id(cls, tokenizer_id: str, k1: float, b: float) -> BM25Index:
+        fn = tokenizer_from_id(tokenizer_id)
+        if fn is None:
+            raise IndexMismatchError(
+                f"this BM25 index was built with tokenizer {tokenizer_id!r}, which this installation "
+                "cannot reproduce (install jieba, or rebuild the index)"
+            )
+        index = cls.__new__(cls)
+        index.k1, index.b = float(k1), float(b)
+        index.tokenizer_id, index._tokenize = tokenizer_id, fn
+        index._init_empty()
+        return index
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The merged state as numpy arrays (for ``np.savez``; no object arrays)."""
+        self._merge()
+        terms = list(self._vocab)
+        return {
+            "bm25_meta": np.array([FORMAT, str(FORMAT_VERSION), self.tokenizer_id, repr(self.k1), repr(self.b)]),
+            "bm25_ids": np.array(self._ids, dtype=str) if self._ids else np.zeros(0, dtype="<U1"),
+            "bm25_vocab": np.array(terms, dtype=str) if terms else np.zeros(0, dtype="<U1"),
+            "bm25_indptr": self._indptr,
+            "bm25_doc": self._doc,
+            "bm25_tf": self._tf,
+            "bm25_dl": self._dl,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray] | Any) -> BM25Index:
+        """Rebuild an index from :meth:`to_arrays` output."""
+        meta = [str(x) for x in arrays["bm25_meta"]]
+        if meta[0] != FORMAT or meta[1] != str(FORMAT_VERSION):
+            raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} snapshot: {meta[:2]}")
+        index = cls._with_tokenizer_id(meta[2], float(meta[3]), float(meta[4]))
+        ids = arrays["bm25_ids"].tolist()
+        vocab = arrays["bm25_vocab"].tolist()
+        index._vocab = {t: i for i, t in enumerate(vocab)}
+        index._indptr = np.asarray(arrays["bm25_indptr"], dtype=np.int64)
+        index._doc = np.asarray(arrays["bm25_doc"], dtype=np.int32)
+        index._tf = np.asarray(arrays["bm25_tf"], dtype=np.float32)
+        index._dl = np.asarray(arrays["bm25_dl"], dtype=np.float32)
+        index._df = np.diff(index._indptr).astype(np.int64)
+        index._ids = list(ids)
+        index._slot = {doc_id: i for i, doc_id in enumerate(ids)}
+        index._alive = np.ones(len(ids), dtype=bool)
+        index._n_live = len(ids)
+        index._total_len = float(index._dl.sum())
+        return index
+
+
+def _top_k(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the ``k`` largest scores, best first, via argpartition (no full sort)."""
+    n = len(scores)
+    if k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(n)
+    if tiebreak is None:
+        return part[np.argsort(-scores[part], kind="stable")]
+    return part[np.lexsort((tiebreak[part], -scores[part]))]
+
+
+top_k = _top_k
+
+__all__ = ["BM25Index", "top_k"]

@@ -1,0 +1,143 @@
+"""Search types: one function ranks chunks for a question over BM25 + dense indexes.
+
+``search_type`` is one of :data:`SEARCH_TYPES` or a callable:
+
+* ``"auto"``   hybrid: BM25 and dense candidates fused with reciprocal-rank fusion
+  (RRF needs no score calibration, so it is the safe default);
+* ``"knn"``    cosine similarity over the normalised vectors;
+* ``"bm25"``   Okapi BM25 only;
+* ``"mmr"``    maximal marginal relevance over the dense candidates;
+* ``"hybrid"`` weighted fusion of min-max normalised BM25 and dense scores
+  (``weights=(vector, bm25)``, default 0.5/0.5);
+* a callable ``fn(query, query_vector, chunks, vectors, k) -> list[(index, score)]``
+  where ``chunks`` is the list of live chunks, ``vectors`` the aligned
+  normalised ``(n, d)`` float32 matrix and ``index`` a position in both.
+
+Every :class:`~akasha.types.Hit` carries ``details`` with every score collected
+(``vector``, ``bm25``, ``rrf`` or ``fused``, ``mmr``) and ``source`` saying which
+retriever found it (``vector``, ``bm25`` or ``bm25+vector``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from akasha.errors import ConfigError
+from akasha.retrieval import fusion
+from akasha.retrieval.bm25 import BM25Index
+from akasha.retrieval.dense import DenseIndex
+from akasha.retrieval.mmr import mmr
+from akasha.types import Chunk, Hit
+
+SEARCH_TYPES: tuple[str, ...] = ("auto", "knn", "bm25", "mmr", "hybrid")
+
+#: fn(query, query_vector, chunks, vectors, k) -> [(row index, score)], best first.
+SearchFunction = Callable[[str, np.ndarray, list[Chunk], np.ndarray, int], Sequence[tuple[int, float]]]
+SearchType = Union[str, SearchFunction]
+
+
+def validate_search_type(search_type: object) -> SearchType:
+    """Return ``search_type`` if known (a name or a callable), else raise ConfigError listing the names."""
+    if callable(search_type):
+        return search_type  # type: ignore[return-value]
+    if isinstance(search_type, str) and search_type.strip().lower() in SEARCH_TYPES:
+        return search_type.strip().lower()
+    raise ConfigError(
+        f"unknown search_type {search_type!r}; known: {', '.join(SEARCH_TYPES)}, "
+        "or a callable fn(query, query_vector, chunks, vectors, k) -> [(index, score)]"
+    )
+
+
+def needs_query_vector(search_type: SearchType) -> bool:
+    """False only for ``"bm25"``, so callers can skip embedding the question."""
+    return search_type != "bm25"
+
+
+@dataclass
+class SearchSettings:
+    """Knobs of the search types; the defaults suit corpora of a few to a million chunks."""
+
+    candidates: int = 50  # per retriever, before fusion (at least 4 * k)
+    rrf_k: int = fusion.RRF_K
+    hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25)
+    mmr_lambda: float = 0.5
+    mmr_fetch: int = 20  # candidates for mmr (at least 4 * k)
+
+
+def search(
+    query: str,
+    query_vector: np.ndarray | None,
+    k: int,
+    search_type: SearchType,
+    *,
+    bm25: BM25Index,
+    dense: DenseIndex,
+    chunks: Mapping[str, Chunk],
+    settings: SearchSettings | None = None,
+) -> list[Hit]:
+    """Rank chunks for ``query``; ``chunks`` maps the ids held by both indexes to chunks."""
+    search_type = validate_search_type(search_type)
+    settings = settings or SearchSettings()
+    if k <= 0:
+        return []
+    if search_type != "bm25" and query_vector is None:
+        raise ValueError(f"search_type {search_type!r} needs the question's vector")
+    if callable(search_type):
+        return _custom(search_type, query, query_vector, k, dense, chunks)
+    if search_type == "bm25":
+        return [Hit(chunks[i], s, "bm25", {"bm25": s}) for i, s in bm25.search(query, k)]
+    if search_type == "knn":
+        return [Hit(chunks[i], s, "vector", {"vector": s}) for i, s in dense.search(query_vector, k)]
+    if search_type == "mmr":
+        return _mmr(query_vector, k, dense, chunks, settings)
+    n_cand = max(settings.candidates, 4 * k)
+    vec = dense.search(query_vector, n_cand)
+    lex = bm25.search(query, n_cand)
+    if search_type == "auto":
+        fused = fusion.rrf([vec, lex], k=settings.rrf_k)
+        key = "rrf"
+    else:
+        fused = fusion.weighted([vec, lex], list(settings.hybrid_weights))
+        key = "fused"
+    vec_scores, lex_scores = dict(vec), dict(lex)
+    hits = []
+    for doc_id, score in fused[:k]:
+        details: dict[str, float] = {}
+        if doc_id in vec_scores:
+            details["vector"] = vec_scores[doc_id]
+        if doc_id in lex_scores:
+            details["bm25"] = lex_scores[doc_id]
+        details[key] = float(score)
+        source = "bm25+vector" if len(details) == 3 else ("vector" if "vector" in details else "bm25")
+        hits.append(Hit(chunks[doc_id], float(score), source, details))  # type: ignore[index]
+    return hits
+
+
+def _mmr(query_vector: Any, k: int, dense: DenseIndex, chunks: Mapping[str, Chunk],
+         settings: SearchSettings) -> list[Hit]:
+    cands = dense.search(query_vector, max(settings.mmr_fetch, 4 * k))
+    if not cands:
+        return []
+    ids = [i for i, _ in cands]
+    picked = mmr(query_vector, dense.vectors(ids), k, settings.mmr_lambda)
+    return [
+        Hit(chunks[ids[row]], score, "vector", {"vector": cands[row][1], "mmr": score})
+        for row, score in picked
+    ]
+
+
+def _custom(fn: SearchFunction, query: str, query_vector: Any, k: int, dense: DenseIndex,
+            chunks: Mapping[str, Chunk]) -> list[Hit]:
+    ids = dense.ids
+    live = [chunks[i] for i in ids]
+    ranked = fn(query, query_vector, live, dense.matrix(), k)
+    hits = []
+    for row, score in list(ranked)[:k]:
+        if not 0 <= int(row) < len(live):
+            raise ValueError(f"custom search_type returned row {row}, outside 0..{len(live) - 1}")
+        hits.append(Hit(live[int(row)], float(score), "custom", {"custom": float(score)}))
+    return hits

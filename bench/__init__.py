@@ -1,0 +1,1 @@
+"""Benchmarks (run as modules, e.g. ``python -m bench.index_speed``); not part of the package."""

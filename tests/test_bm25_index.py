@@ -1,0 +1,152 @@
+"""BM25Index: exact Okapi scores, incremental updates, CJK matching, serialisation."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from akasha.errors import IndexMismatchError
+from akasha.retrieval.bm25 import BM25Index
+from akasha.retrieval.tokenize import jieba_available, resolve_tokenizer
+
+
+def naive_bm25(docs: dict[str, str], query: str, k: int, k1: float = 1.5, b: float = 0.75) -> list[tuple[str, float]]:
+    toks = {i: t.split() for i, t in docs.items()}
+    n = len(toks)
+    avgdl = sum(map(len, toks.values())) / n
+    df = Counter(w for t in toks.values() for w in set(t))
+    out = {}
+    for i, t in toks.items():
+        counts = Counter(t)
+        score = 0.0
+        for w in query.split():
+            if w in counts:
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                tf = counts[w]
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(t) / avgdl))
+        if score > 0:
+            out[i] = score
+    return sorted(out.items(), key=lambda x: (-x[1], int(x[0][1:])))[:k]
+
+
+@pytest.fixture
+def corpus() -> dict[str, str]:
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(150)]
+    return {f"d{i}": " ".join(rng.choices(words, k=rng.randint(3, 30))) for i in range(1500)}
+
+
+def assert_same(got, want):
+    assert [i for i, _ in got] == [i for i, _ in want]
+    np.testing.assert_allclose([s for _, s in got], [s for _, s in want], rtol=1e-4)
+
+
+def test_scores_match_okapi_formula_after_adds_and_removes(corpus):
+    index = BM25Index(tokenizer="bigram")
+    ids = list(corpus)
+    index.add(ids[:1000], [corpus[i] for i in ids[:1000]])
+    index.add(ids[1000:], [corpus[i] for i in ids[1000:]])
+    removed = set(ids[100:300])
+    index.remove(removed)
+    live = {i: t for i, t in corpus.items() if i not in removed}
+    assert len(index) == len(live)
+    for query in ["w1 w5", "w7 w7 w100", "nothing w3", "w149"]:
+        assert_same(index.search(query, 10), naive_bm25(live, query, 10))
+
+
+def test_replacing_an_id_replaces_its_text():
+    index = BM25Index(tokenizer="bigram")
+    index.add(["a", "b"], ["apple pie", "banana bread"])
+    index.add(["a"], ["cherry tart"])
+    assert len(index) == 2
+    assert index.search("apple", 5) == []
+    assert [i for i, _ in index.search("cherry", 5)] == ["a"]
+
+
+def test_delta_merges_and_compaction_keep_results_exact(corpus, monkeypatch):
+    index = BM25Index(tokenizer="bigram")
+    ids = list(corpus)
+    for start in range(0, len(ids), 100):  # many small adds -> several merges
+        index.add(ids[start : start + 100], [corpus[i] for i in ids[start : start + 100]])
+        index._merge()
+    index.remove(ids[:1200])  # more dead than live -> compaction
+    live = {i: corpus[i] for i in ids[1200:]}
+    assert len(index._ids) < len(corpus)  # dead slots were dropped
+    assert_same(index.search("w3 w9", 5), naive_bm25(live, "w3 w9", 5))
+    index.add(["new"], ["w3 w3 w3"])
+    assert index.search("w3", 1)[0][0] == "new"
+
+
+def test_accents_and_case_are_folded():
+    index = BM25Index(tokenizer="bigram")
+    index.add(["fr", "en"], ["Le Café de la Résumé", "plain english text"])
+    assert index.search("cafe resume", 1)[0][0] == "fr"
+    assert index.search("CAFÉ", 1)[0][0] == "fr"
+
+
+@pytest.mark.parametrize("tokenizer", ["bigram", pytest.param("jieba", marks=pytest.mark.skipif(
+    not jieba_available(), reason="jieba not installed"))])
+def test_chinese_query_matches_chinese_text(tokenizer):
+    index = BM25Index(tokenizer=tokenizer)
+    index.add(
+        ["zh1", "zh2", "en"],
+        ["我们在北京大学学习自然语言处理。", "上海的天气今天很好，适合散步。", "Natural language processing in Beijing"],
+    )
+    assert index.search("北京", 1)[0][0] == "zh1"
+    assert index.search("天气怎么样", 1)[0][0] == "zh2"
+    assert index.tokenizer_id.endswith(tokenizer)
+
+
+def test_json_roundtrip_gives_identical_results(corpus):
+    index = BM25Index(tokenizer="bigram", k1=1.2, b=0.6)
+    index.add(list(corpus), list(corpus.values()))
+    index.remove(["d1", "d2"])
+    data = json.loads(json.dumps(index.to_json()))
+    assert data["tokenizer"] == index.tokenizer_id
+    again = BM25Index.from_json(data)
+    assert (again.k1, again.b, len(again)) == (1.2, 0.6, len(index))
+    for query in ["w1 w2", "w42"]:
+        assert_same(again.search(query, 8), index.search(query, 8))
+    again.remove(["d3"])  # a loaded index stays updatable
+    assert "d3" not in again and len(again) == len(index) - 1
+
+
+def test_arrays_roundtrip_and_removal_after_load(corpus):
+    index = BM25Index(tokenizer="bigram")
+    index.add(list(corpus), list(corpus.values()))
+    again = BM25Index.from_arrays(index.to_arrays())
+    assert_same(again.search("w5 w6", 10), index.search("w5 w6", 10))
+    gone = [i for i, _ in index.search("w5", 3)]
+    again.remove(gone)
+    index.remove(gone)
+    assert_same(again.search("w5", 10), index.search("w5", 10))
+
+
+def test_unknown_tokenizer_in_saved_state_is_refused():
+    index = BM25Index(tokenizer="bigram")
+    index.add(["a"], ["text"])
+    data = index.to_json()
+    data["tokenizer"] = "words-v0+mystery"
+    with pytest.raises(IndexMismatchError, match="mystery"):
+        BM25Index.from_json(data)
+
+
+def test_auto_tokenizer_records_its_choice():
+    tid, _ = resolve_tokenizer("auto")
+    assert tid == BM25Index().tokenizer_id
+    assert tid.endswith("jieba" if jieba_available() else "bigram")
+
+
+def test_search_edge_cases():
+    index = BM25Index(tokenizer="bigram")
+    assert index.search("anything", 5) == []
+    index.add(["a"], ["hello world"])
+    assert index.search("", 5) == []
+    assert index.search("hello", 0) == []
+    with pytest.raises(ValueError):
+        index.add(["x", "y"], ["one"])

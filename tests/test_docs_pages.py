@@ -1,0 +1,122 @@
+"""The hand-written docs pages stay in step with the code (fast checks, no mkdocs build).
+
+The same checks run inside ``mkdocs build`` (docs/_hooks/akasha_docs.py); here they run
+without a build so a missing section fails the fast suite too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def load_hook():
+    spec = importlib.util.spec_from_file_location("akasha_docs_hook", DOCS / "_hooks" / "akasha_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+hook = load_hook()
+
+
+def read(page: str) -> str:
+    return (DOCS / page).read_text(encoding="utf-8")
+
+
+def test_every_error_class_has_a_troubleshooting_section():
+    hook.check_troubleshooting_page(read("troubleshooting.md"))
+
+
+def test_troubleshooting_check_fails_when_a_class_is_missing():
+    import akasha.errors
+
+    page = read("troubleshooting.md")
+    name = "IndexMismatchError"
+    assert hasattr(akasha.errors, name)
+    stripped = re.sub(rf"^### `?{name}`?\s*$", "### Something else", page, flags=re.M)
+    with pytest.raises(hook.DocsCheckError, match=name):
+        hook.check_troubleshooting_page(stripped)
+
+
+def test_error_classes_are_read_from_errors_module():
+    import akasha.errors
+
+    names = {c.__name__ for c in hook.error_classes()}
+    assert {"AkashaError", "ConfigError", "SpecError", "MissingExtraError", "StageError"} <= names
+    assert all(issubclass(getattr(akasha.errors, n), BaseException) for n in names)
+
+
+def test_raise_sites_find_real_raises():
+    sites = hook.raise_sites()
+    by_name = {s.exception for s in sites}
+    # Raised by modules that exist from the first commit on.
+    assert "ConfigError" in by_name
+    for site in sites:
+        path = ROOT / site.path
+        line = path.read_text(encoding="utf-8").splitlines()[site.line - 1]
+        assert "raise" in line or site.exception in line, site
+
+
+def test_troubleshooting_page_renders_raise_sites():
+    rendered = hook.render_troubleshooting_page(read("troubleshooting.md"))
+    assert "Where akasha raises `ConfigError`" in rendered
+    assert hook.RAISES_MARK not in rendered
+
+
+def test_every_rag_option_has_a_section():
+    hook.check_options_page(read("options.md"))
+
+
+def test_options_check_fails_on_missing_and_stale_sections():
+    page = read("options.md")
+    first = hook.rag_options()[0].name
+    without = page.replace(f"### `{first}`", "### `not_an_option_of_rag`")
+    with pytest.raises(hook.DocsCheckError) as info:
+        hook.check_options_page(without)
+    assert first in str(info.value) and "not_an_option_of_rag" in str(info.value)
+
+
+def test_options_page_shows_the_code_defaults():
+    rendered = hook.render_options_page(read("options.md"))
+    for p in hook.rag_options():
+        assert f"| [`{p.name}`](#{p.name}) | `{hook.format_default(p.default)}` |" in rendered
+        assert f"### `{p.name}`\n\n**Default:** `{hook.format_default(p.default)}`" in rendered
+
+
+def nav_pages(nav) -> list[str]:
+    found = []
+    for item in nav:
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                found += nav_pages(value) if isinstance(value, list) else [value]
+    return found
+
+
+def test_every_page_is_in_the_nav_and_exists():
+    class Loader(yaml.SafeLoader):
+        pass
+
+    # mkdocs.yml may use !!python tags in the future; only plain data is needed here.
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)
+    in_nav = set(nav_pages(config["nav"]))
+    on_disk = {
+        str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "_hooks" not in p.parts
+    }
+    assert in_nav == on_disk
+
+
+def test_relative_links_point_at_existing_pages():
+    link = re.compile(r"\]\(([^)#\s]+\.md)(#[^)]*)?\)")
+    for page in DOCS.rglob("*.md"):
+        for target, _ in link.findall(page.read_text(encoding="utf-8")):
+            assert (page.parent / target).resolve().is_file(), f"{page}: broken link {target}"

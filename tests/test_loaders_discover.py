@@ -1,0 +1,127 @@
+"""discover(): folders, files and lists in, loadable files out, in a stable order."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from akasha.errors import AkashaError, SourceNotFoundError
+from akasha.loaders import discover
+from loaders_fixtures import write
+
+
+def make_tree(root: Path) -> None:
+    for rel in [
+        "b.md",
+        "a.txt",
+        "sub/z.pdf",
+        "sub/c.docx",
+        "sub/deeper/d.csv",
+        "sub/deeper/e.HTML",
+        "sub/page.htm",
+        ".hidden.txt",
+        ".git/config.txt",
+        "sub/.cache/x.txt",
+        "photo.jpg",
+        "Makefile",
+    ]:
+        write(root / rel, b"x")
+
+
+def test_folder_is_walked_recursively_sorted_and_absolute(tmp_path: Path, monkeypatch):
+    make_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    found = discover(".")
+    assert all(p.is_absolute() for p in found)
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == [
+        "a.txt",
+        "b.md",
+        "sub/c.docx",
+        "sub/deeper/d.csv",
+        "sub/deeper/e.HTML",
+        "sub/page.htm",
+        "sub/z.pdf",
+    ]
+    assert discover(tmp_path) == found  # str/Path and relative/absolute give the same list
+
+
+def test_unknown_extensions_get_one_log_line_each(tmp_path: Path, caplog):
+    make_tree(tmp_path)
+    caplog.set_level(logging.INFO, logger="akasha.loaders")
+    discover(tmp_path)
+    skipped = [r.getMessage() for r in caplog.records if "unsupported" in r.getMessage()]
+    assert len(skipped) == 2
+    assert any("photo.jpg" in m for m in skipped) and any("Makefile" in m for m in skipped)
+
+
+def test_hidden_and_excluded_folders_are_skipped(tmp_path: Path):
+    make_tree(tmp_path)
+    write(tmp_path / "cache" / "index.txt", b"x")
+    names = [p.name for p in discover(tmp_path, exclude=[tmp_path / "cache", tmp_path / "sub" / "deeper"])]
+    assert "index.txt" not in names and "d.csv" not in names
+    assert ".hidden.txt" not in names and "config.txt" not in names and "x.txt" not in names
+    assert "a.txt" in names and "z.pdf" in names
+
+
+def test_list_mixing_files_and_folders_keeps_list_order_without_duplicates(tmp_path: Path):
+    make_tree(tmp_path)
+    single = tmp_path / "sub" / "z.pdf"
+    found = discover([single, str(tmp_path / "sub" / "deeper"), tmp_path / "a.txt", single])
+    assert [p.name for p in found] == ["z.pdf", "d.csv", "e.HTML", "a.txt"]
+
+
+def test_explicit_hidden_file_is_loaded_but_explicit_unknown_type_is_skipped(tmp_path: Path, caplog):
+    make_tree(tmp_path)
+    caplog.set_level(logging.INFO, logger="akasha.loaders")
+    assert discover([tmp_path / ".hidden.txt", tmp_path / "photo.jpg"]) == [tmp_path / ".hidden.txt"]
+    assert any("photo.jpg" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("bad", ["no-such-folder", ["a.txt", "missing.md"]])
+def test_missing_path_raises_source_not_found_naming_it(tmp_path: Path, bad):
+    write(tmp_path / "a.txt", b"x")
+    items = [tmp_path / b for b in bad] if isinstance(bad, list) else tmp_path / bad
+    with pytest.raises(SourceNotFoundError) as info:
+        discover(items)
+    missing = "missing.md" if isinstance(bad, list) else "no-such-folder"
+    assert missing in str(info.value)
+    assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, AkashaError)
+
+
+def test_symlink_loops_end_and_each_folder_is_listed_once(tmp_path: Path):
+    write(tmp_path / "docs" / "a.txt", b"x")
+    write(tmp_path / "docs" / "inner" / "b.txt", b"x")
+    (tmp_path / "docs" / "inner" / "loop").symlink_to(tmp_path / "docs")  # inner/loop -> docs
+    (tmp_path / "docs" / "self").symlink_to(".")  # docs/self -> docs
+    found = discover(tmp_path / "docs")
+    assert [p.name for p in found] == ["a.txt", "b.txt"]
+
+
+def test_symlinked_folder_outside_the_tree_is_followed(tmp_path: Path):
+    write(tmp_path / "elsewhere" / "shared.md", b"x")
+    write(tmp_path / "docs" / "own.md", b"x")
+    (tmp_path / "docs" / "linked").symlink_to(tmp_path / "elsewhere")
+    assert discover(tmp_path / "docs") == [tmp_path / "docs" / "linked" / "shared.md", tmp_path / "docs" / "own.md"]
+
+
+def test_empty_folder_gives_empty_list(tmp_path: Path):
+    assert discover(tmp_path) == []
+
+
+def test_unlistable_folder_is_skipped_with_a_warning(tmp_path: Path, caplog, monkeypatch):
+    write(tmp_path / "ok" / "a.txt", b"x")
+    write(tmp_path / "locked" / "b.txt", b"x")
+    real_scandir = os.scandir
+
+    def scandir(path):  # root can list any folder, so simulate EACCES for one of them
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    caplog.set_level(logging.WARNING, logger="akasha.loaders")
+    assert [p.name for p in discover(tmp_path)] == ["a.txt"]
+    assert any("locked" in r.getMessage() and "Permission denied" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,299 @@
+"""One contract every vector_store backend passes: memory, faiss, chroma, qdrant, pgvector.
+
+pgvector runs against a real PostgreSQL + pgvector started from the ``pgserver``
+package and is marked ``integration``; the others run in-process by default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from akasha.stores.base import VectorStore
+from akasha.types import Chunk
+
+DIM = 8
+
+
+def unit(i: int, dim: int = DIM) -> np.ndarray:
+    v = np.zeros(dim, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def chunk(doc: str, n: int, text: str | None = None, **meta: object) -> Chunk:
+    return Chunk(id=f"{doc}#{n}", text=text or f"{doc} chunk {n}", metadata={"chunk_index": n, **meta})
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+# ------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="session")
+def pg_uri():
+    pgserver = pytest.importorskip("pgserver")
+    folder = tempfile.mkdtemp(prefix="akasha-pg-")
+    server = pgserver.get_server(folder, cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _make(kind: str, tmp_path: Path, request) -> VectorStore:
+    if kind == "memory":
+        from akasha.stores.memory import MemoryStore
+
+        return MemoryStore()
+    if kind == "faiss":
+        from akasha.stores.faiss import FaissStore
+
+        return FaissStore(DIM)
+    if kind == "chroma-memory":
+        from akasha.stores.chroma import ChromaStore
+
+        return ChromaStore(collection=f"t{uuid.uuid4().hex[:12]}")
+    if kind == "chroma-persist":
+        from akasha.stores.chroma import ChromaStore
+
+        return ChromaStore(collection="contract", persist_directory=str(tmp_path / "chroma"))
+    if kind == "qdrant":
+        from akasha.stores.qdrant import QdrantStore
+
+        return QdrantStore(DIM, collection="contract", url=":memory:")
+    if kind == "pgvector":
+        from akasha.stores.pgvector import PgVectorStore
+
+        uri = request.getfixturevalue("pg_uri")
+        return PgVectorStore(DIM, table=f"t_{uuid.uuid4().hex[:12]}", dsn=uri)
+    raise AssertionError(kind)
+
+
+BACKENDS = [
+    "memory",
+    "faiss",
+    "chroma-memory",
+    "chroma-persist",
+    "qdrant",
+    pytest.param("pgvector", marks=pytest.mark.integration),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    s = _make(request.param, tmp_path, request)
+    yield s
+    run(s.aclose())
+
+
+# ------------------------------------------------------------------ contract
+def seed(store) -> None:
+    chunks = [chunk("a", 0, lang="en"), chunk("a", 1, lang="de"), chunk("b", 0, lang="en")]
+    run(store.replace(["a", "b"], chunks, np.stack([unit(0), unit(1), unit(2)])))
+
+
+def test_empty_store_finds_nothing(store):
+    assert run(store.count()) == 0
+    assert run(store.search(unit(0), 5)) == []
+    assert run(store.get(["x#0"])) == []
+
+
+def test_scores_are_cosine_best_first(store):
+    seed(store)
+    query = unit(0) * 3.0 + unit(1) * 1.0  # not unit length: the store must normalise
+    hits = run(store.search(query, 3))
+    assert [c.id for c, _ in hits] == ["a#0", "a#1", "b#0"]
+    expected = [3 / math.sqrt(10), 1 / math.sqrt(10), 0.0]
+    for (_, score), want in zip(hits, expected, strict=True):
+        assert score == pytest.approx(want, abs=1e-4)
+    # an opposite vector has cosine -1 on every backend
+    hits = run(store.search(-unit(2), 1, {"doc_id": "b"}))
+    assert hits[0][1] == pytest.approx(-1.0, abs=1e-4)
+
+
+def test_k_limits_and_exceeds(store):
+    seed(store)
+    assert len(run(store.search(unit(0), 1))) == 1
+    assert len(run(store.search(unit(0), 50))) == 3
+
+
+def test_get_round_trips_text_and_metadata(store):
+    c = Chunk("doc#0", "héllo wörld", {"chunk_index": 0, "nested": {"a": [1, 2]}, "page": 3, "ok": True})
+    run(store.replace(["doc"], [c], unit(4)[None, :]))
+    (got,) = run(store.get(["doc#0", "missing#0"]))
+    assert got.id == "doc#0" and got.text == "héllo wörld"
+    assert got.metadata == c.metadata
+
+
+def test_replace_drops_previous_version(store):
+    seed(store)
+    run(store.replace(["a"], [chunk("a", 0, text="new a")], unit(5)[None, :]))
+    assert run(store.count()) == 2
+    assert run(store.get(["a#1"])) == []
+    assert run(store.get(["a#0"]))[0].text == "new a"
+    hits = run(store.search(unit(1), 5))
+    assert "a#1" not in [c.id for c, _ in hits]
+
+
+def test_replace_with_no_chunks_removes_the_document(store):
+    seed(store)
+    run(store.replace(["a"], [], np.zeros((0, DIM), dtype=np.float32)))
+    assert run(store.count()) == 1
+    assert [c.id for c, _ in run(store.search(unit(0), 5))] == ["b#0"]
+
+
+def test_delete(store):
+    seed(store)
+    assert run(store.delete(["a"])) == 2
+    assert run(store.delete(["nope"])) == 0
+    assert run(store.count()) == 1
+
+
+def test_filters_on_metadata_and_doc_id(store):
+    seed(store)
+    assert {c.id for c, _ in run(store.search(unit(0), 5, {"lang": "en"}))} == {"a#0", "b#0"}
+    assert {c.id for c, _ in run(store.search(unit(0), 5, {"doc_id": "a"}))} == {"a#0", "a#1"}
+    assert {c.id for c, _ in run(store.search(unit(0), 5, {"doc_id": "a", "lang": "de"}))} == {"a#1"}
+    assert run(store.search(unit(0), 5, {"lang": "fr"})) == []
+    # a value that looks like SQL stays a value
+    assert run(store.search(unit(0), 5, {"lang": "en' OR '1'='1"})) == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(lambda: np.stack([unit(6), unit(7)]), id="row-count"),
+        pytest.param(lambda: np.ones((1, DIM + 3), dtype=np.float32), id="dimension"),
+        pytest.param(lambda: np.full((1, DIM), np.nan, dtype=np.float32), id="nan"),
+    ],
+)
+def test_failed_reingest_keeps_old_version(store, bad):
+    seed(store)
+    with pytest.raises(ValueError):
+        run(store.replace(["a", "b"], [chunk("a", 0, text="broken")], bad()))
+    assert run(store.count()) == 3
+    assert run(store.get(["a#0"]))[0].text == "a chunk 0"
+    assert [c.id for c, _ in run(store.search(unit(1), 1))] == ["a#1"]
+
+
+def test_chunks_must_belong_to_replaced_documents(store):
+    with pytest.raises(ValueError, match="do not belong"):
+        run(store.replace(["a"], [chunk("b", 0)], unit(0)[None, :]))
+    assert run(store.count()) == 0
+
+
+def test_pipeline_reingest_failure_keeps_old_version(store):
+    """Inject a failure half way through a re-ingest (the embedder dies): the old version stays."""
+    from akasha.chunking.fixed import make_fixed_splitter
+    from akasha.errors import StageError
+    from akasha.pipeline import Pipeline
+    from akasha.retrieval.patterns import make_naive
+    from akasha.testing import HashEmbedder
+
+    class Flaky(HashEmbedder):
+        fail = False
+
+        def embed_documents(self, texts):
+            if self.fail:
+                raise RuntimeError("embedding service went away")
+            return super().embed_documents(texts)
+
+    embedder = Flaky(DIM)
+    pipeline = Pipeline(splitter=make_fixed_splitter({"chunk_size": 100, "overlap": 0}), embedder=embedder,
+                        store=store, pattern=make_naive({}))
+
+    async def scenario():
+        assert await pipeline.ingest([{"id": "d", "text": "first version about apples"}]) == 1
+        embedder.fail = True
+        with pytest.raises(StageError) as info:
+            await pipeline.ingest([{"id": "d", "text": "second version about pears " * 10}])
+        assert info.value.stage == "embed"
+        hits = (await pipeline.query("apples", k=3)).hits
+        assert [h.chunk.text for h in hits] == ["first version about apples"]
+        assert await store.count() == 1
+
+    run(scenario())
+
+
+# ------------------------------------------------------------- per backend
+def test_qdrant_point_ids_are_uuid5_of_chunk_id():
+    from akasha.stores.qdrant import QdrantStore, point_id
+
+    store = QdrantStore(DIM, collection="ids", url=":memory:")
+    run(store.replace(["a"], [chunk("a", 0)], unit(0)[None, :]))
+    points = store.client.retrieve("ids", ids=[str(uuid.uuid5(uuid.NAMESPACE_URL, "a#0"))], with_payload=True)
+    assert len(points) == 1 and points[0].payload["chunk_id"] == "a#0"
+    assert point_id("a#0") == str(uuid.uuid5(uuid.NAMESPACE_URL, "a#0"))
+    info = store.client.get_collection("ids")
+    assert str(info.config.params.vectors.distance).lower().endswith("cosine")
+
+
+def test_chroma_collection_uses_cosine_space(tmp_path):
+    from akasha.stores.chroma import ChromaStore
+
+    store = ChromaStore(collection="space", persist_directory=str(tmp_path))
+    assert store.collection.metadata.get("hnsw:space") == "cosine"
+    run(store.replace(["a"], [chunk("a", 0)], unit(0)[None, :]))
+    # persisted: a second client on the same folder sees the chunk
+    again = ChromaStore(collection="space", persist_directory=str(tmp_path))
+    assert run(again.count()) == 1
+
+
+def test_faiss_uses_inner_product_over_normalised_vectors():
+    import faiss
+
+    from akasha.stores.faiss import FaissStore
+
+    store = FaissStore(DIM)
+    assert isinstance(faiss.downcast_index(store._index.index), faiss.IndexFlatIP)
+    run(store.replace(["a"], [chunk("a", 0)], (unit(0) * 7)[None, :]))
+    stored = store._index.index.reconstruct(0)
+    assert np.linalg.norm(stored) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.integration
+def test_pgvector_rolls_back_a_failed_reingest(pg_uri):
+    """PostgreSQL rejects NUL in text *after* the DELETE ran: the transaction keeps the old rows."""
+    from akasha.stores.pgvector import PgVectorStore
+
+    store = PgVectorStore(DIM, table="rollback_check", dsn=pg_uri)
+
+    async def scenario():
+        await store.replace(["a"], [chunk("a", 0, text="old"), chunk("a", 1, text="old too")], np.stack([unit(0), unit(1)]))
+        with pytest.raises(Exception):
+            await store.replace(["a"], [chunk("a", 0, text="bad \x00 text")], unit(2)[None, :])
+        assert [c.text for c in await store.get(["a#0", "a#1"])] == ["old", "old too"]
+        await store.aclose()
+
+    run(scenario())
+
+
+@pytest.mark.integration
+def test_pgvector_creates_extension_table_and_doc_id_index(pg_uri):
+    import asyncpg
+
+    from akasha.stores.pgvector import PgVectorStore
+
+    store = PgVectorStore(DIM, table="made_here", dsn=pg_uri)
+
+    async def scenario():
+        assert await store.count() == 0
+        conn = await asyncpg.connect(pg_uri)
+        try:
+            assert await conn.fetchval("SELECT count(*) FROM pg_extension WHERE extname = 'vector'") == 1
+            indexes = await conn.fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'made_here'")
+            assert any("(doc_id)" in r["indexdef"] for r in indexes)
+        finally:
+            await conn.close()
+        await store.aclose()
+
+    run(scenario())
