@@ -26,6 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("questions", help='JSONL: {"question": ..., "relevant_sources": [...]} and/or "answer"')
     parser.add_argument("--search-types", type=_names, default=["auto", "bm25", "knn"], help="comma-separated (default auto,bm25,knn)")
     parser.add_argument("--rerankers", type=_names, default=["none"], help="comma-separated reranker names; 'none' = no reranking")
+    parser.add_argument("--reranker-model", default=None, help="chat model of the 'llm' reranker (e.g. openai:gpt-4o-mini)")
     parser.add_argument("--embeddings", default="hash", help="embedding model string (default: hash; e.g. hf:all-MiniLM-L6-v2)")
     parser.add_argument("-k", type=int, default=10, help="results per question (>= 10)")
     parser.add_argument("--chunk-size", type=int, default=1000)
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
             k=args.k,
             chunk_size=args.chunk_size,
             cache_dir=args.cache_dir,
+            reranker_model=args.reranker_model,
             report=args.report,
             metric=args.metric,
         )

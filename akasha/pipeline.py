@@ -130,6 +130,7 @@ class Pipeline:
         self.llm = llm
         self.dimension = dimension
         self._bm25_docs: dict[str, list[str]] = {}
+        self._sources: dict[str, tuple[str, list[str]]] = {}  # path -> (sha256 of bytes, document ids)
         if bm25 is not None:
             for chunk_id in bm25.ids:
                 self._bm25_docs.setdefault(chunk_id.rsplit("#", 1)[0], []).append(chunk_id)
@@ -358,6 +359,68 @@ class Pipeline:
         return reranked
 
     # ------------------------------------------------ the facade's retriever seam
+    async def ingest_source(self, data_source: Any) -> dict[str, int]:
+        """Load the files of ``data_source`` (akasha.loaders) and ingest what changed.
+
+        Unchanged files (same bytes as the last call on this pipeline) are skipped;
+        a changed file replaces its documents; a file that disappeared from the
+        source since the last call has its documents deleted. Unreadable files are
+        logged and skipped. Returns counts: files, ingested, unchanged, skipped, removed, chunks.
+        """
+        import hashlib
+
+        from akasha.errors import LoaderError
+        from akasha.loaders import discover, load_file
+
+        paths = await asyncio.to_thread(discover, data_source)
+        seen: set[str] = set()
+        documents: list[Document] = []
+        stale: list[str] = []
+        counts = {"files": len(paths), "ingested": 0, "unchanged": 0, "skipped": 0, "removed": 0, "chunks": 0}
+        for path in paths:
+            key = str(path)
+            seen.add(key)
+            data = await asyncio.to_thread(Path(path).read_bytes)
+            digest = hashlib.sha256(data).hexdigest()
+            previous = self._sources.get(key)
+            if previous is not None and previous[0] == digest:
+                counts["unchanged"] += 1
+                continue
+            try:
+                docs = await asyncio.to_thread(load_file, path, data)
+            except LoaderError as exc:
+                logger.warning("skipped %s: %s", path, exc.reason)
+                counts["skipped"] += 1
+                continue
+            ids = [document_id(d) for d in docs]
+            if previous is not None:
+                stale.extend(i for i in previous[1] if i not in ids)
+            self._sources[key] = (digest, ids)
+            documents.extend(docs)
+            counts["ingested"] += 1
+        for key in [k for k in self._sources if k not in seen]:
+            stale.extend(self._sources.pop(key)[1])
+            counts["removed"] += 1
+        if documents:
+            counts["chunks"] = await self.ingest(documents)
+        if stale:
+            await self.delete(stale)
+        return counts
+
+    async def aretrieve(self, data_source: Any, question: str, k: int = 5) -> list[Hit]:
+        """``ingest_source(data_source)`` (when given) then the hits for ``question``: the facade's retriever."""
+        if data_source is not None:
+            await self.ingest_source(data_source)
+        return await self.asearch(question, k)
+
+    def retrieve(self, data_source: Any, question: str, k: int = 5) -> list[Hit]:
+        """Synchronous :meth:`aretrieve`."""
+        return self._run(self.aretrieve(data_source, question, k))
+
+    def ingest_source_sync(self, data_source: Any) -> dict[str, int]:
+        """Synchronous twin of :meth:`ingest_source`."""
+        return self._run(self.ingest_source(data_source))
+
     async def asearch(self, question: str, k: int = 5) -> list[Hit]:
         """The hits of :meth:`query`: lets the pipeline serve as a retriever behind ``RAG``."""
         return (await self.query(question, k=k)).hits

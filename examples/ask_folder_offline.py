@@ -21,7 +21,7 @@ from pathlib import Path
 import akasha
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_QUESTION = "How often should the air filter be replaced?"
+DEFAULT_QUESTION = "How often should the pump bearings be re-greased?"
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import akasha
 from akasha.errors import OrderingError
 
 HERE = Path(__file__).resolve().parent
-QUESTION = "What should I check before cleaning the unit?"
+QUESTION = "What did the seal failure on P-102 cost?"
 
 
 def pdf_first(query, documents):

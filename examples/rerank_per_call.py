@@ -22,7 +22,7 @@ from pathlib import Path
 import akasha
 
 HERE = Path(__file__).resolve().parent
-QUESTION = "What does the warranty cover?"
+QUESTION = "What caused the mechanical seal failure on P-102?"
 
 
 def overlap_ranker(prompt: str) -> str:

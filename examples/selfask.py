@@ -29,7 +29,7 @@ import akasha
 from akasha.llm import resolve_chat_model
 
 HERE = Path(__file__).resolve().parent
-QUESTION = "How often should the air filter be replaced and what does the warranty cover?"
+QUESTION = "How often should the bearings be re-greased and what caused the P-102 seal failure?"
 
 
 class SplitOnAnd:

@@ -20,7 +20,7 @@ from pathlib import Path
 import akasha
 
 HERE = Path(__file__).resolve().parent
-QUESTION = "How often should the air filter be replaced?"
+QUESTION = "What must be checked before starting a pump?"
 
 
 def main() -> None:

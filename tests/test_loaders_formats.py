@@ -180,7 +180,7 @@ def test_import_of_loaders_does_not_import_parsers():
     import subprocess
     import sys
 
-    code = "import sys, akasha.loaders, akasha.chunking; print(sorted(m for m in ('pypdf','docx','langchain_text_splitters','charset_normalizer') if m in sys.modules))"
+    code = "import sys, akasha.loaders, akasha.chunking; print(sorted(m for m in ('pypdf','pypdfium2','docx','langchain_text_splitters','charset_normalizer') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -189,3 +189,13 @@ def test_loaders_log_instead_of_print(tmp_path: Path, caplog, capsys):
     caplog.set_level(logging.DEBUG)
     load_file(write(tmp_path / "a.txt", "Café".encode("latin-1") * 3))
     assert capsys.readouterr().out == ""
+
+
+def test_html_meta_charset_is_honoured(tmp_path: Path):
+    short = "ポンプ点検"  # too short for reliable detection on its own
+    markup = f'<html><head><meta charset="shift_jis"></head><body><p>{short}</p></body></html>'
+    [doc] = load_file(write(tmp_path / "ja.html", markup.encode("shift_jis")))
+    assert doc.text == short
+    wrong = '<meta charset="no-such-codec"><p>Grease every 500 hours.</p>'
+    [doc] = load_file(write(tmp_path / "wrong.html", wrong.encode()))
+    assert doc.text == "Grease every 500 hours."

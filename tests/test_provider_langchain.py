@@ -40,7 +40,9 @@ def test_chat_model_object_is_wrapped_and_generates():
 
 
 def test_messages_are_translated_to_langchain_roles():
-    assert to_langchain(MESSAGES) == [("system", "Be brief."), ("human", "Hi"), ("ai", "Hello"), ("human", "Again")]
+    converted = to_langchain(MESSAGES)
+    assert [(m.type, m.content) for m in converted] == [
+        ("system", "Be brief."), ("human", "Hi"), ("ai", "Hello"), ("human", "Again")]
     assert content_text(AIMessage(content=[{"type": "text", "text": "a"}, "b"])) == "ab"
 
 

@@ -67,3 +67,23 @@ def test_packaged_model_embeds_offline_and_ranks_similar_higher(offline):
     assert scores[0] > scores[1] + 0.2, scores
     assert emb.embed_documents([]).shape == (0, 384)
     assert elapsed < 60
+
+
+def test_unknown_model_offline_raises_config_error(offline):
+    pytest.importorskip("sentence_transformers")
+    from akasha.errors import ConfigError
+
+    emb = SentenceTransformerEmbedder("no-such-org/no-such-embedder-akasha-test")
+    assert emb.dimension is None
+    with pytest.raises(ConfigError) as info:
+        emb.embed_documents(["x"])
+    assert "no-such-org/no-such-embedder-akasha-test" in str(info.value)
+
+
+@needs_packaged
+def test_async_embed(offline):
+    import asyncio
+
+    emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    vectors = asyncio.run(emb.aembed_documents(["a cat", "a dog"]))
+    assert vectors.shape == (2, 384)

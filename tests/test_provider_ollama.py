@@ -74,6 +74,7 @@ def test_generate_sends_native_chat_request(server):
 def test_stream_ndjson(server):
     server.app.chat_reply = "one two three"
     assert list(chat(server).stream(MESSAGES)) == ["one ", "two ", "three"]
+    assert chat(server).generate(MESSAGES, None) == "one two three"  # options may be None
     assert server.app.requests[-1].body["stream"] is True
 
 

@@ -94,6 +94,25 @@ def test_compatible_server_without_key_works(monkeypatch):
     with serve(app) as srv:
         model = resolve_chat_model("openai:local-model", base_url=srv.url + "/v1")
         assert model.generate(MESSAGES) == "Hello from the loopback server."
+        emb = resolve_embedder("openai:BAAI/bge-small-en-v1.5", base_url=srv.url + "/v1")  # e.g. TEI's /v1
+        assert emb.embed_documents(["a", "b"]).shape == (2, 8)
+        assert app.requests[-1].headers["authorization"] == "Bearer not-needed"
+
+
+def test_model_refusing_temperature_is_retried_without_it(server):
+    server.app.reasoning_model = True
+    model = chat(server)
+    assert model.generate(MESSAGES, GenerationOptions(temperature=0.0)) == "Hello from the loopback server."
+    assert [("temperature" in r.body) for r in server.app.requests] == [True, False]
+    assert "".join(model.stream(MESSAGES, GenerationOptions(temperature=0.0))) == "Hello from the loopback server."
+    assert "temperature" not in server.app.requests[-1].body
+    fresh = chat(server)
+    assert "".join(fresh.stream(MESSAGES, GenerationOptions(temperature=0.0))) == "Hello from the loopback server."
+
+    async def main():
+        return await chat(server).agenerate(MESSAGES, GenerationOptions(temperature=0.0))
+
+    assert asyncio.run(main()) == "Hello from the loopback server."
 
 
 def test_azure_settings_use_deployment_path_and_api_key_header(monkeypatch):

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import as_matrix, normalize_rows
-from akasha.errors import MissingExtraError
+from akasha.errors import ConfigError, MissingExtraError
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,14 @@ class SentenceTransformerEmbedder:
                 except ImportError as exc:
                     raise MissingExtraError("sentence-transformers", "full", "hf: embeddings") from exc
                 logger.info("loading sentence-transformers model %s from %s", self.name, self._location)
-                model = SentenceTransformer(self._location, device=self.device, **self._model_kwargs)
+                try:
+                    model = SentenceTransformer(self._location, device=self.device, **self._model_kwargs)
+                except OSError as exc:
+                    raise ConfigError(
+                        f"embeddings {self.name!r}: cannot load the model from {self._location!r} ({exc}). "
+                        "Pass a local folder (hf:/path/to/model), use 'hf:all-MiniLM-L6-v2' (packaged, offline), "
+                        "or allow downloads from the Hugging Face hub (unset HF_HUB_OFFLINE)."
+                    ) from exc
                 getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
                 dim = getter()
                 if dim:
@@ -160,6 +167,12 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Async form for event-loop callers: the CPU-bound work runs in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.embed_documents, list(texts))
 
 
 __all__ = ["SentenceTransformerEmbedder", "packaged_model_dir", "resolve_model_location", "dimension_from_config"]

@@ -137,27 +137,16 @@ def evaluate_search(
     return table
 
 
-def resolve_reranker(spec: Any) -> RerankFn | None:
-    """``None``/"none" -> None; a callable ``(question, hits) -> hits`` is used as is;
-    a name is resolved by :mod:`akasha.rerank` (the same names ``akasha.RAG(reranker=...)`` takes)."""
+def resolve_reranker(spec: Any, reranker_model: Any = None) -> RerankFn | None:
+    """``None``/"none" -> None; anything else is what ``akasha.RAG(reranker=...)`` accepts ("llm",
+    "local", "bge:<model>", a callable ``(question, hits) -> hits``, a Reranker object), resolved by
+    :mod:`akasha.rerank`, whose complete-ordering validation applies here too."""
     if spec is None or spec == "none":
         return None
-    if callable(spec) and not hasattr(spec, "rerank"):
-        return spec
-    obj = spec
-    if isinstance(spec, str):
-        from akasha import rerank as rerank_module
+    from akasha.rerank import rerank, resolve_reranker as resolve
 
-        factory = getattr(rerank_module, "resolve_reranker", None)
-        if factory is None:
-            raise ValueError(f"reranker {spec!r}: akasha.rerank has no resolve_reranker(); pass a callable instead")
-        obj = factory(spec)
-    method = getattr(obj, "rerank", None)
-    if method is None:
-        if callable(obj):
-            return obj
-        raise ValueError(f"reranker {spec!r} is neither callable nor has .rerank(question, hits)")
-    return lambda question, hits: list(method(question, hits))
+    reranker = resolve(spec, reranker_model=reranker_model) if reranker_model is not None else resolve(spec)
+    return lambda question, hits: rerank(reranker, question, hits, max(len(hits), 1))
 
 
 def evaluate(
@@ -172,6 +161,7 @@ def evaluate(
     chunk_overlap: int | None = None,
     cache_dir: str | Path | None = ":memory:",
     candidates: int = 30,
+    reranker_model: Any = None,
     report: str | Path | None = None,
     metric: str = "mrr@10",
 ) -> EvalTable:
@@ -179,7 +169,8 @@ def evaluate(
 
     ``embeddings`` is a model string (``"hash"``, ``"hf:all-MiniLM-L6-v2"``...) or an
     embedder object. With a reranker, the top ``candidates`` hits of the search
-    are reranked and the top ``k`` scored. ``report`` writes an HTML report with
+    are reranked and the top ``k`` scored; ``reranker_model`` is the chat model of
+    the "llm" reranker (as in ``akasha.RAG``). ``report`` writes an HTML report with
     a plot of ``metric`` by configuration.
     """
     from akasha.embeddings import resolve_embedder
@@ -194,7 +185,7 @@ def evaluate(
     start = time.perf_counter()
     sync = index.sync(folder)
     index_s = time.perf_counter() - start
-    resolved = {_reranker_name(r): resolve_reranker(r) for r in rerankers}
+    resolved = {_reranker_name(r): resolve_reranker(r, reranker_model) for r in rerankers}
 
     def search(question: str, search_type: str, reranker: Any, top: int) -> list[Any]:
         rerank = resolved[_reranker_name(reranker)]

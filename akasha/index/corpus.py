@@ -340,7 +340,8 @@ class CorpusIndex:
         texts = {c.metadata["content_hash"]: c.text for c in chunks}
         if not texts:
             return {}
-        missing = [h for h in texts if h not in self._manifest.cached_hashes(model, list(texts))]
+        cached = self._manifest.cached_hashes(model, list(texts))
+        missing = [h for h in texts if h not in cached]
         batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
         for start in range(0, len(missing), batch):
             hashes = missing[start : start + batch]
@@ -368,12 +369,13 @@ class CorpusIndex:
     def _drop_stale_snapshots(self) -> None:
         folder = self.cache_dir / "snapshots"  # type: ignore[operator]
         in_use = self._manifest.snapshots_in_use()
-        for path in folder.glob("*.npz"):
-            if path.name not in in_use:
-                try:
+        for path in folder.glob("*"):
+            try:  # unused snapshots, and temp files a killed writer left over an hour ago
+                stale_tmp = path.name.endswith(".tmp") and time.time() - path.stat().st_mtime > 3600
+                if (path.suffix == ".npz" and path.name not in in_use) or stale_tmp:
                     path.unlink()
-                except OSError:
-                    pass
+            except OSError:
+                pass
 
     def _load_snapshot(self, name: str, state_key: str, files: dict[str, str]) -> bool:
         loaded = read_snapshot(self.cache_dir / "snapshots" / name, state_key)  # type: ignore[operator]

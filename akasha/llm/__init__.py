@@ -45,12 +45,14 @@ def resolve_chat_model(spec: Any, **options: Any) -> ChatModel:
         module_name, factory_name = CHAT_PROVIDERS[prefix].split(":")
         factory = getattr(importlib.import_module(module_name), factory_name)
         return factory(rest, **options)
-    if isinstance(spec, ChatModel):
-        return spec
+    # LangChain chat models also have .name/.generate/.stream (with other signatures), so
+    # objects with .invoke are wrapped before the ChatModel protocol check.
     if hasattr(spec, "invoke"):
         from akasha.llm.langchain import LangChainChat
 
         return LangChainChat(spec)
+    if isinstance(spec, ChatModel):
+        return spec
     if builtins.callable(spec):
         from akasha.llm.callable import CallableChat
 

@@ -30,7 +30,11 @@ _STOP = frozenset(
     were what when where which who whom whose why will with would you your about any some please tell
     explain describe list give many much""".split()
 )
-_SENTENCE_RE = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
+_SENTENCE_RE = re.compile(r"(?<=[A-Za-z0-9)\]\"'%][.!?])\s+(?=[A-Z0-9\"(\u3040-\u9fff])|(?<=[。！？])")
+_BLOCK_START_RE = re.compile(r"^(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|\S.{0,40}:$)")
+_LIST_MARKER_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_MARKUP_RE = re.compile(r"\*\*|__|`")
 _MAX_SENTENCE_CHARS = 400
 _K1, _B = 1.2, 0.75
 
@@ -48,25 +52,58 @@ class _Sentence:
 def _stem(token: str) -> str:
     """A light English stemmer (replaced/replace/replacing -> replac) so inflections still match."""
     if token.isascii() and token.isalpha():
-        for suffix in ("ing", "ed", "es", "s", "e"):
-            if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-                return token[: -len(suffix)]
+        for _ in range(2):  # bearings -> bearing -> bear, like bearing -> bear
+            for suffix in ("ing", "ed", "es", "s", "e"):
+                if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+                    token = token[: -len(suffix)]
+                    break
     return token
 
 
 def _terms(text: str) -> list[str]:
-    return [_stem(t) for t in tokenize(text) if t not in _STOP and (len(t) > 1 or not t.isascii())]
+    """Stemmed content words, plus whole numbers such as ``#7.1`` (a question's figures are strong cues)."""
+    words = [_stem(t) for t in tokenize(text) if t not in _STOP and (len(t) > 1 or not t.isascii())]
+    return words + ["#" + n for n in _NUMBER_RE.findall(text)]
+
+
+def _lines_to_units(text: str) -> list[str]:
+    """Re-join hard-wrapped lines: paragraphs, list items and table rows become one unit each."""
+    units: list[str] = []
+    current = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        starts_block = not line or _BLOCK_START_RE.match(line) is not None
+        if starts_block or not current:
+            if current:
+                units.append(current)
+            current = line
+        else:
+            current = f"{current} {line}"
+        if not line:
+            current = ""
+    if current:
+        units.append(current)
+    return units
 
 
 def _split(text: str) -> list[str]:
     out = []
-    for piece in _SENTENCE_RE.split(text):
-        piece = re.sub(r"\s+", " ", piece).strip(" -*•>|\t")
-        if not piece or piece.startswith("#") or len(piece) < 12:
-            continue  # headings and fragments make poor quotes
-        if len(piece) > _MAX_SENTENCE_CHARS:
-            piece = piece[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-        out.append(piece)
+    for unit in _lines_to_units(text):
+        if unit.startswith("#"):
+            continue  # headings make poor quotes
+        unit = _MARKUP_RE.sub("", unit)
+        unit = _LIST_MARKER_RE.sub("", unit)
+        if unit.startswith("|"):
+            unit = " | ".join(cell.strip() for cell in unit.strip("|").split("|") if cell.strip())
+            if set(unit) <= set("-: |"):
+                continue  # table rule
+        for piece in _SENTENCE_RE.split(unit):
+            piece = re.sub(r"\s+", " ", piece).strip(" -*•>\t")
+            if len(piece) < 12:
+                continue  # fragments make poor quotes
+            if len(piece) > _MAX_SENTENCE_CHARS:
+                piece = piece[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+            out.append(piece)
     return out
 
 

@@ -83,7 +83,8 @@ class GeminiChat:
     def __repr__(self) -> str:
         return f"GeminiChat(name={self.name!r}, connection={self.connection!r})"
 
-    def _request(self, messages: list[Message], options: GenerationOptions) -> dict[str, Any]:
+    def _request(self, messages: list[Message], options: GenerationOptions | None) -> dict[str, Any]:
+        options = options or GenerationOptions()
         _, types = import_genai()
         system, contents = to_gemini(messages)
         config: dict[str, Any] = {}
@@ -107,26 +108,26 @@ class GeminiChat:
             raise ProviderError(self.name, f"the reply contained no text (finish reason: {reason})")
         return text
 
-    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         client = self.connection.client()
         request = self._request(messages, options)
         response = call_with_retry(lambda: client.models.generate_content(**request), **self._retry_kwargs())
         return self._answer(response)
 
-    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+    def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         def open_stream() -> Iterator[tuple[str, bool]]:
             client = self.connection.client()
             return _pieces(client.models.generate_content_stream(**self._request(messages, options)))
 
         return retrying_stream(open_stream, **self._retry_kwargs())
 
-    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         models = self.connection.async_models()
         request = self._request(messages, options)
         response = await acall_with_retry(lambda: models.generate_content(**request), **self._retry_kwargs())
         return self._answer(response)
 
-    def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+    def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         async def open_stream() -> AsyncIterator[tuple[str, bool]]:
             models = self.connection.async_models()
             return _apieces(await models.generate_content_stream(**self._request(messages, options)))

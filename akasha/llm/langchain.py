@@ -3,7 +3,7 @@
 Users migrating from LangChain-based code can pass ``ChatOpenAI(...)``,
 ``ChatOllama(...)`` or any ``BaseChatModel`` as ``model=``. LangChain itself is
 never imported here: the object brings its own code. OpenAI-shaped messages are
-passed as ``(role, content)`` tuples, which every LangChain chat model accepts.
+passed as LangChain message objects (SystemMessage, HumanMessage, AIMessage).
 Generation settings (max tokens, temperature) stay as configured on the object.
 A stream that fails part way raises StreamInterruptedError with the partial text.
 """
@@ -19,9 +19,15 @@ from akasha.llm.base import GenerationOptions, Message
 _ROLES = {"assistant": "ai", "user": "human", "system": "system"}
 
 
-def to_langchain(messages: list[Message]) -> list[tuple[str, str]]:
-    """OpenAI-shaped messages -> LangChain ``(role, content)`` tuples."""
-    return [(_ROLES.get(m.get("role", "user"), "human"), m.get("content", "")) for m in messages]
+def to_langchain(messages: list[Message]) -> list[Any]:
+    """OpenAI-shaped messages -> LangChain message objects (``(role, content)`` tuples if
+    ``langchain_core`` is somehow absent; the object then has its own conventions)."""
+    try:
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    except ImportError:
+        return [(_ROLES.get(m.get("role", "user"), "human"), m.get("content", "")) for m in messages]
+    kinds = {"system": SystemMessage, "assistant": AIMessage}
+    return [kinds.get(m.get("role", "user"), HumanMessage)(content=m.get("content", "")) for m in messages]
 
 
 def content_text(result: Any) -> str:
@@ -52,10 +58,10 @@ class LangChainChat:
     def __repr__(self) -> str:
         return f"LangChainChat(name={self.name!r})"
 
-    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         return content_text(self.obj.invoke(to_langchain(messages)))
 
-    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+    def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         if not hasattr(self.obj, "stream"):
             yield self.generate(messages, options)
             return
@@ -69,14 +75,14 @@ class LangChainChat:
         except Exception as exc:
             raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
 
-    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         if hasattr(self.obj, "ainvoke"):
             return content_text(await self.obj.ainvoke(to_langchain(messages)))
         import asyncio
 
         return await asyncio.to_thread(self.generate, messages, options)
 
-    async def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+    async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         if not hasattr(self.obj, "astream"):
             yield await self.agenerate(messages, options)
             return

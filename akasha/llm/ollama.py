@@ -57,7 +57,8 @@ class OllamaChat:
     def __repr__(self) -> str:
         return f"OllamaChat(name={self.name!r}, connection={self.connection!r})"
 
-    def _payload(self, messages: list[Message], options: GenerationOptions, stream: bool) -> dict[str, Any]:
+    def _payload(self, messages: list[Message], options: GenerationOptions | None, stream: bool) -> dict[str, Any]:
+        options = options or GenerationOptions()
         model_options = dict(self.model_options)
         if options.temperature is not None:
             model_options["temperature"] = options.temperature
@@ -82,12 +83,12 @@ class OllamaChat:
     def _answer(reply: dict[str, Any]) -> str:
         return str((reply.get("message") or {}).get("content") or "")
 
-    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         payload = self._payload(messages, options, stream=False)
         reply = call_with_retry(lambda: self.connection.post("/api/chat", payload), **self._retry_kwargs())
         return self._answer(reply)
 
-    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+    def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         payload = self._payload(messages, options, stream=True)
 
         def open_stream() -> Iterator[tuple[str, bool]]:
@@ -95,12 +96,12 @@ class OllamaChat:
 
         return retrying_stream(open_stream, **self._retry_kwargs())
 
-    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         payload = self._payload(messages, options, stream=False)
         reply = await acall_with_retry(lambda: self.connection.apost("/api/chat", payload), **self._retry_kwargs())
         return self._answer(reply)
 
-    def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+    def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         payload = self._payload(messages, options, stream=True)
 
         def open_stream() -> AsyncIterator[tuple[str, bool]]:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.errors import ConfigError, ProviderError
+from akasha.errors import ConfigError, ProviderError, StreamInterruptedError
 from akasha.llm.base import GenerationOptions, Message
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
@@ -61,13 +61,16 @@ class OpenAIChat:
             api_version=api_version, organization=organization, default_headers=default_headers,
         )
         self._translate = functools.partial(openai_fault, timeout=self.timeout)
+        #: set once a server refuses ``temperature`` (reasoning models accept only the default)
+        self._omit_temperature = False
 
     def __repr__(self) -> str:
         return f"OpenAIChat(name={self.name!r}, connection={self.connection!r})"
 
-    def _params(self, messages: list[Message], options: GenerationOptions, stream: bool) -> dict[str, Any]:
+    def _params(self, messages: list[Message], options: GenerationOptions | None, stream: bool) -> dict[str, Any]:
+        options = options or GenerationOptions()
         params: dict[str, Any] = {"model": self.model, "messages": list(messages)}
-        if options.temperature is not None:
+        if options.temperature is not None and not self._omit_temperature:
             params["temperature"] = options.temperature
         if options.max_output_tokens is not None:
             key = "max_completion_tokens" if self.connection.is_official else "max_tokens"
@@ -86,37 +89,76 @@ class OpenAIChat:
             raise ProviderError(self.name, "the reply contained no choices")
         return choices[0].message.content or ""
 
+    def _refused_temperature(self, error: ProviderError) -> bool:
+        """True (once) when the server rejected ``temperature``: o-series/gpt-5 models only take the default."""
+        if self._omit_temperature or error.status != 400 or "temperature" not in str(error):
+            return False
+        logger.info("%s does not accept a temperature setting; sending requests without it", self.name)
+        self._omit_temperature = True
+        return True
+
     # -- sync -----------------------------------------------------------------
-    def generate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         """Return the whole answer (retries 429/5xx/timeouts; other 4xx raise ProviderError at once)."""
         client = self.connection.client()
-        params = self._params(messages, options, stream=False)
-        completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
+        try:
+            params = self._params(messages, options, stream=False)
+            completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
+        except ProviderError as error:
+            if not self._refused_temperature(error):
+                raise
+            params = self._params(messages, options, stream=False)
+            completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
         return self._text(completion)
 
-    def stream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> Iterator[str]:
+    def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         """Yield answer pieces; a broken stream raises StreamInterruptedError with the partial text."""
 
         def open_stream() -> Iterator[tuple[str, bool]]:
             client = self.connection.client()
             return _pieces(client.chat.completions.create(**self._params(messages, options, stream=True)))
 
-        return retrying_stream(open_stream, **self._retry_kwargs())
+        started = False
+        try:
+            for piece in retrying_stream(open_stream, **self._retry_kwargs()):
+                started = True
+                yield piece
+        except ProviderError as error:
+            if started or isinstance(error, StreamInterruptedError) or not self._refused_temperature(error):
+                raise
+            yield from retrying_stream(open_stream, **self._retry_kwargs())
 
     # -- async ----------------------------------------------------------------
-    async def agenerate(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> str:
+    async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         client = self.connection.async_client()
-        params = self._params(messages, options, stream=False)
-        completion = await acall_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
+        try:
+            params = self._params(messages, options, stream=False)
+            completion = await acall_with_retry(lambda: client.chat.completions.create(**params),
+                                                **self._retry_kwargs())
+        except ProviderError as error:
+            if not self._refused_temperature(error):
+                raise
+            params = self._params(messages, options, stream=False)
+            completion = await acall_with_retry(lambda: client.chat.completions.create(**params),
+                                                **self._retry_kwargs())
         return self._text(completion)
 
-    def astream(self, messages: list[Message], options: GenerationOptions = GenerationOptions()) -> AsyncIterator[str]:
+    async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         async def open_stream() -> AsyncIterator[tuple[str, bool]]:
             client = self.connection.async_client()
             stream = await client.chat.completions.create(**self._params(messages, options, stream=True))
             return _apieces(stream)
 
-        return aretrying_stream(open_stream, **self._retry_kwargs())
+        started = False
+        try:
+            async for piece in aretrying_stream(open_stream, **self._retry_kwargs()):
+                started = True
+                yield piece
+        except ProviderError as error:
+            if started or isinstance(error, StreamInterruptedError) or not self._refused_temperature(error):
+                raise
+            async for piece in aretrying_stream(open_stream, **self._retry_kwargs()):
+                yield piece
 
 
 def _pieces(stream: Any) -> Iterator[tuple[str, bool]]:

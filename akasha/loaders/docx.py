@@ -48,7 +48,7 @@ def _table_lines(table: Any) -> list[str]:
             seen.add(key)
             cells.append(" ".join(_block_lines(cell)).strip())
         if any(cells):
-            lines.append(" | ".join(cells))
+            lines.append(" | ".join(cells).rstrip())
     return lines
 
 

@@ -71,9 +71,26 @@ def html_to_text(markup: str) -> str:
     return "\n".join(lines)
 
 
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def _declared_decode(data: bytes) -> str | None:
+    """Decode with the page's own ``<meta charset>`` when it names a codec that fits the bytes."""
+    match = _META_CHARSET.search(data[:4096])
+    if not match:
+        return None
+    try:
+        return data.decode(match.group(1).decode("ascii"))
+    except (LookupError, UnicodeDecodeError):
+        return None  # wrong or unknown declaration: fall back to detection
+
+
 def load_html(path: Path, data: bytes | None = None) -> list[Document]:
     """Load an .html/.htm page as one Document of its visible text."""
-    markup, _encoding = decode_bytes(path, read_bytes(path, data))
+    data = read_bytes(path, data)
+    markup = _declared_decode(data) if data else None
+    if markup is None or "\x00" in markup:
+        markup, _encoding = decode_bytes(path, data)
     try:
         text = html_to_text(markup)
     except Exception as exc:  # html.parser is lenient; this guards AssertionError on odd markup

@@ -15,6 +15,7 @@ its calls are serialised with a lock.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import io
 import logging
@@ -35,9 +36,10 @@ _PDFIUM_LOCK = threading.Lock()
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-def available_engines() -> list[str]:
+@functools.cache
+def available_engines() -> tuple[str, ...]:
     """The installed PDF engines, best first (pypdf is always there)."""
-    return [name for name in PDF_ENGINES if importlib.util.find_spec(name) is not None]
+    return tuple(name for name in PDF_ENGINES if importlib.util.find_spec(name) is not None)
 
 
 def _check_header(path: Path, data: bytes) -> None:
@@ -59,22 +61,29 @@ def _pages_pdfium(path: Path, data: bytes) -> list[str]:
                     path, "encrypted PDF (password protected); save an unprotected copy to index it"
                 ) from None
             raise LoaderError(path, f"corrupt or truncated PDF ({exc})") from None
+        except Exception as exc:  # untrusted input: any failure to open means "corrupt"
+            raise LoaderError(path, f"corrupt or truncated PDF ({type(exc).__name__}: {exc})") from None
         try:
             texts: list[str] = []
             for index in range(len(document)):
-                page = document[index]
+                try:
+                    page = document[index]
+                except Exception as exc:  # one broken page must not lose the others
+                    logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
+                    texts.append("")
+                    continue
                 try:
                     textpage = page.get_textpage()
                     try:
                         texts.append(textpage.get_text_range())
                     finally:
                         textpage.close()
-                except pypdfium2.PdfiumError as exc:
+                except Exception as exc:
                     logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
                     texts.append("")
                 finally:
                     page.close()
-            return [_CONTROL.sub("", t.replace("\r\n", "\n").replace("\r", "\n")) for t in texts]
+            return texts
         finally:
             document.close()
 
@@ -130,6 +139,8 @@ def load_pdf(path: Path, data: bytes | None = None, *, engine: str | None = None
     data = read_bytes(path, data)
     _check_header(path, data)
     texts = _pages_pdfium(path, data) if engine == "pypdfium2" else _pages_pypdf(path, data)
+    # PDFium ends lines with \r\n; both engines can emit stray control characters.
+    texts = [_CONTROL.sub("", t.replace("\r\n", "\n").replace("\r", "\n")) for t in texts]
     source = str(path)
     documents = [
         Document(

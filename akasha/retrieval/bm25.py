@@ -105,7 +105,10 @@ class BM25Index:
         vocab = self._vocab
         lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
         flat = [tok for tokens in token_lists for tok in tokens]
-        tids = np.fromiter((vocab.setdefault(tok, len(vocab)) for tok in flat), dtype=np.int64, count=len(flat))
+        for term in dict.fromkeys(flat):  # new terms get ids in first-seen order (deterministic)
+            if term not in vocab:
+                vocab[term] = len(vocab)
+        tids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
         start = len(self._ids)
         slots = np.repeat(np.arange(start, start + len(ids), dtype=np.int64), lengths)
         n_terms = len(vocab)
@@ -177,7 +180,9 @@ class BM25Index:
         remap = np.full(len(self._alive), -1, dtype=np.int64)
         remap[live_slots] = np.arange(len(live_slots))
         docs = remap[docs]
-        order = np.lexsort((docs, terms))
+        # Main postings are sorted by (term, slot) and every delta slot is newer than every main slot,
+        # with delta triples sorted by slot: a stable sort on the term alone gives (term, slot) order.
+        order = np.argsort(terms, kind="stable")
         terms, docs, tfs = terms[order], docs[order], tfs[order]
         self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(np.bincount(terms, minlength=n_terms), out=self._indptr[1:])

@@ -18,6 +18,9 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404:
 
 
 class OpenAIApp(ProviderApp):
+    #: behave like o-series / gpt-5 models, which refuse any temperature but the default
+    reasoning_model = False
+
     def authorised(self, request: Request) -> str | None:
         if self.api_key is None:
             return None
@@ -43,6 +46,9 @@ class OpenAIApp(ProviderApp):
         model = body.get("model") or request.path.split("/deployments/")[-1].split("/")[0]
         if not body.get("messages"):
             return self.error_reply(400, "'messages' is a required property")
+        if self.reasoning_model and "temperature" in body and body["temperature"] != 1:
+            return self.error_reply(400, f"Unsupported value: 'temperature' does not support {body['temperature']} "
+                                         "with this model. Only the default (1) value is supported.")
         text = self.reply_text(request)
         if not body.get("stream"):
             return Reply(200, {

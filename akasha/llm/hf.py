@@ -1,0 +1,188 @@
+"""``hf:<name-or-path>``: a local transformers chat model (CPU by default).
+
+A local folder (``hf:./models/my-chat``) loads from disk with no network; any other
+name is resolved by transformers (the hub, or its cache when ``HF_HUB_OFFLINE=1``).
+The model loads on the first request. The tokenizer's chat template formats the
+messages; a tokenizer without one gets a plain ``Role: text`` transcript.
+Streaming uses ``TextIteratorStreamer`` with generation on a worker thread; an
+error in that thread ends the stream with StreamInterruptedError (never a hang).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from akasha.errors import ConfigError, MissingExtraError, StreamInterruptedError
+from akasha.llm.base import GenerationOptions, Message
+
+logger = logging.getLogger(__name__)
+
+_DONE = object()
+
+
+def plain_transcript(messages: list[Message]) -> str:
+    """Fallback prompt for tokenizers without a chat template."""
+    lines = [f"{m.get('role', 'user').capitalize()}: {m.get('content', '')}" for m in messages]
+    return "\n".join(lines) + "\nAssistant:"
+
+
+class TransformersChat:
+    """Chat with ``AutoModelForCausalLM`` + the tokenizer's chat template.
+
+    Options: ``device`` ("cpu"), ``dtype`` (e.g. "bfloat16"), ``max_new_tokens`` (default
+    when a call sets no max_output_tokens, 512), ``trust_remote_code`` (False),
+    ``generation_kwargs`` (extra ``model.generate`` arguments), ``stream_timeout``
+    (seconds to wait for the next streamed piece, default 300).
+    """
+
+    def __init__(
+        self,
+        rest: str,
+        *,
+        device: str = "cpu",
+        dtype: str | None = None,
+        max_new_tokens: int = 512,
+        trust_remote_code: bool = False,
+        generation_kwargs: dict[str, Any] | None = None,
+        stream_timeout: float = 300.0,
+        **options: Any,
+    ) -> None:
+        self.model_name = rest.strip()
+        if not self.model_name:
+            raise ConfigError("hf: needs a model name or a local folder, e.g. 'hf:./my-model'")
+        self.name = f"hf:{self.model_name}"
+        path = Path(self.model_name).expanduser()
+        self.location = str(path.resolve()) if path.is_dir() else self.model_name
+        self.local = path.is_dir()
+        self.device = device
+        self.dtype = dtype
+        self.max_new_tokens = int(max_new_tokens)
+        self.trust_remote_code = trust_remote_code
+        self.generation_kwargs = dict(generation_kwargs or {})
+        self.stream_timeout = float(stream_timeout)
+        if options:
+            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"TransformersChat(name={self.name!r}, device={self.device!r})"
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    try:
+                        import torch  # noqa: F401
+                        from transformers import AutoModelForCausalLM, AutoTokenizer
+                    except ImportError as exc:
+                        raise MissingExtraError("transformers", "full", "hf: chat models") from exc
+                    kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
+                    if self.local:
+                        kwargs["local_files_only"] = True
+                    logger.info("loading transformers chat model %s", self.name)
+                    model_kwargs = dict(kwargs)
+                    if self.dtype:
+                        model_kwargs["dtype"] = self.dtype
+                    try:
+                        tokenizer = AutoTokenizer.from_pretrained(self.location, **kwargs)
+                        model = AutoModelForCausalLM.from_pretrained(self.location, **model_kwargs)
+                    except OSError as exc:
+                        raise ConfigError(
+                            f"model {self.name!r}: cannot load {self.location!r} ({exc}). Pass a local folder "
+                            "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
+                            "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE)."
+                        ) from exc
+                    model.to(self.device)
+                    model.eval()
+                    self._tokenizer = tokenizer
+                    self._model = model
+        return self._model, self._tokenizer
+
+    def _inputs(self, messages: list[Message]) -> Any:
+        model, tokenizer = self._load()
+        if getattr(tokenizer, "chat_template", None):
+            encoded = tokenizer.apply_chat_template(
+                list(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
+        else:
+            encoded = tokenizer(plain_transcript(messages), return_tensors="pt")
+        return {k: v.to(model.device) for k, v in encoded.items()}
+
+    def _generate_kwargs(self, options: GenerationOptions | None) -> dict[str, Any]:
+        options = options or GenerationOptions()
+        _, tokenizer = self._load()
+        kwargs: dict[str, Any] = {"max_new_tokens": options.max_output_tokens or self.max_new_tokens}
+        if options.temperature and options.temperature > 0:
+            kwargs.update(do_sample=True, temperature=options.temperature)
+        else:
+            kwargs["do_sample"] = False
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if pad is not None:
+            kwargs["pad_token_id"] = pad
+        kwargs.update(self.generation_kwargs)
+        return kwargs
+
+    def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
+        import torch
+
+        model, tokenizer = self._load()
+        inputs = self._inputs(messages)
+        with torch.no_grad():
+            output = model.generate(**inputs, **self._generate_kwargs(options))
+        prompt_length = inputs["input_ids"].shape[1]
+        return tokenizer.decode(output[0, prompt_length:], skip_special_tokens=True)
+
+    def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
+        import torch
+        from transformers import TextIteratorStreamer
+
+        model, tokenizer = self._load()
+        inputs = self._inputs(messages)
+        streamer = TextIteratorStreamer(
+            tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=self.stream_timeout
+        )
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                with torch.no_grad():
+                    model.generate(**inputs, **self._generate_kwargs(options), streamer=streamer)
+            except BaseException as exc:  # reported to the consumer below
+                failure.append(exc)
+                streamer.end()
+
+        worker = threading.Thread(target=run, name="akasha-hf-generate", daemon=True)
+        worker.start()
+        received: list[str] = []
+        try:
+            for text in streamer:
+                if text:
+                    received.append(text)
+                    yield text
+        except Exception as exc:  # e.g. queue.Empty after stream_timeout
+            raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+        worker.join(timeout=self.stream_timeout)
+        if failure:
+            exc = failure[0]
+            raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+
+    async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
+        return await asyncio.to_thread(self.generate, messages, options)
+
+    async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
+        pieces = self.stream(messages, options)
+        while True:
+            piece = await asyncio.to_thread(next, pieces, _DONE)
+            if piece is _DONE:
+                return
+            yield piece  # type: ignore[misc]
+
+
+__all__ = ["TransformersChat", "plain_transcript"]

@@ -1,0 +1,54 @@
+"""The facade seam: a YAML pipeline loading a data_source, and rag_from_spec."""
+
+from __future__ import annotations
+
+import pytest
+
+from akasha.pipeline import Pipeline
+from akasha.spec import load_spec, rag_from_spec
+from akasha.testing import FakeLLM
+from tests.spec_fixtures import body
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "a.txt").write_text("The air filter is replaced every 12 months.", encoding="utf-8")
+    (tmp_path / "b.md").write_text("# Coolant\n\nCoolant is changed every five years.", encoding="utf-8")
+    return tmp_path
+
+
+def test_ingest_source_skips_unchanged_replaces_edited_and_drops_removed(folder):
+    pipeline = rag_from_spec(load_spec(body(retrieval={"pattern": "hybrid"})))["retriever"]
+    first = pipeline.ingest_source_sync(folder)
+    assert first["files"] == 2 and first["ingested"] == 2 and first["chunks"] >= 2
+    again = pipeline.ingest_source_sync(folder)
+    assert again["unchanged"] == 2 and again["ingested"] == 0
+
+    (folder / "a.txt").write_text("The cabin filter is replaced every 2 years.", encoding="utf-8")
+    edited = pipeline.ingest_source_sync(folder)
+    assert edited["ingested"] == 1 and edited["unchanged"] == 1
+    texts = [h.chunk.text for h in pipeline.query_sync("filter replaced", k=10).hits]
+    assert any("cabin" in t for t in texts) and not any("12 months" in t for t in texts)
+
+    (folder / "b.md").unlink()
+    assert pipeline.ingest_source_sync(folder)["removed"] == 1
+    hits = pipeline.retrieve(folder, "coolant five years", k=10)
+    assert hits and all("Coolant" not in h.chunk.text for h in hits)
+    assert all(h.path and h.path.endswith("a.txt") for h in hits)
+    pipeline.close()
+
+
+def test_rag_from_spec_returns_facade_keywords(tmp_path):
+    path = tmp_path / "p.rag.yaml"
+    path.write_text("kind: RAGPipeline\nmetadata: {name: p}\nspec:\n  embeddings: {provider: hash}\n"
+                    "  vector_store: {backend: memory}\n  retrieval: {pattern: multi_query, variants: 1}\n",
+                    encoding="utf-8")
+    llm = FakeLLM("rewritten")
+    options = rag_from_spec(path, model=llm, rerank_top_k=3)
+    assert isinstance(options["retriever"], Pipeline)
+    assert options["model"] is llm and options["rerank_top_k"] == 3
+    assert options["embeddings"] is options["retriever"].embedder
+    assert options["retriever"].llm is llm  # the model doubles as the pattern's LLM
+    options["retriever"].ingest_sync(["some text about filters"])
+    assert options["retriever"].search("filters", k=1)
+    assert llm.calls

@@ -1,0 +1,104 @@
+"""hf:<folder> local transformers chat with a tiny randomly initialised GPT-2 saved to a temp folder."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from akasha.errors import StreamInterruptedError  # noqa: E402
+from akasha.llm import resolve_chat_model  # noqa: E402
+from akasha.llm.base import GenerationOptions  # noqa: E402
+from akasha.llm.hf import TransformersChat, plain_transcript  # noqa: E402
+
+WORDS = "the cat sat on a mat dog ran far away hello world answer question yes no".split()
+TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello cat"}]
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<unk>", "<eos>", "<system>", "<user>", "<assistant>"]
+    vocab = {tok: i for i, tok in enumerate(specials + WORDS)}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>",
+        additional_special_tokens=["<system>", "<user>", "<assistant>"],
+    )
+    tokenizer.chat_template = TEMPLATE
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=16, n_layer=2, n_head=2,
+                        eos_token_id=vocab["<eos>"], bos_token_id=vocab["<eos>"], pad_token_id=vocab["<pad>"])
+    model = GPT2LMHeadModel(config)
+    folder = tmp_path_factory.mktemp("tiny-chat")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+def test_loads_lazily_from_folder_and_generates(tiny_model_dir):
+    model = resolve_chat_model(f"hf:{tiny_model_dir}")
+    assert isinstance(model, TransformersChat) and model._model is None
+    assert model.name == f"hf:{tiny_model_dir}"
+    text = model.generate(MESSAGES, GenerationOptions(max_output_tokens=6))
+    assert isinstance(text, str)
+    assert len(text.split()) <= 6
+    assert all(word in WORDS for word in text.split())
+    # greedy decoding is deterministic
+    assert model.generate(MESSAGES, GenerationOptions(max_output_tokens=6)) == text
+
+
+def test_stream_matches_whole_answer(tiny_model_dir):
+    model = TransformersChat(str(tiny_model_dir))
+    whole = model.generate(MESSAGES, GenerationOptions(max_output_tokens=8))
+    pieces = list(model.stream(MESSAGES, GenerationOptions(max_output_tokens=8)))
+    assert "".join(pieces).split() == whole.split()
+
+
+def test_generation_error_in_thread_ends_stream(tiny_model_dir):
+    model = TransformersChat(str(tiny_model_dir), generation_kwargs={"num_beams": 2})  # beams + streamer: invalid
+    with pytest.raises(StreamInterruptedError) as info:
+        list(model.stream(MESSAGES, GenerationOptions(max_output_tokens=4)))
+    assert info.value.partial == ""
+
+
+def test_async(tiny_model_dir):
+    model = TransformersChat(str(tiny_model_dir))
+
+    async def main():
+        whole = await model.agenerate(MESSAGES, GenerationOptions(max_output_tokens=5))
+        pieces = [p async for p in model.astream(MESSAGES, GenerationOptions(max_output_tokens=5))]
+        return whole, pieces
+
+    whole, pieces = asyncio.run(main())
+    assert "".join(pieces).split() == whole.split()
+
+
+def test_unknown_model_offline_raises_config_error_naming_it(tmp_path):
+    from akasha.errors import ConfigError
+
+    model = resolve_chat_model("hf:no-such-org/no-such-model-akasha-test")
+    with pytest.raises(ConfigError) as info:
+        model.generate(MESSAGES)
+    assert "no-such-org/no-such-model-akasha-test" in str(info.value) and "local folder" in str(info.value)
+
+
+def test_plain_transcript_fallback():
+    assert plain_transcript(MESSAGES) == "System: be brief\nUser: hello cat\nAssistant:"
