@@ -259,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``akasha`` script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Model-loading progress bars from huggingface/transformers would clutter stderr;
+    # the index's own progress bar is unaffected. Set here (never at import) and only as a default.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return 2

@@ -19,6 +19,7 @@ import os
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -131,6 +132,7 @@ class Pipeline:
         self.dimension = dimension
         self._bm25_docs: dict[str, list[str]] = {}
         self._sources: dict[str, tuple[str, list[str]]] = {}  # path -> (sha256 of bytes, document ids)
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
         if bm25 is not None:
             for chunk_id in bm25.ids:
                 self._bm25_docs.setdefault(chunk_id.rsplit("#", 1)[0], []).append(chunk_id)
@@ -152,6 +154,8 @@ class Pipeline:
         replaces all its previous chunks; if any step fails, the index keeps the
         previous version of every document in the call.
         """
+        if isinstance(documents, (str, Document, Mapping)):
+            documents = [documents]
         docs: dict[str, Document] = {}
         for item in documents:
             doc = as_document(item)
@@ -161,6 +165,18 @@ class Pipeline:
             docs[key] = doc
         if not docs:
             return 0
+        async with self._write_lock():
+            return await self._ingest(docs)
+
+    def _write_lock(self) -> asyncio.Lock:
+        """One writer at a time per event loop, so the store and BM25 never see interleaved versions."""
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
+    async def _ingest(self, docs: dict[str, Document]) -> int:
         doc_ids = list(docs)
         try:
             chunks = await asyncio.to_thread(self._split, list(docs.values()))
@@ -185,10 +201,15 @@ class Pipeline:
         if not texts:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
         batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
+        native = getattr(self.embedder, "aembed_documents", None)
         parts = []
         for start in range(0, len(texts), batch):
             part = texts[start : start + batch]
-            parts.append(as_matrix(await asyncio.to_thread(self.embedder.embed_documents, part), len(part), self.embedder.name))
+            if native is not None and inspect.iscoroutinefunction(native):
+                rows = await native(part)
+            else:
+                rows = await asyncio.to_thread(self.embedder.embed_documents, part)
+            parts.append(as_matrix(rows, len(part), self.embedder.name))
         return np.concatenate(parts, axis=0)
 
     def _bm25_replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk]) -> None:
@@ -202,11 +223,12 @@ class Pipeline:
 
     async def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents by id from the vector store (and BM25); returns chunks removed."""
-        removed = await self.store.delete(list(doc_ids))
-        if self.bm25 is not None:
-            self._bm25_replace(list(doc_ids), [])
-            if self.bm25_path is not None:
-                await asyncio.to_thread(write_json_atomically, self.bm25_path, self.bm25.to_json())
+        async with self._write_lock():
+            removed = await self.store.delete(list(doc_ids))
+            if self.bm25 is not None:
+                self._bm25_replace(list(doc_ids), [])
+                if self.bm25_path is not None:
+                    await asyncio.to_thread(write_json_atomically, self.bm25_path, self.bm25.to_json())
         return removed
 
     # ------------------------------------------------------------------ query
@@ -294,7 +316,11 @@ class Pipeline:
         return lists
 
     async def _vector_search(self, text: str, candidates: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
-        vector = await asyncio.to_thread(self.embedder.embed_query, text)
+        native = getattr(self.embedder, "aembed_query", None)
+        if native is not None and inspect.iscoroutinefunction(native):
+            vector = await native(text)
+        else:
+            vector = await asyncio.to_thread(self.embedder.embed_query, text)
         ranked = await self.store.search(np.asarray(vector, dtype=np.float32), candidates, filters)
         if self.similarity_threshold is not None:
             ranked = [(c, s) for c, s in ranked if s >= self.similarity_threshold]
@@ -342,7 +368,8 @@ class Pipeline:
     async def _rerank(self, query: str, hits: list[Hit], k: int, trace: list[dict[str, Any]]) -> list[Hit]:
         if self.reranker is None:
             return hits
-        top_k = self.rerank_top_k if self.rerank_top_k is not None else k
+        # reranking.top_k when set; else retrieval.top_k, grown to an explicit larger k.
+        top_k = self.rerank_top_k if self.rerank_top_k is not None else max(self.top_k, k)
         name = getattr(self.reranker, "name", type(self.reranker).__name__)
         timer = _Timer()
         try:
@@ -437,6 +464,8 @@ class Pipeline:
                 thread = threading.Thread(target=loop.run_forever, name=f"akasha-pipeline-{self.name}", daemon=True)
                 thread.start()
                 self._loop, self._thread = loop, thread
+                # Stop the thread when the pipeline is garbage-collected without close().
+                self._finalizer = weakref.finalize(self, loop.call_soon_threadsafe, loop.stop)
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def ingest_sync(self, documents: Iterable[Any]) -> int:
@@ -461,6 +490,7 @@ class Pipeline:
         """Close store connections and stop the sync twins' event-loop thread."""
         if self._loop is not None and not self._loop.is_closed():
             self._run(self.aclose())
+            self._finalizer.detach()
             self._loop.call_soon_threadsafe(self._loop.stop)
             if self._thread is not None:
                 self._thread.join(timeout=5)

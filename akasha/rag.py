@@ -145,6 +145,12 @@ class RAG:
         if verbose:
             _enable_verbose_logging()
 
+    @classmethod
+    def from_options(cls, options: RAGOptions) -> RAG:
+        """A RAG from a ready :class:`~akasha.options.RAGOptions` (the seam YAML specs build through)."""
+        names = RAGOptions.names()
+        return cls(**{name: getattr(options, name) for name in names})
+
     # ------------------------------------------------------------------ options
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: expose options as attributes (rag.model ...).
@@ -279,9 +285,13 @@ class RAG:
 
     def _prepare(self, options: RAGOptions, data_source: DataSource, prompt: str, history: Sequence[object] | None) -> _Run:
         run = _Run(options, prompt)
-        hits = self._retrieve(run, data_source, prompt)
-        hits = self._rerank(run, prompt, hits)
-        run.packed = self._pack(run, prompt, hits, history)
+        try:
+            hits = self._retrieve(run, data_source, prompt)
+            hits = self._rerank(run, prompt, hits)
+            run.packed = self._pack(run, prompt, hits, history)
+        except BaseException:
+            self.trace = run.trace  # the stages that ran, the failing one carrying "error"
+            raise
         run.docs = list(run.packed.hits)
         return run
 

@@ -139,6 +139,8 @@ def load_spec_file(path: str | Path) -> PipelineSpec:
 # ---------------------------------------------------------------- embedders
 def make_ollama_embedder(config: dict[str, Any], context: BuildContext) -> Any:
     """Registry factory for ``embeddings.provider: ollama`` (POST {endpoint}/api/embed)."""
+    if importlib.util.find_spec("httpx") is None:
+        raise MissingExtraError("httpx", "light", "embeddings provider 'ollama'")
     from akasha.embeddings.ollama import OllamaEmbedder
 
     model = str(config.get("model") or OLLAMA_MODEL)

@@ -21,7 +21,6 @@ import argparse
 import json
 import logging
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -68,7 +67,7 @@ def run_system(system: str, size: int, corpus, args, previous: dict[str, Any] | 
     if "error" in build:
         row["skipped"] = "failed: " + build["error"][:200]
         return row
-    rerun = run_phase(system, dict(job, phase="rerun"), limit)
+    rerun = run_phase(system, dict(job, phase="rerun"), 2 * limit)  # opening plus the timed queries
     target = corpus.edit_target
     original = target.read_text(encoding="utf-8")
     try:

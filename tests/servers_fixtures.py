@@ -56,6 +56,10 @@ class ChromaServer:
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def url(self, collection: str) -> str:
         return f"chroma://127.0.0.1:{self.port}/{collection}"
 
@@ -152,6 +156,7 @@ class PostgresServer:
         self.pgdata = pgdata
         self.port = port or free_port()
         self.user: str | None = None
+        self.running = False
 
     def dsn(self, table: str = "akasha", password: str = PG_PASSWORD) -> str:
         return f"postgresql://postgres:{password}@127.0.0.1:{self.port}/postgres?table={table}"
@@ -183,11 +188,13 @@ class PostgresServer:
         self._ctl(["-w", "-o", f"-h 127.0.0.1 -p {self.port} -k {sockets}", "-l", str(self.pgdata / "log"),
                    "start"])
         _wait_port(self.port, 30)
+        self.running = True
         return self
 
     def stop(self, mode: str = "fast") -> None:
         with contextlib.suppress(Exception):
             self._ctl(["-w", "-m", mode, "stop"])
+        self.running = False
 
     def restart(self) -> None:
         self.stop()

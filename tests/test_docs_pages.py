@@ -120,3 +120,33 @@ def test_relative_links_point_at_existing_pages():
     for page in DOCS.rglob("*.md"):
         for target, _ in link.findall(page.read_text(encoding="utf-8")):
             assert (page.parent / target).resolve().is_file(), f"{page}: broken link {target}"
+
+
+def test_error_subclasses_defined_elsewhere_need_a_section_too(tmp_path):
+    (tmp_path / "mod.py").write_text(
+        "from akasha.errors import ConfigError\n"
+        "class FirstError(ConfigError):\n    pass\n"
+        "class SecondError(FirstError):\n    pass\n"
+        "class Unrelated(Exception):\n    pass\n",
+        encoding="utf-8",
+    )
+    names = hook.error_class_names(tmp_path)
+    assert {"FirstError", "SecondError"} <= set(names)
+    assert "Unrelated" not in names
+    assert {c.__name__ for c in hook.error_classes()} <= set(names)
+
+
+def test_every_extra_named_by_missing_extra_error_exists():
+    """The troubleshooting page promises the message names a `pip install 'akasha[X]'` that works."""
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    named = {}
+    for site in hook.raise_sites():
+        if site.exception == "MissingExtraError":
+            if len(site.args) >= 2 and site.args[1][:1] in "'\"":
+                extra = site.args[1].strip("'\"")
+                named.setdefault(extra, []).append(f"{site.path}:{site.line}")
+    assert named, "no MissingExtraError raise found"
+    unknown = {extra: where for extra, where in named.items() if extra not in extras}
+    assert not unknown, f"MissingExtraError names extras pyproject.toml does not define: {unknown}"

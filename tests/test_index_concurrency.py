@@ -101,6 +101,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batches_before_kill", [1, 5])
 def test_kill_9_mid_sync_leaves_a_consistent_resumable_index(tmp_path, batches_before_kill):
     docs, cache = tmp_path / "docs", tmp_path / "cache"

@@ -286,3 +286,88 @@ def test_vectors_are_normalised_float32(docs):
     matrix = index._dense.matrix()
     assert matrix.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-5)
+
+
+def test_new_index_after_an_edit_applies_only_the_difference(docs, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    make_index(cache).sync(docs)
+    (docs / "file05.txt").write_text("Only one new sentence about quasars now.")
+    (docs / "file06.txt").unlink()
+    tokenised: list[int] = []
+    original = BM25Index.add
+
+    def counting_add(self, ids, texts):
+        tokenised.append(len(ids))
+        return original(self, ids, texts)
+
+    monkeypatch.setattr(BM25Index, "add", counting_add)
+    embedder = HashEmbedder()
+    index = make_index(cache, embedder)
+    report = index.sync(docs)
+    assert (report.indexed, report.unchanged, report.removed) == (1, 8, 1)
+    assert tokenised == [1] and embedder.texts_embedded == 1
+    assert index.search("quasars", k=1)[0].path.endswith("file05.txt")
+    assert not any(c.metadata["source"].endswith(("file05.txt", "file06.txt")) and "notes" in c.text
+                   for c in index.chunks)
+
+
+def test_failed_snapshot_write_is_retried_on_the_next_sync(docs, tmp_path, monkeypatch):
+    import akasha.index.corpus as corpus_module
+
+    cache = tmp_path / "cache"
+    index = make_index(cache)
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(corpus_module, "write_snapshot", disk_full)
+    with pytest.raises(OSError):
+        index.sync(docs)
+    monkeypatch.undo()
+    assert index.sync(docs).embedded == 0
+    assert list((cache / "snapshots").glob("*.npz"))  # committed this time
+    fresh = HashEmbedder()
+    make_index(cache, fresh).sync(docs)
+    assert fresh.calls == 0
+
+
+def test_searching_never_rebuilds_or_updates_the_structures(docs, monkeypatch):
+    from akasha.retrieval.dense import DenseIndex
+
+    index = make_index(":memory:")
+    index.sync(docs)
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("a query must not rebuild or update the index")
+
+    for cls, names in ((BM25Index, ("_merge", "add", "add_tokens", "remove")), (DenseIndex, ("add", "remove"))):
+        for name in names:
+            monkeypatch.setattr(cls, name, forbidden)
+    for kind in ("auto", "knn", "bm25", "mmr", "hybrid"):
+        assert index.search("history notes", k=3, search_type=kind)
+    assert index.sync(docs).embedded == 0  # an unchanged sync does not touch them either
+
+
+@pytest.mark.skipif(not __import__("akasha.retrieval.tokenize", fromlist=["x"]).jieba_available(),
+                    reason="jieba not installed")
+def test_bm25_statistics_from_different_tokenizers_never_mix(docs, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    bigram = make_index(cache, tokenizer="bigram")
+    bigram.sync(docs)
+    tokenised: list[int] = []
+    original = BM25Index.add
+
+    def counting_add(self, ids, texts):
+        tokenised.append(len(ids))
+        return original(self, ids, texts)
+
+    monkeypatch.setattr(BM25Index, "add", counting_add)
+    embedder = HashEmbedder()
+    jieba_index = make_index(cache, embedder, tokenizer="jieba")
+    jieba_index.sync(docs)
+    assert jieba_index._bm25.tokenizer_id.endswith("jieba") and bigram._bm25.tokenizer_id.endswith("bigram")
+    assert sum(tokenised) == len(jieba_index.chunks)  # its own statistics, built from the texts
+    assert embedder.calls == 0  # vectors do not depend on the tokenizer: reused
+    tokenised.clear()
+    make_index(cache, tokenizer="bigram").sync(docs)
+    assert tokenised == []  # the bigram snapshot is still there, untouched

@@ -373,3 +373,31 @@ def test_delete_and_sync_twins_inside_a_running_loop():
     assert "coolant#0" not in [h.chunk.id for h in result.hits]
     assert pipeline.search("warranty", k=1)[0].chunk.id == "warranty#0"
     pipeline.close()
+
+
+def test_weighted_fusion_all_equal_list_normalises_to_one():
+    pipeline = make(retrieval={"pattern": "hybrid", "fusion": "weighted", "hybrid": {"weights": [0.25, 0.75]}})
+    pipeline.ingest_sync(CORPUS)
+    result = pipeline.query_sync("radiator", k=4)  # BM25 matches one chunk only: an all-equal list
+    assert [e["out"] for e in result.trace if e["name"] == "bm25"] == [1]
+    coolant = [h for h in result.hits if h.chunk.id == "coolant#0"][0]
+    vector_scores = [h.details["vector"] for h in result.hits if "vector" in h.details]
+    lo, hi = min(vector_scores), max(vector_scores)
+    vector_share = 0.25 * (coolant.details["vector"] - lo) / (hi - lo)
+    assert coolant.details["fused"] == pytest.approx(0.75 * 1.0 + vector_share)
+
+
+def test_ingest_accepts_a_single_document_and_concurrent_reingests_leave_one_version():
+    pipeline = make(retrieval={"pattern": "hybrid"}, chunking={"strategy": "fixed", "chunk_size": 20, "overlap": 0})
+    assert pipeline.ingest_sync("just one string of text") == 2
+
+    async def race():
+        versions = [{"id": "doc", "text": f"version {i} " + "word " * (i + 3)} for i in range(5)]
+        await asyncio.gather(*(pipeline.ingest([v]) for v in versions))
+        return await pipeline.store.count(), len(pipeline.bm25)
+
+    count, bm25_size = asyncio.run(race())
+    hits = pipeline.query_sync("version", k=50, filters={"doc_id": "doc"}).hits
+    texts = {h.chunk.text.split()[1] for h in hits if h.chunk.metadata["chunk_index"] == 0}
+    assert len(texts) == 1  # exactly one version of the document survives
+    assert count == bm25_size == 2 + len(hits)

@@ -51,6 +51,11 @@ def tiny_model_dir(tmp_path_factory):
 def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    try:  # huggingface_hub reads the variable once at import; make sure it holds in-process too
+        import huggingface_hub.constants as hub_constants
+    except ImportError:
+        return
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
 
 
 def test_loads_lazily_from_folder_and_generates(tiny_model_dir):

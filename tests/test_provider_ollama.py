@@ -74,8 +74,8 @@ def test_generate_sends_native_chat_request(server):
 def test_stream_ndjson(server):
     server.app.chat_reply = "one two three"
     assert list(chat(server).stream(MESSAGES)) == ["one ", "two ", "three"]
-    assert chat(server).generate(MESSAGES, None) == "one two three"  # options may be None
     assert server.app.requests[-1].body["stream"] is True
+    assert chat(server).generate(MESSAGES, None) == "one two three"  # options may be None
 
 
 def test_unknown_model_fails_at_once_with_ollama_message(server):
@@ -114,12 +114,12 @@ def test_connection_refused_is_reported():
 
 
 def test_timeout(server):
-    server.app.delay_next(1.0)
+    server.app.delay_next(3.0)
     start = time.perf_counter()
     with pytest.raises(ProviderError) as info:
         chat(server, timeout=0.2, max_retries=0).generate(MESSAGES)
     assert "timed out after 0.2 s" in str(info.value)
-    assert time.perf_counter() - start < 0.9
+    assert time.perf_counter() - start < 2.5
 
 
 def test_stream_broken_part_way(server):

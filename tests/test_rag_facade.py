@@ -331,3 +331,36 @@ def test_options_dataclass_lists_every_option():
     with pytest.raises(ConfigError):
         RAGOptions(language=3)
     assert len(CORPUS) == 4
+
+
+def test_a_failing_stage_is_in_the_trace(corpus):
+    rag = make_rag()
+    with pytest.raises(ValueError):
+        rag(corpus, "q?", reranker=lambda q, docs: docs[:1])
+    assert [t["stage"] for t in rag.trace] == ["index", "retrieve", "rerank"]
+    assert "omitted" in rag.trace[-1]["error"]
+
+
+def test_verbose_logs_each_stage(corpus, caplog):
+    import logging
+
+    import akasha.rag as rag_module
+
+    root = logging.getLogger("akasha")
+    level = root.level
+    try:
+        rag = make_rag(verbose=True)
+        assert rag_module._verbose_handler in root.handlers
+        with caplog.at_level(logging.INFO, logger="akasha"):
+            rag(corpus, "air filter?")
+    finally:
+        root.removeHandler(rag_module._verbose_handler)
+        rag_module._verbose_handler = None
+        root.setLevel(level)
+    stages = [r.getMessage().split()[0] for r in caplog.records if r.name == "akasha.rag"]
+    assert stages == ["index", "retrieve", "pack", "generate"]
+
+
+def test_from_options_round_trips():
+    rag = make_rag(rerank_top_k=3, language="ja")
+    assert akasha.RAG.from_options(rag.options).options == rag.options

@@ -212,3 +212,26 @@ def test_pgvector_checks_asyncpg_on_first_use_not_at_build(monkeypatch):
         pipeline.ingest_sync(["some text"])
     with pytest.raises(MissingExtraError, match="asyncpg"):
         pipeline.query_sync("a question")
+
+
+@pytest.mark.parametrize(
+    "sections",
+    [
+        {"embeddings": {"provider": "hf"}},
+        {"embeddings": {"provider": "ollama"}},
+        {"reranking": {"enabled": True, "provider": "cohere", "api_key": "k"}},
+    ],
+)
+def test_missing_httpx_is_raised_by_build(monkeypatch, sections):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "httpx" else real(name, *a))
+    with pytest.raises(MissingExtraError, match=r"httpx.*akasha\[light\]"):
+        build(load_spec(body(**sections)))
+
+
+def test_remote_stores_are_not_contacted_at_build():
+    # nothing listens on these ports; build must still succeed (the first use reports the connection)
+    build(load_spec(body(vector_store={"backend": "qdrant", "url": "http://127.0.0.1:9"})))
+    build(load_spec(body(vector_store={"backend": "pgvector", "dsn": "postgresql://x@127.0.0.1:9/db"})))

@@ -297,3 +297,35 @@ def test_pgvector_creates_extension_table_and_doc_id_index(pg_uri):
         await store.aclose()
 
     run(scenario())
+
+
+@pytest.mark.integration
+def test_pgvector_from_a_spec_with_connection_keys(pg_uri):
+    """The YAML route: connection keys (here the server's unix-socket folder), sync twins, async use."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from akasha.spec import build, load_spec
+    from tests.spec_fixtures import CORPUS, body
+
+    socket_dir = parse_qs(urlsplit(pg_uri).query)["host"][0]
+    spec = body(vector_store={"backend": "pgvector", "collection": "spec_docs",
+                              "connection": {"host": socket_dir, "database": "postgres", "user": "postgres",
+                                             "password": ""}},
+                retrieval={"pattern": "hybrid"})
+    pipeline = build(load_spec(spec))
+    assert pipeline.ingest_sync(CORPUS) == 4
+    assert pipeline.ingest_sync(CORPUS[:1]) == 1  # re-ingest replaces, never duplicates
+    assert run(pipeline.store.count()) == 4  # (a different event loop: the store reconnects)
+    hits = pipeline.query_sync("radiator coolant", k=2, filters={"topic": "maintenance"}).hits
+    assert hits[0].chunk.id == "coolant#0" and hits[0].source == "bm25+vector"
+    assert all(h.chunk.metadata["topic"] == "maintenance" for h in hits)
+    pipeline.close()
+
+
+def test_user_metadata_named_doc_id_is_just_data(store):
+    c = Chunk("real#0", "text", {"chunk_index": 0, "doc_id": "something-else"})
+    run(store.replace(["real"], [c], unit(0)[None, :]))
+    run(store.replace(["real"], [Chunk("real#0", "v2", {"chunk_index": 0, "doc_id": "x"})], unit(1)[None, :]))
+    assert run(store.count()) == 1
+    assert run(store.get(["real#0"]))[0].metadata["doc_id"] == "x"
+    assert run(store.delete(["real"])) == 1

@@ -7,10 +7,11 @@ breaks first, then sentence ends (``。！？`` and ``. ! ?``), then clause mark
 Sentence and clause marks stay at the *end* of the piece they close, so a
 Chinese chunk ends with its ``。`` instead of the next chunk starting with it.
 
-The final fallback, cutting a run that has no separator at all into
-``chunk_size`` windows, is done here in one pass instead of by langchain's
-character-by-character ``""`` separator: a 50 MB single-line file would
-otherwise mean 50 million Python-level list items.
+Two things are done here rather than by langchain, for very long input: the
+final fallback, cutting a run that has no separator at all into ``chunk_size``
+windows, is one pass over the run instead of langchain's character-by-character
+``""`` separator (50 million list items for a 50 MB line); and texts over a
+million characters are split block by block so that memory stays bounded.
 """
 
 from __future__ import annotations
@@ -82,19 +83,53 @@ def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> Any
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:
-    """Cut a separator-free run into ``chunk_size`` windows that overlap by ``overlap``."""
-    step = chunk_size - overlap
+    """Cut a separator-free run into windows of at most ``chunk_size`` characters.
+
+    Consecutive windows share at most ``overlap`` characters. Windows never start
+    on whitespace and are right-stripped, so stripping cannot make two windows
+    cover the same text.
+    """
     out: list[str] = []
-    start = 0
     n = len(piece)
-    while start < n:
-        window = piece[start : start + chunk_size].strip()
-        if window:
-            out.append(window)
-        if start + chunk_size >= n:
-            break
-        start += step
-    return out
+    start = 0
+    while True:
+        while start < n and piece[start].isspace():
+            start += 1
+        if start >= n:
+            return out
+        end = min(start + chunk_size, n)
+        out.append(piece[start:end].rstrip())
+        if end >= n:
+            return out
+        start = max(start + 1, end - overlap)
+
+
+#: Texts longer than this are split block by block (see :func:`_blocks`).
+_BLOCK = 1_000_000
+
+
+def _blocks(text: str, separators: tuple[str, ...]) -> list[str]:
+    """Cut a very long text into blocks of at most ``_BLOCK`` characters, each ending
+    just after the coarsest separator found in its second half.
+
+    langchain holds every split of the finest separator it reaches in one Python list:
+    a 50 MB line of words is ten million strings (1.6 GB). Splitting block by block keeps
+    that list small; the only difference is that chunks do not overlap across blocks.
+    """
+    blocks: list[str] = []
+    start = 0
+    while len(text) - start > _BLOCK:
+        end = start + _BLOCK
+        cut = end
+        for separator in separators:
+            found = text.rfind(separator, start + _BLOCK // 2, end)
+            if found >= 0:
+                cut = found + len(separator)
+                break
+        blocks.append(text[start:cut])
+        start = cut
+    blocks.append(text[start:])
+    return blocks
 
 
 def split_text(
@@ -119,7 +154,8 @@ def split_text(
     seps = tuple(DEFAULT_SEPARATORS if separators is None else separators)
     # Drop the "" fallback: runs without separators are windowed below, in O(n).
     seps = tuple(s for s in seps if s != "") or ("\n",)
-    pieces = _splitter(chunk_size, overlap, seps).split_text(text)
+    splitter = _splitter(chunk_size, overlap, seps)
+    pieces = [piece for block in _blocks(text, seps) for piece in splitter.split_text(block)]
     out: list[str] = []
     for piece in pieces:
         # langchain returns pieces it could not split further as they are (unstripped).

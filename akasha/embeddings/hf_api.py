@@ -89,7 +89,11 @@ class HFInferenceEmbedder:
 
 
 def make_hf_api_embedder(config: dict[str, Any], context: Any = None) -> HFInferenceEmbedder:
-    """Registry factory for ``embeddings.provider: hf``."""
+    """Registry factory for ``embeddings.provider: hf`` (checks httpx now, so build fails, not the first query)."""
+    import importlib.util
+
+    if importlib.util.find_spec("httpx") is None:
+        raise MissingExtraError("httpx", "light", "the hf embeddings provider")
     dimension = config.get("dimension")
     return HFInferenceEmbedder(
         model=str(config.get("model") or DEFAULT_MODEL),

@@ -120,7 +120,8 @@ class CorpusIndex:
         self._dense = DenseIndex()
         self._chunks: dict[str, Chunk] = {}
         self._files: dict[str, str] = {}
-        self._state_key: str | None = None
+        self._state_key: str | None = None  # the corpus state held in memory
+        self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
         self._warned: set[tuple[str, str]] = set()
         if cache_dir is not None and str(cache_dir) == MEMORY:
             self.cache_dir: Path | None = None
@@ -213,13 +214,16 @@ class CorpusIndex:
         report.unchanged = sum(1 for p, h in files.items() if previous.get(p) == h)
         report.indexed = len(files) - report.unchanged
         report.removed = sum(1 for p in previous if p not in files)
+        if self._state_key is None and committed is not None and committed[2]:
+            # A new process: start from the last committed structures (even when files changed since,
+            # so only the difference is tokenised and applied below).
+            if self._load_snapshot(committed[2], committed[0], committed[1]):
+                self._committed = (source_key, committed[0])
         if state_key != self._state_key:
-            loaded = False
-            if self._state_key is None and committed is not None and committed[0] == state_key and committed[2]:
-                loaded = self._load_snapshot(committed[2], state_key, files)
-            if not loaded:
-                self._rebuild(files, report)
-                self._commit(source_key, state_key, files)
+            self._rebuild(files, report)
+            self._state_key = state_key
+        if self._committed != (source_key, state_key):
+            self._commit(source_key, state_key, files)
         report.chunks = len(self._chunks)
         return report
 
@@ -323,14 +327,20 @@ class CorpusIndex:
                  if cid not in old or old[cid].metadata["content_hash"] != c.metadata["content_hash"]]
         gone = [cid for cid in old if cid not in new_chunks]
         vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
-        self._bm25.remove(gone)
-        self._dense.remove(gone)
-        if added:
-            ids = [c.id for c in added]
-            self._bm25.add(ids, [c.text for c in added])
-            self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]))
-        if self._chroma is not None:
+        if self._chroma is not None:  # may raise too: the next sync re-applies the same difference
             self._chroma.apply(added, [vectors[c.metadata["content_hash"]] for c in added], set(new_chunks))
+        try:
+            self._bm25.remove(gone)
+            self._dense.remove(gone)
+            if added:
+                ids = [c.id for c in added]
+                self._bm25.add(ids, [c.text for c in added])
+                self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]))
+        except BaseException:
+            # Half-updated structures must never be searched: start over from the manifest next time.
+            self._bm25, self._dense = BM25Index(tokenizer=self._tokenizer), DenseIndex()
+            self._chunks, self._files, self._state_key = {}, {}, None
+            raise
         self._chunks = new_chunks
         self._files = dict(files)
 
@@ -356,13 +366,14 @@ class CorpusIndex:
         return vectors
 
     def _commit(self, source_key: str, state_key: str, files: dict[str, str]) -> None:
-        self._state_key = state_key
+        """Persist the in-memory state: snapshot file first, then the manifest row naming it."""
         snapshot = None
         if self.cache_dir is not None:
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.embedder.name)[:40]
             snapshot = f"{slug}-{state_key[:32]}.npz"
             write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense)
         self._manifest.store_corpus(source_key, self.namespace, state_key, files, snapshot)
+        self._committed = (source_key, state_key)
         if self.cache_dir is not None:
             self._drop_stale_snapshots()
 

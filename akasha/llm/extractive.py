@@ -28,7 +28,7 @@ _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it
     its me my of on or our should so than that the their them then there these they this those to was we
     were what when where which who whom whose why will with would you your about any some please tell
-    explain describe list give many much""".split()
+    explain describe list give many much often""".split()
 )
 _SENTENCE_RE = re.compile(r"(?<=[A-Za-z0-9)\]\"'%][.!?])\s+(?=[A-Z0-9\"(\u3040-\u9fff])|(?<=[。！？])")
 _BLOCK_START_RE = re.compile(r"^(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|\S.{0,40}:$)")

@@ -59,7 +59,11 @@ class CohereReranker:
 
 
 def make_cohere_reranker(config: dict[str, Any], context: Any = None) -> CohereReranker:
-    """Registry factory for ``reranking.provider: cohere``."""
+    """Registry factory for ``reranking.provider: cohere`` (httpx and the key are checked here, at build)."""
+    import importlib.util
+
+    if importlib.util.find_spec("httpx") is None:
+        raise MissingExtraError("httpx", "light", "reranking provider 'cohere'")
     key = config.get("api_key") or next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
     if not key:
         raise MissingAPIKeyError("cohere", KEY_VARIABLES, "or set reranking.api_key in the spec")

@@ -8,9 +8,11 @@ Layout
     * every document gets an integer *slot*; ``_alive[slot]`` masks deletions;
     * the *main* segment is a CSC-style postings list: for term ``t`` the slots
       ``_doc[_indptr[t]:_indptr[t+1]]`` with term frequencies ``_tf[...]``;
-    * new documents go to a small *delta* segment (per-term Python lists) that
-      is merged into main when it grows past a fraction of main; a merge also
-      drops deleted documents and renumbers slots when many are dead.
+    * new documents go to a small *delta* segment (unsorted ``(term, slot, tf)``
+      arrays, matched per query with one ``np.isin``) that is merged into main
+      when it grows past max(50,000 postings, main / 8); a merge also drops
+      deleted documents and renumbers slots. Removals only mask and lower the
+      document frequencies; main is compacted once dead documents outnumber live ones.
 
 Scoring is Okapi BM25 with ``k1=1.5``, ``b=0.75`` and the non-negative
 Lucene idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, so every matching
@@ -99,20 +101,34 @@ class BM25Index:
             raise ValueError("add() got the same id twice in one call")
         if not ids:
             return
+        flat = [tok for tokens in token_lists for tok in tokens]
+        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
+        self._append(ids, flat, lengths, None, lengths)
+
+    def _append(self, ids: list[str], flat_terms: list[str], entries: np.ndarray, tfs: np.ndarray | None,
+                lengths: np.ndarray) -> None:
+        """Add documents given their terms concatenated (``entries[i]`` terms for ``ids[i]``).
+
+        With ``tfs`` None the terms are raw tokens (counted here); otherwise each
+        document lists each term once with its frequency in ``tfs``.
+        """
         replaced = [i for i in ids if i in self._slot]
         if replaced:
             self.remove(replaced)
         vocab = self._vocab
-        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
-        flat = [tok for tokens in token_lists for tok in tokens]
-        for term in dict.fromkeys(flat):  # new terms get ids in first-seen order (deterministic)
+        for term in dict.fromkeys(flat_terms):  # new terms get ids in first-seen order (deterministic)
             if term not in vocab:
                 vocab[term] = len(vocab)
-        tids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        tids = np.fromiter(map(vocab.__getitem__, flat_terms), dtype=np.int64, count=len(flat_terms))
         start = len(self._ids)
-        slots = np.repeat(np.arange(start, start + len(ids), dtype=np.int64), lengths)
+        slots = np.repeat(np.arange(start, start + len(ids), dtype=np.int64), entries)
         n_terms = len(vocab)
-        pairs, tf = np.unique(slots * n_terms + tids, return_counts=True)
+        keys = slots * n_terms + tids
+        if tfs is None:
+            pairs, tf = np.unique(keys, return_counts=True)
+        else:
+            order = np.argsort(keys, kind="stable")
+            pairs, tf = keys[order], np.asarray(tfs)[order]
         p_slots, p_terms = np.divmod(pairs, n_terms)
         if n_terms > len(self._df):
             self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), dtype=np.int64)])
@@ -123,9 +139,9 @@ class BM25Index:
         self._ids.extend(ids)
         self._slot.update(zip(ids, range(start, start + len(ids)), strict=True))
         self._alive = np.concatenate([self._alive, np.ones(len(ids), dtype=bool)])
-        self._dl = np.concatenate([self._dl, lengths.astype(np.float32)])
+        self._dl = np.concatenate([self._dl, np.asarray(lengths, dtype=np.float32)])
         self._n_live += len(ids)
-        self._total_len += float(lengths.sum())
+        self._total_len += float(np.sum(lengths))
         if self._delta_size > max(50_000, len(self._doc) // 8):
             self._merge()
 
@@ -265,26 +281,20 @@ class BM25Index:
     # ---------------------------------------------------------- persistence
     def to_json(self) -> dict[str, Any]:
         """A plain, JSON-ready dict of the whole index (terms and frequencies per document)."""
+        self._merge()
         terms = list(self._vocab)
-        tf_of = self._term_frequencies()
-        docs = []
-        for slot, doc_id in enumerate(self._ids):
-            if doc_id is None:
-                continue
-            docs.append({"id": doc_id, "length": int(self._dl[slot]),
-                         "terms": {terms[t]: int(f) for t, f in tf_of.get(slot, {}).items()}})
+        posting_terms = np.repeat(np.arange(len(terms)), np.diff(self._indptr))
+        order = np.argsort(self._doc, kind="stable")
+        bounds = np.searchsorted(self._doc[order], np.arange(len(self._ids) + 1)).tolist()
+        names = [terms[t] for t in posting_terms[order].tolist()]
+        tfs = self._tf[order].astype(np.int64).tolist()
+        docs = [
+            {"id": doc_id, "length": int(length),
+             "terms": dict(zip(names[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]], strict=True))}
+            for i, (doc_id, length) in enumerate(zip(self._ids, self._dl.tolist(), strict=True))
+        ]
         return {"format": FORMAT, "version": FORMAT_VERSION, "tokenizer": self.tokenizer_id,
                 "k1": self.k1, "b": self.b, "documents": docs}
-
-    def _term_frequencies(self) -> dict[int, dict[int, float]]:
-        out: dict[int, dict[int, float]] = {}
-        main_terms = np.repeat(np.arange(len(self._indptr) - 1), np.diff(self._indptr))
-        d_terms, d_docs, d_tfs = self._delta()
-        for t, d, f in zip(np.concatenate([main_terms, d_terms]).tolist(),
-                           np.concatenate([self._doc, d_docs]).tolist(),
-                           np.concatenate([self._tf, d_tfs]).tolist(), strict=True):
-            out.setdefault(d, {})[t] = f
-        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BM25Index:
@@ -293,12 +303,17 @@ class BM25Index:
             raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} document (format={data.get('format')!r}, "
                              f"version={data.get('version')!r})")
         index = cls._with_tokenizer_id(data["tokenizer"], data.get("k1", 1.5), data.get("b", 0.75))
-        ids, token_lists = [], []
-        for doc in data["documents"]:
-            ids.append(doc["id"])
-            tokens = [term for term, tf in doc["terms"].items() for _ in range(int(tf))]
-            token_lists.append(tokens)
-        index.add_tokens(ids, token_lists)
+        documents = data["documents"]
+        ids = [doc["id"] for doc in documents]
+        if len(set(ids)) != len(ids):
+            raise ValueError("BM25 JSON lists the same document id twice")
+        flat = [term for doc in documents for term in doc["terms"]]
+        tfs = np.fromiter((tf for doc in documents for tf in doc["terms"].values()), dtype=np.float32, count=len(flat))
+        entries = np.fromiter((len(doc["terms"]) for doc in documents), dtype=np.int64, count=len(documents))
+        lengths = np.fromiter((doc.get("length", sum(doc["terms"].values())) for doc in documents), dtype=np.int64,
+                              count=len(documents))
+        if ids:
+            index._append(ids, flat, entries, tfs, lengths)
         index._merge()
         return index
 

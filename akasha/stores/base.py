@@ -53,8 +53,11 @@ class VectorStore(Protocol):
 
 
 def doc_id_of(chunk: Chunk) -> str:
-    """The document a chunk belongs to: ``metadata['doc_id']`` if set, else the id before ``#``."""
-    return str(chunk.metadata.get("doc_id") or chunk.doc_id)
+    """The document a chunk belongs to: the part of its id before the last ``#``.
+
+    A ``doc_id`` key in the chunk's metadata is user data and is not consulted.
+    """
+    return chunk.doc_id
 
 
 def check_write(doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | None) -> np.ndarray:

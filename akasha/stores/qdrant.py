@@ -38,22 +38,32 @@ class QdrantStore(SyncStore):
     name = "qdrant"
 
     def __init__(self, dimension: int, collection: str = "astromesh", url: str = "http://localhost:6333", api_key: str | None = None) -> None:
-        qdrant_client = _import_qdrant()
+        _import_qdrant()
         from qdrant_client import models
 
         self._models = models
         self.dimension = int(dimension)
         self.collection = collection
-        if url == ":memory:":
-            self.client = qdrant_client.QdrantClient(location=":memory:")
-        else:
-            self.client = qdrant_client.QdrantClient(url=url, api_key=api_key)
+        self._url, self._api_key = url, api_key
+        self._client: Any = None
         self._ready = False
         if url == ":memory:":
             self._ensure()
 
+    @property
+    def client(self) -> Any:
+        """The Qdrant client, created on first use (a remote server is not contacted at build)."""
+        if self._client is None:
+            import qdrant_client
+
+            if self._url == ":memory:":
+                self._client = qdrant_client.QdrantClient(location=":memory:")
+            else:
+                self._client = qdrant_client.QdrantClient(url=self._url, api_key=self._api_key)
+        return self._client
+
     def _ensure(self) -> None:
-        """Create the collection on first use (a remote server is not contacted at build)."""
+        """Create the collection with cosine distance on first use if it does not exist."""
         if self._ready:
             return
         models = self._models
@@ -132,7 +142,8 @@ class QdrantStore(SyncStore):
         return int(self.client.count(collection_name=self.collection, exact=True).count)
 
     async def aclose(self) -> None:
-        self.client.close()
+        if self._client is not None:
+            self._client.close()
 
 
 def make_qdrant_store(config: dict[str, Any], context: Any) -> QdrantStore:

@@ -77,11 +77,20 @@ def option_comments(path: Path = PACKAGE / "options.py") -> dict[str, str]:
     return comments
 
 
+def _escape_outside_code(text: str) -> str:
+    """``x`` (reST) -> `x`, and ``<``/``>`` outside code spans as entities (not HTML tags)."""
+    text = text.replace("``", "`")
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):  # even parts are outside code spans
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
 def options_table() -> str:
     meanings = option_comments()
     rows = ["| Option | Default | Meaning |", "| --- | --- | --- |"]
     for p in rag_options():
-        meaning = meanings.get(p.name, "").replace("|", "\\|")
+        meaning = _escape_outside_code(meanings.get(p.name, "")).replace("|", "\\|")
         rows.append(f"| [`{p.name}`](#{p.name}) | `{format_default(p.default)}` | {meaning} |")
     return "\n".join(rows)
 
@@ -152,12 +161,44 @@ def error_classes() -> list[type[BaseException]]:
     return found
 
 
+def error_class_names(package: Path = PACKAGE) -> list[str]:
+    """Every error class a user can meet: akasha/errors.py, plus their subclasses elsewhere.
+
+    Subclasses defined in other modules (say ``ServerUnavailableError`` in
+    akasha/index/backends/base.py) are found by reading the source, so a new error
+    class anywhere in the package needs a troubleshooting section too.
+    """
+    names = [c.__name__ for c in error_classes()]
+    known = set(names)
+    bases: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                found = {b.id if isinstance(b, ast.Name) else b.attr for b in node.bases
+                         if isinstance(b, (ast.Name, ast.Attribute))}
+                bases.setdefault(node.name, set()).update(found)
+    changed = True
+    while changed:
+        changed = False
+        for name, parents in bases.items():
+            if name not in known and parents & known:
+                known.add(name)
+                names.append(name)
+                changed = True
+    return names
+
+
 class RaiseSite(NamedTuple):
     exception: str
     path: str  # relative to the repository root
     line: int
     function: str
     arguments: str
+    args: tuple[str, ...] = ()  # each positional argument's source text
 
 
 def _qualname_stack(tree: ast.AST) -> dict[ast.AST, str]:
@@ -208,6 +249,7 @@ def raise_sites(package: Path = PACKAGE) -> list[RaiseSite]:
                     line=node.lineno,
                     function=scopes.get(node, "") or "(module)",
                     arguments=args,
+                    args=tuple(ast.unparse(a) for a in node.exc.args),
                 )
             )
     return sites
@@ -225,13 +267,13 @@ _ERROR_HEADING = re.compile(r"^### `?([A-Za-z_][A-Za-z0-9_]*)`?\s*$", re.M)
 
 
 def check_troubleshooting_page(markdown: str) -> None:
-    """Raise DocsCheckError unless every class in akasha/errors.py has a ``### Name`` section."""
+    """Raise DocsCheckError unless every error class (see error_class_names) has a ``### Name`` section."""
     documented = set(_ERROR_HEADING.findall(markdown))
-    missing = [c.__name__ for c in error_classes() if c.__name__ not in documented]
+    missing = [name for name in error_class_names() if name not in documented]
     if missing:
         raise DocsCheckError(
-            "docs/troubleshooting.md has no '### Name' section for these classes in "
-            f"akasha/errors.py: {', '.join(missing)}"
+            "docs/troubleshooting.md has no '### Name' section for these error classes "
+            f"(akasha/errors.py and their subclasses): {', '.join(missing)}"
         )
 
 
@@ -243,7 +285,7 @@ def render_troubleshooting_page(markdown: str) -> str:
         by_name.setdefault(s.exception, []).append(s)
     # subclasses raised under an alias (RAGError is AkashaError)
     by_name.setdefault("AkashaError", []).extend(by_name.get("RAGError", []))
-    error_names = {c.__name__ for c in error_classes()}
+    error_names = set(error_class_names())
 
     def add_sites(match: re.Match[str]) -> str:
         name = match.group(1)

@@ -8,12 +8,13 @@ readers always see one complete state or the previous one.
 
 Collections, for the URL's collection name ``N``:
 
-``N-manifest``  the shared manifest; records carry a dummy 1-d vector and
-                ``kind`` metadata: ``parsed`` (per file hash + chunk settings:
-                status, reason, chunk count - written *after* the file's chunks,
-                so it marks them complete), ``chunk`` (text as the document,
-                text hash, seq, metadata JSON) and ``corpus`` (files JSON as the
-                document, state key);
+``N-manifest``  the shared manifest (no full-text index; akasha runs BM25 itself).
+                Records carry a dummy 1-d vector and ``kind`` metadata:
+                ``parsed`` (per file hash + chunk settings: status, reason and the
+                file's chunks as one JSON document, so a file's chunks and its
+                status are written by one record; files over 500 chunks add
+                ``part`` records, written first) and ``corpus`` (the files JSON as
+                the document, the state key);
 ``N-v-<hash>``  per embedding model: one record per chunk-text sha256 with its
                 vector, in cosine space (HNSW), the model name in the metadata.
 
@@ -41,6 +42,7 @@ from akasha.index.servers import ServerURL
 log = logging.getLogger(__name__)
 MODEL_KEY = "embedding_model"
 _ONE = [1.0]
+_PART = 500  # chunks per manifest record
 
 
 def _h(text: str, n: int = 16) -> str:
@@ -88,9 +90,10 @@ class ChromaServerBackend(LocalStatCache):
         self.timeout = timeout
         self._lock = threading.RLock()
         self._vectors: dict[str, Any] = {}
+        self._pending: list[tuple[str, str, dict[str, Any] | None]] = []
+        self._pending_bytes = 0
         self._client = self._run("connecting", self._connect)
-        self._manifest = self._run("opening the manifest collection", lambda: self._client.get_or_create_collection(
-            f"{spec.name}-manifest", metadata={"akasha_manifest": 1}, embedding_function=None))
+        self._manifest = self._run("opening the manifest collection", self._open_manifest)
         self._batch = max(100, int(self._run("reading the batch size", self._client.get_max_batch_size)) // 2)
 
     # ----------------------------------------------------------- connection
@@ -112,6 +115,18 @@ class ChromaServerBackend(LocalStatCache):
             if "connect" in str(exc).lower() and not _is_auth_error(exc):
                 raise ConnectionError(str(exc)) from exc
             raise
+
+    def _open_manifest(self) -> Any:
+        """The manifest collection, without Chroma's full-text index (akasha runs BM25 itself; 2-3x faster writes)."""
+        name = f"{self.spec.name}-manifest"
+        options: dict[str, Any] = {"metadata": {"akasha_manifest": 1}, "embedding_function": None}
+        try:
+            from chromadb import FtsIndexConfig, Schema
+
+            options["schema"] = Schema().delete_index(FtsIndexConfig(), key="#document")
+        except (ImportError, TypeError, ValueError):  # older chromadb: keep the default schema
+            pass
+        return self._client.get_or_create_collection(name, **options)
 
     def _run(self, what: str, fn: Any) -> Any:
         def attempt() -> Any:
@@ -154,36 +169,65 @@ class ChromaServerBackend(LocalStatCache):
         yield
 
     # -------------------------------------------------------------- chunks
+    def _file_id(self, settings: str, file_hash: str, part: int = 0) -> str:
+        base = f"f|{_h(settings, 12)}|{file_hash}"
+        return base if part == 0 else f"{base}|{part}"
+
+    def flush(self) -> None:
+        """Write the buffered parsed-file records (parts first, then the head records that complete them)."""
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        heads = [r for r in pending if r[2] is not None]
+        parts = [r for r in pending if r[2] is None]
+        for group in (parts, heads):
+            for start in range(0, len(group), 64):
+                batch = group[start : start + 64]
+                self._run("storing parsed files", lambda: self._manifest.upsert(
+                    ids=[r[0] for r in batch], embeddings=[_ONE] * len(batch), documents=[r[1] for r in batch],
+                    metadatas=[r[2] or {"kind": "part"} for r in batch]))
+
     def parsed_status(self, settings: str) -> dict[str, tuple[str, str | None]]:
+        self.flush()
         got = self._get_all("reading the parsed files", _where(kind="parsed", settings=settings), ["metadatas"])
         return {m["file_hash"]: (m["status"], m.get("reason") or None) for m in got["metadatas"]}
 
     def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[tuple[int, str, str, dict[str, Any]]],
                      status: str = "ok", reason: str | None = None) -> None:
-        """Upsert the file's chunks, drop any extra old ones, then the parsed record that marks them complete."""
-        sh = _h(settings, 12)
-        for start in range(0, len(chunks), self._batch):
-            part = chunks[start : start + self._batch]
-            ids = [f"c|{sh}|{file_hash}|{seq}" for seq, *_ in part]
-            metas = [{"kind": "chunk", "settings": settings, "file_hash": file_hash, "seq": int(seq),
-                      "text_hash": th, "meta": json.dumps(meta, ensure_ascii=False, default=str)}
-                     for seq, th, _text, meta in part]
-            self._run(f"storing the chunks of file {file_hash[:12]}", lambda: self._manifest.upsert(
-                ids=ids, embeddings=[_ONE] * len(ids), documents=[t for _s, _h2, t, _m in part], metadatas=metas))
-        stale = {"$and": [{"kind": "chunk"}, {"file_hash": file_hash}, {"settings": settings},
-                          {"seq": {"$gte": len(chunks)}}]}
-        self._run("dropping old chunks", lambda: self._manifest.delete(where=stale))
-        record = {"kind": "parsed", "settings": settings, "file_hash": file_hash, "status": status,
-                  "reason": reason or "", "n_chunks": len(chunks)}
-        self._run("recording a parsed file", lambda: self._manifest.upsert(
-            ids=[f"p|{sh}|{file_hash}"], embeddings=[_ONE], metadatas=[record]))
+        """Buffer one file's chunks as one record (plus part records for very long files).
+
+        The head record carries the parsed status and is written after its parts, in
+        one upsert with other files' records; buffered records are written before any
+        read and at commit, so a crash loses at most parse work, never consistency.
+        """
+        rows = [[int(seq), th, text, meta] for seq, th, text, meta in chunks]
+        parts = [rows[i : i + _PART] for i in range(0, len(rows), _PART)] or [[]]
+        for i, part in enumerate(parts[1:], start=1):
+            self._buffer(self._file_id(settings, file_hash, i), part, None)
+        head = {"kind": "parsed", "settings": settings, "file_hash": file_hash, "status": status,
+                "reason": reason or "", "n_chunks": len(rows), "n_parts": len(parts)}
+        self._buffer(self._file_id(settings, file_hash), parts[0], head)
+
+    def _buffer(self, record_id: str, rows: list[Any], meta: dict[str, Any] | None) -> None:
+        document = json.dumps(rows, ensure_ascii=False, default=str)
+        self._pending.append((record_id, document, meta))
+        self._pending_bytes += len(document)
+        if len(self._pending) >= 256 or self._pending_bytes > 8_000_000:
+            self.flush()
 
     def load_chunks(self, file_hash: str, settings: str) -> list[tuple[int, str, str, dict[str, Any]]]:
-        got = self._get_all("reading chunks", _where(kind="chunk", file_hash=file_hash, settings=settings),
-                            ["metadatas", "documents"])
-        rows = [(int(m["seq"]), m["text_hash"], doc or "", json.loads(m["meta"]))
-                for m, doc in zip(got["metadatas"], got["documents"], strict=True)]
-        return sorted(rows, key=lambda r: r[0])
+        self.flush()
+        head_id = self._file_id(settings, file_hash)
+        got = self._run("reading chunks", lambda: self._manifest.get(ids=[head_id], include=["metadatas", "documents"]))
+        if not got["ids"]:
+            return []
+        rows = json.loads(got["documents"][0])
+        n_parts = int(got["metadatas"][0].get("n_parts", 1))
+        if n_parts > 1:
+            ids = [self._file_id(settings, file_hash, i) for i in range(1, n_parts)]
+            more = self._run("reading chunks", lambda: self._manifest.get(ids=ids, include=["documents"]))
+            docs = dict(zip(more["ids"], more["documents"], strict=True))
+            for part_id in ids:
+                rows.extend(json.loads(docs[part_id]))
+        return [(int(seq), th, text, meta) for seq, th, text, meta in rows]
 
     # ---------------------------------------------------------- embeddings
     def cached_hashes(self, model: str, text_hashes: Sequence[str]) -> set[str]:
@@ -240,6 +284,7 @@ class ChromaServerBackend(LocalStatCache):
     def store_corpus(self, source_key: str, namespace: str, state_key: str, files: dict[str, str],
                      snapshot: str | None) -> None:
         """Replace the corpus state with one upsert (atomic per record)."""
+        self.flush()
         record = {"kind": "corpus", "state_key": state_key, "snapshot": snapshot or "",
                   "namespace": namespace[:500], "source_key": source_key}
         self._run("committing the corpus state", lambda: self._manifest.upsert(
@@ -256,4 +301,6 @@ class ChromaServerBackend(LocalStatCache):
         return [(th, 1.0 - float(d)) for th, d in zip(got["ids"][0], got["distances"][0], strict=True)]
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.flush()
         self.close_local()

@@ -1,0 +1,156 @@
+"""Shared-index benchmark: ``python -m bench.server_index [--chunks 100000] [--queries 200]``.
+
+Measures, in one run and on the same synthetic corpus (``bench.corpus``: 20
+paragraphs of ~900 characters per file, one chunk each) and the same
+precomputed 384-dimensional vectors (a hash-seeded embedder that costs ~0 s,
+so the figures are the index's own cost):
+
+* ingest: a first ``CorpusIndex.sync`` into an empty index (chunks/s, seconds);
+* second machine: a fresh CorpusIndex (new local cache folder) on the same
+  server, ``sync`` again (seconds, texts embedded: must be 0);
+* query p50/p95 for ``"auto"`` (hybrid) and ``"knn"``, k=10, excluding the
+  question's embedding;
+
+for the local cache (SQLite + in-memory search), a Chroma server (``chroma run``,
+dense side on the server's HNSW) and PostgreSQL + pgvector (pgserver, dense side
+on the HNSW index). The servers are started by the benchmark in a temp folder,
+with the same launchers the tests use (tests/servers_fixtures.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench.corpus import make_corpus
+
+DIM = 384
+
+
+class PrecomputedEmbedder:
+    """Deterministic 384-d vectors seeded by the text's hash (stands in for precomputed embeddings)."""
+
+    def __init__(self, dimension: int = DIM) -> None:
+        self.name = f"bench-precomputed:{dimension}"
+        self.dimension = dimension
+        self.batch_size = 512
+        self.texts_embedded = 0
+
+    def _one(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        return np.random.default_rng(seed).standard_normal(self.dimension, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts_embedded += len(texts)
+        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._one(text)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q)) if values else float("nan")
+
+
+def measure(name: str, url: str | None, docs: Path, queries: list[str], work: Path) -> dict[str, float | str]:
+    from akasha.index import CorpusIndex
+
+    def open_index(cache: Path, embedder: PrecomputedEmbedder) -> CorpusIndex:
+        if url is None:
+            return CorpusIndex(embedder, cache_dir=cache)
+        return CorpusIndex(embedder, cache_dir=cache, vector_store=url)
+
+    row: dict[str, float | str] = {"backend": name}
+    embedder = PrecomputedEmbedder()
+    started = time.perf_counter()
+    index = open_index(work / f"{name}-a", embedder)
+    report = index.sync(docs)
+    row["ingest_s"] = time.perf_counter() - started
+    row["chunks"] = report.chunks
+    row["chunks_per_s"] = report.chunks / row["ingest_s"]
+    for search_type in ("auto", "knn"):
+        vectors = {q: embedder.embed_query(q) for q in queries}
+        for q in queries[:5]:
+            index.search(q, k=10, search_type=search_type)
+        times = []
+        original = index.embedder.embed_query
+        index.embedder.embed_query = vectors.__getitem__  # type: ignore[method-assign]  # exclude embedding
+        try:
+            for q in queries:
+                t0 = time.perf_counter()
+                index.search(q, k=10, search_type=search_type)
+                times.append((time.perf_counter() - t0) * 1000)
+        finally:
+            index.embedder.embed_query = original  # type: ignore[method-assign]
+        row[f"{search_type}_p50_ms"] = _percentile(times, 50)
+        row[f"{search_type}_p95_ms"] = _percentile(times, 95)
+    index.close()
+    second = PrecomputedEmbedder()
+    started = time.perf_counter()
+    other = open_index(work / f"{name}-b", second)
+    other.sync(docs)
+    row["second_machine_s"] = time.perf_counter() - started
+    row["second_machine_embedded"] = second.texts_embedded
+    other.close()
+    return row
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--backends", default="local,chroma,pgvector")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from servers_fixtures import ChromaServer, PostgresServer
+
+    corpus = make_corpus(args.chunks, n_queries=args.queries)
+    work = Path(tempfile.mkdtemp(prefix="akbench", dir="/tmp"))
+    work.chmod(0o755)
+    wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
+    rows = []
+    servers: list[object] = []
+    try:
+        for name in wanted:
+            url = None
+            if name == "chroma":
+                server = ChromaServer(work / "chroma").start()
+                servers.append(server)
+                url = server.url("bench-docs")
+            elif name == "pgvector":
+                server = PostgresServer(work / "pgdata").init().start()
+                servers.append(server)
+                url = server.dsn(table="bench")
+            elif name != "local":
+                parser.error(f"unknown backend {name!r}; known: local, chroma, pgvector")
+            print(f"[{name}] indexing {args.chunks} chunks ...", file=sys.stderr, flush=True)
+            rows.append(measure(name, url, corpus.root, corpus.queries, work))
+    finally:
+        for server in servers:
+            server.stop()  # type: ignore[attr-defined]
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nShared-index benchmark: {args.chunks:,} chunks, {DIM}-d precomputed vectors, "
+          f"{len(corpus.queries)} queries, k=10\n")
+    print("| backend | ingest (chunks/s) | ingest (s) | second machine sync (s) | embedded there "
+          "| auto p50 / p95 (ms) | knn p50 / p95 (ms) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['backend']} | {r['chunks_per_s']:,.0f} | {r['ingest_s']:.1f} | {r['second_machine_s']:.1f} "
+              f"| {r['second_machine_embedded']} | {r['auto_p50_ms']:.1f} / {r['auto_p95_ms']:.1f} "
+              f"| {r['knn_p50_ms']:.1f} / {r['knn_p95_ms']:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
