@@ -114,5 +114,9 @@ class IndexLockError(AkashaError, TimeoutError):
     """Another process holds the index lock for longer than the timeout."""
 
 
+class IndexWriteError(AkashaError, OSError):
+    """The index cache folder refused a write (read-only, disk full, not a folder); the index there is unchanged."""
+
+
 class IndexMismatchError(AkashaError, ValueError):
     """An index was built with another embedding model or settings than requested."""

@@ -7,7 +7,9 @@ and creates no client.
 
 ``language`` defaults to ``"en"`` (the seed library defaulted to Chinese, ``"ch"``);
 it only controls the answer-language instruction added to the system prompt,
-see :data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`. ``None`` or ``"auto"`` adds none.
+see :data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`. ``"auto"`` asks for the question's
+own language and ``None`` adds no instruction. The offline extractive answerer quotes
+the documents verbatim, so it ignores this setting.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class RAGOptions:
     temperature: float = 0.0
     #: Replaces the default system prompt (the answer-language instruction is still added).
     system_prompt: str | None = None
-    #: Answer language: "en" (default), "ch" (Traditional Chinese), "zh", "ja", any language name, or None.
+    #: Answer language: "en" (default), "ch" (Traditional Chinese), "zh", "ja", "auto" (the question's), a language name, or None.
     language: str | None = "en"
     #: data_source names existing Chroma-backed stores instead of files.
     use_chroma: bool = False

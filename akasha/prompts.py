@@ -50,9 +50,11 @@ _QUESTION_MARK = "Question:"
 
 
 def language_instruction(language: str | None) -> str:
-    """The answer-language sentence for ``language`` ("" for None/"auto")."""
-    if not language or language.lower() == "auto":
+    """The answer-language sentence for ``language`` ("" for None; "auto": the question's language)."""
+    if not language:
         return ""
+    if language.lower() == "auto":
+        return "Answer in the same language as the question."
     return LANGUAGE_INSTRUCTIONS.get(language.lower(), f"Answer in {language}.")
 
 

@@ -150,3 +150,27 @@ def test_every_extra_named_by_missing_extra_error_exists():
     assert named, "no MissingExtraError raise found"
     unknown = {extra: where for extra, where in named.items() if extra not in extras}
     assert not unknown, f"MissingExtraError names extras pyproject.toml does not define: {unknown}"
+
+
+def load_griffe_extension():
+    spec = importlib.util.spec_from_file_location("akasha_griffe_rst", DOCS / "_hooks" / "griffe_rst.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rst_docstrings_become_markdown_in_the_api_reference():
+    convert = load_griffe_extension().convert
+    text = (
+        "Returns :class:`~akasha.types.Hit` objects (see :mod:`akasha.rerank`).\n\n"
+        "Example::\n\n"
+        "    rag = RAG()\n\n"
+        ">>> rag = RAG()\n"
+        ">>> rag(\n"
+        "...     'docs', 'q')\n"
+        "'answer'\n"
+    )
+    out = convert(text)
+    assert "`Hit`" in out and "`akasha.rerank`" in out and ":class:" not in out
+    assert "Example:\n" in out and "Example::" not in out
+    assert "```pycon\n>>> rag = RAG()\n>>> rag(\n...     'docs', 'q')\n'answer'\n```" in out

@@ -56,6 +56,7 @@ def test_construction_is_lazy_and_dimension_known_from_config():
     assert emb.batch_size == 64
 
 
+@pytest.mark.integration  # loads the packaged model (torch + transformers import: 5-25 s)
 @needs_packaged
 def test_packaged_model_embeds_offline_and_ranks_similar_higher(offline):
     emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
@@ -74,6 +75,7 @@ def test_packaged_model_embeds_offline_and_ranks_similar_higher(offline):
     assert elapsed < 60
 
 
+@pytest.mark.integration  # imports sentence-transformers (slow on a busy machine)
 def test_unknown_model_offline_raises_config_error(offline):
     pytest.importorskip("sentence_transformers")
     from akasha.errors import ConfigError
@@ -85,6 +87,7 @@ def test_unknown_model_offline_raises_config_error(offline):
     assert "no-such-org/no-such-embedder-akasha-test" in str(info.value)
 
 
+@pytest.mark.integration
 @needs_packaged
 def test_async_embed(offline):
     import asyncio

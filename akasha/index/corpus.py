@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ import numpy as np
 from akasha.embeddings.base import Embedder, as_matrix
 from akasha.errors import AkashaError, EmptySourceError, IndexLockError, LoaderError
 from akasha.index.manifest import Manifest, StoredChunk
-from akasha.index.paths import MEMORY, default_cache_dir
+from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -128,7 +129,10 @@ class CorpusIndex:
             self._manifest = Manifest(MEMORY)
         else:
             self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self.cache_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # read-only file system, or a file where the folder should be
+                raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
         self._chroma = None
@@ -242,6 +246,9 @@ class CorpusIndex:
             key = str(path)
             try:
                 st = path.stat()
+                if not stat.S_ISREG(st.st_mode):  # a FIFO would block read_bytes() forever
+                    self._skip(report, key, "not a regular file (a pipe, device or folder); nothing was read")
+                    continue
                 cached = stats.get(key)
                 data = None
                 if cached is not None and cached[0] == st.st_size and cached[1] == st.st_mtime_ns:
@@ -371,7 +378,10 @@ class CorpusIndex:
         if self.cache_dir is not None:
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.embedder.name)[:40]
             snapshot = f"{slug}-{state_key[:32]}.npz"
-            write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense)
+            try:
+                write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense)
+            except OSError as exc:  # the next sync retries; the in-memory index is complete and usable
+                raise storage_error(self.cache_dir, exc) from exc
         self._manifest.store_corpus(source_key, self.namespace, state_key, files, snapshot)
         self._committed = (source_key, state_key)
         if self.cache_dir is not None:
@@ -416,7 +426,9 @@ class _IndexLock:
 
         try:
             self._lock.acquire()
-        except Timeout:
+        except OSError as exc:
+            if not isinstance(exc, Timeout):  # cannot even create the lock file: read-only, full, ...
+                raise storage_error(self._path.parent, exc) from exc
             raise IndexLockError(
                 f"another process is writing the index at {self._path.parent} and held its lock "
                 f"({self._path}) for more than {self._timeout:g} s; wait for it to finish, or pass a larger "

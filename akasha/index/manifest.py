@@ -17,6 +17,7 @@ Tables
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -54,10 +55,13 @@ class Manifest:
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False, isolation_level=None)
-        if path != ":memory:":
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False, isolation_level=None)
+            if path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            raise self._storage_error(exc) from exc
         with self.transaction():
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
@@ -79,14 +83,35 @@ class Manifest:
 
         def __enter__(self) -> sqlite3.Connection:
             self.m._lock.acquire()
-            self.m._db.execute("BEGIN IMMEDIATE")
+            try:
+                self.m._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                self.m._lock.release()
+                raise self.m._storage_error(exc) from exc
             return self.m._db
 
-        def __exit__(self, exc_type: Any, *_: Any) -> None:
+        def __exit__(self, exc_type: Any, exc: BaseException | None, *_: Any) -> None:
             try:
-                self.m._db.execute("ROLLBACK" if exc_type else "COMMIT")
+                try:
+                    self.m._db.execute("ROLLBACK" if exc_type else "COMMIT")
+                except sqlite3.Error as failure:
+                    # A failed ROLLBACK (sqlite already rolled back) must not hide the original error.
+                    if exc_type is None:
+                        if self.m._db.in_transaction:
+                            with contextlib.suppress(sqlite3.Error):
+                                self.m._db.execute("ROLLBACK")
+                        raise self.m._storage_error(failure) from failure
             finally:
                 self.m._lock.release()
+            if isinstance(exc, sqlite3.Error):  # a write refused inside the transaction (read-only, disk full)
+                raise self.m._storage_error(exc) from exc
+
+    def _storage_error(self, exc: BaseException) -> Exception:
+        from pathlib import Path
+
+        from akasha.index.paths import storage_error
+
+        return storage_error(Path(self.path).parent if self.path != ":memory:" else self.path, exc)
 
     def transaction(self) -> Manifest._Tx:
         """``with manifest.transaction() as db:`` runs statements in one atomic commit."""

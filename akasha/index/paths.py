@@ -30,6 +30,32 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "akasha"
 
 
+def storage_error(folder: object, exc: BaseException) -> Exception:
+    """An :class:`~akasha.errors.IndexWriteError` naming the cache ``folder`` and what to do.
+
+    ``exc`` is the OSError or ``sqlite3`` error a write to the cache raised
+    (read-only folder or file system, disk full, a file where the folder should be).
+    """
+    import errno
+
+    from akasha.errors import IndexWriteError
+
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    code = getattr(exc, "errno", None)
+    if code == errno.ENOSPC or "full" in text.lower():
+        hint = "free some disk space"
+    elif code in (errno.EROFS, errno.EACCES, errno.EPERM) or "readonly" in text.lower() or "read-only" in text.lower():
+        hint = "make the folder writable"
+    else:
+        hint = "check the folder (delete it to rebuild the index from the files)"
+    error = IndexWriteError(
+        f"cannot write the index cache folder {folder} ({text}); {hint}, or pass cache_dir= another writable "
+        "folder (or ':memory:' to keep the index in memory). The index already stored there was not changed."
+    )
+    error.cache_dir = str(folder)  # type: ignore[attr-defined]
+    return error
+
+
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     """Write ``path`` via a temp file in the same folder + fsync + ``os.replace``.
 

@@ -218,8 +218,24 @@ def _qualname_stack(tree: ast.AST) -> dict[ast.AST, str]:
     return names
 
 
-def raise_sites(package: Path = PACKAGE) -> list[RaiseSite]:
-    """Every ``raise Name(...)`` in the package, read from the source (no import)."""
+def _call_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def raise_sites(package: Path = PACKAGE, error_names: set[str] | None = None) -> list[RaiseSite]:
+    """Every ``raise Name(...)`` in the package, read from the source (no import).
+
+    Error objects built in one place and raised in another (``error = IndexWriteError(...)``
+    in a helper that returns it) are found too: any call of a class in ``error_names``
+    (default: :func:`error_class_names`) counts as a site of that class.
+    """
+    if error_names is None:
+        error_names = set(error_class_names(package)) if package == PACKAGE else set()
     sites: list[RaiseSite] = []
     for path in sorted(package.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
@@ -228,17 +244,20 @@ def raise_sites(package: Path = PACKAGE) -> list[RaiseSite]:
         except SyntaxError:  # a file being written right now; the tests will catch it
             continue
         scopes = _qualname_stack(tree)
+        raised: set[int] = set()
+        calls: list[tuple[ast.AST, ast.Call]] = []
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                raised.add(id(node.exc))
+                calls.append((node, node.exc))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and id(node) not in raised and _call_name(node) in error_names:
+                calls.append((node, node))
+        for node, call in sorted(calls, key=lambda pair: pair[0].lineno):
+            name = _call_name(call)
+            if name is None:
                 continue
-            func = node.exc.func
-            if isinstance(func, ast.Name):
-                name = func.id
-            elif isinstance(func, ast.Attribute):
-                name = func.attr
-            else:
-                continue
-            args = ", ".join(ast.unparse(a) for a in [*node.exc.args, *node.exc.keywords])
+            args = ", ".join(ast.unparse(a) for a in [*call.args, *call.keywords])
             args = " ".join(args.split())
             if len(args) > 240:
                 args = args[:237] + "..."
@@ -249,7 +268,7 @@ def raise_sites(package: Path = PACKAGE) -> list[RaiseSite]:
                     line=node.lineno,
                     function=scopes.get(node, "") or "(module)",
                     arguments=args,
-                    args=tuple(ast.unparse(a) for a in node.exc.args),
+                    args=tuple(ast.unparse(a) for a in call.args),
                 )
             )
     return sites

@@ -92,6 +92,8 @@ class ChromaServerBackend(LocalStatCache):
         self._vectors: dict[str, Any] = {}
         self._pending: list[tuple[str, str, dict[str, Any] | None]] = []
         self._pending_bytes = 0
+        self._unread: set[tuple[str, str]] = set()  # ok files of the last parsed_status, not yet loaded
+        self._prefetched: dict[tuple[str, str], list[tuple[int, str, str, dict[str, Any]]]] = {}
         self._client = self._run("connecting", self._connect)
         self._manifest = self._run("opening the manifest collection", self._open_manifest)
         self._batch = max(100, int(self._run("reading the batch size", self._client.get_max_batch_size)) // 2)
@@ -188,6 +190,8 @@ class ChromaServerBackend(LocalStatCache):
     def parsed_status(self, settings: str) -> dict[str, tuple[str, str | None]]:
         self.flush()
         got = self._get_all("reading the parsed files", _where(kind="parsed", settings=settings), ["metadatas"])
+        self._unread = {(m["file_hash"], settings) for m in got["metadatas"] if m["status"] == "ok"}
+        self._prefetched.clear()
         return {m["file_hash"]: (m["status"], m.get("reason") or None) for m in got["metadatas"]}
 
     def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[tuple[int, str, str, dict[str, Any]]],
@@ -214,20 +218,26 @@ class ChromaServerBackend(LocalStatCache):
             self.flush()
 
     def load_chunks(self, file_hash: str, settings: str) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """One file's chunks; fetches up to 63 other not yet read files of the last parsed_status at once."""
         self.flush()
-        head_id = self._file_id(settings, file_hash)
-        got = self._run("reading chunks", lambda: self._manifest.get(ids=[head_id], include=["metadatas", "documents"]))
-        if not got["ids"]:
-            return []
-        rows = json.loads(got["documents"][0])
-        n_parts = int(got["metadatas"][0].get("n_parts", 1))
-        if n_parts > 1:
-            ids = [self._file_id(settings, file_hash, i) for i in range(1, n_parts)]
-            more = self._run("reading chunks", lambda: self._manifest.get(ids=ids, include=["documents"]))
-            docs = dict(zip(more["ids"], more["documents"], strict=True))
-            for part_id in ids:
-                rows.extend(json.loads(docs[part_id]))
-        return [(int(seq), th, text, meta) for seq, th, text, meta in rows]
+        key = (file_hash, settings)
+        if key not in self._prefetched:
+            wanted = [key] + [k for k in list(self._unread)[:128] if k != key and k[1] == settings][:63]
+            self._unread.difference_update(wanted)
+            ids = [self._file_id(s, h) for h, s in wanted]
+            got = self._run("reading chunks", lambda: self._manifest.get(ids=ids, include=["metadatas", "documents"]))
+            for meta, doc in zip(got["metadatas"], got["documents"], strict=True):
+                rows = json.loads(doc)
+                n_parts = int(meta.get("n_parts", 1))
+                if n_parts > 1:
+                    part_ids = [self._file_id(settings, meta["file_hash"], i) for i in range(1, n_parts)]
+                    more = self._run("reading chunks", lambda: self._manifest.get(ids=part_ids, include=["documents"]))
+                    docs = dict(zip(more["ids"], more["documents"], strict=True))
+                    for part_id in part_ids:
+                        rows.extend(json.loads(docs[part_id]))
+                self._prefetched[(meta["file_hash"], meta["settings"])] = [
+                    (int(seq), th, text, m) for seq, th, text, m in rows]
+        return self._prefetched.pop(key, [])
 
     # ---------------------------------------------------------- embeddings
     def cached_hashes(self, model: str, text_hashes: Sequence[str]) -> set[str]:

@@ -91,6 +91,10 @@ class PgVectorBackend(LocalStatCache):
         self._conn: Any = None
         self._vector_oid: int | None = None
         self._tables: dict[str, tuple[str, int]] = {}  # model -> (vector table, dim)
+        self._pending: list[tuple[str, str, str, str | None, list[tuple[Any, ...]]]] = []
+        self._pending_rows = 0
+        self._unread: set[tuple[str, str]] = set()  # ok files of the last parsed_status, not yet loaded
+        self._prefetched: dict[tuple[str, str], list[tuple[int, str, str, dict[str, Any]]]] = {}
         self._run("creating the akasha tables", self._create_schema)
 
     # ----------------------------------------------------------- connection
@@ -207,38 +211,71 @@ class PgVectorBackend(LocalStatCache):
 
     # -------------------------------------------------------------- chunks
     def parsed_status(self, settings: str) -> dict[str, tuple[str, str | None]]:
+        self.flush()
         rows = self._run("reading the parsed-file table", lambda c: c.execute(
             f"SELECT file_hash, status, reason FROM {self.t}_parsed WHERE settings = %s", (settings,)).fetchall())
+        self._unread = {(h, settings) for h, s, _r in rows if s == "ok"}
+        self._prefetched.clear()
         return {h: (s, r) for h, s, r in rows}
 
     def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[tuple[int, str, str, dict[str, Any]]],
                      status: str = "ok", reason: str | None = None) -> None:
-        """Replace one file's chunks and its parsed row in one transaction."""
-        t = self.t
+        """Buffer one file's chunks; :meth:`flush` writes a batch of files in one transaction.
+
+        Buffered files are written before any read and at commit, so a crash loses
+        at most parse work (redone next time), never consistency.
+        """
         rows = [(file_hash, settings, int(seq), th, _clean(text),
                  _clean(json.dumps(meta, ensure_ascii=False, default=str))) for seq, th, text, meta in chunks]
+        self._pending.append((file_hash, settings, status, reason, rows))
+        self._pending_rows += len(rows) + 1
+        if self._pending_rows >= 5000:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered files: their chunks and parsed rows, in one transaction."""
+        if not self._pending:
+            return
+        pending = self._pending
+        t = self.t
 
         def write(conn: Any) -> None:
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-file:{t}:{file_hash}"),))
-                conn.execute(f"DELETE FROM {t}_chunks WHERE file_hash = %s AND settings = %s", (file_hash, settings))
-                if rows:
-                    with conn.cursor().copy(f"COPY {t}_chunks (file_hash, settings, seq, text_hash, text, metadata) "
-                                            "FROM STDIN") as copy:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-parsed:{t}"),))
+                conn.execute(f"DELETE FROM {t}_chunks c USING unnest(%s::text[], %s::text[]) AS f(h, s) "
+                             "WHERE c.file_hash = f.h AND c.settings = f.s",
+                             ([p[0] for p in pending], [p[1] for p in pending]))
+                with conn.cursor().copy(f"COPY {t}_chunks (file_hash, settings, seq, text_hash, text, metadata) "
+                                        "FROM STDIN") as copy:
+                    for *_head, rows in pending:
                         for row in rows:
                             copy.write_row(row)
-                conn.execute(f"""INSERT INTO {t}_parsed VALUES (%s, %s, %s, %s, %s)
-                                 ON CONFLICT (file_hash, settings) DO UPDATE SET status = EXCLUDED.status,
-                                 reason = EXCLUDED.reason, n_chunks = EXCLUDED.n_chunks""",
-                             (file_hash, settings, status, reason, len(rows)))
+                conn.cursor().executemany(
+                    f"""INSERT INTO {t}_parsed VALUES (%s, %s, %s, %s, %s)
+                        ON CONFLICT (file_hash, settings) DO UPDATE SET status = EXCLUDED.status,
+                        reason = EXCLUDED.reason, n_chunks = EXCLUDED.n_chunks""",
+                    [(h, st, status, reason, len(rows)) for h, st, status, reason, rows in pending])
 
-        self._run(f"storing the chunks of file {file_hash[:12]}", write)
+        self._run(f"storing the chunks of {len(pending)} files", write)
+        self._pending, self._pending_rows = [], 0
 
     def load_chunks(self, file_hash: str, settings: str) -> list[tuple[int, str, str, dict[str, Any]]]:
-        rows = self._run("reading chunks", lambda c: c.execute(
-            f"SELECT seq, text_hash, text, metadata FROM {self.t}_chunks WHERE file_hash = %s AND settings = %s "
-            "ORDER BY seq", (file_hash, settings)).fetchall())
-        return [(seq, th, text, meta if isinstance(meta, dict) else json.loads(meta)) for seq, th, text, meta in rows]
+        """One file's chunks; fetches up to 200 other not yet read files of the last parsed_status at once."""
+        self.flush()
+        key = (file_hash, settings)
+        if key not in self._prefetched:
+            wanted = [key] + [k for k in list(self._unread)[:400] if k != key and k[1] == settings][:199]
+            self._unread.difference_update(wanted)
+            hashes = [h for h, _s in wanted]
+            rows = self._run("reading chunks", lambda c: c.execute(
+                f"SELECT file_hash, seq, text_hash, text, metadata FROM {self.t}_chunks "
+                "WHERE settings = %s AND file_hash = ANY(%s) ORDER BY file_hash, seq", (settings, hashes)).fetchall())
+            for h in hashes:
+                self._prefetched[(h, settings)] = []
+            for h, seq, th, text, meta in rows:
+                self._prefetched[(h, settings)].append(
+                    (seq, th, text, meta if isinstance(meta, dict) else json.loads(meta)))
+        return self._prefetched.pop(key)
 
     # ---------------------------------------------------------- embeddings
     def _table(self, conn: Any, model: str, dim: int | None) -> tuple[str, int] | None:
@@ -337,6 +374,7 @@ class PgVectorBackend(LocalStatCache):
     def store_corpus(self, source_key: str, namespace: str, state_key: str, files: dict[str, str],
                      snapshot: str | None) -> None:
         """Commit the corpus state (one row, one transaction), then make sure the ANN indexes exist."""
+        self.flush()
         payload = _clean(json.dumps(files, ensure_ascii=False))
         self._run("committing the corpus state", lambda c: c.execute(
             f"""INSERT INTO {self.t}_corpora (source_key, namespace, state_key, files, snapshot, updated_at)
@@ -383,6 +421,10 @@ class PgVectorBackend(LocalStatCache):
         return self._run("searching vectors", read)
 
     def close(self) -> None:
+        try:
+            self.flush()
+        except Exception:  # only parse work is lost: it is redone next time
+            log.warning("could not write buffered parsed files to %s", self.path, exc_info=True)
         with self._lock:
             self._drop()
         self.close_local()
