@@ -83,15 +83,24 @@ def pack(
 
     blocks: list[str] = []
     chosen: list[Hit] = []
-    skipped: list[str] = []
     truncated: list[str] = []
+    # Each block is encoded once: the running total adds block tokens (plus the "\n\n"
+    # separator) to the cost of the documents wrapper. BPE merges across block boundaries
+    # can make the exact count differ by a token or two, so the result is verified below.
+    wrapper = fixed + user_tokens([""])
+    running = wrapper
     for hit in hits:
         candidate = format_document(len(blocks) + 1, hit)
-        if fixed + user_tokens(blocks + [candidate]) <= max_input_tokens:
+        cost = counter.count(candidate) + (1 if blocks else 0)
+        if running + cost <= max_input_tokens:
             blocks.append(candidate)
             chosen.append(hit)
-        else:
-            skipped.append(hit.id)
+            running += cost
+    while blocks and fixed + user_tokens(blocks) > max_input_tokens:
+        blocks.pop()
+        chosen.pop()
+    kept = {id(h) for h in chosen}
+    skipped = [h.id for h in hits if id(h) not in kept]
 
     if not chosen and hits:
         # Nothing fits whole: send the best chunk cut down to the room left.

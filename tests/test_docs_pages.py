@@ -174,3 +174,40 @@ def test_rst_docstrings_become_markdown_in_the_api_reference():
     assert "`Hit`" in out and "`akasha.rerank`" in out and ":class:" not in out
     assert "Example:\n" in out and "Example::" not in out
     assert "```pycon\n>>> rag = RAG()\n>>> rag(\n...     'docs', 'q')\n'answer'\n```" in out
+
+
+def environment_variables_read_by_the_code() -> dict[str, str]:
+    """Every environment variable name the package reads, with one place that reads it."""
+    import ast
+
+    readers = {"env_value", "env_lookup", "require_api_key", "get", "getenv", "MissingAPIKeyError"}
+    found: dict[str, str] = {}
+    name = re.compile(r"^[A-Z][A-Z0-9]*_[A-Z0-9_]+$")
+    for path in sorted((ROOT / "akasha").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            strings: list[ast.AST] = []
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in readers:
+                    strings = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
+                strings = [node.slice]
+            elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id.endswith(("_VARIABLES", "_ENV")) for t in node.targets
+            ):
+                strings = [node.value]
+            for s in strings:
+                for const in ast.walk(s):
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str) and name.match(const.value):
+                        found.setdefault(const.value, f"{path.relative_to(ROOT)}:{const.lineno}")
+    return found
+
+
+def test_every_environment_variable_the_code_reads_is_documented():
+    found = environment_variables_read_by_the_code()
+    assert {"OPENAI_API_KEY", "GEMINI_API_KEY", "AKASHA_CACHE_DIR"} <= set(found), found
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md"))
+    missing = {var: where for var, where in found.items() if var not in docs}
+    assert not missing, f"environment variables read by akasha but not in the docs: {missing}"

@@ -246,3 +246,20 @@ def test_server_lost_mid_run_fails_clearly_then_resumes(tmp_path, target):
         vectors = index._manifest.load_vectors("hash", [c.metadata["content_hash"] for c in index.chunks])
         assert len(vectors) == len({c.metadata["content_hash"] for c in index.chunks})
         assert all(np.isfinite(v).all() for v in vectors.values())
+
+
+def test_other_corpora_on_the_same_server_never_leak_into_results(tmp_path, target):
+    docs_a = write_corpus(tmp_path / "a")
+    docs_b = tmp_path / "b"
+    docs_b.mkdir()
+    for i in range(40):  # 40 near-duplicates of the question: they fill the server's first candidates
+        (docs_b / f"coolant{i}.md").write_text(f"Coolant radiator blue long-life coolant radiator, copy {i}.")
+    with open_index(target.url, tmp_path / "machine-b") as b:
+        b.sync(docs_b)
+    with open_index(target.url, tmp_path / "machine-a") as a:
+        a.sync(docs_a)
+        for search_type in ("knn", "auto"):
+            hits = a.search("coolant radiator blue long-life", k=5, search_type=search_type)
+            assert len(hits) == 5
+            assert all(Path(h.path).parent == docs_a for h in hits)
+        assert Path(a.search("coolant radiator blue long-life", k=1, search_type="knn")[0].path).name == "coolant.md"

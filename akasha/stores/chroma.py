@@ -57,12 +57,17 @@ class ChromaStore(SyncStore):
     ) -> None:
         chromadb = _import_chromadb()
         if client is None:
+            from chromadb.config import Settings
+
+            # The same settings as akasha.index.chroma: Chroma refuses two in-process clients
+            # whose settings differ, and telemetry stays off.
+            settings = Settings(anonymized_telemetry=False)
             if host:
-                client = chromadb.HttpClient(host=host, port=int(port))
+                client = chromadb.HttpClient(host=host, port=int(port), settings=settings)
             elif persist_directory:
-                client = chromadb.PersistentClient(path=str(persist_directory))
+                client = chromadb.PersistentClient(path=str(persist_directory), settings=settings)
             else:
-                client = chromadb.EphemeralClient()
+                client = chromadb.EphemeralClient(settings=settings)
         self.client = client
         self.collection_name = collection
         self.collection = client.get_or_create_collection(name=collection, metadata={"hnsw:space": "cosine"})

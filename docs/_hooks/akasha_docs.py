@@ -393,7 +393,7 @@ def option_flags(parser: argparse.ArgumentParser) -> list[list[str]]:
 
 def help_text(parser: argparse.ArgumentParser) -> str:
     previous = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "100"  # argparse wraps by terminal width; fix it for stable pages
+    os.environ["COLUMNS"] = "78"  # argparse wraps by terminal width; fix it for stable pages
     try:
         return parser.format_help()
     finally:

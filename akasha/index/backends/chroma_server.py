@@ -177,15 +177,18 @@ class ChromaServerBackend(LocalStatCache):
 
     def flush(self) -> None:
         """Write the buffered parsed-file records (parts first, then the head records that complete them)."""
-        pending, self._pending, self._pending_bytes = self._pending, [], 0
-        heads = [r for r in pending if r[2] is not None]
-        parts = [r for r in pending if r[2] is None]
+        if not self._pending:
+            return
+        heads = [r for r in self._pending if r[2] is not None]
+        parts = [r for r in self._pending if r[2] is None]
         for group in (parts, heads):
             for start in range(0, len(group), 64):
                 batch = group[start : start + 64]
                 self._run("storing parsed files", lambda: self._manifest.upsert(
                     ids=[r[0] for r in batch], embeddings=[_ONE] * len(batch), documents=[r[1] for r in batch],
                     metadatas=[r[2] or {"kind": "part"} for r in batch]))
+        # cleared only once all are written (upserts are idempotent, so a retry after a failure is harmless)
+        self._pending, self._pending_bytes = [], 0
 
     def parsed_status(self, settings: str) -> dict[str, tuple[str, str | None]]:
         self.flush()
