@@ -14,9 +14,10 @@ folder reuses the in-memory index and re-embeds nothing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -416,6 +417,81 @@ class RAG:
             raise ValueError("prompt must be a non-empty string")
         return run_selfask(self, options, data_source, prompt, history_messages)
 
+    # ------------------------------------------------------------- async API
+    async def acall(
+        self,
+        data_source: DataSource,
+        prompt: str,
+        history_messages: Sequence[object] | None = None,
+        **overrides: Any,
+    ) -> str | AsyncIterator[str]:
+        """Async twin of :meth:`__call__` for notebooks and servers.
+
+        Indexing, retrieval, reranking and packing run in a worker thread (they are
+        CPU and disk bound), generation uses the provider's async client where it
+        has one (``agenerate``/``astream``), else the sync client in a thread.
+        With ``stream=True`` it returns an async iterator of answer pieces.
+        """
+        options = self.options.merged(**overrides)
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt must be a non-empty string")
+        self.followups = []
+        run = await asyncio.to_thread(self._prepare, options, data_source, prompt, history_messages)
+        self._publish(run)
+        if options.stream:
+            return self._astream(run)
+        return self._finish(run, await self._agenerate(run))
+
+    async def astream(
+        self,
+        data_source: DataSource,
+        prompt: str,
+        history_messages: Sequence[object] | None = None,
+        **overrides: Any,
+    ) -> AsyncIterator[str]:
+        """``async for piece in rag.astream(folder, question)``: the streamed async call."""
+        pieces = await self.acall(data_source, prompt, history_messages, **{**overrides, "stream": True})
+        assert not isinstance(pieces, str)
+        async for piece in pieces:
+            yield piece
+
+    async def _agenerate(self, run: _Run) -> str:
+        assert run.packed is not None
+        model = self._chat_model(run.options.model, run.options)
+        options = self._generation_options(run.options)
+        with run.stage("generate", model.name, run.packed.prompt_tokens) as entry:
+            if hasattr(model, "agenerate"):
+                answer = await model.agenerate(run.packed.messages, options)
+            else:
+                answer = await asyncio.to_thread(model.generate, run.packed.messages, options)
+            entry["out"] = len(answer)
+        return self._with_sources(answer, run.docs)
+
+    async def _astream(self, run: _Run) -> AsyncIterator[str]:
+        assert run.packed is not None
+        model = self._chat_model(run.options.model, run.options)
+        options = self._generation_options(run.options)
+        entry: dict[str, Any] = {"stage": "generate", "name": model.name, "ms": 0.0, "in": run.packed.prompt_tokens, "out": 0}
+        self.trace.append(entry)
+        start = time.perf_counter()
+        pieces: list[str] = []
+        try:
+            async for piece in _async_pieces(model, run.packed.messages, options):
+                if not piece:
+                    continue
+                pieces.append(piece)
+                self.response = "".join(pieces)
+                yield piece
+            answer = "".join(pieces)
+            final = self._with_sources(answer, run.docs)
+            if final != answer:
+                self.response = final
+                yield final[len(answer):]
+        finally:
+            entry["ms"] = round((time.perf_counter() - start) * 1000, 3)
+            entry["out"] = len(self.response)
+        self._finish(run, self.response)
+
     def search(self, data_source: DataSource, question: str, k: int = 5, search_type: Any = None) -> list[Hit]:
         """First-stage retrieval only (no language model): the ``k`` best chunks for ``question``."""
         overrides: dict[str, Any] = {"k": k}
@@ -470,6 +546,21 @@ class _MergedStores:
     def search(self, query: str, k: int = 5, search_type: Any = "auto") -> list[Hit]:
         merged = [hit for store in self.stores for hit in store.search(query, k=k, search_type=search_type)]
         return sorted(merged, key=lambda h: -h.score)[:k]
+
+
+async def _async_pieces(model: ChatModel, messages: list[Message], options: GenerationOptions) -> AsyncIterator[str]:
+    """The model's async stream, or its sync stream driven from a worker thread."""
+    if hasattr(model, "astream"):
+        async for piece in model.astream(messages, options):
+            yield piece
+        return
+    iterator = iter(model.stream(messages, options))
+    done = object()
+    while True:
+        piece = await asyncio.to_thread(next, iterator, done)
+        if piece is done:
+            return
+        yield piece
 
 
 def _describe_source(data_source: DataSource) -> str:

@@ -263,7 +263,9 @@ def _exception_texts(exc: BaseException) -> list[str]:
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         texts += [str(exc), repr(exc), repr(getattr(exc, "args", ()))]
-        exc = exc.__cause__ or exc.__context__
+        # what tracebacks, logging and error reporters show: the cause, else the context unless suppressed
+        exc = exc.__cause__ if exc.__cause__ is not None else (
+            None if exc.__suppress_context__ else exc.__context__)
     return texts
 
 
@@ -337,7 +339,7 @@ def test_an_accepted_key_never_leaks_into_logs_traces_or_500_errors(provider, do
         rag = akasha.RAG(model=model, embeddings=embedder, cache_dir=":memory:", keep_logs=True, verbose=True,
                          reranker="llm", reranker_model=model, k=2)
         answer = rag(str(docs), "How often is the pump greased?")
-        assert answer == "Every 500 hours." and rag.logs and rag.trace
+        assert answer.startswith("Every 500 hours.") and rag.logs and rag.trace
         texts = _rag_texts(rag) + [repr(model), repr(embedder), str(model.__dict__), str(embedder.__dict__)]
 
         srv.app.fail_next(500, f"upstream failure, key was {CANARY}", times=10)
