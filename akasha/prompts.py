@@ -84,7 +84,7 @@ def citation(hit: Hit) -> str:
 
 
 def _escape_body(text: str) -> str:
-    return re.sub(r"</?\s*document\b", lambda m: m.group(0).replace("<", "&lt;"), text, flags=re.I)
+    return re.sub(r"</?\s*documents?\b", lambda m: m.group(0).replace("<", "&lt;"), text, flags=re.I)
 
 
 def format_document(number: int, hit: Hit, text: str | None = None) -> str:

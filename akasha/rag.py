@@ -243,8 +243,7 @@ class RAG:
             with run.stage("index", f"CorpusIndex({index.embedder.name if hasattr(index, 'embedder') else _spec_name(options.embeddings)})", _describe_source(data_source)) as entry:
                 report = index.sync(data_source)
                 entry["out"] = getattr(report, "chunks", None)
-                for path, reason in getattr(report, "skipped_files", ()) or ():
-                    logger.warning("skipped %s: %s", path, reason)
+                # Skipped files are already warned about once, by the index (not again on every call).
         with run.stage("retrieve", _spec_name(options.search_type), options.k) as entry:
             hits = index.search(question, k=options.k, search_type=options.search_type)
             entry["out"] = len(hits)

@@ -312,11 +312,13 @@ def _load_bm25(path_value: Any, spec: PipelineSpec) -> tuple[Any, Path | None]:
 
 
 def rag_from_spec(path_or_spec: Any, **rag_options: Any) -> dict[str, Any]:
-    """Keyword arguments for ``akasha.RAG`` that serve a YAML-built pipeline.
+    """What ``akasha.RAG.from_spec`` needs to serve a YAML-built pipeline.
 
-    Returns ``{"retriever": pipeline, "embeddings": pipeline.embedder, **rag_options}``;
-    ``RAG.from_spec(path, model=...)`` is ``cls(**rag_from_spec(path, model=...))``.
-    ``rag_options["model"]`` doubles as the ``llm`` of multi_query/hyde patterns.
+    Returns ``{"retriever": pipeline, "embeddings": pipeline.embedder, **rag_options}``.
+    The facade pops ``retriever``, builds ``RAG(**rest)`` and retrieves through
+    ``pipeline.retrieve(data_source, question, k)`` (files loaded and ingested when
+    they changed, then :meth:`~akasha.pipeline.Pipeline.query`) instead of its own
+    index. ``rag_options["model"]`` doubles as the ``llm`` of multi_query/hyde patterns.
     """
     spec = load_spec_file(path_or_spec) if isinstance(path_or_spec, (str, Path)) else load_spec(path_or_spec)
     needs_llm = spec.retrieval.get("pattern") in ("multi_query", "hyde")

@@ -10,10 +10,13 @@ With ``stream=True`` a call returns a generator of answer pieces instead of a
 consume the pieces. Hosted models (``openai:``, ``gemini:``, ``ollama:``) stream
 tokens; the offline ``extractive`` model used here streams one quoted sentence at a
 time. ``stream`` can also be given for one call: ``rag(folder, question, stream=True)``.
+In async code (a notebook cell, a web server) ``async for piece in rag.astream(...)``
+does the same without blocking the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -37,6 +40,13 @@ def main() -> None:
     rag.stream = False
     stream = rag(str(HERE / "docs"), QUESTION, stream=True)
     assert not isinstance(stream, str) and "".join(stream) == rag.response
+
+    # The async twin, for code that already runs an event loop:
+    async def consume() -> str:
+        return "".join([piece async for piece in rag.astream(str(HERE / "docs"), QUESTION)])
+
+    assert asyncio.run(consume()) == rag.response
+    print("astream gave the same answer")
 
 
 if __name__ == "__main__":

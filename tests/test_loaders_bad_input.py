@@ -183,7 +183,8 @@ def test_5_mb_single_line_without_separators_chunks_fast(tmp_path: Path):
     [doc] = load_file(path)
     chunks = split_text(doc.text, 1000, 100)
     assert time.perf_counter() - start < 5
-    assert len(chunks) == 5556 and all(len(c) == 1000 for c in chunks[:-1])
+    assert all(len(c) <= 1000 for c in chunks) and len(chunks) >= 5_000_000 // 900
+    assert 5_000_000 <= sum(map(len, chunks)) <= 5_000_000 + 100 * len(chunks)  # overlap only
 
 
 # -- names and paths ---------------------------------------------------------------------

@@ -189,3 +189,31 @@ def test_two_megabyte_single_line_file_is_indexed(tmp_path):
     assert report.indexed == 1 and report.chunks > 1000
     assert max(len(c.text) for c in index.chunks) <= 1000
     assert "needleword" in index.search("needleword", k=1, search_type="bm25")[0].chunk.text
+
+
+def test_the_facade_reports_counts_and_warns_once_per_bad_file(tmp_path, caplog):
+    import akasha
+
+    root = tmp_path / "docs"
+    write(root / "good.txt", b"The pump P-101 bearing is greased every 500 hours.")
+    write(root / "also-good.md", b"# Valve\n\nThe valve V-7 seal is replaced every 2000 hours.")
+    write(root / "zero.txt", b"")
+    write(root / "binary.txt", bytes(range(256)) * 8)
+    write(root / "fake.docx", zip_of_something_else())
+    rag = akasha.RAG(model="extractive", embeddings="hash", cache_dir=tmp_path / "cache")
+    report = rag.index(root)
+    assert (report.indexed, report.unchanged, report.skipped) == (2, 0, 3)
+    with caplog.at_level(logging.WARNING):
+        rag(str(root), "How often is the pump greased?")
+        rag(str(root), "How often is the valve seal replaced?")
+    for name in ("zero.txt", "binary.txt", "fake.docx"):
+        assert len(warnings_naming(caplog, str(root / name))) <= 1, name  # warned by rag.index() already
+    again = akasha.RAG(model="extractive", embeddings="hash", cache_dir=tmp_path / "cache")
+    with caplog.at_level(logging.WARNING):
+        caplog.clear()
+        again(str(root), "How often is the pump greased?")
+        again(str(root), "How often is the valve seal replaced?")
+    for name in ("zero.txt", "binary.txt", "fake.docx"):
+        assert len(warnings_naming(caplog, str(root / name))) == 1, name
+    report = again.index(root)
+    assert (report.indexed, report.unchanged, report.skipped, report.embedded) == (0, 2, 3, 0)

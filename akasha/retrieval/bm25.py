@@ -40,6 +40,16 @@ FORMAT = "akasha-bm25"
 FORMAT_VERSION = 1
 
 
+class _Vocab(dict):
+    """term -> id; looking up an unknown term gives it the next id (first-seen order, one dict pass per token)."""
+
+    __slots__ = ()
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self)
+        return tid
+
+
 class BM25Index:
     """An incrementally updated Okapi BM25 index keyed by string ids."""
 
@@ -53,7 +63,7 @@ class BM25Index:
 
     # ------------------------------------------------------------------ state
     def _init_empty(self) -> None:
-        self._vocab: dict[str, int] = {}
+        self._vocab: dict[str, int] = _Vocab()
         self._df = np.zeros(0, dtype=np.int64)  # live document frequency per term
         self._ids: list[str | None] = []  # slot -> id (None once removed)
         self._slot: dict[str, int] = {}
@@ -115,21 +125,20 @@ class BM25Index:
         replaced = [i for i in ids if i in self._slot]
         if replaced:
             self.remove(replaced)
-        vocab = self._vocab
-        for term in dict.fromkeys(flat_terms):  # new terms get ids in first-seen order (deterministic)
-            if term not in vocab:
-                vocab[term] = len(vocab)
-        tids = np.fromiter(map(vocab.__getitem__, flat_terms), dtype=np.int64, count=len(flat_terms))
+        # new terms get ids in first-seen order (deterministic) via _Vocab.__missing__
+        tids = np.fromiter(map(self._vocab.__getitem__, flat_terms), dtype=np.int64, count=len(flat_terms))
         start = len(self._ids)
-        slots = np.repeat(np.arange(start, start + len(ids), dtype=np.int64), entries)
-        n_terms = len(vocab)
-        keys = slots * n_terms + tids
+        n_docs = len(ids)
+        n_terms = len(self._vocab)
+        # (term, slot)-major keys: the delta part comes out sorted by term, so _merge's stable sort sees sorted runs
+        keys = tids * n_docs + np.repeat(np.arange(n_docs, dtype=np.int64), entries)
         if tfs is None:
             pairs, tf = np.unique(keys, return_counts=True)
         else:
             order = np.argsort(keys, kind="stable")
             pairs, tf = keys[order], np.asarray(tfs)[order]
-        p_slots, p_terms = np.divmod(pairs, n_terms)
+        p_terms, p_slots = np.divmod(pairs, n_docs)
+        p_slots += start
         if n_terms > len(self._df):
             self._df = np.concatenate([self._df, np.zeros(n_terms - len(self._df), dtype=np.int64)])
         self._df += np.bincount(p_terms, minlength=n_terms)
@@ -147,7 +156,9 @@ class BM25Index:
 
     def _delta(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._delta_cache is None:
-            if self._delta_parts:
+            if len(self._delta_parts) == 1:
+                self._delta_cache = self._delta_parts[0]
+            elif self._delta_parts:
                 terms, docs, tfs = zip(*self._delta_parts, strict=True)
                 self._delta_cache = (np.concatenate(terms), np.concatenate(docs), np.concatenate(tfs))
             else:
@@ -189,15 +200,17 @@ class BM25Index:
         terms = np.concatenate([main_terms, d_terms])
         docs = np.concatenate([self._doc, d_docs]).astype(np.int64)
         tfs = np.concatenate([self._tf, d_tfs])
-        keep = self._alive[docs]
-        terms, docs, tfs = terms[keep], docs[keep], tfs[keep]
-        # Renumber slots so deleted documents take no room.
         live_slots = np.flatnonzero(self._alive)
-        remap = np.full(len(self._alive), -1, dtype=np.int64)
-        remap[live_slots] = np.arange(len(live_slots))
-        docs = remap[docs]
-        # Main postings are sorted by (term, slot) and every delta slot is newer than every main slot,
-        # with delta triples sorted by slot: a stable sort on the term alone gives (term, slot) order.
+        if len(live_slots) != len(self._alive):
+            keep = self._alive[docs]
+            terms, docs, tfs = terms[keep], docs[keep], tfs[keep]
+            # Renumber slots so deleted documents take no room.
+            remap = np.full(len(self._alive), -1, dtype=np.int64)
+            remap[live_slots] = np.arange(len(live_slots))
+            docs = remap[docs]
+        # Main postings are sorted by (term, slot), each delta part too, and every part's slots are newer
+        # than those before it: a stable sort on the term alone gives (term, slot) order, and timsort
+        # only has to merge those sorted runs.
         order = np.argsort(terms, kind="stable")
         terms, docs, tfs = terms[order], docs[order], tfs[order]
         self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
@@ -354,7 +367,7 @@ class BM25Index:
         index = cls._with_tokenizer_id(meta[2], float(meta[3]), float(meta[4]))
         ids = arrays["bm25_ids"].tolist()
         vocab = arrays["bm25_vocab"].tolist()
-        index._vocab = {t: i for i, t in enumerate(vocab)}
+        index._vocab = _Vocab((t, i) for i, t in enumerate(vocab))
         index._indptr = np.asarray(arrays["bm25_indptr"], dtype=np.int64)
         index._doc = np.asarray(arrays["bm25_doc"], dtype=np.int32)
         index._tf = np.asarray(arrays["bm25_tf"], dtype=np.float32)
