@@ -143,6 +143,7 @@ class RAG:
         self._models: dict[Any, ChatModel] = {}
         self._rerankers: dict[Any, Any] = {}
         self._keep: list[Any] = []  # keeps objects used as cache keys by id alive
+        self._pipeline: Any = None  # a YAML-built retriever, set by from_spec()
         if verbose:
             _enable_verbose_logging()
 
@@ -151,6 +152,23 @@ class RAG:
         """A RAG from a ready :class:`~akasha.options.RAGOptions` (the seam YAML specs build through)."""
         names = RAGOptions.names()
         return cls(**{name: getattr(options, name) for name in names})
+
+    @classmethod
+    def from_spec(cls, path_or_spec: Any, **options: Any) -> RAG:
+        """A RAG whose retrieval is a ``kind: RAGPipeline`` YAML pipeline (file path or parsed dict).
+
+        The YAML decides chunking, embeddings, vector store, retrieval pattern and
+        reranking; ``options`` (``model=...``, ``max_input_tokens=...``) decide packing
+        and answer generation, exactly as for a plain ``RAG``. ``model`` also serves as
+        the LLM of ``multi_query`` and ``hyde`` patterns.
+        """
+        from akasha.spec import rag_from_spec
+
+        kwargs = rag_from_spec(path_or_spec, **options)
+        pipeline = kwargs.pop("retriever")
+        rag = cls(**kwargs)
+        object.__setattr__(rag, "_pipeline", pipeline)
+        return rag
 
     # ------------------------------------------------------------------ options
     def __getattr__(self, name: str) -> Any:
@@ -232,6 +250,8 @@ class RAG:
     def _retrieve(self, run: _Run, data_source: DataSource, question: str, *, sync: bool = True) -> list[Hit]:
         """Index (once per call) and search: the first-stage candidates."""
         options = run.options
+        if self._pipeline is not None:
+            return self._retrieve_with_pipeline(run, data_source, question, sync=sync)
         if options.use_chroma:
             store = self._chroma(options, data_source)
             with run.stage("retrieve", f"chroma:{_spec_name(options.search_type)}", options.k) as entry:
@@ -248,6 +268,17 @@ class RAG:
             hits = index.search(question, k=options.k, search_type=options.search_type)
             entry["out"] = len(hits)
         return hits
+
+    def _retrieve_with_pipeline(self, run: _Run, data_source: DataSource, question: str, *, sync: bool) -> list[Hit]:
+        """Retrieval through the YAML-built pipeline; its own stage entries join ``rag.trace``."""
+        pipeline = self._pipeline
+        if sync and data_source is not None:
+            with run.stage("index", f"spec:{pipeline.name}", _describe_source(data_source)) as entry:
+                counts = pipeline.ingest_source_sync(data_source)
+                entry["out"] = counts.get("chunks")
+        result = pipeline.query_sync(question, k=run.options.k)
+        run.trace.extend(result.trace)
+        return list(result.hits)
 
     def _rerank(self, run: _Run, question: str, hits: list[Hit]) -> list[Hit]:
         options = run.options

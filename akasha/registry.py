@@ -6,6 +6,18 @@ section as a dict (``chunking``, ``embeddings``, ``vector_store``,
 ``reranking`` or ``retrieval``) and ``context`` is the
 :class:`akasha.spec.BuildContext` (embedder, dimension, llm, the whole spec).
 
+What each factory returns:
+
+* ``splitter``: an object with ``split_documents(docs) -> list[Chunk]``, or with
+  ``split_text(text) -> list[str]`` / a callable (ids and metadata are added for you);
+* ``embedder``: an :class:`akasha.embeddings.base.Embedder` (or anything
+  :func:`akasha.embeddings.resolve_embedder` accepts);
+* ``index``: an :class:`akasha.stores.base.VectorStore` (subclass
+  :class:`akasha.stores.base.SyncStore` for a synchronous client);
+* ``reranker``: an object with ``rerank(query, hits, top_k) -> list[Hit]`` (or an
+  async ``arerank``); :func:`akasha.rerank.cross_encoder.rescore` applies the score rules;
+* ``pattern``: an :class:`akasha.retrieval.patterns.Pattern`.
+
 Add your own in code::
 
     import akasha.registry

@@ -1,4 +1,4 @@
-"""Index speed benchmark: ``python -m bench.index_speed [--sizes 2000,100000] [--queries 200]``.
+"""Index speed benchmark: ``python -m bench.index_speed [--sizes 2000,20000,100000,1000000] [--queries 200]``.
 
 For each synthetic corpus size (Zipf-distributed English-like words, ~80
 tokens per chunk, precomputed 384-dimensional float32 vectors to look like
@@ -10,7 +10,14 @@ MiniLM) it measures:
   tokenizer) plus numpy brute force (``matrix @ q``) with a full ``argsort``
   (RRF-fused for "auto");
 
-and, once, a sync of an unchanged 1,000-file corpus with the hash embedder
+plus a BM25 query made of the most common words (the longest postings), the
+process's resident memory (RSS) after each build, and at the end the
+per-size query-cost curve. Corpora are generated, tokenised and indexed in
+blocks of 50,000 chunks so 1,000,000 chunks fit in a few GB; above
+``DenseIndex.quantize_above`` rows dense search uses binary codes + exact
+rescoring (see akasha/retrieval/dense.py).
+
+And, once, a sync of an unchanged 1,000-file corpus with the hash embedder
 (same instance, and a fresh instance on the same cache as a new process would).
 Files are back-dated by an hour so the stat cache trusts them, as it would
 for any corpus that has been on disk for more than two seconds.
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -41,8 +49,29 @@ from akasha.types import Chunk
 DIM = 384
 
 
-def make_corpus(n: int, seed: int = 0, vocab_size: int = 30_000, mean_len: int = 80) -> tuple[list[str], np.ndarray,
-                                                                                             list[str]]:
+BLOCK = 50_000
+
+
+def rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set size of this process in MB."""
+    current = 0.0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                current = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return current, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def make_texts(n: int, seed: int = 0, vocab_size: int = 30_000, mean_len: int = 80) -> tuple[list[str], list[str]]:
+    """``n`` chunk texts and the vocabulary (Zipf-distributed words)."""
+    texts, _, vocab = make_corpus(n, seed, vocab_size, mean_len, vectors=False)
+    return texts, vocab
+
+
+def make_corpus(n: int, seed: int = 0, vocab_size: int = 30_000, mean_len: int = 80, *,
+                vectors: bool = True) -> tuple[list[str], np.ndarray, list[str]]:
     """``n`` chunk texts, their (random, unnormalised) vectors and the vocabulary."""
     rng = np.random.default_rng(seed)
     vocab = np.array([f"w{i}" for i in range(vocab_size)])
@@ -55,14 +84,23 @@ def make_corpus(n: int, seed: int = 0, vocab_size: int = 30_000, mean_len: int =
         words = vocab[rng.choice(vocab_size, size=int(lengths.sum()), p=prob)].tolist()
         bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
         texts.extend(" ".join(words[bounds[i] : bounds[i + 1]]) for i in range(len(lengths)))
-    vectors = rng.standard_normal((n, DIM), dtype=np.float32)
-    return texts, vectors, vocab.tolist()
+    if not vectors:
+        return texts, np.zeros((0, DIM), dtype=np.float32), vocab.tolist()
+    return texts, rng.standard_normal((n, DIM), dtype=np.float32), vocab.tolist()
 
 
-def make_queries(vocab: list[str], count: int, seed: int = 1) -> tuple[list[str], np.ndarray]:
+def vector_blocks(n: int, seed: int = 0):
+    """The corpus vectors in blocks of :data:`BLOCK` rows (never the whole matrix twice in memory)."""
+    rng = np.random.default_rng(seed + 1000)
+    for start in range(0, n, BLOCK):
+        yield rng.standard_normal((min(BLOCK, n - start), DIM), dtype=np.float32)
+
+
+def make_queries(vocab: list[str], count: int, seed: int = 1, common: bool = False) -> tuple[list[str], np.ndarray]:
     rng = np.random.default_rng(seed)
-    # mid-frequency words, 2-4 per question, like real keyword questions
-    queries = [" ".join(rng.choice(vocab[50:5000], size=rng.integers(2, 5))) for _ in range(count)]
+    # mid-frequency words, 2-4 per question, like real keyword questions; ``common``: the 20 most frequent words
+    pool = vocab[:20] if common else vocab[50:5000]
+    queries = [" ".join(rng.choice(pool, size=rng.integers(2, 5))) for _ in range(count)]
     return queries, rng.standard_normal((count, DIM), dtype=np.float32)
 
 
@@ -85,20 +123,28 @@ def time_queries(fn: Callable[[str, np.ndarray], object], queries: list[str], ve
 def bench_size(n: int, n_queries: int, baseline_queries: int) -> list[tuple[str, ...]]:
     """Build + query timings at ``n`` chunks; ``baseline_queries=0`` skips the naive baseline."""
     rows: list[tuple[str, ...]] = []
-    texts, vectors, vocab = make_corpus(n)
+    texts, vocab = make_texts(n)
     ids = [f"chunk{i}" for i in range(n)]
     chunks = {i: Chunk(i, t, {"source": f"file{j // 10}.txt"}) for j, (i, t) in enumerate(zip(ids, texts, strict=True))}
     queries, qvectors = make_queries(vocab, n_queries)
+    common, common_vectors = make_queries(vocab, n_queries, seed=2, common=True)
 
     gc.collect()
     started = time.perf_counter()
     bm25 = BM25Index(tokenizer="bigram")
-    bm25.add(ids, texts)
+    for start in range(0, n, BLOCK):  # tokens of one block at a time: 80M token strings would not fit
+        bm25.add(ids[start : start + BLOCK], texts[start : start + BLOCK])
     t_bm25 = time.perf_counter() - started
-    started = time.perf_counter()
     dense = DenseIndex()
-    dense.add(ids, vectors)
-    t_dense = time.perf_counter() - started
+    t_dense = 0.0
+    for start, block in zip(range(0, n, BLOCK), vector_blocks(n), strict=True):
+        began = time.perf_counter()
+        dense.add(ids[start : start + len(block)], block)
+        t_dense += time.perf_counter() - began
+    vectors = dense.matrix() if baseline_queries else np.zeros((0, DIM), dtype=np.float32)
+    rss, peak = rss_mb()
+    mode = "exact" if dense._codes is None else f"binary codes {dense._codes.nbytes / 2**20:.0f} MB + rescore"
+    rows.append((f"{n:,}", "memory", f"RSS {rss:,.0f} MB", f"peak {peak:,.0f} MB", f"dense: {mode}", ""))
 
     naive_bm25: Any = None
     naive_matrix = vectors
@@ -109,10 +155,10 @@ def bench_size(n: int, n_queries: int, baseline_queries: int) -> list[tuple[str,
         naive_bm25 = BM25Okapi([tokenize(t) for t in texts])  # same tokenizer: compare the index, not the regex
         naive_matrix = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         t_naive = time.perf_counter() - started
-        rows.append((f"{n:,}", "build", f"{(t_bm25 + t_dense) * 1000:.0f} ms", "",
+        rows.append((f"{n:,}", "build", f"{(t_bm25 + t_dense) * 1000:.0f} ms", f"bm25 {t_bm25 * 1000:.0f} ms",
                      f"{t_naive * 1000:.0f} ms", f"{t_naive / (t_bm25 + t_dense):.1f}x"))
     else:
-        rows.append((f"{n:,}", "build", f"{(t_bm25 + t_dense) * 1000:.0f} ms", "", "", ""))
+        rows.append((f"{n:,}", "build", f"{(t_bm25 + t_dense) * 1000:.0f} ms", f"bm25 {t_bm25 * 1000:.0f} ms", "", ""))
 
     def naive(kind: str) -> Callable[[str, np.ndarray], object]:
         def vec(q: str, v: np.ndarray) -> list[tuple[str, float]]:
@@ -140,7 +186,28 @@ def bench_size(n: int, n_queries: int, baseline_queries: int) -> list[tuple[str,
             rows.append((f"{n:,}", kind, f"{p50:.2f} ms", f"{p95:.2f} ms", f"{b50:.2f} ms", f"{b50 / p50:.1f}x"))
         else:
             rows.append((f"{n:,}", kind, f"{p50:.2f} ms", f"{p95:.2f} ms", "", ""))
+    for kind in ("bm25", "auto"):
+        p50, p95 = time_queries(lambda q, v, kind=kind: search(q, v, 10, kind, bm25=bm25, dense=dense, chunks=chunks),
+                                common, common_vectors)
+        rows.append((f"{n:,}", f"{kind} (common words)", f"{p50:.2f} ms", f"{p95:.2f} ms", "", ""))
     return rows
+
+
+def print_curve(rows: list[tuple[str, ...]]) -> None:
+    """Query cost per size: p50 per search type, and ms per 100,000 chunks for "auto"."""
+    table: dict[str, dict[str, str]] = {}
+    for size, measure, p50, *_ in rows:
+        if measure in ("auto", "knn", "bm25", "auto (common words)") and p50.endswith(" ms"):
+            table.setdefault(size, {})[measure] = p50
+    curve = []
+    for size, cells in table.items():
+        n = int(size.replace(",", ""))
+        auto = float(cells.get("auto", "0 ms").split()[0])
+        curve.append((size, cells.get("auto", ""), cells.get("knn", ""), cells.get("bm25", ""),
+                      cells.get("auto (common words)", ""), f"{auto / n * 100_000:.2f} ms"))
+    head = ("chunks", "auto p50", "knn p50", "bm25 p50", "auto p50 (common words)", "auto per 100k chunks")
+    sys.stdout.write("\nQuery-cost curve\n")
+    print_table(curve, head)
 
 
 def bench_rerun(n_files: int = 1000) -> list[tuple[str, ...]]:
@@ -177,8 +244,8 @@ def bench_rerun(n_files: int = 1000) -> list[tuple[str, ...]]:
     return rows
 
 
-def print_table(rows: list[tuple[str, ...]]) -> None:
-    head = ("chunks", "measure", "akasha p50/time", "akasha p95", "naive p50/time", "speed-up")
+def print_table(rows: list[tuple[str, ...]], head: tuple[str, ...] = ("chunks", "measure", "akasha p50/time",
+                                                                    "akasha p95", "naive p50/time", "speed-up")) -> None:
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     line = " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))
     sys.stdout.write(line + "\n" + "-+-".join("-" * w for w in widths) + "\n")
@@ -197,13 +264,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows: list[tuple[str, ...]] = []
     for size in [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]:
-        rows.extend(bench_size(size, args.queries, args.baseline_queries))
-        print_table(rows[-len(SEARCH_TYPES) - 1 :])
+        sized = bench_size(size, args.queries, args.baseline_queries if size <= 200_000 else 0)
+        rows.extend(sized)
+        print_table(sized)
         gc.collect()
     if args.files:
         rows.extend(bench_rerun(args.files))
     sys.stdout.write("\n")
     print_table(rows)
+    print_curve(rows)
 
 
 if __name__ == "__main__":

@@ -201,6 +201,19 @@ def test_cache_path_that_is_a_file_is_a_clear_error(tmp_path):
     assert_clear_write_error(info.value, blocker / "inner", hint="check the folder")
 
 
+def test_damaged_database_is_a_clear_error(tmp_path):
+    docs, cache = tmp_path / "docs", tmp_path / "cache"
+    write_text_corpus(docs, 3)
+    cache.mkdir()
+    (cache / "index.sqlite3").write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 64)
+    with pytest.raises(IndexWriteError) as info:
+        CorpusIndex(HashEmbedder(), cache_dir=cache, **SETTINGS).sync(docs)
+    assert_clear_write_error(info.value, cache, hint="delete its index.sqlite3")
+    assert "cannot read" in str(info.value)
+    (cache / "index.sqlite3").unlink()  # doing what the message says works
+    assert CorpusIndex(HashEmbedder(), cache_dir=cache, **SETTINGS).sync(docs).indexed == 3
+
+
 @pytest.mark.skipif(not MOUNT, reason="needs root and mount to make a small file system")
 def test_disk_full_mid_sync_is_a_clear_error_and_old_index_stays(tmp_path):
     docs = tmp_path / "docs"

@@ -150,3 +150,17 @@ def test_wrong_default_dimension_shows_up_at_ingest():
                                         vector_store={"backend": "faiss"})))
         with pytest.raises(ValueError, match="768 dimensions.*384.*embeddings.dimension"):
             pipeline.ingest_sync(["text"])
+
+
+def test_vector_store_defaults():
+    chroma = build(load_spec(body(vector_store={"backend": "chroma"})))
+    assert chroma.store.collection_name == "astromesh"
+    assert chroma.store.collection.metadata["hnsw:space"] == "cosine"
+    qdrant = build(load_spec(body(vector_store={"backend": "qdrant"})))
+    assert (qdrant.store.collection, qdrant.store._url) == ("astromesh", "http://localhost:6333")
+    pg = build(load_spec(body(vector_store={"backend": "pgvector"})))
+    assert pg.store.table == "embeddings" and pg.store.dsn is None
+    assert pg.store.connect_kwargs == {"host": "localhost", "port": 5432, "database": "astromesh",
+                                       "user": "astromesh", "password": "astromesh"}
+    dsn = build(load_spec(body(vector_store={"backend": "pgvector", "dsn": "postgresql://u@h/db"})))
+    assert dsn.store.dsn == "postgresql://u@h/db"

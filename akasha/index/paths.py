@@ -34,7 +34,8 @@ def storage_error(folder: object, exc: BaseException) -> Exception:
     """An :class:`~akasha.errors.IndexWriteError` naming the cache ``folder`` and what to do.
 
     ``exc`` is the OSError or ``sqlite3`` error a write to the cache raised
-    (read-only folder or file system, disk full, a file where the folder should be).
+    (read-only folder or file system, disk full, a file where the folder should be) or
+    a read of a damaged database raised.
     """
     import errno
 
@@ -42,15 +43,21 @@ def storage_error(folder: object, exc: BaseException) -> Exception:
 
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     code = getattr(exc, "errno", None)
-    if code == errno.ENOSPC or "full" in text.lower():
+    lowered = text.lower()
+    verb, after = "cannot write", " The index already stored there was not changed."
+    if code == errno.ENOSPC or "full" in lowered:
         hint = "free some disk space"
-    elif code in (errno.EROFS, errno.EACCES, errno.EPERM) or "readonly" in text.lower() or "read-only" in text.lower():
+    elif code in (errno.EROFS, errno.EACCES, errno.EPERM) or "readonly" in lowered or "read-only" in lowered:
         hint = "make the folder writable"
+    elif "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
+        verb, after = "cannot read", ""
+        hint = "delete its index.sqlite3 (or the folder) to rebuild the index from the files"
     else:
+        verb, after = "cannot use", ""
         hint = "check the folder (delete it to rebuild the index from the files)"
     error = IndexWriteError(
-        f"cannot write the index cache folder {folder} ({text}); {hint}, or pass cache_dir= another writable "
-        "folder (or ':memory:' to keep the index in memory). The index already stored there was not changed."
+        f"{verb} the index cache folder {folder} ({text}); {hint}, or pass cache_dir= another writable "
+        f"folder (or ':memory:' to keep the index in memory).{after}"
     )
     error.cache_dir = str(folder)  # type: ignore[attr-defined]
     return error
