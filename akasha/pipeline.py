@@ -15,8 +15,6 @@ import asyncio
 import inspect
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 import weakref
@@ -29,6 +27,7 @@ import numpy as np
 from akasha.chunking.recursive import document_id
 from akasha.embeddings.base import Embedder, as_matrix
 from akasha.errors import MissingExtraError, StageError
+from akasha.fs import atomic_write
 from akasha.retrieval.fusion import rrf, weighted
 from akasha.retrieval.patterns import Pattern
 from akasha.stores.base import Filters, VectorStore, doc_id_of, matches
@@ -65,21 +64,9 @@ def check_k(k: object) -> int:
 
 
 def write_json_atomically(path: Path, data: Any) -> None:
-    """Write JSON to a temp file in the same folder, then ``os.replace`` it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``data`` as UTF-8 JSON so that ``path`` holds either the old file or the whole new one."""
+    encoded = json.dumps(data, ensure_ascii=False).encode("utf-8")
+    atomic_write(path, lambda handle: handle.write(encoded))
 
 
 class _Timer:

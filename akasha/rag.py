@@ -77,6 +77,38 @@ class _Run:
             logger.info("%s %s: %s -> %s in %.1f ms", stage, name, entry["in"], entry["out"], entry["ms"])
 
 
+class _StreamRecorder:
+    """Bookkeeping shared by the sync and async streams: the trace entry, ``rag.response``
+    growing piece by piece, and the ``Sources:`` tail when the model cited nothing."""
+
+    def __init__(self, rag: RAG, run: _Run, model_name: str) -> None:
+        assert run.packed is not None
+        self.rag = rag
+        self.run = run
+        self.pieces: list[str] = []
+        self.entry: dict[str, Any] = {
+            "stage": "generate", "name": model_name, "ms": 0.0, "in": run.packed.prompt_tokens, "out": 0,
+        }
+        rag.trace.append(self.entry)
+        self.start = time.perf_counter()
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.rag.response = "".join(self.pieces)
+
+    def sources_tail(self) -> str:
+        """The text to append so the streamed answer names its sources ("" when it already does)."""
+        answer = "".join(self.pieces)
+        docs = self.run.docs
+        tail = "" if not docs or mentions_sources(answer, docs) else f"\n\n{sources_line(docs)}"
+        self.rag.response = answer + tail
+        return tail
+
+    def close(self) -> None:
+        self.entry["ms"] = round((time.perf_counter() - self.start) * 1000, 3)
+        self.entry["out"] = len(self.rag.response)
+
+
 def _spec_key(spec: Any) -> Any:
     return spec if isinstance(spec, (str, type(None))) else ("object", id(spec))
 
@@ -381,26 +413,16 @@ class RAG:
     def _stream(self, run: _Run) -> Iterator[str]:
         assert run.packed is not None
         model = self._chat_model(run.options.model, run.options)
-        entry: dict[str, Any] = {"stage": "generate", "name": model.name, "ms": 0.0, "in": run.packed.prompt_tokens, "out": 0}
-        self.trace.append(entry)
-        start = time.perf_counter()
-        pieces: list[str] = []
+        recorder = _StreamRecorder(self, run, model.name)
         try:
             for piece in model.stream(run.packed.messages, self._generation_options(run.options)):
-                if not piece:
-                    continue
-                pieces.append(piece)
-                self.response = "".join(pieces)
-                yield piece
-            answer = "".join(pieces)
-            final = self._with_sources(answer, run.docs)
-            if final != answer:
-                tail = final[len(answer):]
-                self.response = final
+                if piece:
+                    recorder.add(piece)
+                    yield piece
+            if tail := recorder.sources_tail():
                 yield tail
         finally:
-            entry["ms"] = round((time.perf_counter() - start) * 1000, 3)
-            entry["out"] = len(self.response)
+            recorder.close()
         self._finish(run, self.response)
 
     # ------------------------------------------------------------ public API
@@ -500,26 +522,16 @@ class RAG:
     async def _astream(self, run: _Run) -> AsyncIterator[str]:
         assert run.packed is not None
         model = self._chat_model(run.options.model, run.options)
-        options = self._generation_options(run.options)
-        entry: dict[str, Any] = {"stage": "generate", "name": model.name, "ms": 0.0, "in": run.packed.prompt_tokens, "out": 0}
-        self.trace.append(entry)
-        start = time.perf_counter()
-        pieces: list[str] = []
+        recorder = _StreamRecorder(self, run, model.name)
         try:
-            async for piece in _async_pieces(model, run.packed.messages, options):
-                if not piece:
-                    continue
-                pieces.append(piece)
-                self.response = "".join(pieces)
-                yield piece
-            answer = "".join(pieces)
-            final = self._with_sources(answer, run.docs)
-            if final != answer:
-                self.response = final
-                yield final[len(answer):]
+            async for piece in _async_pieces(model, run.packed.messages, self._generation_options(run.options)):
+                if piece:
+                    recorder.add(piece)
+                    yield piece
+            if tail := recorder.sources_tail():
+                yield tail
         finally:
-            entry["ms"] = round((time.perf_counter() - start) * 1000, 3)
-            entry["out"] = len(self.response)
+            recorder.close()
         self._finish(run, self.response)
 
     def search(self, data_source: DataSource, question: str, k: int = 5, search_type: Any = None) -> list[Hit]:

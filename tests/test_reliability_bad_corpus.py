@@ -14,7 +14,6 @@ import os
 import random
 from pathlib import Path
 
-import pytest
 
 from akasha.embeddings.hash import HashEmbedder
 from akasha.index import CorpusIndex
@@ -23,14 +22,11 @@ from reliability_helpers import assert_internally_consistent
 
 PAGES = ["Pump P-101: grease the drive-end bearing every 500 hours.", "Valve V-7: replace the seal every 2000 hours."]
 
-#: name -> a word only that file contains (searched with BM25 afterwards)
-GOOD: dict[str, str] = {}
-#: name -> words its skip reason must contain (any one of them)
-BAD: dict[str, tuple[str, ...]] = {}
-
-
 def build_corpus(root: Path) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
-    """Write the good and the bad files; return (good name -> unique word, bad name -> reason words)."""
+    """Write the good and the bad files.
+
+    Returns (good name -> a word only that file contains, bad name -> words its skip reason must contain).
+    """
     good: dict[str, str] = {}
     bad: dict[str, tuple[str, ...]] = {}
 

@@ -21,7 +21,6 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 

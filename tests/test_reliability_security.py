@@ -336,7 +336,7 @@ def test_an_accepted_key_never_leaks_into_logs_traces_or_500_errors(provider, do
         model = resolve_chat_model(setup["chat"], **options)
         embedder = resolve_embedder(setup["embed"], **options)
         srv.app.chat_replies.extend(['{"order": [1, 0]}', "Every 500 hours."])
-        rag = akasha.RAG(model=model, embeddings=embedder, cache_dir=":memory:", keep_logs=True, verbose=True,
+        rag = akasha.RAG(model=model, embeddings=embedder, cache_dir=":memory:", keep_logs=True,
                          reranker="llm", reranker_model=model, k=2)
         answer = rag(str(docs), "How often is the pump greased?")
         assert answer.startswith("Every 500 hours.") and rag.logs and rag.trace
@@ -351,7 +351,6 @@ def test_an_accepted_key_never_leaks_into_logs_traces_or_500_errors(provider, do
             "".join(streaming(str(docs), "How often is the pump greased?"))
         texts += _exception_texts(info2.value) + _rag_texts(streaming)
     assert_no_canary(texts + _log_texts(caplog))
-    logging.getLogger("akasha").handlers.clear()  # verbose=True added a handler
 
 
 # -- document text is data -----------------------------------------------------------------------

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+
+from akasha.fs import atomic_write  # re-exported: index modules import it from here
 
 MEMORY = ":memory:"
 
@@ -61,24 +60,3 @@ def storage_error(folder: object, exc: BaseException) -> Exception:
     )
     error.cache_dir = str(folder)  # type: ignore[attr-defined]
     return error
-
-
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` via a temp file in the same folder + fsync + ``os.replace``.
-
-    A crash at any moment leaves either the old file or the complete new one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

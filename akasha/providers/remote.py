@@ -1,0 +1,70 @@
+"""What every remote chat model and embedder shares: a connection, a retry policy, fault translation.
+
+The OpenAI, Gemini and Ollama chat models and embedders all read the retry options,
+log the options they ignore, translate their client's exceptions with the request
+timeout, and pass the same four arguments to every retried call. They inherit that
+here so the six classes cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from akasha.embeddings.base import normalize_rows
+from akasha.providers.retry import Fault, RetryPolicy
+
+
+class RemoteProvider:
+    """Base for classes that talk to a provider through ``self.connection`` with retries.
+
+    A subclass sets ``name`` and then calls :meth:`_setup_calls` in its constructor.
+    """
+
+    name: str
+    connection: Any
+    retry: RetryPolicy
+    timeout: float
+
+    def _setup_calls(
+        self,
+        connection: Any,
+        fault: Callable[..., Fault | None],
+        timeout: float,
+        options: dict[str, Any],
+    ) -> None:
+        """Keep ``connection``; read the retry options out of ``options`` (debug-logging the rest)."""
+        self.retry = RetryPolicy.from_options(options)
+        if options:
+            logging.getLogger(type(self).__module__).debug(
+                "%s ignores unknown options %s", self.name, sorted(options)
+            )
+        self.timeout = float(timeout)
+        self.connection = connection
+        self._translate = functools.partial(fault, timeout=self.timeout)
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams."""
+        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
+                "secrets": self.connection.secrets()}
+
+
+class RemoteEmbedder(RemoteProvider):
+    """A :class:`RemoteProvider` that returns normalised float32 rows and learns its dimension."""
+
+    dimension: int | None
+
+    def _finish(self, parts: list[np.ndarray]) -> np.ndarray:
+        """Stack the per-batch rows, record the dimension, and normalise (an empty call gives 0 rows)."""
+        if not parts:
+            return np.zeros((0, self.dimension or 0), dtype=np.float32)
+        matrix = np.vstack(parts)
+        self.dimension = int(matrix.shape[1])
+        return normalize_rows(matrix)
+
+
+__all__ = ["RemoteEmbedder", "RemoteProvider"]
