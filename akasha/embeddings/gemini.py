@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.base import as_matrix, normalize_rows
+from akasha.embeddings.base import as_matrix
 from akasha.errors import ConfigError, ProviderError
 from akasha.providers.batching import plan_batches
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
-from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.remote import RemoteEmbedder
+from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ MAX_BATCH = 100
 KNOWN_DIMENSIONS = {"text-embedding-004": 768, "embedding-001": 768, "gemini-embedding-001": 3072}
 
 
-class GeminiEmbedder:
+class GeminiEmbedder(RemoteEmbedder):
     """Embedder over Gemini ``embed_content``; normalised float32 rows.
 
     Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (bool),
@@ -61,14 +62,9 @@ class GeminiEmbedder:
         self.dimension: int | None = self.output_dimensionality or KNOWN_DIMENSIONS.get(self.model)
         self.batch_size = int(batch_size)
         self.task_types = task_types
-        self.retry = RetryPolicy.from_options(options)
-        if options:
-            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
-        self.timeout = float(timeout)
-        self.connection = GeminiConnection(
+        self._setup_calls(GeminiConnection(
             api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
-        )
-        self._translate = functools.partial(genai_fault, timeout=self.timeout)
+        ), genai_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"GeminiEmbedder(name={self.name!r}, connection={self.connection!r})"
@@ -82,22 +78,11 @@ class GeminiEmbedder:
             config["task_type"] = task
         return {"model": self.model, "contents": list(texts), "config": types.EmbedContentConfig(**config)}
 
-    def _retry_kwargs(self) -> dict[str, Any]:
-        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
-                "secrets": self.connection.secrets()}
-
     def _rows(self, response: Any, expected: int) -> np.ndarray:
         embeddings = getattr(response, "embeddings", None) or []
         if len(embeddings) != expected:
             raise ProviderError(self.name, f"returned {len(embeddings)} embeddings for {expected} inputs")
         return as_matrix([e.values for e in embeddings], expected, self.name)
-
-    def _finish(self, parts: list[np.ndarray]) -> np.ndarray:
-        if not parts:
-            return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        matrix = np.vstack(parts)
-        self.dimension = int(matrix.shape[1])
-        return normalize_rows(matrix)
 
     def _embed(self, texts: Sequence[str], task: str) -> np.ndarray:
         texts = list(texts)

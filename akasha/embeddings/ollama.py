@@ -14,17 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.base import as_matrix, normalize_rows
+from akasha.embeddings.base import as_matrix
 from akasha.errors import ConfigError, ProviderError
 from akasha.providers.batching import plan_batches
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
-from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.remote import RemoteEmbedder
+from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 logger = logging.getLogger(__name__)
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(RemoteEmbedder):
     """Embedder over Ollama ``/api/embed``; normalised float32 rows.
 
     Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout``, ``batch_size``,
@@ -54,12 +55,7 @@ class OllamaEmbedder:
         self.batch_size = int(batch_size)
         self.truncate = truncate
         self.keep_alive = keep_alive
-        self.retry = RetryPolicy.from_options(options)
-        if options:
-            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
-        self.timeout = float(timeout)
-        self.connection = OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout)
-        self._translate = functools.partial(http_fault, timeout=self.timeout)
+        self._setup_calls(OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout), http_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"OllamaEmbedder(name={self.name!r}, connection={self.connection!r})"
@@ -72,22 +68,11 @@ class OllamaEmbedder:
             payload["keep_alive"] = self.keep_alive
         return payload
 
-    def _retry_kwargs(self) -> dict[str, Any]:
-        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
-                "secrets": self.connection.secrets()}
-
     def _rows(self, reply: dict[str, Any], expected: int) -> np.ndarray:
         vectors = reply.get("embeddings") or []
         if len(vectors) != expected:
             raise ProviderError(self.name, f"returned {len(vectors)} embeddings for {expected} inputs")
         return as_matrix(vectors, expected, self.name)
-
-    def _finish(self, parts: list[np.ndarray]) -> np.ndarray:
-        if not parts:
-            return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        matrix = np.vstack(parts)
-        self.dimension = int(matrix.shape[1])
-        return normalize_rows(matrix)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed all texts, ``batch_size`` per request; any failed batch raises, nothing partial returned."""

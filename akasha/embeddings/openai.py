@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.base import as_matrix, normalize_rows
+from akasha.embeddings.base import as_matrix
 from akasha.errors import ConfigError, ProviderError
 from akasha.providers.batching import plan_batches
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
-from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.remote import RemoteEmbedder
+from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ MAX_INPUTS = 2048
 KNOWN_DIMENSIONS = {"text-embedding-ada-002": 1536, "text-embedding-3-small": 1536, "text-embedding-3-large": 3072}
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(RemoteEmbedder):
     """Embedder over ``/v1/embeddings``; normalised float32 rows.
 
     Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048),
@@ -67,15 +68,10 @@ class OpenAIEmbedder:
         self.dimension: int | None = self.dimensions or KNOWN_DIMENSIONS.get(self.model)
         self.batch_size = int(batch_size)
         self.max_batch_chars = max_batch_chars
-        self.retry = RetryPolicy.from_options(options)
-        if options:
-            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
-        self.timeout = float(timeout)
-        self.connection = OpenAIConnection(
+        self._setup_calls(OpenAIConnection(
             api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
             api_version=api_version, organization=organization, default_headers=default_headers,
-        )
-        self._translate = functools.partial(openai_fault, timeout=self.timeout)
+        ), openai_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(name={self.name!r}, connection={self.connection!r})"
@@ -92,29 +88,18 @@ class OpenAIEmbedder:
             raise ProviderError(self.name, f"returned {len(data)} embeddings for {expected} inputs")
         return as_matrix([item.embedding for item in data], expected, self.name)
 
-    def _finish(self, parts: list[np.ndarray], n: int) -> np.ndarray:
-        if not parts:
-            return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        matrix = np.vstack(parts)
-        self.dimension = int(matrix.shape[1])
-        return normalize_rows(matrix)
-
-    def _retry_kwargs(self) -> dict[str, Any]:
-        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
-                "secrets": self.connection.secrets()}
-
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed all texts; raises ProviderError (and returns nothing) if any batch fails."""
         texts = list(texts)
         if not texts:
-            return self._finish([], 0)
+            return self._finish([])
         client = self.connection.client()
         parts = []
         for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
             params = self._params(texts[start:end])
             response = call_with_retry(lambda: client.embeddings.create(**params), **self._retry_kwargs())
             parts.append(self._rows(response, end - start))
-        return self._finish(parts, len(texts))
+        return self._finish(parts)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -123,14 +108,14 @@ class OpenAIEmbedder:
         """Async twin of :meth:`embed_documents` (batches sent one after another)."""
         texts = list(texts)
         if not texts:
-            return self._finish([], 0)
+            return self._finish([])
         client = self.connection.async_client()
         parts = []
         for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
             params = self._params(texts[start:end])
             response = await acall_with_retry(lambda: client.embeddings.create(**params), **self._retry_kwargs())
             parts.append(self._rows(response, end - start))
-        return self._finish(parts, len(texts))
+        return self._finish(parts)
 
     async def aembed_query(self, text: str) -> np.ndarray:
         return (await self.aembed_documents([text]))[0]

@@ -16,7 +16,8 @@ from akasha.errors import ConfigError, ProviderError
 from akasha.llm.base import GenerationOptions, Message
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
-from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.remote import RemoteProvider
+from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def _text_and_finish(response: Any) -> tuple[str, str | None]:
     return text, (getattr(finish, "value", None) or str(finish)) if finish is not None else None
 
 
-class GeminiChat:
+class GeminiChat(RemoteProvider):
     """Chat model over ``models.generate_content`` (sync and async, whole or streamed).
 
     Options: ``api_key``, ``base_url``, ``api_version``, ``timeout`` (seconds), ``headers``,
@@ -71,14 +72,9 @@ class GeminiChat:
         if not self.model:
             raise ConfigError("gemini: needs a model name, for example 'gemini:gemini-2.5-flash'")
         self.name = f"gemini:{self.model}"
-        self.retry = RetryPolicy.from_options(options)
-        if options:
-            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
-        self.timeout = float(timeout)
-        self.connection = GeminiConnection(
+        self._setup_calls(GeminiConnection(
             api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
-        )
-        self._translate = functools.partial(genai_fault, timeout=self.timeout)
+        ), genai_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"GeminiChat(name={self.name!r}, connection={self.connection!r})"
@@ -95,10 +91,6 @@ class GeminiChat:
         if options.max_output_tokens is not None:
             config["max_output_tokens"] = options.max_output_tokens
         return {"model": self.model, "contents": contents, "config": types.GenerateContentConfig(**config)}
-
-    def _retry_kwargs(self) -> dict[str, Any]:
-        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
-                "secrets": self.connection.secrets()}
 
     def _answer(self, response: Any) -> str:
         text, finish = _text_and_finish(response)

@@ -16,13 +16,14 @@ from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
-from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.remote import RemoteProvider
+from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
 
 logger = logging.getLogger(__name__)
 
 
-class OllamaChat:
+class OllamaChat(RemoteProvider):
     """Chat model over Ollama's HTTP API (sync and async, whole or streamed).
 
     Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (seconds, default 60),
@@ -45,14 +46,9 @@ class OllamaChat:
         if not self.model:
             raise ConfigError("ollama: needs a model name, for example 'ollama:llama3.2'")
         self.name = f"ollama:{self.model}"
-        self.retry = RetryPolicy.from_options(options)
-        if options:
-            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
-        self.timeout = float(timeout)
         self.model_options = dict(model_options or {})
         self.keep_alive = keep_alive
-        self.connection = OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout)
-        self._translate = functools.partial(http_fault, timeout=self.timeout)
+        self._setup_calls(OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout), http_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"OllamaChat(name={self.name!r}, connection={self.connection!r})"
@@ -74,10 +70,6 @@ class OllamaChat:
         if self.keep_alive is not None:
             payload["keep_alive"] = self.keep_alive
         return payload
-
-    def _retry_kwargs(self) -> dict[str, Any]:
-        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
-                "secrets": self.connection.secrets()}
 
     @staticmethod
     def _answer(reply: dict[str, Any]) -> str:

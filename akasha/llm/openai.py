@@ -18,13 +18,14 @@ from akasha.errors import ConfigError, ProviderError, StreamInterruptedError
 from akasha.llm.base import GenerationOptions, Message
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
-from akasha.providers.retry import DEFAULT_TIMEOUT, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.providers.remote import RemoteProvider
+from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
 
 logger = logging.getLogger(__name__)
 
 
-class OpenAIChat:
+class OpenAIChat(RemoteProvider):
     """Chat model over the OpenAI chat-completions API (sync and async, whole or streamed).
 
     Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure``
@@ -52,15 +53,10 @@ class OpenAIChat:
         if not self.model:
             raise ConfigError("openai: needs a model name, for example 'openai:gpt-4o-mini'")
         self.name = f"openai:{self.model}"
-        self.retry = RetryPolicy.from_options(options)
-        if options:
-            logger.debug("%s ignores unknown options %s", self.name, sorted(options))
-        self.timeout = float(timeout)
-        self.connection = OpenAIConnection(
+        self._setup_calls(OpenAIConnection(
             api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
             api_version=api_version, organization=organization, default_headers=default_headers,
-        )
-        self._translate = functools.partial(openai_fault, timeout=self.timeout)
+        ), openai_fault, timeout, options)
         #: set once a server refuses ``temperature`` (reasoning models accept only the default)
         self._omit_temperature = False
 
@@ -78,10 +74,6 @@ class OpenAIChat:
         if stream:
             params["stream"] = True
         return params
-
-    def _retry_kwargs(self) -> dict[str, Any]:
-        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
-                "secrets": self.connection.secrets()}
 
     def _text(self, completion: Any) -> str:
         choices = getattr(completion, "choices", None)
