@@ -176,6 +176,8 @@ class RAG:
         self._rerankers: dict[Any, Any] = {}
         self._keep: list[Any] = []  # keeps objects used as cache keys by id alive
         self._pipeline: Any = None  # a YAML-built retriever, set by from_spec()
+        #: The index's report of the last sync: counts of indexed, unchanged, skipped, removed files.
+        self.last_sync: Any = None
         if verbose:
             _enable_verbose_logging()
 
@@ -295,6 +297,9 @@ class RAG:
             with run.stage("index", f"CorpusIndex({index.embedder.name if hasattr(index, 'embedder') else _spec_name(options.embeddings)})", _describe_source(data_source)) as entry:
                 report = index.sync(data_source)
                 entry["out"] = getattr(report, "chunks", None)
+                entry["files"] = {"indexed": report.indexed, "unchanged": report.unchanged,
+                                  "skipped": report.skipped, "removed": report.removed}
+                self.last_sync = report
                 # Skipped files are already warned about once, by the index (not again on every call).
         with run.stage("retrieve", _spec_name(options.search_type), options.k) as entry:
             hits = index.search(question, k=options.k, search_type=options.search_type)

@@ -11,12 +11,17 @@ chunks written; ``query_sync`` returns a ``QueryResult`` with ranked hits, the
 joined ``context`` and a per-stage ``trace``. Inside async code use
 ``await pipeline.ingest(...)`` and ``await pipeline.query(...)``. The file,
 examples/pipeline.rag.yaml, uses the packaged MiniLM embeddings, so it runs offline.
+
+``akasha.RAG.from_spec(path, model=...)`` puts the same file behind the facade: the
+YAML decides chunking, embeddings, store and retrieval; ``RAG`` options decide
+packing and the answer model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import akasha
 from akasha.loaders import discover, load_file
 from akasha.spec import build, load_spec_file
 
@@ -53,6 +58,14 @@ def main() -> None:
     assert pipeline.ingest_sync(documents) == written
     assert len(pipeline.query_sync(QUESTIONS[0], k=50).hits) <= written
     pipeline.close()
+
+    # The same file behind the facade, with an answer model:
+    rag = akasha.RAG.from_spec(HERE / "pipeline.rag.yaml", model="extractive")
+    answer = rag(HERE / "docs", QUESTIONS[1])
+    print(f"\nRAG.from_spec answer:\n{answer}")
+    stages = [step["stage"] for step in rag.trace]
+    assert stages[0] == "index" and "fuse" in stages and stages[-1] == "generate", stages
+    assert rag.docs and answer.strip()
 
 
 if __name__ == "__main__":

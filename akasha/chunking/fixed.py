@@ -9,11 +9,10 @@ and ``strategy`` (the same shape :func:`akasha.chunking.chunk_documents` makes).
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from akasha.chunking.recursive import document_id, validate_chunking
+from akasha.chunking.recursive import make_chunks, validate_chunking
 from akasha.errors import SpecError
 from akasha.types import Chunk, Document
 
@@ -36,23 +35,6 @@ def split_fixed(text: str, chunk_size: int, overlap: int = 0) -> list[str]:
         if start + chunk_size >= len(text):
             break
     return pieces
-
-
-def make_chunks(document: Document, pieces: Sequence[str], strategy: str) -> list[Chunk]:
-    """Chunks of one document with ids ``<doc_id>#<n>`` and the shared metadata keys."""
-    doc_id = document_id(document)
-    chunks = []
-    for index, piece in enumerate(pieces):
-        chunk_id = f"{doc_id}#{index}"
-        metadata = dict(document.metadata)
-        metadata.update(
-            chunk_index=index,
-            chunk_id=chunk_id,
-            content_hash=hashlib.sha256(piece.encode("utf-8", "surrogatepass")).hexdigest(),
-            strategy=strategy,
-        )
-        chunks.append(Chunk(id=chunk_id, text=piece, metadata=metadata))
-    return chunks
 
 
 class PieceSplitter:

@@ -174,6 +174,23 @@ def document_id(document: Document) -> str:
     return "sha256:" + hashlib.sha256(document.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def make_chunks(document: Document, pieces: Sequence[str], strategy: str) -> list[Chunk]:
+    """Chunks of one document with ids ``<doc_id>#<n>`` and the shared metadata keys."""
+    doc_id = document_id(document)
+    chunks = []
+    for index, piece in enumerate(pieces):
+        chunk_id = f"{doc_id}#{index}"
+        metadata = dict(document.metadata)
+        metadata.update(
+            chunk_index=index,
+            chunk_id=chunk_id,
+            content_hash=hashlib.sha256(piece.encode("utf-8", "surrogatepass")).hexdigest(),
+            strategy=strategy,
+        )
+        chunks.append(Chunk(id=chunk_id, text=piece, metadata=metadata))
+    return chunks
+
+
 def chunk_documents(
     documents: Iterable[Document],
     chunk_size: int = 1000,
@@ -191,15 +208,5 @@ def chunk_documents(
     validate_chunking(chunk_size, overlap)
     chunks: list[Chunk] = []
     for document in documents:
-        doc_id = document_id(document)
-        for index, piece in enumerate(split_text(document.text, chunk_size, overlap, separators)):
-            chunk_id = f"{doc_id}#{index}"
-            metadata = dict(document.metadata)
-            metadata.update(
-                chunk_index=index,
-                chunk_id=chunk_id,
-                content_hash=hashlib.sha256(piece.encode("utf-8", "surrogatepass")).hexdigest(),
-                strategy=STRATEGY,
-            )
-            chunks.append(Chunk(id=chunk_id, text=piece, metadata=metadata))
+        chunks.extend(make_chunks(document, split_text(document.text, chunk_size, overlap, separators), STRATEGY))
     return chunks

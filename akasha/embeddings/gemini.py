@@ -9,8 +9,6 @@ that still fails after retries raises and nothing is returned.
 
 from __future__ import annotations
 
-import functools
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,8 +21,6 @@ from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteEmbedder
 from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
-
-logger = logging.getLogger(__name__)
 
 #: ``batchEmbedContents`` accepts at most this many requests.
 MAX_BATCH = 100
@@ -62,9 +58,10 @@ class GeminiEmbedder(RemoteEmbedder):
         self.dimension: int | None = self.output_dimensionality or KNOWN_DIMENSIONS.get(self.model)
         self.batch_size = int(batch_size)
         self.task_types = task_types
-        self._setup_calls(GeminiConnection(
+        connection = GeminiConnection(
             api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
-        ), genai_fault, timeout, options)
+        )
+        self._setup_calls(connection, genai_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"GeminiEmbedder(name={self.name!r}, connection={self.connection!r})"

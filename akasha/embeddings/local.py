@@ -128,25 +128,30 @@ class SentenceTransformerEmbedder:
             return self._model
         with self._lock:
             if self._model is None:
-                try:
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise MissingExtraError("sentence-transformers", "full", "hf: embeddings") from exc
-                logger.info("loading sentence-transformers model %s from %s", self.name, self._location)
-                try:
-                    model = SentenceTransformer(self._location, device=self.device, **self._model_kwargs)
-                except OSError as exc:
-                    raise ConfigError(
-                        f"embeddings {self.name!r}: cannot load the model from {self._location!r} ({exc}). "
-                        "Pass a local folder (hf:/path/to/model), use 'hf:all-MiniLM-L6-v2' (packaged, offline), "
-                        "or allow downloads from the Hugging Face hub (unset HF_HUB_OFFLINE)."
-                    ) from exc
+                model = self._read_model()
                 getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
                 dim = getter()
                 if dim:
                     self.dimension = int(dim)
                 self._model = model
         return self._model
+
+    def _read_model(self) -> Any:
+        """Load the sentence-transformers model from ``self.location`` onto ``self.device``."""
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingExtraError("sentence-transformers", "full", "hf: embeddings") from exc
+        logger.info("loading sentence-transformers model %s from %s", self.name, self._location)
+        try:
+            model = SentenceTransformer(self._location, device=self.device, **self._model_kwargs)
+        except OSError as exc:
+            raise ConfigError(
+                f"embeddings {self.name!r}: cannot load the model from {self._location!r} ({exc}). "
+                "Pass a local folder (hf:/path/to/model), use 'hf:all-MiniLM-L6-v2' (packaged, offline), "
+                "or allow downloads from the Hugging Face hub (unset HF_HUB_OFFLINE)."
+            ) from exc
+        return model
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)

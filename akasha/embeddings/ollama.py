@@ -7,8 +7,6 @@ model-string form: ``OllamaEmbedder("nomic-embed-text", host="http://gpu-box:114
 
 from __future__ import annotations
 
-import functools
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,8 +19,6 @@ from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteEmbedder
 from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
-
-logger = logging.getLogger(__name__)
 
 
 class OllamaEmbedder(RemoteEmbedder):
@@ -55,7 +51,8 @@ class OllamaEmbedder(RemoteEmbedder):
         self.batch_size = int(batch_size)
         self.truncate = truncate
         self.keep_alive = keep_alive
-        self._setup_calls(OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout), http_fault, timeout, options)
+        connection = OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout)
+        self._setup_calls(connection, http_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"OllamaEmbedder(name={self.name!r}, connection={self.connection!r})"

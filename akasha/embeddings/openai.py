@@ -10,8 +10,6 @@ Works with any OpenAI-compatible embeddings server (TEI, vLLM, Ollama /v1) via
 
 from __future__ import annotations
 
-import functools
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,8 +22,6 @@ from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteEmbedder
 from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
-
-logger = logging.getLogger(__name__)
 
 #: The embeddings endpoint accepts at most this many inputs per request.
 MAX_INPUTS = 2048
@@ -68,10 +64,11 @@ class OpenAIEmbedder(RemoteEmbedder):
         self.dimension: int | None = self.dimensions or KNOWN_DIMENSIONS.get(self.model)
         self.batch_size = int(batch_size)
         self.max_batch_chars = max_batch_chars
-        self._setup_calls(OpenAIConnection(
+        connection = OpenAIConnection(
             api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
             api_version=api_version, organization=organization, default_headers=default_headers,
-        ), openai_fault, timeout, options)
+        )
+        self._setup_calls(connection, openai_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(name={self.name!r}, connection={self.connection!r})"

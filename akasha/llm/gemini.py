@@ -7,8 +7,6 @@ imported or read from the environment until the first request.
 
 from __future__ import annotations
 
-import functools
-import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -19,8 +17,6 @@ from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteProvider
 from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
-
-logger = logging.getLogger(__name__)
 
 _OK_FINISH = {"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"}
 
@@ -72,9 +68,10 @@ class GeminiChat(RemoteProvider):
         if not self.model:
             raise ConfigError("gemini: needs a model name, for example 'gemini:gemini-2.5-flash'")
         self.name = f"gemini:{self.model}"
-        self._setup_calls(GeminiConnection(
+        connection = GeminiConnection(
             api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
-        ), genai_fault, timeout, options)
+        )
+        self._setup_calls(connection, genai_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"GeminiChat(name={self.name!r}, connection={self.connection!r})"

@@ -78,32 +78,37 @@ class TransformersChat:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    try:
-                        import torch  # noqa: F401
-                        from transformers import AutoModelForCausalLM, AutoTokenizer
-                    except ImportError as exc:
-                        raise MissingExtraError("transformers", "full", "hf: chat models") from exc
-                    kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
-                    if self.local:
-                        kwargs["local_files_only"] = True
-                    logger.info("loading transformers chat model %s", self.name)
-                    model_kwargs = dict(kwargs)
-                    if self.dtype:
-                        model_kwargs["dtype"] = self.dtype
-                    try:
-                        tokenizer = AutoTokenizer.from_pretrained(self.location, **kwargs)
-                        model = AutoModelForCausalLM.from_pretrained(self.location, **model_kwargs)
-                    except OSError as exc:
-                        raise ConfigError(
-                            f"model {self.name!r}: cannot load {self.location!r} ({exc}). Pass a local folder "
-                            "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
-                            "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE)."
-                        ) from exc
-                    model.to(self.device)
-                    model.eval()
-                    self._tokenizer = tokenizer
+                    tokenizer, model = self._read_model()
+                    self._tokenizer = tokenizer  # set before _model: readers check _model without the lock
                     self._model = model
         return self._model, self._tokenizer
+
+    def _read_model(self) -> tuple[Any, Any]:
+        """Load the tokenizer and model from ``self.location`` onto ``self.device`` (eval mode)."""
+        try:
+            import torch  # noqa: F401
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise MissingExtraError("transformers", "full", "hf: chat models") from exc
+        kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
+        if self.local:
+            kwargs["local_files_only"] = True
+        logger.info("loading transformers chat model %s", self.name)
+        model_kwargs = dict(kwargs)
+        if self.dtype:
+            model_kwargs["dtype"] = self.dtype
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self.location, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(self.location, **model_kwargs)
+        except OSError as exc:
+            raise ConfigError(
+                f"model {self.name!r}: cannot load {self.location!r} ({exc}). Pass a local folder "
+                "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
+                "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE)."
+            ) from exc
+        model.to(self.device)
+        model.eval()
+        return tokenizer, model
 
     def _inputs(self, messages: list[Message]) -> Any:
         model, tokenizer = self._load()

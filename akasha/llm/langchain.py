@@ -58,6 +58,10 @@ class LangChainChat:
     def __repr__(self) -> str:
         return f"LangChainChat(name={self.name!r})"
 
+    def _interrupted(self, exc: Exception, received: list[str]) -> StreamInterruptedError:
+        """The error for a LangChain stream that raised ``exc`` after yielding ``received``."""
+        return StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received))
+
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         return content_text(self.obj.invoke(to_langchain(messages)))
 
@@ -73,7 +77,7 @@ class LangChainChat:
                     received.append(text)
                     yield text
         except Exception as exc:
-            raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+            raise self._interrupted(exc, received) from exc
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         if hasattr(self.obj, "ainvoke"):
@@ -94,7 +98,7 @@ class LangChainChat:
                     received.append(text)
                     yield text
         except Exception as exc:
-            raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+            raise self._interrupted(exc, received) from exc
 
 
 __all__ = ["LangChainChat", "content_text", "to_langchain"]

@@ -7,8 +7,6 @@ Talks to ``http://localhost:11434`` unless ``host=`` or ``OLLAMA_HOST`` says oth
 
 from __future__ import annotations
 
-import functools
-import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -19,8 +17,6 @@ from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteProvider
 from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
-
-logger = logging.getLogger(__name__)
 
 
 class OllamaChat(RemoteProvider):
@@ -48,7 +44,8 @@ class OllamaChat(RemoteProvider):
         self.name = f"ollama:{self.model}"
         self.model_options = dict(model_options or {})
         self.keep_alive = keep_alive
-        self._setup_calls(OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout), http_fault, timeout, options)
+        connection = OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout)
+        self._setup_calls(connection, http_fault, timeout, options)
 
     def __repr__(self) -> str:
         return f"OllamaChat(name={self.name!r}, connection={self.connection!r})"

@@ -9,7 +9,6 @@ built and no key is read until the first request.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -53,10 +52,11 @@ class OpenAIChat(RemoteProvider):
         if not self.model:
             raise ConfigError("openai: needs a model name, for example 'openai:gpt-4o-mini'")
         self.name = f"openai:{self.model}"
-        self._setup_calls(OpenAIConnection(
+        connection = OpenAIConnection(
             api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
             api_version=api_version, organization=organization, default_headers=default_headers,
-        ), openai_fault, timeout, options)
+        )
+        self._setup_calls(connection, openai_fault, timeout, options)
         #: set once a server refuses ``temperature`` (reasoning models accept only the default)
         self._omit_temperature = False
 

@@ -8,6 +8,8 @@
 - :mod:`akasha.providers.streaming`: open a stream with retries, then detect a stream
   that breaks part way and raise ``StreamInterruptedError`` carrying the partial text.
 - :mod:`akasha.providers.secrets`: redact API keys from any text we emit.
+- :mod:`akasha.providers.remote`: the base of the OpenAI/Gemini/Ollama chat models and
+  embedders (connection, retry options, fault translation, row normalisation).
 - :mod:`akasha.providers.env`: environment-variable lookup and missing-key errors.
 - :mod:`akasha.providers.sync_bridge`: run a coroutine from sync code, even inside a
   running event loop (Jupyter).

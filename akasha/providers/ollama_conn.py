@@ -61,6 +61,21 @@ def _error_message(status: int, body: bytes) -> str:
     return body.decode("utf-8", "replace").strip() or f"HTTP {status}"
 
 
+def _fault(response: Any, body: bytes) -> HTTPFault:
+    """The HTTPFault for an error reply (status >= 400) whose body is ``body``."""
+    return HTTPFault(response.status_code, _error_message(response.status_code, body), dict(response.headers))
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    """One NDJSON line as an object (None for a blank line); an ``{"error": ...}`` line raises StreamErrorEvent."""
+    if not line.strip():
+        return None
+    obj = json.loads(line)
+    if obj.get("error"):
+        raise StreamErrorEvent(str(obj["error"]))
+    return obj
+
+
 class OllamaConnection:
     """Builds httpx clients lazily (sync once, async per event loop) and speaks Ollama's JSON."""
 
@@ -113,43 +128,33 @@ class OllamaConnection:
         """POST JSON and return the JSON reply; error statuses raise HTTPFault."""
         response = self.client().post(path, json=payload)
         if response.status_code >= 400:
-            raise HTTPFault(response.status_code, _error_message(response.status_code, response.content),
-                            dict(response.headers))
+            raise _fault(response, response.content)
         return response.json()
 
     async def apost(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         response = await self.async_client().post(path, json=payload)
         if response.status_code >= 400:
-            raise HTTPFault(response.status_code, _error_message(response.status_code, response.content),
-                            dict(response.headers))
+            raise _fault(response, response.content)
         return response.json()
 
     def stream_lines(self, path: str, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """POST and yield each NDJSON object; an ``{"error": ...}`` line raises StreamErrorEvent."""
         with self.client().stream("POST", path, json=payload) as response:
             if response.status_code >= 400:
-                body = response.read()
-                raise HTTPFault(response.status_code, _error_message(response.status_code, body),
-                                dict(response.headers))
+                raise _fault(response, response.read())
             for line in response.iter_lines():
-                if line.strip():
-                    obj = json.loads(line)
-                    if obj.get("error"):
-                        raise StreamErrorEvent(str(obj["error"]))
-                    yield obj
+                event = _event(line)
+                if event is not None:
+                    yield event
 
     async def astream_lines(self, path: str, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async with self.async_client().stream("POST", path, json=payload) as response:
             if response.status_code >= 400:
-                body = await response.aread()
-                raise HTTPFault(response.status_code, _error_message(response.status_code, body),
-                                dict(response.headers))
+                raise _fault(response, await response.aread())
             async for line in response.aiter_lines():
-                if line.strip():
-                    obj = json.loads(line)
-                    if obj.get("error"):
-                        raise StreamErrorEvent(str(obj["error"]))
-                    yield obj
+                event = _event(line)
+                if event is not None:
+                    yield event
 
 
 __all__ = ["DEFAULT_HOST", "OllamaConnection", "normalize_host"]

@@ -146,6 +146,31 @@ def _next_wait(
     return wait
 
 
+def _wait_after(
+    exc: Exception,
+    provider: str,
+    retry_number: int,
+    policy: RetryPolicy,
+    translate: Callable[[BaseException], Fault | None],
+    secrets: tuple[str | None, ...],
+) -> float:
+    """Seconds to wait before retrying after ``exc``, or raise what the caller must see.
+
+    akasha's own errors and exceptions ``translate`` does not recognise are re-raised
+    unchanged; a fault that may not be retried (or has no retries left) becomes a
+    :class:`ProviderError` with no chained cause.
+    """
+    if isinstance(exc, AkashaError):
+        raise exc
+    fault = translate(exc)
+    if fault is None:
+        raise exc
+    wait = _next_wait(provider, fault, retry_number, policy, secrets)
+    if wait is None:
+        raise _give_up(provider, fault, retry_number + 1, secrets) from None
+    return wait
+
+
 def call_with_retry(
     fn: Callable[[], T],
     *,
@@ -165,15 +190,8 @@ def call_with_retry(
     while True:
         try:
             return fn()
-        except AkashaError:
-            raise
         except Exception as exc:
-            fault = translate(exc)
-            if fault is None:
-                raise
-            wait = _next_wait(provider, fault, retry_number, policy, secrets)
-            if wait is None:
-                raise _give_up(provider, fault, retry_number + 1, secrets) from None
+            wait = _wait_after(exc, provider, retry_number, policy, translate, secrets)
         time.sleep(wait)
         retry_number += 1
 
@@ -192,15 +210,8 @@ async def acall_with_retry(
     while True:
         try:
             return await fn()
-        except AkashaError:
-            raise
         except Exception as exc:
-            fault = translate(exc)
-            if fault is None:
-                raise
-            wait = _next_wait(provider, fault, retry_number, policy, secrets)
-            if wait is None:
-                raise _give_up(provider, fault, retry_number + 1, secrets) from None
+            wait = _wait_after(exc, provider, retry_number, policy, translate, secrets)
         await asyncio.sleep(wait)
         retry_number += 1
 

@@ -39,6 +39,37 @@ def _describe(exc: BaseException, translate: Callable[[BaseException], Fault | N
     return fault.message if fault else f"{type(exc).__name__}: {exc}"
 
 
+class _Progress:
+    """What a stream has delivered so far, and the error to raise when it breaks."""
+
+    def __init__(
+        self, provider: str, translate: Callable[[BaseException], Fault | None], secrets: tuple[str | None, ...]
+    ) -> None:
+        self.provider = provider
+        self.translate = translate
+        self.secrets = secrets
+        self.received: list[str] = []
+        self.finished = False
+
+    def take(self, piece: Piece) -> str:
+        """Record one ``(text, finished)`` piece; return its text."""
+        text, done = piece
+        self.finished = self.finished or done
+        if text:
+            self.received.append(text)
+        return text
+
+    def broken(self, exc: BaseException) -> StreamInterruptedError:
+        """The error for a stream that raised ``exc`` part way (key redacted, partial text kept)."""
+        message = redact(_describe(exc, self.translate), self.secrets)
+        return StreamInterruptedError(self.provider, message, "".join(self.received))
+
+    def check_finished(self) -> None:
+        """Raise StreamInterruptedError if the data ended without the provider's end marker."""
+        if not self.finished:
+            raise StreamInterruptedError(self.provider, _END, "".join(self.received))
+
+
 def retrying_stream(
     open_stream: Callable[[], Iterator[Piece]],
     *,
@@ -63,15 +94,12 @@ def retrying_stream(
     pieces, first = call_with_retry(
         open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
     )
-    received: list[str] = []
-    finished = False
+    progress = _Progress(provider, translate, secrets)
     try:
         current = first
         while current is not None:
-            text, done = current
-            finished = finished or done
+            text = progress.take(current)
             if text:
-                received.append(text)
                 yield text
             try:
                 current = next(pieces)
@@ -80,10 +108,8 @@ def retrying_stream(
             except AkashaError:
                 raise
             except Exception as exc:
-                message = redact(_describe(exc, translate), secrets)
-                raise StreamInterruptedError(provider, message, "".join(received)) from None
-        if not finished:
-            raise StreamInterruptedError(provider, _END, "".join(received))
+                raise progress.broken(exc) from None
+        progress.check_finished()
     finally:
         _close(pieces)
 
@@ -114,15 +140,12 @@ async def aretrying_stream(
     pieces, first = await acall_with_retry(
         open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
     )
-    received: list[str] = []
-    finished = False
+    progress = _Progress(provider, translate, secrets)
     try:
         current = first
         while current is not None:
-            text, done = current
-            finished = finished or done
+            text = progress.take(current)
             if text:
-                received.append(text)
                 yield text
             try:
                 current = await pieces.__anext__()
@@ -131,10 +154,8 @@ async def aretrying_stream(
             except AkashaError:
                 raise
             except Exception as exc:
-                message = redact(_describe(exc, translate), secrets)
-                raise StreamInterruptedError(provider, message, "".join(received)) from None
-        if not finished:
-            raise StreamInterruptedError(provider, _END, "".join(received))
+                raise progress.broken(exc) from None
+        progress.check_finished()
     finally:
         await _aclose(pieces)
 

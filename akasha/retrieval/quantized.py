@@ -19,8 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 _BLOCK = 32_768  # rows per pass: the scratch arrays stay in L2 cache
-# _SIGNS[v, b] = +1 if bit b (most significant first, as np.packbits writes) of byte v is set, else -1
-_SIGNS = (np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32) * 2 - 1)
 
 
 def _require_bitwise_count() -> None:
@@ -89,24 +87,6 @@ class BinaryCodes:
     @property
     def nbytes(self) -> int:
         return int(self._codes.nbytes)
-
-    def asymmetric_scores(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """``(query - center) . sign(row - center)`` for ``slots``: a finer ranking than Hamming distance.
-
-        The query stays in float; each code byte looks up the partial dot product of its 8 signs
-        with the query's 8 matching coordinates in a (bytes, 256) table built once per query.
-        """
-        qc = np.asarray(query, dtype=np.float32).reshape(-1) - self.center
-        n_bytes = self._codes.shape[0] * 8
-        q8 = np.zeros(n_bytes * 8, dtype=np.float32)
-        q8[: qc.shape[0]] = qc
-        table = q8.reshape(n_bytes, 8) @ _SIGNS.T  # (bytes, 256)
-        code_bytes = np.ascontiguousarray(self._codes[:, slots].T).view(np.uint8)  # (len(slots), bytes)
-        flat = table.reshape(-1)
-        out = np.zeros(len(slots), dtype=np.float32)
-        for j in range(n_bytes):
-            out += flat[code_bytes[:, j].astype(np.intp) + j * 256]
-        return out
 
     def distances(self, query: np.ndarray) -> np.ndarray:
         """Hamming distance (uint16) from the query's code to every slot."""

@@ -49,7 +49,12 @@ def _cjk_tokens(run: str, use_jieba: bool) -> list[str]:
     if use_jieba:
         jieba = _jieba()
         if jieba is not None:
-            return [t for t in jieba.lcut_for_search(run) if t.strip()]
+            words = [t for t in jieba.lcut_for_search(run) if t.strip()]
+            # jieba's dictionary is simplified Chinese; on traditional text it can cut
+            # words apart (潤滑 -> 小時潤 / 滑軸承). Character pairs alongside the words
+            # keep every exact substring of two or more characters matchable.
+            pairs = [run[i : i + 2] for i in range(len(run) - 1)]
+            return words + [p for p in pairs if p not in words]
     if len(run) == 1:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
@@ -70,7 +75,7 @@ def tokenize(text: str, *, use_jieba: bool = False) -> list[str]:
 
 
 #: Version of the word rules above; bump it when tokens for the same text change.
-_RULES_VERSION = "1"
+_RULES_VERSION = "2"
 TOKENIZER_NAMES = ("auto", "jieba", "bigram")
 
 
