@@ -174,10 +174,7 @@ class Pipeline:
         except Exception as exc:
             raise StageError("embed", getattr(self.embedder, "name", "embedder"), exc) from exc
         await self.store.replace(doc_ids, chunks, vectors)
-        if self.bm25 is not None:
-            self._bm25_replace(doc_ids, chunks)
-            if self.bm25_path is not None:
-                await asyncio.to_thread(write_json_atomically, self.bm25_path, self.bm25.to_json())
+        await self._update_bm25(doc_ids, chunks)
         logger.debug("ingested %d documents as %d chunks", len(docs), len(chunks))
         return len(chunks)
 
@@ -199,6 +196,14 @@ class Pipeline:
             parts.append(as_matrix(rows, len(part), self.embedder.name))
         return np.concatenate(parts, axis=0)
 
+    async def _update_bm25(self, doc_ids: Sequence[str], chunks: Sequence[Chunk]) -> None:
+        """Give ``doc_ids`` exactly ``chunks`` in the BM25 index (if any), then save it to ``bm25_path``."""
+        if self.bm25 is None:
+            return
+        self._bm25_replace(doc_ids, chunks)
+        if self.bm25_path is not None:
+            await asyncio.to_thread(write_json_atomically, self.bm25_path, self.bm25.to_json())
+
     def _bm25_replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk]) -> None:
         old = [cid for d in doc_ids for cid in self._bm25_docs.pop(d, [])]
         if old:
@@ -212,10 +217,7 @@ class Pipeline:
         """Remove documents by id from the vector store (and BM25); returns chunks removed."""
         async with self._write_lock():
             removed = await self.store.delete(list(doc_ids))
-            if self.bm25 is not None:
-                self._bm25_replace(list(doc_ids), [])
-                if self.bm25_path is not None:
-                    await asyncio.to_thread(write_json_atomically, self.bm25_path, self.bm25.to_json())
+            await self._update_bm25(list(doc_ids), [])
         return removed
 
     # ------------------------------------------------------------------ query

@@ -22,6 +22,7 @@ import logging
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from akasha.errors import LoaderError
 from akasha.loaders.base import read_bytes
@@ -66,26 +67,31 @@ def _pages_pdfium(path: Path, data: bytes) -> list[str]:
         try:
             texts: list[str] = []
             for index in range(len(document)):
-                try:
-                    page = document[index]
-                except Exception as exc:  # one broken page must not lose the others
-                    logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
-                    texts.append("")
-                    continue
-                try:
-                    textpage = page.get_textpage()
-                    try:
-                        texts.append(textpage.get_text_range())
-                    finally:
-                        textpage.close()
-                except Exception as exc:
-                    logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
-                    texts.append("")
-                finally:
-                    page.close()
+                _append_pdfium_page(texts, document, index, path)
             return texts
         finally:
             document.close()
+
+
+def _append_pdfium_page(texts: list[str], document: Any, index: int, path: Path) -> None:
+    """Append the text of page ``index``; a broken page logs a warning and appends "" instead."""
+    try:
+        page = document[index]
+    except Exception as exc:  # one broken page must not lose the others
+        logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
+        texts.append("")
+        return
+    try:
+        textpage = page.get_textpage()
+        try:
+            texts.append(textpage.get_text_range())
+        finally:
+            textpage.close()
+    except Exception as exc:
+        logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
+        texts.append("")
+    finally:
+        page.close()
 
 
 def _open_reader(path: Path, data: bytes):  # -> pypdf.PdfReader, decrypted

@@ -40,6 +40,11 @@ FORMAT = "akasha-bm25"
 FORMAT_VERSION = 1
 
 
+#: Query postings from which BM25Index.search tries MaxScore pruning, and the most candidates it scores.
+PRUNE_MIN_POSTINGS = 200_000
+PRUNE_MAX_CANDIDATES = 100_000
+
+
 class _Vocab(dict):
     """term -> id; looking up an unknown term gives it the next id (first-seen order, one dict pass per token)."""
 
@@ -225,6 +230,7 @@ class BM25Index:
         self._delta_parts = []
         self._delta_cache = None
         self._delta_size = 0
+        self._sat_key = None
 
     # ----------------------------------------------------------------- search
     def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray]:
@@ -244,31 +250,27 @@ class BM25Index:
         n = self._n_live
         df = self._df[tids].astype(np.float64)
         idf = (np.log1p((n - df + 0.5) / (df + 0.5)) * qtf).astype(np.float32)
-        doc_parts, tf_parts, w_parts = [], [], []
+        doc_parts, c_parts = [], []
         n_main = len(self._indptr) - 1
+        saturation = self._main_saturation() if n_main else None
         for tid, weight in zip(tids.tolist(), idf.tolist(), strict=True):
             if tid < n_main:
                 lo, hi = self._indptr[tid], self._indptr[tid + 1]
                 if hi > lo:
                     doc_parts.append(self._doc[lo:hi])
-                    tf_parts.append(self._tf[lo:hi])
-                    w_parts.append(np.full(hi - lo, weight, dtype=np.float32))
+                    c_parts.append(saturation[lo:hi] * np.float32(weight))  # type: ignore[index]
         if self._delta_size:
             d_terms, d_docs, d_tfs = self._delta()
             hit = np.flatnonzero(np.isin(d_terms, tids))
             if len(hit):
                 doc_parts.append(d_docs[hit])
-                tf_parts.append(d_tfs[hit])
-                w_parts.append(idf[np.searchsorted(tids, d_terms[hit])])
+                c_parts.append(idf[np.searchsorted(tids, d_terms[hit])] * self._saturate(d_tfs[hit], d_docs[hit]))
         if not doc_parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         docs = np.concatenate(doc_parts)
-        tf = np.concatenate(tf_parts)
-        w = np.concatenate(w_parts)
-        avgdl = self._total_len / n if self._total_len > 0 else 1.0
-        norm = self.k1 * (1.0 - self.b + self.b * self._dl[docs] / avgdl)
-        contrib = w * tf * (self.k1 + 1.0) / (tf + norm)
-        contrib *= self._alive[docs]
+        contrib = np.concatenate(c_parts)
+        if n != len(self._alive):
+            contrib *= self._alive[docs]
         if len(docs) * 8 < len(self._alive):
             slots, inverse = np.unique(docs, return_inverse=True)
             scores = np.bincount(inverse, weights=contrib, minlength=len(slots))
@@ -279,13 +281,99 @@ class BM25Index:
         live = scores > 0
         return slots[live].astype(np.int64), scores[live].astype(np.float32)
 
+    def _saturate(self, tf: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """BM25's length-normalised term-frequency factor ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``."""
+        avgdl = self._total_len / self._n_live if self._total_len > 0 else 1.0
+        norm = self.k1 * (1.0 - self.b + self.b * self._dl[docs] / avgdl)
+        return (tf * (self.k1 + 1.0) / (tf + norm)).astype(np.float32)
+
+    def _main_saturation(self) -> np.ndarray:
+        """:meth:`_saturate` for every main posting, cached until the corpus statistics change.
+
+        A query then costs one multiply per posting: at 1,000,000 chunks a question made of
+        common words touches millions of postings, and this removes the per-posting length
+        gather and four arithmetic passes from every such query.
+        """
+        key = (self._total_len, self._n_live, id(self._doc), len(self._doc))
+        if getattr(self, "_sat_key", None) != key:
+            self._sat = self._saturate(self._tf, self._doc)
+            self._sat_key = key
+        return self._sat
+
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, score)`` pairs for ``query``, best first (ties by insertion order)."""
-        slots, scores = self.score_slots(query)
-        if k <= 0 or not len(slots):
+        if k <= 0:
+            return []
+        pruned = self._search_pruned(query, k)
+        if pruned is not None:
+            slots, scores = pruned
+        else:
+            slots, scores = self.score_slots(query)
+        if not len(slots):
             return []
         top = _top_k(scores, k, tiebreak=slots)
         return [(self._ids[s], float(scores[i])) for i, s in zip(top, slots[top].tolist(), strict=True)]  # type: ignore[misc]
+
+    def _search_pruned(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Exact top-``k`` candidates without touching the long postings of common terms, or None.
+
+        MaxScore-style: a term adds at most ``idf (k1 + 1)`` to any score. Documents of the
+        query's rarest terms (the *essential* ones) are scored completely, the common terms'
+        frequencies looked up by binary search in their slot-sorted postings; every delta
+        document is scored completely too. If the k-th best score then beats the most any
+        other main document could get from the common terms alone, the top-k is exact.
+        Returns None (use the full scan) when the query's postings are short or no split works.
+        """
+        tids, qtf = self._query_terms(query)
+        n_main = len(self._indptr) - 1
+        n = self._n_live
+        if len(tids) < 2 or not n:
+            return None
+        df = self._df[tids].astype(np.float64)
+        idf = (np.log1p((n - df + 0.5) / (df + 0.5)) * qtf).astype(np.float32)
+        terms = []  # (main postings, tid, weight, lo, hi), rarest first
+        for tid, weight in zip(tids.tolist(), idf.tolist(), strict=True):
+            lo, hi = (int(self._indptr[tid]), int(self._indptr[tid + 1])) if tid < n_main else (0, 0)
+            terms.append((hi - lo, tid, weight, lo, hi))
+        terms.sort()
+        total = sum(t[0] for t in terms)
+        if total < PRUNE_MIN_POSTINGS:
+            return None
+        saturation = self._main_saturation()
+        d_slots, d_scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        if self._delta_size:
+            d_terms, d_docs, d_tfs = self._delta()
+            hit = np.flatnonzero(np.isin(d_terms, tids))
+            if len(hit):
+                contrib = idf[np.searchsorted(tids, d_terms[hit])] * self._saturate(d_tfs[hit], d_docs[hit])
+                d_slots, inverse = np.unique(d_docs[hit].astype(np.int64), return_inverse=True)
+                d_scores = np.bincount(inverse, weights=contrib, minlength=len(d_slots)) * self._alive[d_slots]
+        for split in range(1, len(terms)):
+            essential, rest = terms[:split], terms[split:]
+            if sum(t[0] for t in essential) > PRUNE_MAX_CANDIDATES:
+                break
+            bound = sum(t[2] for t in rest) * (self.k1 + 1.0)
+            parts = [self._doc[t[3] : t[4]] for t in essential]
+            cand = np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)
+            scores = np.zeros(len(cand), dtype=np.float64)
+            for length, _, weight, lo, hi in terms:
+                if not length or not len(cand):
+                    continue
+                docs = self._doc[lo:hi]
+                pos = np.minimum(np.searchsorted(docs, cand), length - 1)
+                found = docs[pos] == cand
+                scores[found] += saturation[lo:hi][pos[found]] * np.float32(weight)
+            if n != len(self._alive):
+                scores *= self._alive[cand]
+            slots = np.concatenate([cand, d_slots])
+            all_scores = np.concatenate([scores, d_scores])
+            live = all_scores > 0
+            slots, all_scores = slots[live], all_scores[live].astype(np.float32)
+            if len(slots) >= k:
+                kth = all_scores[_top_k(all_scores, k, tiebreak=slots)[-1]]
+                if kth > bound:
+                    return slots, all_scores
+        return None
 
     def slot_ids(self, slots: Iterable[int]) -> list[str]:
         """Ids for slots returned by :meth:`score_slots`."""
@@ -386,6 +474,11 @@ def _top_k(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np
     n = len(scores)
     if k < n:
         part = np.argpartition(-scores, k - 1)[:k]
+        if tiebreak is not None:  # argpartition picks arbitrarily among ties at the k-th score: pick by tiebreak
+            kth = scores[part].min()
+            better = part[scores[part] > kth]
+            ties = np.flatnonzero(scores == kth)
+            part = np.concatenate([better, ties[np.argsort(tiebreak[ties], kind="stable")][: k - len(better)]])
     else:
         part = np.arange(n)
     if tiebreak is None:

@@ -145,7 +145,8 @@ class ChromaServerBackend(LocalStatCache):
         if found is None:
             name = f"{self.spec.name}-v-{_h(model, 12)}"
             found = self._run("opening the vector collection", lambda: self._client.get_or_create_collection(
-                name, metadata={"hnsw:space": "cosine", MODEL_KEY: model[:500]}, embedding_function=None))
+                name, metadata={"hnsw:space": "cosine", "hnsw:search_ef": 200, MODEL_KEY: model[:500]},
+                embedding_function=None))
             self._vectors[model] = found
         return found
 

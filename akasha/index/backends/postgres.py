@@ -71,7 +71,7 @@ class PgVectorBackend(LocalStatCache):
     """Manifest method set + ``write_lock`` + ``knn`` over one PostgreSQL database."""
 
     def __init__(self, spec: ServerURL, *, local: Any = None, retry: Retry | None = None,
-                 connect_timeout: float = 5.0, ef_search: int = 100, hnsw_m: int = 16,
+                 connect_timeout: float = 5.0, ef_search: int = 200, hnsw_m: int = 16,
                  ef_construction: int = 64) -> None:
         super().__init__(local)
         try:

@@ -8,10 +8,11 @@ nothing. The local cache folder still holds the stat cache and the search
 snapshot, which only save work on that machine.
 
 Search: BM25 stays in akasha (over the chunks stored on the server), so
-``"auto"`` stays hybrid. The dense side is served by :class:`ServerDense`: the
-server's HNSW index when ``server_knn=True`` (default), else the in-memory
-matrix every CorpusIndex keeps anyway (mmr and custom search types always use
-it).
+``"auto"`` stays hybrid. The dense side is exact cosine over the in-memory
+matrix every CorpusIndex keeps anyway (default), or, with ``server_knn=True``,
+the server's HNSW index via :class:`ServerDense` (lower latency on large
+corpora, approximate: bench/server_index.py measures its recall). ``mmr`` and
+custom search types always use the in-memory matrix.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from akasha.retrieval.dense import DenseIndex
 from akasha.types import Chunk
 
 
-def attach(index: Any, vector_store: str, *, server_knn: bool = True, **options: Any) -> Any:
+def attach(index: Any, vector_store: str, *, server_knn: bool = False, **options: Any) -> Any:
     """Point ``index`` (a CorpusIndex) at the shared index ``vector_store``; returns the backend.
 
     ``options`` go to :func:`akasha.index.servers.open_backend` (``token``, ``retry``, ...).
