@@ -88,9 +88,10 @@ def top_source(index: CorpusIndex, question: str, search_type: str = "auto") -> 
     return Path(index.search(question, k=1, search_type=search_type)[0].path).name
 
 
-def test_sync_and_hybrid_search(tmp_path, target):
+@pytest.mark.parametrize("server_knn", [False, True])
+def test_sync_and_hybrid_search(tmp_path, target, server_knn):
     docs = write_corpus(tmp_path / "docs")
-    with open_index(target.url, tmp_path / "cache") as index:
+    with open_index(target.url, tmp_path / "cache", server_knn=server_knn) as index:
         report = index.sync(docs)
         assert report.indexed == len(TOPICS) and report.embedded == report.chunks > 0
         assert top_source(index, "coolant radiator blue") == "coolant.md"
@@ -256,7 +257,7 @@ def test_other_corpora_on_the_same_server_never_leak_into_results(tmp_path, targ
         (docs_b / f"coolant{i}.md").write_text(f"Coolant radiator blue long-life coolant radiator, copy {i}.")
     with open_index(target.url, tmp_path / "machine-b") as b:
         b.sync(docs_b)
-    with open_index(target.url, tmp_path / "machine-a") as a:
+    with open_index(target.url, tmp_path / "machine-a", server_knn=True) as a:  # dense half on the server's HNSW
         a.sync(docs_a)
         for search_type in ("knn", "auto"):
             hits = a.search("coolant radiator blue long-life", k=5, search_type=search_type)
