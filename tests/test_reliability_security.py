@@ -263,9 +263,9 @@ def _exception_texts(exc: BaseException) -> list[str]:
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         texts += [str(exc), repr(exc), repr(getattr(exc, "args", ()))]
-        # what tracebacks, logging and error reporters show: the cause, else the context unless suppressed
-        exc = exc.__cause__ if exc.__cause__ is not None else (
-            None if exc.__suppress_context__ else exc.__context__)
+        # follow both links, even a suppressed context: error reporters that walk __context__
+        # directly must not find the key either
+        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
     return texts
 
 

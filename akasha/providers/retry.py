@@ -153,21 +153,23 @@ def _wait_after(
     policy: RetryPolicy,
     translate: Callable[[BaseException], Fault | None],
     secrets: tuple[str | None, ...],
-) -> float:
-    """Seconds to wait before retrying after ``exc``, or raise what the caller must see.
+) -> float | BaseException:
+    """Seconds to wait before retrying after ``exc``, or the exception the caller must raise.
 
-    akasha's own errors and exceptions ``translate`` does not recognise are re-raised
+    akasha's own errors and exceptions ``translate`` does not recognise come back
     unchanged; a fault that may not be retried (or has no retries left) becomes a
-    :class:`ProviderError` with no chained cause.
+    :class:`ProviderError`. Callers raise it *outside* their ``except`` block, so the
+    client's exception (whose text may echo the API key) is not even kept as
+    ``__context__``.
     """
     if isinstance(exc, AkashaError):
-        raise exc
+        return exc
     fault = translate(exc)
     if fault is None:
-        raise exc
+        return exc
     wait = _next_wait(provider, fault, retry_number, policy, secrets)
     if wait is None:
-        raise _give_up(provider, fault, retry_number + 1, secrets) from None
+        return _give_up(provider, fault, retry_number + 1, secrets)
     return wait
 
 
@@ -192,6 +194,8 @@ def call_with_retry(
             return fn()
         except Exception as exc:
             wait = _wait_after(exc, provider, retry_number, policy, translate, secrets)
+        if isinstance(wait, BaseException):
+            raise wait
         time.sleep(wait)
         retry_number += 1
 
@@ -212,6 +216,8 @@ async def acall_with_retry(
             return await fn()
         except Exception as exc:
             wait = _wait_after(exc, provider, retry_number, policy, translate, secrets)
+        if isinstance(wait, BaseException):
+            raise wait
         await asyncio.sleep(wait)
         retry_number += 1
 

@@ -101,6 +101,7 @@ def retrying_stream(
             text = progress.take(current)
             if text:
                 yield text
+            failure = None
             try:
                 current = next(pieces)
             except StopIteration:
@@ -108,7 +109,9 @@ def retrying_stream(
             except AkashaError:
                 raise
             except Exception as exc:
-                raise progress.broken(exc) from None
+                failure = progress.broken(exc)
+            if failure is not None:
+                raise failure  # outside the except block: no __context__ that could echo the key
         progress.check_finished()
     finally:
         _close(pieces)
@@ -147,6 +150,7 @@ async def aretrying_stream(
             text = progress.take(current)
             if text:
                 yield text
+            failure = None
             try:
                 current = await pieces.__anext__()
             except StopAsyncIteration:
@@ -154,7 +158,9 @@ async def aretrying_stream(
             except AkashaError:
                 raise
             except Exception as exc:
-                raise progress.broken(exc) from None
+                failure = progress.broken(exc)
+            if failure is not None:
+                raise failure  # outside the except block: no __context__ that could echo the key
         progress.check_finished()
     finally:
         await _aclose(pieces)
