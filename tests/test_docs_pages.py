@@ -211,3 +211,12 @@ def test_every_environment_variable_the_code_reads_is_documented():
     docs = "\n".join(p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md"))
     missing = {var: where for var, where in found.items() if var not in docs}
     assert not missing, f"environment variables read by akasha but not in the docs: {missing}"
+
+
+def test_getting_started_has_the_readme_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = read("getting-started.md")
+    commands = [line for line in readme.splitlines() if line.startswith(("python3 -m venv", "bash .ci/run"))]
+    assert len(commands) == 2, commands
+    for command in commands:
+        assert command in page, f"docs/getting-started.md should show the README command: {command}"

@@ -258,7 +258,9 @@ class BM25Index:
                 lo, hi = self._indptr[tid], self._indptr[tid + 1]
                 if hi > lo:
                     doc_parts.append(self._doc[lo:hi])
-                    c_parts.append(saturation[lo:hi] * np.float32(weight))  # type: ignore[index]
+                    sat = saturation[lo:hi] if saturation is not None else self._saturate(self._tf[lo:hi],
+                                                                                          self._doc[lo:hi])
+                    c_parts.append(sat * np.float32(weight))
         if self._delta_size:
             d_terms, d_docs, d_tfs = self._delta()
             hit = np.flatnonzero(np.isin(d_terms, tids))
@@ -287,17 +289,23 @@ class BM25Index:
         norm = self.k1 * (1.0 - self.b + self.b * self._dl[docs] / avgdl)
         return (tf * (self.k1 + 1.0) / (tf + norm)).astype(np.float32)
 
-    def _main_saturation(self) -> np.ndarray:
-        """:meth:`_saturate` for every main posting, cached until the corpus statistics change.
+    def _main_saturation(self) -> np.ndarray | None:
+        """:meth:`_saturate` for every main posting, cached until the corpus statistics change, or None.
 
-        A query then costs one multiply per posting: at 1,000,000 chunks a question made of
+        With it a query costs one multiply per posting: at 1,000,000 chunks a question made of
         common words touches millions of postings, and this removes the per-posting length
-        gather and four arithmetic passes from every such query.
+        gather and four arithmetic passes from every such query. It is built on the second
+        query at unchanged statistics (None on the first), so alternating updates and queries
+        never pay for a table they would throw away.
         """
         key = (self._total_len, self._n_live, id(self._doc), len(self._doc))
-        if getattr(self, "_sat_key", None) != key:
-            self._sat = self._saturate(self._tf, self._doc)
-            self._sat_key = key
+        if getattr(self, "_sat_key", None) == key:
+            return self._sat
+        if getattr(self, "_sat_pending", None) != key:
+            self._sat_pending = key
+            return None
+        self._sat = self._saturate(self._tf, self._doc)
+        self._sat_key = key
         return self._sat
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
@@ -353,6 +361,8 @@ class BM25Index:
             if sum(t[0] for t in essential) > PRUNE_MAX_CANDIDATES:
                 break
             bound = sum(t[2] for t in rest) * (self.k1 + 1.0)
+            if bound >= 0.5 * sum(t[2] for t in essential) * (self.k1 + 1.0):
+                continue  # the rare terms' scores could not beat what the common ones may add: don't try
             parts = [self._doc[t[3] : t[4]] for t in essential]
             cand = np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)
             scores = np.zeros(len(cand), dtype=np.float64)
@@ -362,7 +372,9 @@ class BM25Index:
                 docs = self._doc[lo:hi]
                 pos = np.minimum(np.searchsorted(docs, cand), length - 1)
                 found = docs[pos] == cand
-                scores[found] += saturation[lo:hi][pos[found]] * np.float32(weight)
+                at = pos[found] + lo
+                sat = saturation[at] if saturation is not None else self._saturate(self._tf[at], self._doc[at])
+                scores[found] += sat * np.float32(weight)
             if n != len(self._alive):
                 scores *= self._alive[cand]
             slots = np.concatenate([cand, d_slots])

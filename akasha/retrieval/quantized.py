@@ -5,7 +5,9 @@ question, which is memory-bandwidth bound (hundreds of ms on a busy 2-core
 machine). The sign bits of the *centred* vectors are 48 bytes per row (32x
 smaller); the Hamming distance between two codes tracks the angle between
 the vectors, so the rows with the smallest distances are a candidate set that
-almost always holds the exact top-k. :class:`~akasha.retrieval.dense.DenseIndex`
+usually holds the exact top-k (recall@10 0.95 at 1 % of 4,800 MiniLM vectors,
+rising with corpus size; see :data:`akasha.retrieval.dense.RESCORE_FRACTION`).
+:class:`~akasha.retrieval.dense.DenseIndex`
 rescores those candidates exactly with the float32 rows, so returned scores
 are true cosines and only recall (not score accuracy) depends on the codes.
 
