@@ -151,6 +151,7 @@ class RAG:
         cache_dir: str | Path | None = None,
         chunk_overlap: int | None = None,
         k: int = 20,
+        vector_store: str | None = None,
     ) -> None:
         self.options = RAGOptions(
             model=model, embeddings=embeddings, chunk_size=chunk_size, search_type=search_type,
@@ -158,7 +159,7 @@ class RAG:
             max_input_tokens=max_input_tokens, use_chroma=use_chroma, stream=stream,
             max_output_tokens=max_output_tokens, temperature=temperature, system_prompt=system_prompt,
             language=language, verbose=verbose, keep_logs=keep_logs, cache_dir=cache_dir,
-            chunk_overlap=chunk_overlap, k=k,
+            chunk_overlap=chunk_overlap, k=k, vector_store=vector_store,
         )
         self.docs: DocList = DocList()
         self.response: str = ""
@@ -246,12 +247,14 @@ class RAG:
         """The CorpusIndex for these embeddings, chunk settings and cache folder (built once)."""
         embedder = self._embedder(options)
         cache = options.cache_dir if options.cache_dir in (None, ":memory:") else str(Path(options.cache_dir).expanduser())
-        key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache)
+        key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache,
+               options.vector_store)
         if key not in self._indexes:
             from akasha.index import CorpusIndex
 
             self._indexes[key] = CorpusIndex(
-                embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap, cache_dir=options.cache_dir
+                embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap, cache_dir=options.cache_dir,
+                vector_store=options.vector_store,
             )
         return self._indexes[key]
 

@@ -44,17 +44,8 @@ def write_corpus(folder: Path, extra: int = 0) -> Path:
 
 
 def open_index(url: str, cache: Path, embedder=None, retry: Retry | None = None, **kw) -> CorpusIndex:
-    # TEMP shim until corpus.py takes vector_store=
-    from akasha.index.backends.shared import attach, shared_write_lock
-    index = CorpusIndex(embedder or HashEmbedder(), cache_dir=cache, chunk_size=120, chunk_overlap=0)
-    try:
-        backend = attach(index, url, retry=retry or FAST, **kw)
-    except Exception:
-        index.close()
-        raise
-    orig = index._write_lock
-    index._write_lock = lambda: shared_write_lock(orig(), backend, index.lock_timeout)
-    return index
+    return CorpusIndex(embedder or HashEmbedder(), cache_dir=cache, chunk_size=120, chunk_overlap=0,
+                       vector_store=url, vector_store_options={"retry": retry or FAST, **kw})
 
 
 class Target:

@@ -86,6 +86,10 @@ class CorpusIndex:
     ``store``: ``"sqlite"`` (default) or ``"chroma"`` (also mirrors into Chroma).
     ``tokenizer``: BM25 tokenizer name (``"auto"``: jieba when installed, else bigrams).
     ``lock_timeout``: seconds to wait for another writer before IndexLockError.
+    ``vector_store``: a shared index on a server that several machines use,
+    ``"chroma://host:port/collection"`` or ``"postgresql://user:pass@host:port/db?table=name"``
+    (see docs/servers.md); ``vector_store_options`` go to its backend (``token``, ``retry``,
+    ``server_knn`` ...). The local cache folder then keeps only the stat cache and snapshots.
     """
 
     def __init__(
@@ -99,6 +103,8 @@ class CorpusIndex:
         tokenizer: str = "auto",
         lock_timeout: float = 600.0,
         search_settings: SearchSettings | None = None,
+        vector_store: str | None = None,
+        vector_store_options: dict[str, Any] | None = None,
     ) -> None:
         from akasha.chunking import default_overlap, validate_chunking
 
@@ -108,6 +114,9 @@ class CorpusIndex:
             from akasha.errors import ConfigError
 
             raise ConfigError(f"unknown index store {store!r}; known: {', '.join(STORES)}")
+        self._shared: Any = None  # a shared-index backend (vector_store=), see akasha.index.backends
+        self._server_knn = False
+        self.vector_store: str | None = None
         self.embedder = embedder
         self.chunk_size = chunk_size
         self.chunk_overlap = overlap
@@ -135,6 +144,14 @@ class CorpusIndex:
                 raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
+        if vector_store is not None:
+            from akasha.index.backends.shared import attach
+
+            try:
+                attach(self, vector_store, **dict(vector_store_options or {}))
+            except BaseException:
+                self._manifest.close()
+                raise
         self._chroma = None
         if store == "chroma":
             from akasha.index.chroma import ChromaMirror
@@ -172,7 +189,12 @@ class CorpusIndex:
         if self._state_key is None:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
         vector = None if search_type == "bm25" else self.embedder.embed_query(query)
-        return search(query, vector, k, search_type, bm25=self._bm25, dense=self._dense,
+        dense: Any = self._dense
+        if self._shared is not None and search_type in ("knn", "auto", "hybrid"):
+            from akasha.index.backends.shared import server_dense
+
+            dense = server_dense(self)  # the server's HNSW index answers the dense half
+        return search(query, vector, k, search_type, bm25=self._bm25, dense=dense,
                       chunks=self._chunks, settings=self.search_settings)
 
     def sync(self, data_source: DataSource, *, progress: bool = False) -> SyncReport:
@@ -196,8 +218,14 @@ class CorpusIndex:
         if self.cache_dir is None:
             import contextlib
 
-            return contextlib.nullcontext()
-        return _IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
+            lock: Any = contextlib.nullcontext()
+        else:
+            lock = _IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
+        if self._shared is not None:  # writers on every machine: the server's lock too
+            from akasha.index.backends.shared import shared_write_lock
+
+            return shared_write_lock(lock, self._shared, self.lock_timeout)
+        return lock
 
     def _sync_locked(self, data_source: DataSource, paths: list[Path], progress: bool) -> SyncReport:
         report = SyncReport()
@@ -316,12 +344,16 @@ class CorpusIndex:
         by_path: dict[str, list[Chunk]] = {}
         for chunk in self._chunks.values():
             by_path.setdefault(chunk.metadata["source"], []).append(chunk)
+        reused = {path for path, content in files.items() if self._files.get(path) == content and path in by_path}
+        stored = self._manifest.load_chunks_many(
+            list({content for path, content in files.items() if path not in reused}), self.settings_key
+        )
         for path, content in files.items():
-            if self._files.get(path) == content and path in by_path:
+            if path in reused:
                 for chunk in by_path[path]:
                     out[chunk.id] = chunk
                 continue
-            for seq, _text_hash, text, meta in self._manifest.load_chunks(content, self.settings_key):
+            for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{path}#{seq}"
                 out[chunk_id] = Chunk(chunk_id, text, {**meta, "source": path, "chunk_id": chunk_id})
         return out

@@ -158,6 +158,20 @@ class Manifest:
         )
         return [(seq, th, text, json.loads(meta)) for seq, th, text, meta in rows]
 
+    def load_chunks_many(self, file_hashes: Sequence[str], settings: str) -> dict[str, list[StoredChunk]]:
+        """:meth:`load_chunks` for many files in a few queries (a fresh process loads a whole corpus)."""
+        out: dict[str, list[StoredChunk]] = {h: [] for h in file_hashes}
+        for part in _batches(list(out), 500):
+            marks = ",".join("?" * len(part))
+            rows = self._query(
+                f"SELECT file_hash, seq, text_hash, text, metadata FROM chunks WHERE settings=? "
+                f"AND file_hash IN ({marks}) ORDER BY file_hash, seq",
+                [settings, *part],
+            )
+            for file_hash, seq, text_hash, text, meta in rows:
+                out[file_hash].append((seq, text_hash, text, json.loads(meta)))
+        return out
+
     # -------------------------------------------------------------- embeddings
     def cached_hashes(self, model: str, text_hashes: Sequence[str]) -> set[str]:
         """The subset of ``text_hashes`` that already has a vector for ``model``."""
