@@ -1,4 +1,4 @@
-"""The ``akasha eval`` subcommand: retrieval quality of a folder against a JSONL of questions.
+"""The akasha eval subcommand: retrieval quality of a folder against a JSONL of questions.
 
 ``akasha eval DOCS QUESTIONS.jsonl --search-types auto,bm25,knn --embeddings hf:all-MiniLM-L6-v2 --report eval.html``
 prints recall@1, recall@5, MRR@10 and nDCG@10 per search type and reranker.
@@ -27,13 +27,19 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--search-types", type=_names, default=["auto", "bm25", "knn"], help="comma-separated (default auto,bm25,knn)")
     parser.add_argument("--rerankers", type=_names, default=["none"], help="comma-separated reranker names; 'none' = no reranking")
     parser.add_argument("--reranker-model", default=None, help="chat model of the 'llm' reranker (e.g. openai:gpt-4o-mini)")
-    parser.add_argument("--embeddings", default="hash", help="embedding model string (default: hash; e.g. hf:all-MiniLM-L6-v2)")
+    parser.add_argument(
+        "--embeddings", default=None,
+        help="embedding model string (default: hf:all-MiniLM-L6-v2 when the packaged model is installed, else hash)",
+    )
     parser.add_argument("-k", type=int, default=10, help="results per question (>= 10)")
-    parser.add_argument("--chunk-size", type=int, default=1000)
+    parser.add_argument("--chunk-size", type=int, default=1000, help="chunk size in characters (default 1000)")
     parser.add_argument("--cache-dir", default=":memory:", help="index cache folder (default: in memory)")
     parser.add_argument("--report", help="write an HTML report with a plot to this path")
     parser.add_argument("--metric", default="mrr@10", help="metric highlighted in the report")
-    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    parser.add_argument(
+        "--format", choices=["text", "markdown", "json"], default="text",
+        help="how the table is printed: text, markdown or json (default text)",
+    )
     parser.set_defaults(handler=run)
     return parser
 
@@ -46,6 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation described by parsed ``args``; print the table; return the exit code."""
+    from akasha.cli import offline_embeddings
     from akasha.evaluation.runner import evaluate
 
     try:
@@ -54,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             args.questions,
             search_types=args.search_types,
             rerankers=[None if r == "none" else r for r in args.rerankers],
-            embeddings=args.embeddings,
+            embeddings=args.embeddings or offline_embeddings(),
             k=args.k,
             chunk_size=args.chunk_size,
             cache_dir=args.cache_dir,

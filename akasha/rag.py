@@ -298,7 +298,7 @@ class RAG:
         index = self._index(options)
         if sync:
             with run.stage("index", f"CorpusIndex({index.embedder.name if hasattr(index, 'embedder') else _spec_name(options.embeddings)})", _describe_source(data_source)) as entry:
-                report = index.sync(data_source)
+                report = index.sync(data_source, progress=None)  # bars only for long indexing
                 entry["out"] = getattr(report, "chunks", None)
                 entry["files"] = {"indexed": report.indexed, "unchanged": report.unchanged,
                                   "skipped": report.skipped, "removed": report.removed}
@@ -551,7 +551,7 @@ class RAG:
         run = _Run(options, question)
         hits = self._retrieve(run, data_source, question)
         self.trace = run.trace
-        return hits
+        return DocList(hits)
 
     def index(self, data_source: DataSource, *, progress: bool = False, **overrides: Any) -> Any:
         """Bring the index for ``data_source`` up to date and return the index's sync report."""

@@ -162,8 +162,8 @@ class PostgresServer:
         return f"postgresql://postgres:{password}@127.0.0.1:{self.port}/postgres?table={table}"
 
     def init(self) -> PostgresServer:
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="xdg-"))
-        os.chmod(os.environ["XDG_RUNTIME_DIR"], 0o700)
+        if not os.environ.get("XDG_RUNTIME_DIR"):  # pgserver keeps its lock file there (mkdtemp: mode 0700)
+            os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="xdg-")
         import pgserver
         import psycopg
 

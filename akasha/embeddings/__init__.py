@@ -28,14 +28,16 @@ EMBEDDING_PROVIDERS: dict[str, str] = {
 }
 
 
-def split_model_string(spec: str, known: dict[str, str], kind: str) -> tuple[str, str]:
+def split_model_string(
+    spec: str, known: dict[str, str], kind: str, example: str = "hf:all-MiniLM-L6-v2"
+) -> tuple[str, str]:
     """Split ``"prefix:rest"`` and check the prefix, raising ConfigError listing known ones."""
     prefix, _, rest = spec.partition(":")
     prefix = prefix.strip().lower()
     if prefix not in known:
         raise ConfigError(
             f"unknown {kind} {spec!r}: the prefix must be one of "
-            f"{', '.join(sorted(known))} (for example 'hf:all-MiniLM-L6-v2'), "
+            f"{', '.join(sorted(known))} (for example {example!r}), "
             "or pass a callable"
         )
     return prefix, rest.strip()

@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 STORES = ("sqlite", "chroma")
+#: With ``progress=None``, bars appear when a sync reads more files or embeds more texts than this.
+LONG_FILES = 200
+LONG_TEXTS = 500
 #: Files modified this recently are not stat-cached (their mtime may not yet tell edits apart).
 _RACY_SECONDS = 2.0
 
@@ -132,6 +135,7 @@ class CorpusIndex:
         self._files: dict[str, str] = {}
         self._state_key: str | None = None  # the corpus state held in memory
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
+        self._progress: bool | None = False  # the current sync's progress setting
         self._warned: set[tuple[str, str]] = set()
         if cache_dir is not None and str(cache_dir) == MEMORY:
             self.cache_dir: Path | None = None
@@ -197,17 +201,21 @@ class CorpusIndex:
         return search(query, vector, k, search_type, bm25=self._bm25, dense=dense,
                       chunks=self._chunks, settings=self.search_settings)
 
-    def sync(self, data_source: DataSource, *, progress: bool = False) -> SyncReport:
+    def sync(self, data_source: DataSource, *, progress: bool | None = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.
 
-        Raises SourceNotFoundError for a path that does not exist and
-        EmptySourceError when nothing readable is found.
+        ``progress=True`` shows progress bars (``tqdm.auto``, so notebooks get a widget)
+        for reading files and for embedding; ``None`` shows them only when the work is
+        long (more than :data:`LONG_FILES` files to read or :data:`LONG_TEXTS` texts to
+        embed), which is what ``RAG`` calls use. Raises SourceNotFoundError for a path
+        that does not exist and EmptySourceError when nothing readable is found.
         """
         from akasha.loaders import discover
 
         started = time.perf_counter()
         exclude = [self.cache_dir] if self.cache_dir is not None else []
         paths = discover(data_source, exclude=exclude)
+        self._progress = progress
         with self._write_lock():
             report = self._sync_locked(data_source, paths, progress)
         report.seconds = time.perf_counter() - started
@@ -227,7 +235,7 @@ class CorpusIndex:
             return shared_write_lock(lock, self._shared, self.lock_timeout)
         return lock
 
-    def _sync_locked(self, data_source: DataSource, paths: list[Path], progress: bool) -> SyncReport:
+    def _sync_locked(self, data_source: DataSource, paths: list[Path], progress: bool | None) -> SyncReport:
         report = SyncReport()
         files = self._hash_and_parse(paths, progress, report)
         if not files:
@@ -259,14 +267,14 @@ class CorpusIndex:
         report.chunks = len(self._chunks)
         return report
 
-    def _hash_and_parse(self, paths: list[Path], progress: bool, report: SyncReport) -> dict[str, str]:
+    def _hash_and_parse(self, paths: list[Path], progress: bool | None, report: SyncReport) -> dict[str, str]:
         stats = self._manifest.stat_cache()
         parsed = self._manifest.parsed_status(self.settings_key)
         files: dict[str, str] = {}
         fresh_stats = []
         now = time.time()
         iterator: Any = paths
-        if progress:
+        if progress or (progress is None and len(paths) > LONG_FILES):
             from tqdm.auto import tqdm
 
             iterator = tqdm(paths, desc="indexing", unit="file")
@@ -392,12 +400,19 @@ class CorpusIndex:
         cached = self._manifest.cached_hashes(model, list(texts))
         missing = [h for h in texts if h not in cached]
         batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
-        for start in range(0, len(missing), batch):
-            hashes = missing[start : start + batch]
-            matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
-                               model)
-            self._manifest.store_vectors(model, hashes, matrix)
-            report.embedded += len(hashes)
+        bar = _embedding_bar(len(missing), self._progress)
+        try:
+            for start in range(0, len(missing), batch):
+                hashes = missing[start : start + batch]
+                matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
+                                   model)
+                self._manifest.store_vectors(model, hashes, matrix)
+                report.embedded += len(hashes)
+                if bar is not None:
+                    bar.update(len(hashes))
+        finally:
+            if bar is not None:
+                bar.close()
         vectors = self._manifest.load_vectors(model, list(texts))
         lost = [h for h in texts if h not in vectors]
         if lost:
@@ -469,6 +484,15 @@ class _IndexLock:
 
     def __exit__(self, *_: Any) -> None:
         self._lock.release()
+
+
+def _embedding_bar(total: int, progress: bool | None) -> Any:
+    """A ``tqdm.auto`` bar over the texts to embed, when asked for (or, for ``None``, when long)."""
+    if not total or not (progress or (progress is None and total > LONG_TEXTS)):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="embedding", unit="text")
 
 
 def _digest(text: str) -> str:

@@ -33,7 +33,7 @@ CHAT_PROVIDERS: dict[str, str] = {
 def validate_model(spec: object) -> None:
     """Raise ConfigError now if ``spec`` can never become a chat model (no import, no I/O)."""
     if isinstance(spec, str):
-        split_model_string(spec, CHAT_PROVIDERS, "model")
+        split_model_string(spec, CHAT_PROVIDERS, "model", "openai:gpt-4o-mini")
     elif not builtins.callable(spec) and not hasattr(spec, "invoke") and not isinstance(spec, ChatModel):
         raise ConfigError(f"model must be a model string, a callable or a chat model object, got {spec!r}")
 
@@ -41,7 +41,7 @@ def validate_model(spec: object) -> None:
 def resolve_chat_model(spec: Any, **options: Any) -> ChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the forms)."""
     if isinstance(spec, str):
-        prefix, rest = split_model_string(spec, CHAT_PROVIDERS, "model")
+        prefix, rest = split_model_string(spec, CHAT_PROVIDERS, "model", "openai:gpt-4o-mini")
         module_name, factory_name = CHAT_PROVIDERS[prefix].split(":")
         factory = getattr(importlib.import_module(module_name), factory_name)
         return factory(rest, **options)

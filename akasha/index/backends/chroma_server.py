@@ -92,8 +92,6 @@ class ChromaServerBackend(LocalStatCache):
         self._vectors: dict[str, Any] = {}
         self._pending: list[tuple[str, str, dict[str, Any] | None]] = []
         self._pending_bytes = 0
-        self._unread: set[tuple[str, str]] = set()  # ok files of the last parsed_status, not yet loaded
-        self._prefetched: dict[tuple[str, str], list[tuple[int, str, str, dict[str, Any]]]] = {}
         self._client = self._run("connecting", self._connect)
         self._manifest = self._run("opening the manifest collection", self._open_manifest)
         self._batch = max(100, int(self._run("reading the batch size", self._client.get_max_batch_size)) // 2)
@@ -194,8 +192,6 @@ class ChromaServerBackend(LocalStatCache):
     def parsed_status(self, settings: str) -> dict[str, tuple[str, str | None]]:
         self.flush()
         got = self._get_all("reading the parsed files", _where(kind="parsed", settings=settings), ["metadatas"])
-        self._unread = {(m["file_hash"], settings) for m in got["metadatas"] if m["status"] == "ok"}
-        self._prefetched.clear()
         return {m["file_hash"]: (m["status"], m.get("reason") or None) for m in got["metadatas"]}
 
     def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[tuple[int, str, str, dict[str, Any]]],
@@ -222,13 +218,16 @@ class ChromaServerBackend(LocalStatCache):
             self.flush()
 
     def load_chunks(self, file_hash: str, settings: str) -> list[tuple[int, str, str, dict[str, Any]]]:
-        """One file's chunks; fetches up to 63 other not yet read files of the last parsed_status at once."""
+        return self.load_chunks_many([file_hash], settings)[file_hash]
+
+    def load_chunks_many(self, file_hashes: Sequence[str], settings: str
+                         ) -> dict[str, list[tuple[int, str, str, dict[str, Any]]]]:
+        """:meth:`load_chunks` for many files, 64 files per request."""
         self.flush()
-        key = (file_hash, settings)
-        if key not in self._prefetched:
-            wanted = [key] + [k for k in list(self._unread)[:128] if k != key and k[1] == settings][:63]
-            self._unread.difference_update(wanted)
-            ids = [self._file_id(s, h) for h, s in wanted]
+        out: dict[str, list[tuple[int, str, str, dict[str, Any]]]] = {h: [] for h in file_hashes}
+        hashes = list(out)
+        for start in range(0, len(hashes), 64):
+            ids = [self._file_id(settings, h) for h in hashes[start : start + 64]]
             got = self._run("reading chunks", lambda: self._manifest.get(ids=ids, include=["metadatas", "documents"]))
             for meta, doc in zip(got["metadatas"], got["documents"], strict=True):
                 rows = json.loads(doc)
@@ -239,9 +238,8 @@ class ChromaServerBackend(LocalStatCache):
                     docs = dict(zip(more["ids"], more["documents"], strict=True))
                     for part_id in part_ids:
                         rows.extend(json.loads(docs[part_id]))
-                self._prefetched[(meta["file_hash"], meta["settings"])] = [
-                    (int(seq), th, text, m) for seq, th, text, m in rows]
-        return self._prefetched.pop(key, [])
+                out[meta["file_hash"]] = [(int(seq), th, text, m) for seq, th, text, m in rows]
+        return out
 
     # ---------------------------------------------------------- embeddings
     def cached_hashes(self, model: str, text_hashes: Sequence[str]) -> set[str]:

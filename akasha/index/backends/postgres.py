@@ -93,8 +93,6 @@ class PgVectorBackend(LocalStatCache):
         self._tables: dict[str, tuple[str, int]] = {}  # model -> (vector table, dim)
         self._pending: list[tuple[str, str, str, str | None, list[tuple[Any, ...]]]] = []
         self._pending_rows = 0
-        self._unread: set[tuple[str, str]] = set()  # ok files of the last parsed_status, not yet loaded
-        self._prefetched: dict[tuple[str, str], list[tuple[int, str, str, dict[str, Any]]]] = {}
         self._run("creating the akasha tables", self._create_schema)
 
     # ----------------------------------------------------------- connection
@@ -214,8 +212,6 @@ class PgVectorBackend(LocalStatCache):
         self.flush()
         rows = self._run("reading the parsed-file table", lambda c: c.execute(
             f"SELECT file_hash, status, reason FROM {self.t}_parsed WHERE settings = %s", (settings,)).fetchall())
-        self._unread = {(h, settings) for h, s, _r in rows if s == "ok"}
-        self._prefetched.clear()
         return {h: (s, r) for h, s, r in rows}
 
     def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[tuple[int, str, str, dict[str, Any]]],
@@ -260,22 +256,20 @@ class PgVectorBackend(LocalStatCache):
         self._pending, self._pending_rows = [], 0
 
     def load_chunks(self, file_hash: str, settings: str) -> list[tuple[int, str, str, dict[str, Any]]]:
-        """One file's chunks; fetches up to 200 other not yet read files of the last parsed_status at once."""
+        return self.load_chunks_many([file_hash], settings)[file_hash]
+
+    def load_chunks_many(self, file_hashes: Sequence[str], settings: str
+                         ) -> dict[str, list[tuple[int, str, str, dict[str, Any]]]]:
+        """:meth:`load_chunks` for many files, 2,000 files per query."""
         self.flush()
-        key = (file_hash, settings)
-        if key not in self._prefetched:
-            wanted = [key] + [k for k in list(self._unread)[:400] if k != key and k[1] == settings][:199]
-            self._unread.difference_update(wanted)
-            hashes = [h for h, _s in wanted]
+        out: dict[str, list[tuple[int, str, str, dict[str, Any]]]] = {h: [] for h in file_hashes}
+        for part in _batches(list(out), 2000):
             rows = self._run("reading chunks", lambda c: c.execute(
                 f"SELECT file_hash, seq, text_hash, text, metadata FROM {self.t}_chunks "
-                "WHERE settings = %s AND file_hash = ANY(%s) ORDER BY file_hash, seq", (settings, hashes)).fetchall())
-            for h in hashes:
-                self._prefetched[(h, settings)] = []
+                "WHERE settings = %s AND file_hash = ANY(%s) ORDER BY file_hash, seq", (settings, part)).fetchall())
             for h, seq, th, text, meta in rows:
-                self._prefetched[(h, settings)].append(
-                    (seq, th, text, meta if isinstance(meta, dict) else json.loads(meta)))
-        return self._prefetched.pop(key)
+                out[h].append((seq, th, text, meta if isinstance(meta, dict) else json.loads(meta)))
+        return out
 
     # ---------------------------------------------------------- embeddings
     def _table(self, conn: Any, model: str, dim: int | None) -> tuple[str, int] | None:
