@@ -120,3 +120,15 @@ class IndexWriteError(AkashaError, OSError):
 
 class IndexMismatchError(AkashaError, ValueError):
     """An index was built with another embedding model or settings than requested."""
+
+
+class ServerError(AkashaError):
+    """A shared index server (Chroma, PostgreSQL) failed; the message names it and says what to do."""
+
+
+class ServerUnavailableError(ServerError, ConnectionError):
+    """The index server could not be reached (down, restarting, wrong host or port) after the retries."""
+
+
+class ServerAuthError(ServerError, PermissionError):
+    """The index server refused the credentials (token, user or password)."""

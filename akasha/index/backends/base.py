@@ -31,22 +31,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from akasha.errors import AkashaError
+from akasha.errors import ServerAuthError, ServerError, ServerUnavailableError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class ServerError(AkashaError):
-    """The shared index server failed; the message names it and says what to do."""
-
-
-class ServerUnavailableError(ServerError, ConnectionError):
-    """The server could not be reached (down, restarting, wrong host or port) after the retries."""
-
-
-class ServerAuthError(ServerError, PermissionError):
-    """The server refused the credentials (token, user or password)."""
 
 
 @dataclass
