@@ -434,6 +434,13 @@ class RAG:
         self._finish(run, self.response)
 
     # ------------------------------------------------------------ public API
+    def _call_options(self, prompt: object, overrides: dict[str, Any]) -> RAGOptions:
+        """This call's options (instance settings + overrides), after checking the prompt."""
+        options = self.options.merged(**overrides)
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt must be a non-empty string")
+        return options
+
     def __call__(
         self,
         data_source: DataSource,
@@ -447,9 +454,7 @@ class RAG:
         apply to this call only. Returns the answer, or a generator of answer
         pieces when ``stream=True`` (``rag.response`` fills as it is consumed).
         """
-        options = self.options.merged(**overrides)
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt must be a non-empty string")
+        options = self._call_options(prompt, overrides)
         self.followups = []
         run = self._prepare(options, data_source, prompt, history_messages)
         self._publish(run)
@@ -472,9 +477,7 @@ class RAG:
         """
         from akasha.selfask import run_selfask
 
-        options = self.options.merged(**overrides)
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt must be a non-empty string")
+        options = self._call_options(prompt, overrides)
         return run_selfask(self, options, data_source, prompt, history_messages)
 
     # ------------------------------------------------------------- async API
@@ -492,9 +495,7 @@ class RAG:
         has one (``agenerate``/``astream``), else the sync client in a thread.
         With ``stream=True`` it returns an async iterator of answer pieces.
         """
-        options = self.options.merged(**overrides)
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt must be a non-empty string")
+        options = self._call_options(prompt, overrides)
         self.followups = []
         run = await asyncio.to_thread(self._prepare, options, data_source, prompt, history_messages)
         self._publish(run)
