@@ -426,7 +426,8 @@ class CorpusIndex:
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.embedder.name)[:40]
             snapshot = f"{slug}-{state_key[:32]}.npz"
             try:
-                write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense)
+                write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense,
+                               self._chunks)
             except OSError as exc:  # the next sync retries; the in-memory index is complete and usable
                 raise storage_error(self.cache_dir, exc) from exc
         self._manifest.store_corpus(source_key, self.namespace, state_key, files, snapshot)
@@ -449,8 +450,8 @@ class CorpusIndex:
         loaded = read_snapshot(self.cache_dir / "snapshots" / name, state_key)  # type: ignore[operator]
         if loaded is None:
             return False
-        bm25, dense = loaded
-        chunks = self._materialise(files)
+        bm25, dense, stored_chunks = loaded
+        chunks = stored_chunks if stored_chunks is not None else self._materialise(files)
         if bm25.tokenizer_id != self._bm25.tokenizer_id or set(dense.ids) != set(chunks):
             return False
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
