@@ -163,14 +163,17 @@ class DenseIndex:
         """Normalised vectors for ``ids`` (one row each)."""
         return self._m[[self._slot[i] for i in ids]]
 
-    def scores(self, query_vector: np.ndarray) -> np.ndarray:
-        """Cosine of the query with every row slot (dead rows get ``-inf``)."""
+    def _unit_query(self, query_vector: np.ndarray) -> np.ndarray:
+        """The query as a unit float32 vector, checked against this index's dimension."""
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dimension:
             raise ValueError(f"query vector has {q.shape[0]} dimensions, this index holds {self.dimension}")
         norm = float(np.linalg.norm(q))
-        if norm:
-            q = q / norm
+        return q / norm if norm else q
+
+    def scores(self, query_vector: np.ndarray) -> np.ndarray:
+        """Cosine of the query with every row slot (dead rows get ``-inf``)."""
+        q = self._unit_query(query_vector)
         # einsum runs in numpy's own SIMD loop: on a busy 2-core machine it beats a multi-threaded
         # BLAS gemv, whose worker threads fight the caller for the cores (measured in bench/index_speed.py).
         out = np.einsum("ij,j->i", self._m[: self._n], q)
@@ -205,12 +208,7 @@ class DenseIndex:
         return self._codes
 
     def _search_quantized(self, query_vector: np.ndarray, k: int, n_cand: int) -> list[tuple[str, float]]:
-        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self.dimension:
-            raise ValueError(f"query vector has {q.shape[0]} dimensions, this index holds {self.dimension}")
-        norm = float(np.linalg.norm(q))
-        if norm:
-            q = q / norm
+        q = self._unit_query(query_vector)
         distances = self._ensure_codes().distances(q)
         if self._n_live != self._n:
             distances[~self._alive[: self._n]] = np.iinfo(distances.dtype).max
