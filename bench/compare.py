@@ -2,6 +2,7 @@
 
     python -m bench.compare                          # 2,000 / 20,000 / 100,000 chunks, all systems
     python -m bench.compare --sizes 2000 --systems akasha,langchain
+    python -m bench.compare --sizes 100000 --systems akasha,akasha_terminal --seed 1 --max-minutes 120
 
 Every system runs in its own interpreter (peers in bench/.venvs/<peer>, created
 on first use) through the JSON protocol in bench/peers/protocol.py, three
@@ -57,7 +58,7 @@ def run_system(system: str, size: int, corpus, args, previous: dict[str, Any] | 
     if guess is not None and guess > args.max_minutes * 60 * 3:  # three phases, each limited to max_minutes
         row["skipped"] = f"skipped (est. {guess / 60:.0f} min)"
         return row
-    work = DATA / "work" / f"{system}-{size}"
+    work = DATA / "work" / (f"{system}-{size}" + (f"-seed{args.seed}" if args.seed else ""))
     shutil.rmtree(work, ignore_errors=True)
     job = {"corpus": str(corpus.root), "queries": corpus.queries[: args.queries], "k": args.k, "work": str(work),
            "embedding": {"kind": "hash", "dim": args.dim}, "query_budget_s": args.query_budget}
@@ -190,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=384, help="hash embedding dimension (384 = MiniLM's)")
     parser.add_argument("--max-minutes", type=float, default=10.0, help="limit per phase; longer estimates are skipped")
     parser.add_argument("--query-budget", type=float, default=60.0, help="seconds of timed queries per system")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="corpus variant; runs with different seeds use separate corpora and work folders, so they can run at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "compare.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     previous: dict[str, dict[str, Any]] = {}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for size in sorted(int(s) for s in args.sizes.split(",")):
-        corpus = make_corpus(size)
+        corpus = make_corpus(size, seed=args.seed)
         rows = []
         for system in systems:
             log.info("%s @ %s chunks", system, f"{size:,}")
