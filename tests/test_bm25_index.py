@@ -116,10 +116,10 @@ def test_json_roundtrip_gives_identical_results(corpus):
     assert "d3" not in again and len(again) == len(index) - 1
 
 
-def test_arrays_roundtrip_and_removal_after_load(corpus):
+def test_parts_roundtrip_and_removal_after_load(corpus):
     index = BM25Index(tokenizer="bigram")
     index.add(list(corpus), list(corpus.values()))
-    again = BM25Index.from_arrays(index.to_arrays())
+    again = BM25Index.from_parts(index.to_parts())
     assert_same(again.search("w5 w6", 10), index.search("w5 w6", 10))
     gone = [i for i, _ in index.search("w5", 3)]
     again.remove(gone)

@@ -183,7 +183,7 @@ def test_new_index_on_same_cache_loads_snapshot_without_tokenising(docs, tmp_pat
     first = make_index(cache)
     first.sync(docs)
     expected = [(h.id, round(h.score, 6)) for h in first.search("forestry notes", k=5)]
-    assert list((cache / "snapshots").glob("*.npz"))
+    assert list((cache / "snapshots").glob("*.snap"))
 
     def no_tokenising(self, ids, texts):
         raise AssertionError("BM25 was rebuilt instead of loaded from the snapshot")
@@ -201,7 +201,7 @@ def test_new_index_on_same_cache_loads_snapshot_without_tokenising(docs, tmp_pat
 def test_damaged_snapshot_is_rebuilt_from_manifest(docs, tmp_path):
     cache = tmp_path / "cache"
     make_index(cache).sync(docs)
-    for snap in (cache / "snapshots").glob("*.npz"):
+    for snap in (cache / "snapshots").glob("*.snap"):
         snap.write_bytes(b"garbage")
     embedder = HashEmbedder()
     index = make_index(cache, embedder)
@@ -325,7 +325,7 @@ def test_failed_snapshot_write_is_retried_on_the_next_sync(docs, tmp_path, monke
         index.sync(docs)
     monkeypatch.undo()
     assert index.sync(docs).embedded == 0
-    assert list((cache / "snapshots").glob("*.npz"))  # committed this time
+    assert list((cache / "snapshots").glob("*.snap"))  # committed this time
     fresh = HashEmbedder()
     make_index(cache, fresh).sync(docs)
     assert fresh.calls == 0

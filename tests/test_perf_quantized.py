@@ -107,8 +107,8 @@ def test_snapshot_round_trip_keeps_quantised_results(tmp_path) -> None:
     dense.add(ids, rows)
     bm25 = BM25Index(tokenizer="bigram")
     bm25.add(ids, [f"text {i}" for i in range(1_500)])
-    write_snapshot(tmp_path / "s.npz", "state", bm25, dense)
-    loaded = read_snapshot(tmp_path / "s.npz", "state")
+    write_snapshot(tmp_path / "s.snap", "state", bm25, dense)
+    loaded = read_snapshot(tmp_path / "s.snap", "state")
     assert loaded is not None
     again = DenseIndex.from_matrix(loaded[1].ids, loaded[1].matrix(), normalized=True, quantize_above=100,
                                    rescore_min=40)

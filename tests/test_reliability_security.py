@@ -20,6 +20,7 @@ import json
 import logging
 import pickletools
 import sqlite3
+import struct
 import traceback
 import zipfile
 from pathlib import Path
@@ -69,6 +70,13 @@ def _check_cache_file(path: Path) -> None:
         with np.load(path, allow_pickle=False) as arrays:  # raises on object arrays
             for name in arrays.files:
                 assert arrays[name].dtype != object
+    if data[:6] == b"AKSNAP":  # akasha's snapshot: a JSON header, JSON parts and plain numeric arrays
+        _magic, _version, size = struct.unpack("<6sHQ", data[:16])
+        layout = json.loads(data[16 : 16 + size])
+        assert {kind for kind, *_ in layout["arrays"].values()} <= {"<i4", "<i8", "<f4"}, layout["arrays"]
+        start = 16 + size
+        for offset, length in layout["json"].values():
+            json.loads(data[start + offset : start + offset + length])
     if data[:16] == b"SQLite format 3\x00":
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -98,7 +106,7 @@ def test_index_cache_holds_no_pickles(tmp_path, store):
     index.sync(docs)
     index.close()
     files = [p for p in cache.rglob("*") if p.is_file()]
-    assert any(p.suffix == ".npz" for p in files) and any(p.name == "index.sqlite3" for p in files)
+    assert any(p.suffix == ".snap" for p in files) and any(p.name == "index.sqlite3" for p in files)
     for path in files:
         _check_cache_file(path)
 

@@ -40,9 +40,11 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import Embedder, as_matrix
-from akasha.errors import AkashaError, EmptySourceError, IndexLockError, LoaderError
+from akasha.errors import AkashaError, EmptySourceError, LoaderError
 from akasha.index.manifest import Manifest, StoredChunk
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
+from akasha.index.lock import IndexLock
+from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -228,7 +230,7 @@ class CorpusIndex:
 
             lock: Any = contextlib.nullcontext()
         else:
-            lock = _IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
+            lock = IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
         if self._shared is not None:  # writers on every machine: the server's lock too
             from akasha.index.backends.shared import shared_write_lock
 
@@ -424,7 +426,7 @@ class CorpusIndex:
         snapshot = None
         if self.cache_dir is not None:
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.embedder.name)[:40]
-            snapshot = f"{slug}-{state_key[:32]}.npz"
+            snapshot = f"{slug}-{state_key[:32]}{SNAPSHOT_SUFFIX}"
             try:
                 write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense,
                                self._chunks)
@@ -441,7 +443,7 @@ class CorpusIndex:
         for path in folder.glob("*"):
             try:  # unused snapshots, and temp files a killed writer left over an hour ago
                 stale_tmp = path.name.endswith(".tmp") and time.time() - path.stat().st_mtime > 3600
-                if (path.suffix == ".npz" and path.name not in in_use) or stale_tmp:
+                if (path.suffix in (".npz", SNAPSHOT_SUFFIX) and path.name not in in_use) or stale_tmp:
                     path.unlink()
             except OSError:
                 pass
@@ -457,34 +459,6 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True
-
-
-class _IndexLock:
-    """The cross-process write lock; a timeout becomes IndexLockError."""
-
-    def __init__(self, path: Path, timeout: float) -> None:
-        from filelock import FileLock
-
-        self._lock = FileLock(str(path), timeout=timeout)
-        self._path = path
-        self._timeout = timeout
-
-    def __enter__(self) -> None:
-        from filelock import Timeout
-
-        try:
-            self._lock.acquire()
-        except OSError as exc:
-            if not isinstance(exc, Timeout):  # cannot even create the lock file: read-only, full, ...
-                raise storage_error(self._path.parent, exc) from exc
-            raise IndexLockError(
-                f"another process is writing the index at {self._path.parent} and held its lock "
-                f"({self._path}) for more than {self._timeout:g} s; wait for it to finish, or pass a larger "
-                "lock_timeout"
-            ) from None
-
-    def __exit__(self, *_: Any) -> None:
-        self._lock.release()
 
 
 def _embedding_bar(total: int, progress: bool | None) -> Any:

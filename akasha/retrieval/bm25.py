@@ -21,8 +21,8 @@ length count live documents only, and are maintained on add/remove.
 
 ``to_json``/``from_json`` give a plain-dict form (no pickle) recording the
 tokenizer id, so statistics from different tokenizers never mix;
-``to_arrays``/``from_arrays`` give the same state as numpy arrays for fast
-snapshots.
+``to_parts``/``from_parts`` give the same state as numpy arrays and plain
+lists for fast snapshots.
 """
 
 from __future__ import annotations
@@ -444,14 +444,13 @@ class BM25Index:
         index._init_empty()
         return index
 
-    def to_arrays(self) -> dict[str, np.ndarray]:
-        """The merged state as numpy arrays (for ``np.savez``; no object arrays)."""
+    def to_parts(self) -> dict[str, Any]:
+        """The merged state for snapshots: numeric numpy arrays plus JSON-ready lists (no object arrays)."""
         self._merge()
-        terms = list(self._vocab)
         return {
-            "bm25_meta": np.array([FORMAT, str(FORMAT_VERSION), self.tokenizer_id, repr(self.k1), repr(self.b)]),
-            "bm25_ids": np.array(self._ids, dtype=str) if self._ids else np.zeros(0, dtype="<U1"),
-            "bm25_vocab": np.array(terms, dtype=str) if terms else np.zeros(0, dtype="<U1"),
+            "bm25_meta": [FORMAT, FORMAT_VERSION, self.tokenizer_id, self.k1, self.b],
+            "bm25_ids": list(self._ids),
+            "bm25_vocab": list(self._vocab),
             "bm25_indptr": self._indptr,
             "bm25_doc": self._doc,
             "bm25_tf": self._tf,
@@ -459,22 +458,22 @@ class BM25Index:
         }
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray] | Any) -> BM25Index:
-        """Rebuild an index from :meth:`to_arrays` output."""
-        meta = [str(x) for x in arrays["bm25_meta"]]
-        if meta[0] != FORMAT or meta[1] != str(FORMAT_VERSION):
-            raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} snapshot: {meta[:2]}")
-        index = cls._with_tokenizer_id(meta[2], float(meta[3]), float(meta[4]))
-        ids = arrays["bm25_ids"].tolist()
-        vocab = arrays["bm25_vocab"].tolist()
-        index._vocab = _Vocab((t, i) for i, t in enumerate(vocab))
-        index._indptr = np.asarray(arrays["bm25_indptr"], dtype=np.int64)
-        index._doc = np.asarray(arrays["bm25_doc"], dtype=np.int32)
-        index._tf = np.asarray(arrays["bm25_tf"], dtype=np.float32)
-        index._dl = np.asarray(arrays["bm25_dl"], dtype=np.float32)
-        index._df = np.diff(index._indptr).astype(np.int64)
-        index._ids = list(ids)
-        index._slot = {doc_id: i for i, doc_id in enumerate(ids)}
+    def from_parts(cls, parts: dict[str, Any]) -> BM25Index:
+        """Rebuild an index from :meth:`to_parts` output (arrays are used as they are, not copied)."""
+        fmt, version, tokenizer_id, k1, b = parts["bm25_meta"]
+        if fmt != FORMAT or int(version) != FORMAT_VERSION:
+            raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} snapshot: {[fmt, version]}")
+        index = cls._with_tokenizer_id(tokenizer_id, float(k1), float(b))
+        ids = list(parts["bm25_ids"])
+        vocab = parts["bm25_vocab"]
+        index._vocab = _Vocab(zip(vocab, range(len(vocab))))
+        index._indptr = np.asarray(parts["bm25_indptr"], dtype=np.int64)
+        index._doc = np.asarray(parts["bm25_doc"], dtype=np.int32)
+        index._tf = np.asarray(parts["bm25_tf"], dtype=np.float32)
+        index._dl = np.asarray(parts["bm25_dl"], dtype=np.float32)
+        index._df = np.diff(index._indptr)
+        index._ids = ids
+        index._slot = dict(zip(ids, range(len(ids))))
         index._alive = np.ones(len(ids), dtype=bool)
         index._n_live = len(ids)
         index._total_len = float(index._dl.sum())
