@@ -32,7 +32,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,7 +133,7 @@ class CorpusIndex:
         self._bm25 = BM25Index(tokenizer=tokenizer)
         self.namespace = f"{embedder.name}|{self.settings_key}|{self._bm25.tokenizer_id}"
         self._dense = DenseIndex()
-        self._chunks: dict[str, Chunk] = {}
+        self._chunks: Mapping[str, Chunk] = {}
         self._files: dict[str, str] = {}
         self._state_key: str | None = None  # the corpus state held in memory
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
@@ -453,9 +453,14 @@ class CorpusIndex:
         if loaded is None:
             return False
         bm25, dense, stored_chunks = loaded
-        chunks = stored_chunks if stored_chunks is not None else self._materialise(files)
-        if bm25.tokenizer_id != self._bm25.tokenizer_id or set(dense.ids) != set(chunks):
+        if bm25.tokenizer_id != self._bm25.tokenizer_id or len(bm25) != len(dense):
             return False
+        if stored_chunks is not None:  # stored in the dense rows' order, one per row: consistent by construction
+            chunks: Mapping[str, Chunk] = stored_chunks
+        else:
+            chunks = self._materialise(files)
+            if set(dense.ids) != set(chunks):
+                return False
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True

@@ -5,15 +5,19 @@ a snapshot can never be applied to another corpus. Layout (all little-endian)::
 
     b"AKSNAP" + format version (2 bytes)
     header length (8 bytes), header (UTF-8 JSON: state key, where each part lies)
-    JSON parts    chunk ids, BM25 vocabulary, chunks (id, text, metadata) ...
-    array parts   numpy arrays as raw bytes, each 64-byte aligned
+    JSON parts    row ids, BM25 ids and vocabulary ...
+    chunk records one ``[text, metadata]`` JSON document per chunk, back to back
+    array parts   numpy arrays as raw bytes, each 64-byte aligned (incl. record ends)
 
 Why not ``.npz``: a zip archive costs a member lookup, a header parse and a copy
 per array, and string arrays are stored as fixed-width UTF-32, so a fresh
-process spent most of an unchanged re-run unpacking it. Here the JSON parts
-come back with one read and one ``json.loads`` each, and the arrays with one
-``readinto`` into a single buffer that they then view without copying. Nothing
-is ever unpickled: the header is JSON, the arrays are plain numbers.
+process spent most of an unchanged re-run unpacking it. Here each JSON part
+comes back with one read and one ``json.loads``, the arrays with one
+``readinto`` into a single buffer that they then view without copying, and the
+chunk records are kept as bytes and parsed one by one when a search returns
+them (:class:`LazyChunks`): a re-run of a 100,000-chunk corpus builds no chunk
+objects at all. Nothing is ever unpickled: the header is JSON, the arrays are
+plain numbers.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -40,6 +44,42 @@ _VERSION = 1
 _PREAMBLE = struct.Struct("<6sHQ")  # magic, version, header length
 _ALIGN = 64
 _DTYPES = {"int32": "<i4", "int64": "<i8", "float32": "<f4"}
+_RECORDS = "chunk_records"
+
+
+class LazyChunks(Mapping[str, Chunk]):
+    """Chunks by id, parsed from their JSON record the first time each is asked for.
+
+    Iteration follows the row order of the snapshot; parsed chunks are kept, so
+    a chunk is decoded at most once.
+    """
+
+    def __init__(self, ids: list[str], records: bytes, ends: np.ndarray) -> None:
+        if len(ids) != len(ends):
+            raise ValueError(f"{len(ids)} chunk ids but {len(ends)} chunk records")
+        self._ids = ids
+        self._row = dict(zip(ids, range(len(ids))))
+        self._records = records
+        self._ends = ends
+        self._parsed: dict[str, Chunk] = {}
+
+    def __getitem__(self, chunk_id: str) -> Chunk:
+        chunk = self._parsed.get(chunk_id)
+        if chunk is None:
+            row = self._row[chunk_id]
+            start = int(self._ends[row - 1]) if row else 0
+            text, metadata = json.loads(self._records[start : int(self._ends[row])])
+            chunk = self._parsed[chunk_id] = Chunk(chunk_id, text, metadata)
+        return chunk
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
 
 def write_snapshot(
@@ -49,19 +89,28 @@ def write_snapshot(
     parts = bm25.to_parts()
     texts: dict[str, Any] = {name: value for name, value in parts.items() if not isinstance(value, np.ndarray)}
     arrays = {name: value for name, value in parts.items() if isinstance(value, np.ndarray)}
-    texts["dense_ids"] = dense.ids
+    ids = dense.ids
+    texts["dense_ids"] = ids
     arrays["dense_matrix"] = np.ascontiguousarray(dense.matrix(), dtype=np.float32)
-    if chunks is not None:
-        texts["chunks"] = [[c.id, c.text, c.metadata] for c in chunks.values()]
-    atomic_write(path, lambda handle: _write(handle, state_key, texts, arrays))
-
-
-def _write(handle: BinaryIO, state_key: str, texts: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     blobs = {name: json.dumps(value, ensure_ascii=False, default=str).encode("utf-8") for name, value in texts.items()}
-    layout: dict[str, Any] = {"state_key": state_key, "json": {}, "arrays": {}}
+    raw = set()
+    # Chunks are stored in row order, one record each; a mapping that does not match the rows is left out
+    # (the index then reads the chunks from the manifest), never stored half.
+    if chunks is not None and len(chunks) == len(ids) and all(i in chunks for i in ids):
+        records = [json.dumps([chunks[i].text, chunks[i].metadata], ensure_ascii=False, default=str).encode("utf-8")
+                   for i in ids]
+        blobs[_RECORDS] = b"".join(records)
+        arrays["chunk_ends"] = np.cumsum([len(r) for r in records], dtype=np.int64)
+        raw.add(_RECORDS)
+    atomic_write(path, lambda handle: _write(handle, state_key, blobs, raw, arrays))
+
+
+def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[str],
+           arrays: dict[str, np.ndarray]) -> None:
+    layout: dict[str, Any] = {"state_key": state_key, "json": {}, "raw": {}, "arrays": {}}
     offset = 0
     for name, blob in blobs.items():
-        layout["json"][name] = [offset, len(blob)]
+        layout["raw" if name in raw else "json"][name] = [offset, len(blob)]
         offset += len(blob)
     array_offset = 0
     for name, array in arrays.items():
@@ -100,8 +149,8 @@ def read_snapshot(
         matrix = arrays["dense_matrix"]
         dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True) if len(matrix) else DenseIndex()
         chunks = None
-        if "chunks" in texts:
-            chunks = {chunk_id: Chunk(chunk_id, text, meta) for chunk_id, text, meta in texts["chunks"]}
+        if _RECORDS in texts:
+            chunks = LazyChunks(texts["dense_ids"], texts[_RECORDS], arrays["chunk_ends"])
         return bm25, dense, chunks
     except FileNotFoundError:
         return None
@@ -117,10 +166,15 @@ def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict
     layout = json.loads(handle.read(header_size))
     if layout["state_key"] != state_key:
         return None, {}
-    json_size = sum(size for _offset, size in layout["json"].values())
-    blob = handle.read(json_size)
-    texts = {name: json.loads(blob[offset : offset + size]) for name, (offset, size) in layout["json"].items()}
-    layout_size = _PREAMBLE.size + header_size + json_size
+    parts = sorted([(offset, size, name, name in layout["raw"]) for kind in ("json", "raw")
+                    for name, (offset, size) in layout[kind].items()])
+    texts: dict[str, Any] = {}
+    for _offset, size, name, is_raw in parts:  # back to back, in file order
+        blob = handle.read(size)
+        if len(blob) != size:
+            raise ValueError("the file is shorter than its header says (truncated)")
+        texts[name] = blob if is_raw else json.loads(blob)
+    layout_size = _PREAMBLE.size + header_size + sum(size for _offset, size, _name, _raw in parts)
     handle.seek(-(-layout_size // _ALIGN) * _ALIGN)
     total = sum(-(-nbytes // _ALIGN) * _ALIGN for _kind, _shape, _offset, nbytes in layout["arrays"].values())
     buffer = bytearray(total)  # writable, so the indexes can update the arrays later
