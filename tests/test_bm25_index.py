@@ -150,3 +150,23 @@ def test_search_edge_cases():
     assert index.search("hello", 0) == []
     with pytest.raises(ValueError):
         index.add(["x", "y"], ["one"])
+
+
+def test_parts_keep_an_unmerged_delta_and_deletions(corpus):
+    """Snapshots save the delta segment and the deletion mask as they are; reloading changes no score."""
+    index = BM25Index(tokenizer="bigram")
+    ids = list(corpus)
+    index.add(ids[: len(ids) // 2], [corpus[i] for i in ids[: len(ids) // 2]])
+    index._merge()
+    index.add(ids[len(ids) // 2 :], [corpus[i] for i in ids[len(ids) // 2 :]])  # stays in the delta
+    index.remove(ids[:2] + ids[-1:])
+    assert index._delta_size and not index._alive.all()
+    again = BM25Index.from_parts(index.to_parts())
+    assert again._delta_size == index._delta_size and len(again) == len(index)
+    for query in ("w5 w6", "w1", "w9 w2 w3"):
+        assert_same(again.search(query, 10), index.search(query, 10))
+    for target in (index, again):
+        target.remove(ids[3:5])
+        target.add(["new"], ["w5 w5 w7 fresh words"])
+        target._merge()
+    assert_same(again.search("w5 w7", 10), index.search("w5 w7", 10))

@@ -103,3 +103,47 @@ def test_index_with_an_older_npz_snapshot_rebuilds_without_embedding(tmp_path):
     assert [h.id for h in again.search("hydraulic filter", k=1)] == expected
     again.close()
     assert sorted(p.suffix for p in (cache / "snapshots").iterdir()) == [".snap"]  # the .npz was dropped
+
+
+def test_lazy_chunks_decode_on_first_use_and_derive_shares_records():
+    from akasha.index.lazy_chunks import LazyChunks
+
+    records = [b'["alpha text", {"source": "a", "n": 1}]', b'["beta text", {"source": "b"}]']
+    table = LazyChunks.from_records(["a#0", "b#0"], b"".join(records), np.cumsum([len(r) for r in records]))
+    assert list(table) == ["a#0", "b#0"] and len(table) == 2 and "b#0" in table and "c#0" not in table
+    assert table.raw_record("b#0") == records[1]
+    assert table["b#0"] == Chunk("b#0", "beta text", {"source": "b"})
+    assert table.raw_record("b#0") is None  # decoded now: a snapshot re-encodes the object, not the old bytes
+    with pytest.raises(KeyError):
+        table["c#0"]
+    fresh = {"c#0": Chunk("c#0", "gamma", {"source": "c"})}
+    derived = table.derive(["a#0", "c#0"], fresh)
+    assert list(derived) == ["a#0", "c#0"] and "b#0" not in derived
+    assert derived.raw_record("a#0") == records[0] and derived["c#0"] is fresh["c#0"]
+    with pytest.raises(KeyError, match="neither fresh nor kept"):
+        table.derive(["zz#0"], {})
+    with pytest.raises(ValueError, match="repeat"):
+        LazyChunks.from_records(["a#0", "a#0"], b"".join(records), np.cumsum([len(r) for r in records]))
+
+
+def test_edit_in_a_new_process_decodes_only_the_edited_file(tmp_path):
+    """Unchanged chunks go from the old snapshot's records to the new one as bytes, undecoded."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        (docs / f"f{i:02d}.txt").write_text(f"Pump P-{i} needs a new seal every {i + 1} months.\n\nValve V-{i} is fine.")
+    cache = tmp_path / "cache"
+    CorpusIndex(HashEmbedder(), chunk_size=40, chunk_overlap=0, cache_dir=cache).sync(docs)
+    (docs / "f07.txt").write_text("Pump P-7 was replaced by a magnetic drive pump in May.")
+
+    edited = CorpusIndex(HashEmbedder(), chunk_size=40, chunk_overlap=0, cache_dir=cache)
+    report = edited.sync(docs)
+    assert report.indexed == 1 and report.unchanged == 29
+    decoded = [cid for cid in edited._chunks if edited._chunks.raw_record(cid) is None]  # type: ignore[attr-defined]
+    assert decoded and all(cid.rsplit("#", 1)[0].endswith("f07.txt") for cid in decoded)
+    hits = edited.search("magnetic drive pump", k=1)
+    assert hits[0].path.endswith("f07.txt")
+
+    again = CorpusIndex(HashEmbedder(), chunk_size=40, chunk_overlap=0, cache_dir=cache)
+    again.sync(docs)
+    assert {cid: again._chunks[cid] for cid in again._chunks} == {cid: edited._chunks[cid] for cid in edited._chunks}

@@ -73,7 +73,7 @@ def _check_cache_file(path: Path) -> None:
     if data[:6] == b"AKSNAP":  # akasha's snapshot: a JSON header, JSON parts and plain numeric arrays
         _magic, _version, size = struct.unpack("<6sHQ", data[:16])
         layout = json.loads(data[16 : 16 + size])
-        assert {kind for kind, *_ in layout["arrays"].values()} <= {"<i4", "<i8", "<f4"}, layout["arrays"]
+        assert {kind for kind, *_ in layout["arrays"].values()} <= {"|u1", "<i4", "<i8", "<f4"}, layout["arrays"]
         start = 16 + size
         for offset, length in layout["json"].values():
             json.loads(data[start + offset : start + offset + length])

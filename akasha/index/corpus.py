@@ -43,6 +43,7 @@ from akasha.embeddings.base import Embedder, as_matrix
 from akasha.errors import AkashaError, EmptySourceError, LoaderError
 from akasha.index.manifest import Manifest, StoredChunk
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
+from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.lock import IndexLock
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import read_snapshot, write_snapshot
@@ -348,32 +349,40 @@ class CorpusIndex:
         self._manifest.store_parsed(content, self.settings_key, stored)
         return "ok", None
 
-    def _materialise(self, files: dict[str, str]) -> dict[str, Chunk]:
-        """Chunks of the corpus ``files``; reuses in-memory chunks for unchanged paths."""
-        out: dict[str, Chunk] = {}
-        by_path: dict[str, list[Chunk]] = {}
-        for chunk in self._chunks.values():
-            by_path.setdefault(chunk.metadata["source"], []).append(chunk)
+    def _materialise(self, files: dict[str, str]) -> tuple[Mapping[str, Chunk], list[str]]:
+        """Chunks of the corpus ``files`` and the ids of those read from the manifest.
+
+        Unchanged paths keep their in-memory chunks (by id: chunks still waiting in a
+        snapshot's records stay undecoded); other paths are read from the manifest.
+        """
+        by_path: dict[str, list[str]] = {}
+        for chunk_id in self._chunks:  # ids are "<path>#<seq>"
+            by_path.setdefault(chunk_id.rsplit("#", 1)[0], []).append(chunk_id)
         reused = {path for path, content in files.items() if self._files.get(path) == content and path in by_path}
         stored = self._manifest.load_chunks_many(
             list({content for path, content in files.items() if path not in reused}), self.settings_key
         )
+        order: list[str] = []
+        fresh: dict[str, Chunk] = {}
         for path, content in files.items():
             if path in reused:
-                for chunk in by_path[path]:
-                    out[chunk.id] = chunk
+                order.extend(by_path[path])
                 continue
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{path}#{seq}"
-                out[chunk_id] = Chunk(chunk_id, text, {**meta, "source": path, "chunk_id": chunk_id})
-        return out
+                fresh[chunk_id] = Chunk(chunk_id, text, {**meta, "source": path, "chunk_id": chunk_id})
+                order.append(chunk_id)
+        old = self._chunks
+        if isinstance(old, LazyChunks):
+            return old.derive(order, fresh), list(fresh)
+        return {cid: fresh[cid] if cid in fresh else old[cid] for cid in order}, list(fresh)
 
     def _rebuild(self, files: dict[str, str], report: SyncReport) -> None:
         """Update the search structures to ``files``; embeds first, swaps state last."""
-        new_chunks = self._materialise(files)
+        new_chunks, fresh = self._materialise(files)
         old = self._chunks
-        added = [c for cid, c in new_chunks.items()
-                 if cid not in old or old[cid].metadata["content_hash"] != c.metadata["content_hash"]]
+        added = [new_chunks[cid] for cid in fresh  # kept chunks are unchanged by construction
+                 if cid not in old or old[cid].metadata["content_hash"] != new_chunks[cid].metadata["content_hash"]]
         gone = [cid for cid in old if cid not in new_chunks]
         vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
         if self._chroma is not None:  # may raise too: the next sync re-applies the same difference
@@ -458,7 +467,7 @@ class CorpusIndex:
         if stored_chunks is not None:  # stored in the dense rows' order, one per row: consistent by construction
             chunks: Mapping[str, Chunk] = stored_chunks
         else:
-            chunks = self._materialise(files)
+            chunks, _fresh = self._materialise(files)
             if set(dense.ids) != set(chunks):
                 return False
         self._bm25, self._dense, self._chunks = bm25, dense, chunks

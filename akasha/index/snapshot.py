@@ -15,7 +15,7 @@ process spent most of an unchanged re-run unpacking it. Here each JSON part
 comes back with one read and one ``json.loads``, the arrays with one
 ``readinto`` into a single buffer that they then view without copying, and the
 chunk records are kept as bytes and parsed one by one when a search returns
-them (:class:`LazyChunks`): a re-run of a 100,000-chunk corpus builds no chunk
+them (:class:`~akasha.index.lazy_chunks.LazyChunks`): a re-run of a 100,000-chunk corpus builds no chunk
 objects at all. Nothing is ever unpickled: the header is JSON, the arrays are
 plain numbers.
 """
@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import logging
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
+from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.paths import atomic_write
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -43,43 +44,9 @@ _MAGIC = b"AKSNAP"
 _VERSION = 1
 _PREAMBLE = struct.Struct("<6sHQ")  # magic, version, header length
 _ALIGN = 64
-_DTYPES = {"int32": "<i4", "int64": "<i8", "float32": "<f4"}
+_DTYPES = {"uint8": "|u1", "int32": "<i4", "int64": "<i8", "float32": "<f4"}
 _RECORDS = "chunk_records"
-
-
-class LazyChunks(Mapping[str, Chunk]):
-    """Chunks by id, parsed from their JSON record the first time each is asked for.
-
-    Iteration follows the row order of the snapshot; parsed chunks are kept, so
-    a chunk is decoded at most once.
-    """
-
-    def __init__(self, ids: list[str], records: bytes, ends: np.ndarray) -> None:
-        if len(ids) != len(ends):
-            raise ValueError(f"{len(ids)} chunk ids but {len(ends)} chunk records")
-        self._ids = ids
-        self._row = dict(zip(ids, range(len(ids))))
-        self._records = records
-        self._ends = ends
-        self._parsed: dict[str, Chunk] = {}
-
-    def __getitem__(self, chunk_id: str) -> Chunk:
-        chunk = self._parsed.get(chunk_id)
-        if chunk is None:
-            row = self._row[chunk_id]
-            start = int(self._ends[row - 1]) if row else 0
-            text, metadata = json.loads(self._records[start : int(self._ends[row])])
-            chunk = self._parsed[chunk_id] = Chunk(chunk_id, text, metadata)
-        return chunk
-
-    def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._row
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one encoder: json.dumps(**options) builds one per call
 
 
 def write_snapshot(
@@ -97,8 +64,8 @@ def write_snapshot(
     # Chunks are stored in row order, one record each; a mapping that does not match the rows is left out
     # (the index then reads the chunks from the manifest), never stored half.
     if chunks is not None and len(chunks) == len(ids) and all(i in chunks for i in ids):
-        records = [json.dumps([chunks[i].text, chunks[i].metadata], ensure_ascii=False, default=str).encode("utf-8")
-                   for i in ids]
+        stored = chunks.raw_record if isinstance(chunks, LazyChunks) else lambda _id: None
+        records = [stored(i) or _ENCODER.encode([chunks[i].text, chunks[i].metadata]).encode("utf-8") for i in ids]
         blobs[_RECORDS] = b"".join(records)
         arrays["chunk_ends"] = np.cumsum([len(r) for r in records], dtype=np.int64)
         raw.add(_RECORDS)
@@ -150,7 +117,7 @@ def read_snapshot(
         dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True) if len(matrix) else DenseIndex()
         chunks = None
         if _RECORDS in texts:
-            chunks = LazyChunks(texts["dense_ids"], texts[_RECORDS], arrays["chunk_ends"])
+            chunks = LazyChunks.from_records(texts["dense_ids"], texts[_RECORDS], arrays["chunk_ends"])
         return bm25, dense, chunks
     except FileNotFoundError:
         return None

@@ -461,16 +461,25 @@ class BM25Index:
         return index
 
     def to_parts(self) -> dict[str, Any]:
-        """The merged state for snapshots: numeric numpy arrays plus JSON-ready lists (no object arrays)."""
-        self._merge()
+        """The state for snapshots: numeric numpy arrays plus JSON-ready lists (no object arrays).
+
+        The delta segment and the deletion mask are saved as they are: writing a
+        snapshot after a one-file edit must not pay for a merge of every posting.
+        """
+        d_terms, d_docs, d_tfs = self._delta()
         return {
             "bm25_meta": [FORMAT, FORMAT_VERSION, self.tokenizer_id, self.k1, self.b],
-            "bm25_ids": list(self._ids),
+            "bm25_ids": list(self._ids),  # None marks a removed slot
             "bm25_vocab": list(self._vocab),
             "bm25_indptr": self._indptr,
             "bm25_doc": self._doc,
             "bm25_tf": self._tf,
             "bm25_dl": self._dl,
+            "bm25_df": self._df,
+            "bm25_alive": self._alive.astype(np.uint8),
+            "bm25_delta_terms": d_terms.astype(np.int32, copy=False),
+            "bm25_delta_docs": d_docs.astype(np.int32, copy=False),
+            "bm25_delta_tf": d_tfs.astype(np.float32, copy=False),
         }
 
     @classmethod
@@ -487,12 +496,25 @@ class BM25Index:
         index._doc = np.asarray(parts["bm25_doc"], dtype=np.int32)
         index._tf = np.asarray(parts["bm25_tf"], dtype=np.float32)
         index._dl = np.asarray(parts["bm25_dl"], dtype=np.float32)
-        index._df = np.diff(index._indptr)
         index._ids = ids
         index._slot = dict(zip(ids, range(len(ids))))
-        index._alive = np.ones(len(ids), dtype=bool)
-        index._n_live = len(ids)
-        index._total_len = float(index._dl.sum())
+        index._slot.pop(None, None)  # type: ignore[call-overload]
+        if "bm25_alive" in parts:  # saved unmerged: deletion mask, live df and the delta segment
+            index._alive = np.asarray(parts["bm25_alive"]).astype(bool)
+            index._df = np.asarray(parts["bm25_df"], dtype=np.int64)
+            delta = (np.asarray(parts["bm25_delta_terms"], dtype=np.int32),
+                     np.asarray(parts["bm25_delta_docs"], dtype=np.int32),
+                     np.asarray(parts["bm25_delta_tf"], dtype=np.float32))
+            if len(delta[0]):
+                index._delta_parts = [delta]
+                index._delta_size = len(delta[0])
+        else:  # saved merged
+            index._alive = np.ones(len(ids), dtype=bool)
+            index._df = np.diff(index._indptr)
+        if len(index._alive) != len(ids) or len(index._dl) != len(ids) or len(index._df) != len(vocab):
+            raise ValueError("BM25 snapshot parts disagree in length")
+        index._n_live = len(index._slot)
+        index._total_len = float(index._dl[index._alive].sum())
         return index
 
 
