@@ -200,6 +200,9 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("path", help="folder or file to index (several: comma-separated)")
     _add_model_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--prune", action="store_true",
+                        help="afterwards, drop older file versions, their chunks and vectors that no indexed "
+                             "corpus uses, and shrink the cache")
     parser.set_defaults(handler=run_index)
     return parser
 
@@ -219,6 +222,12 @@ def run_index(args: argparse.Namespace) -> int:
         f"{report.removed} removed; embedded {report.embedded} chunks; {report.chunks} chunks in the index "
         f"({report.seconds:.2f} s)"
     )
+    if args.prune:
+        pruned = rag.prune()
+        print(
+            f"pruned {pruned.file_versions} old file versions, {pruned.chunks} chunks, {pruned.vectors} vectors; "
+            f"index database {pruned.bytes_before / 1e6:.1f} MB -> {pruned.bytes_after / 1e6:.1f} MB"
+        )
     return 0
 
 

@@ -559,6 +559,16 @@ class RAG:
         options = self.options.merged(**overrides)
         return self._index(options).sync(data_source, progress=progress)
 
+    def prune(self, *, vacuum: bool = True, **overrides: Any) -> Any:
+        """Drop index history that no indexed corpus needs and return what was removed.
+
+        The index keeps every file version's chunks and vectors so undoing an edit
+        costs nothing; over many edits the cache grows. See
+        :meth:`akasha.index.CorpusIndex.prune` for what is kept.
+        """
+        options = self.options.merged(**overrides)
+        return self._index(options).prune(vacuum=vacuum)
+
     @property
     def model_name(self) -> str:
         """The answer model's display name."""

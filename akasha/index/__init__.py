@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from akasha.index.corpus import STORES, CorpusIndex, SyncReport
+from akasha.index.corpus import STORES, CorpusIndex, PruneReport, SyncReport
 from akasha.index.paths import MEMORY, default_cache_dir
 
-__all__ = ["MEMORY", "STORES", "CorpusIndex", "ChromaIndex", "SyncReport", "default_cache_dir",
+__all__ = ["MEMORY", "STORES", "CorpusIndex", "ChromaIndex", "PruneReport", "SyncReport", "default_cache_dir",
            "open_chroma_index"]
 
 

@@ -84,6 +84,19 @@ class SyncReport:
     seconds: float = 0.0
 
 
+@dataclass
+class PruneReport:
+    """What one :meth:`CorpusIndex.prune` removed, and the database size before and after (bytes)."""
+
+    file_versions: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    stat_rows: int = 0
+    snapshots: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+
 class CorpusIndex:
     """A persistent hybrid (BM25 + dense) index over the files of a data source.
 
@@ -223,6 +236,43 @@ class CorpusIndex:
             report = self._sync_locked(data_source, paths, progress)
         report.seconds = time.perf_counter() - started
         return report
+
+    def prune(self, *, vacuum: bool = True) -> PruneReport:
+        """Forget the history no committed corpus needs, so the cache stops growing with every edit.
+
+        An index keeps the chunks and vectors of every file version it has seen, so
+        undoing an edit or re-indexing an old copy embeds nothing. ``prune`` drops
+        what no corpus in this cache folder was last committed with (any data
+        source, embedder or chunk settings): older file versions, their chunks,
+        vectors of texts that no kept chunk has, stat-cache rows of vanished paths
+        and unused snapshots. ``vacuum=True`` then gives the space back to the file
+        system. Takes the write lock. Local indexes only: a server index
+        (``vector_store=``) raises ConfigError.
+        """
+        if self._shared is not None:
+            from akasha.errors import ConfigError
+
+            raise ConfigError("prune() works on local indexes; a server index (vector_store=) is pruned on its server")
+        report = PruneReport()
+        with self._write_lock():
+            report.bytes_before = self._database_bytes()
+            counts = self._manifest.prune(lambda path: os.path.lexists(path))
+            for name, value in counts.items():
+                setattr(report, name, value)
+            if self.cache_dir is not None:
+                before = len(list((self.cache_dir / "snapshots").glob("*")))
+                self._drop_stale_snapshots()
+                report.snapshots = before - len(list((self.cache_dir / "snapshots").glob("*")))
+            if vacuum:
+                self._manifest.vacuum()
+            report.bytes_after = self._database_bytes()
+        log.info("pruned %s", report)
+        return report
+
+    def _database_bytes(self) -> int:
+        if self.cache_dir is None:
+            return 0
+        return sum(p.stat().st_size for p in self.cache_dir.glob("index.sqlite3*") if p.is_file())
 
     # -------------------------------------------------------------- internals
     def _write_lock(self) -> Any:

@@ -221,6 +221,47 @@ class Manifest:
                        (source_key, namespace, state_key, json.dumps(files, ensure_ascii=False), snapshot))
 
 
+    # ----------------------------------------------------------------- pruning
+    def prune(self, path_exists: Any) -> dict[str, int]:
+        """Forget what no committed corpus uses; returns the number of rows removed per kind.
+
+        Kept: the chunks of every file version some corpus (any data source, any
+        embedder or chunk settings) was last committed with, and every vector of a
+        text among those chunks. Removed: chunk rows and parse results of older
+        file versions, vectors of texts no kept chunk has, and stat-cache rows of
+        paths for which ``path_exists(path)`` is false. Runs in one transaction.
+        """
+        keep = {h for (files,) in self._query("SELECT files FROM corpora") for h in json.loads(files).values()}
+        gone_paths = [(p,) for (p,) in self._query("SELECT path FROM files") if not path_exists(p)]
+        with self.transaction() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS keep_files (file_hash TEXT PRIMARY KEY)")
+            db.execute("DELETE FROM keep_files")
+            db.executemany("INSERT OR IGNORE INTO keep_files VALUES (?)", [(h,) for h in keep])
+            db.executemany("DELETE FROM files WHERE path=?", gone_paths)
+            counts = {"stat_rows": len(gone_paths)}
+            counts["chunks"] = db.execute(
+                "DELETE FROM chunks WHERE file_hash NOT IN (SELECT file_hash FROM keep_files)").rowcount
+            # A parse result goes with its chunks; only "skipped" results of versions still on disk stay
+            # (an unreadable file is not re-read every sync).
+            counts["file_versions"] = db.execute(
+                "DELETE FROM parsed WHERE file_hash NOT IN (SELECT file_hash FROM keep_files) "
+                "AND (status = 'ok' OR file_hash NOT IN (SELECT file_hash FROM files))").rowcount
+            counts["vectors"] = db.execute(
+                "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM chunks)").rowcount
+            db.execute("DROP TABLE keep_files")
+        return counts
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the file system (rewrites the database)."""
+        with self._lock:
+            try:
+                self._db.execute("VACUUM")
+                if self.path != ":memory:":
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise self._storage_error(exc) from exc
+
+
 def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
