@@ -41,10 +41,10 @@ import numpy as np
 
 from akasha.embeddings.base import Embedder, as_matrix
 from akasha.errors import AkashaError, EmptySourceError, LoaderError
-from akasha.index.manifest import Manifest, StoredChunk
-from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.lock import IndexLock
+from akasha.index.manifest import Manifest, StoredChunk
+from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.retrieval.bm25 import BM25Index

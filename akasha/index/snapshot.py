@@ -102,7 +102,7 @@ def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[s
 
 def read_snapshot(
     path: Path, state_key: str
-) -> tuple[BM25Index, DenseIndex, dict[str, Chunk] | None] | None:
+) -> tuple[BM25Index, DenseIndex, Mapping[str, Chunk] | None] | None:
     """(bm25, dense, chunks or None) stored at ``path`` if it exists and describes ``state_key``, else None."""
     if path.suffix != SUFFIX:  # an older format (.npz): rebuilt from the manifest, nothing re-embedded
         log.info("index snapshot %s has an older format; rebuilding it from the manifest", path)
