@@ -296,3 +296,54 @@ def test_50_mb_line_of_words_stays_in_bounded_memory():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert int(out.strip()) < 600, f"peak RSS {out.strip()} MB"  # was 1.6 GB before block splitting
+
+
+# -- same chunks as langchain-text-splitters (what earlier versions called) -------------------
+
+
+def _langchain_split(text: str, size: int, overlap: int, separators: tuple[str, ...]) -> list[str]:
+    """What akasha's split_text gave when it wrapped langchain's splitter (same pre- and post-processing)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from akasha.chunking.recursive import _hard_windows
+
+    seps = tuple(s for s in separators if s != "") or ("\n",)
+    splitter = RecursiveCharacterTextSplitter(separators=list(seps), keep_separator="end", chunk_size=size,
+                                              chunk_overlap=overlap, strip_whitespace=True)
+    out: list[str] = []
+    for piece in splitter.split_text(text):
+        piece = piece.strip()
+        if len(piece) > size:
+            out.extend(_hard_windows(piece, size, overlap))
+        elif piece:
+            out.append(piece)
+    return out
+
+
+MIXED = st.one_of(ENGLISH, CJK, ANY, st.lists(st.sampled_from(["pump", "。", ". ", "\n\n", " ", "，", "seal", "\n"]),
+                                             max_size=200).map("".join))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=MIXED, size=st.integers(1, 150), data=st.data())
+def test_same_chunks_as_langchain_recursive_splitter(text, size, data):
+    pytest.importorskip("langchain_text_splitters")
+    overlap = data.draw(st.integers(0, size - 1))
+    if not text.strip():
+        return
+    assert split_text(text, size, overlap) == _langchain_split(text, size, overlap, DEFAULT_SEPARATORS)
+
+
+@pytest.mark.parametrize("size", [40, 200, 1000])
+def test_same_chunks_as_langchain_on_the_example_documents(size):
+    pytest.importorskip("langchain_text_splitters")
+    from pathlib import Path
+
+    from akasha.loaders import discover, load_file
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "docs"
+    texts = [doc.text for path in discover(root) for doc in load_file(path)]
+    assert texts
+    overlap = default_overlap(size)
+    for text in texts:
+        assert split_text(text, size, overlap) == _langchain_split(text, size, overlap, DEFAULT_SEPARATORS)
