@@ -3,6 +3,7 @@
     python -m bench.compare                          # 2,000 / 20,000 / 100,000 chunks, all systems
     python -m bench.compare --sizes 2000 --systems akasha,langchain
     python -m bench.compare --sizes 100000 --systems akasha,akasha_terminal --seed 1 --max-minutes 120
+    python -m bench.compare --report bench/results/a.json bench/results/b.json   # tables of earlier runs
 
 Every system runs in its own interpreter (peers in bench/.venvs/<peer>, created
 on first use) through the JSON protocol in bench/peers/protocol.py, three
@@ -182,6 +183,29 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def report(paths: list[Path]) -> int:
+    """Print the tables of saved result files, one per run and size, so every ratio stays within one run.
+
+    The query-cost curve takes each (system, size) from the last file that measured it.
+    """
+    runs = [(path.stem, json.loads(path.read_text())) for path in paths]
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for name, rows in runs:
+        for size in sorted({r["size"] for r in rows}):
+            sized = [r for r in rows if r["size"] == size]
+            print(f"\n### {size:,} chunks, run {name}\n")
+            print(table(sized))
+        for row in rows:
+            if "skipped" not in row:
+                latest[(row["system"], row["size"])] = row
+    print("\n### Query cost by corpus size (p50 ms; each cell from the last run that measured it)\n")
+    print(curve(list(latest.values())))
+    print("\n### Targets (within each run)\n")
+    for name, rows in runs:
+        print("\n".join(f"{line}   [{name}]" for line in targets(rows)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="2000,20000,100000", help="comma-separated corpus sizes in chunks")
@@ -194,8 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0,
                         help="corpus variant; runs with different seeds use separate corpora and work folders, so they can run at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "compare.json")
+    parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
+                        help="run nothing: print the tables, curve and targets of earlier runs' result files "
+                             "(rows keep the run they were measured in; ratios are taken within each size)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    if args.report:
+        return report(args.report)
     systems = [s for s in args.systems.split(",") if s]
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
