@@ -37,9 +37,9 @@ from akasha.errors import IndexMismatchError
 from akasha.retrieval.tokenize import resolve_tokenizer, tokenizer_from_id
 
 FORMAT = "akasha-bm25"
+FORMAT_VERSION = 1
 #: Documents tokenised per step of :meth:`BM25Index.add` (bounds the memory of token lists).
 ADD_BATCH = 4096
-FORMAT_VERSION = 1
 
 
 #: Query postings from which BM25Index.search tries MaxScore pruning, and the most candidates it scores.
