@@ -59,7 +59,7 @@ def write_snapshot(
     ids = dense.ids
     texts["dense_ids"] = ids
     arrays["dense_matrix"] = np.ascontiguousarray(dense.matrix(), dtype=np.float32)
-    blobs = {name: json.dumps(value, ensure_ascii=False, default=str).encode("utf-8") for name, value in texts.items()}
+    blobs = {name: _ENCODER.encode(value).encode("utf-8") for name, value in texts.items()}
     raw = set()
     # Chunks are stored in row order, one record each; a mapping that does not match the rows is left out
     # (the index then reads the chunks from the manifest), never stored half.
