@@ -34,7 +34,7 @@ def _check(index: BM25Index, queries: list[str], k: int = 10) -> int:
         want = _full_scan(index, query, k)
         assert [i for i, _ in got] == [i for i, _ in want], query
         assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6)
-        pruned += index._search_pruned(query, k) is not None
+        pruned += index._search_pruned(*index._query_terms(query), k) is not None
     return pruned
 
 

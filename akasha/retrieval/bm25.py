@@ -260,7 +260,9 @@ class BM25Index:
 
     def score_slots(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """``(slots, scores)`` of every live document matching ``query`` (unsorted)."""
-        tids, qtf = self._query_terms(query)
+        return self._score_terms(*self._query_terms(query))
+
+    def _score_terms(self, tids: np.ndarray, qtf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not len(tids) or not self._n_live:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         n = self._n_live
@@ -328,17 +330,15 @@ class BM25Index:
         """The ``k`` best ``(id, score)`` pairs for ``query``, best first (ties by insertion order)."""
         if k <= 0:
             return []
-        pruned = self._search_pruned(query, k)
-        if pruned is not None:
-            slots, scores = pruned
-        else:
-            slots, scores = self.score_slots(query)
+        tids, qtf = self._query_terms(query)  # tokenised once for both paths
+        pruned = self._search_pruned(tids, qtf, k)
+        slots, scores = pruned if pruned is not None else self._score_terms(tids, qtf)
         if not len(slots):
             return []
         top = _top_k(scores, k, tiebreak=slots)
         return [(self._ids[s], float(scores[i])) for i, s in zip(top, slots[top].tolist(), strict=True)]  # type: ignore[misc]
 
-    def _search_pruned(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _search_pruned(self, tids: np.ndarray, qtf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Exact top-``k`` candidates without touching the long postings of common terms, or None.
 
         MaxScore-style: a term adds at most ``idf (k1 + 1)`` to any score. Documents of the
@@ -348,7 +348,6 @@ class BM25Index:
         other main document could get from the common terms alone, the top-k is exact.
         Returns None (use the full scan) when the query's postings are short or no split works.
         """
-        tids, qtf = self._query_terms(query)
         n_main = len(self._indptr) - 1
         n = self._n_live
         if len(tids) < 2 or not n:

@@ -1,7 +1,7 @@
 """Cosine search over one float32 matrix: exact below a size threshold, binary-quantised above it.
 
 Vectors are normalised once when added, so an exact query is one matrix-vector
-product (``np.einsum``, single-threaded and copy-free) plus ``argpartition`` (no full sort, no copy of the matrix). Rows are
+product (:func:`_matvec`) plus ``argpartition`` (no full sort, no copy of the matrix). Rows are
 kept in a preallocated buffer that grows by doubling; removals are masked and
 compacted away when dead rows outnumber live ones. A read-only memory-mapped
 ``.npy`` can be passed to :meth:`DenseIndex.from_matrix` for large corpora.
@@ -27,6 +27,19 @@ from akasha.retrieval.bm25 import top_k
 from akasha.retrieval.quantized import BinaryCodes, nearest
 
 log = logging.getLogger(__name__)
+
+#: Up to this many matrix elements the product goes to BLAS, which runs it on one thread at these
+#: sizes and is ~4x faster than einsum (2,000 x 384: 30 us vs 145 us). Above it OpenBLAS splits gemv
+#: over threads, which on a busy 2-core machine fight the caller for the cores (8,192 x 384: 12 ms
+#: vs einsum's 0.6 ms under load), so numpy's own single-threaded einsum loop does it instead.
+BLAS_MAX_ELEMENTS = 2_000_000
+
+
+def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` by whichever kernel is faster at this size (see :data:`BLAS_MAX_ELEMENTS`)."""
+    if matrix.size <= BLAS_MAX_ELEMENTS:
+        return matrix @ vector
+    return np.einsum("ij,j->i", matrix, vector)
 
 #: Live rows from which search switches from the exact scan to quantised candidates + exact rescoring.
 #: Exact search stays well inside the latency target up to here (about 10 ms at 100,000 x 384 on
@@ -174,9 +187,7 @@ class DenseIndex:
     def scores(self, query_vector: np.ndarray) -> np.ndarray:
         """Cosine of the query with every row slot (dead rows get ``-inf``)."""
         q = self._unit_query(query_vector)
-        # einsum runs in numpy's own SIMD loop: on a busy 2-core machine it beats a multi-threaded
-        # BLAS gemv, whose worker threads fight the caller for the cores (measured in bench/index_speed.py).
-        out = np.einsum("ij,j->i", self._m[: self._n], q)
+        out = _matvec(self._m[: self._n], q)
         if self._n_live != self._n:
             out[~self._alive[: self._n]] = -np.inf
         return out
@@ -189,7 +200,8 @@ class DenseIndex:
         if self._quantized() and n_cand < self._n_live:
             return self._search_quantized(query_vector, k, n_cand)
         scores = self.scores(query_vector)
-        top = top_k(scores, min(k, self._n_live))
+        # equal scores rank by row, as on the quantised path, so both paths agree on ties
+        top = top_k(scores, min(k, self._n_live), tiebreak=np.arange(len(scores)))
         return [(self._ids[s], float(scores[s])) for s in top.tolist()]  # type: ignore[misc]
 
     # ------------------------------------------------------------ quantised path
@@ -215,6 +227,6 @@ class DenseIndex:
         slots = nearest(distances, n_cand)
         if self._n_live != self._n:
             slots = slots[self._alive[slots]]
-        scores = np.einsum("ij,j->i", self._m[slots], q)
-        top = top_k(scores, min(k, len(slots)))
+        scores = _matvec(self._m[slots], q)
+        top = top_k(scores, min(k, len(slots)), tiebreak=slots)
         return [(self._ids[s], float(scores[i])) for i, s in zip(top.tolist(), slots[top].tolist(), strict=True)]  # type: ignore[misc]
