@@ -305,19 +305,12 @@ def _langchain_split(text: str, size: int, overlap: int, separators: tuple[str, 
     """What akasha's split_text gave when it wrapped langchain's splitter (same pre- and post-processing)."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    from akasha.chunking.recursive import _hard_windows
+    from akasha.chunking.recursive import _finish
 
     seps = tuple(s for s in separators if s != "") or ("\n",)
     splitter = RecursiveCharacterTextSplitter(separators=list(seps), keep_separator="end", chunk_size=size,
                                               chunk_overlap=overlap, strip_whitespace=True)
-    out: list[str] = []
-    for piece in splitter.split_text(text):
-        piece = piece.strip()
-        if len(piece) > size:
-            out.extend(_hard_windows(piece, size, overlap))
-        elif piece:
-            out.append(piece)
-    return out
+    return _finish(splitter.split_text(text), size, overlap)
 
 
 MIXED = st.one_of(ENGLISH, CJK, ANY, st.lists(st.sampled_from(["pump", "。", ". ", "\n\n", " ", "，", "seal", "\n"]),

@@ -215,10 +215,16 @@ def split_text(
     # Drop the "" fallback: runs without separators are windowed below, in O(n).
     seps = tuple(s for s in seps if s != "") or ("\n",)
     splitter = _splitter(chunk_size, overlap, seps)
-    pieces = [piece for block in _blocks(text, seps) for piece in splitter.split(block)]
+    return _finish([piece for block in _blocks(text, seps) for piece in splitter.split(block)], chunk_size, overlap)
+
+
+def _finish(pieces: Iterable[str], chunk_size: int, overlap: int) -> list[str]:
+    """Strip the splitter's pieces, drop empty ones and cut those still over ``chunk_size`` into windows.
+
+    Pieces that could not be split further come back from the splitter as they are (unstripped).
+    """
     out: list[str] = []
     for piece in pieces:
-        # pieces that could not be split further come back as they are (unstripped)
         piece = piece.strip()
         if len(piece) > chunk_size:
             out.extend(_hard_windows(piece, chunk_size, overlap))
