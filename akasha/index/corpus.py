@@ -256,7 +256,7 @@ class CorpusIndex:
         report = PruneReport()
         with self._write_lock():
             report.bytes_before = self._database_bytes()
-            counts = self._manifest.prune(lambda path: os.path.lexists(path))
+            counts = self._manifest.prune(os.path.lexists)
             for name, value in counts.items():
                 setattr(report, name, value)
             if self.cache_dir is not None:

@@ -49,6 +49,11 @@ _RECORDS = "chunk_records"
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one encoder: json.dumps(**options) builds one per call
 
 
+def _aligned(size: int) -> int:
+    """``size`` rounded up to the next multiple of the array alignment."""
+    return -(-size // _ALIGN) * _ALIGN
+
+
 def write_snapshot(
     path: Path, state_key: str, bm25: BM25Index, dense: DenseIndex, chunks: Mapping[str, Chunk] | None = None
 ) -> None:
@@ -85,10 +90,10 @@ def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[s
         if kind is None:
             raise TypeError(f"snapshot array {name!r} has dtype {array.dtype}; expected one of {sorted(_DTYPES)}")
         layout["arrays"][name] = [kind, list(array.shape), array_offset, array.nbytes]
-        array_offset += -(-array.nbytes // _ALIGN) * _ALIGN
+        array_offset += _aligned(array.nbytes)
     header = json.dumps(layout).encode("utf-8")
     layout_size = _PREAMBLE.size + len(header) + offset
-    start = -(-layout_size // _ALIGN) * _ALIGN
+    start = _aligned(layout_size)
     handle.write(_PREAMBLE.pack(_MAGIC, _VERSION, len(header)))
     handle.write(header)
     for blob in blobs.values():
@@ -97,7 +102,7 @@ def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[s
     for array in arrays.values():
         little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
         handle.write(memoryview(little.reshape(-1).view(np.uint8)))  # no copy, even for a 1.5 GB matrix
-        handle.write(b"\0" * (-little.nbytes % _ALIGN))
+        handle.write(b"\0" * (_aligned(little.nbytes) - little.nbytes))
 
 
 def read_snapshot(
@@ -142,8 +147,8 @@ def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict
             raise ValueError("the file is shorter than its header says (truncated)")
         texts[name] = blob if is_raw else json.loads(blob)
     layout_size = _PREAMBLE.size + header_size + sum(size for _offset, size, _name, _raw in parts)
-    handle.seek(-(-layout_size // _ALIGN) * _ALIGN)
-    total = sum(-(-nbytes // _ALIGN) * _ALIGN for _kind, _shape, _offset, nbytes in layout["arrays"].values())
+    handle.seek(_aligned(layout_size))
+    total = sum(_aligned(nbytes) for _kind, _shape, _offset, nbytes in layout["arrays"].values())
     buffer = bytearray(total)  # writable, so the indexes can update the arrays later
     if handle.readinto(buffer) != total:
         raise ValueError("the file is shorter than its header says (truncated)")
