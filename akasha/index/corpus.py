@@ -32,7 +32,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,18 +47,26 @@ from akasha.index.manifest import Manifest, StoredChunk
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import read_snapshot, write_snapshot
+from akasha.index.store_link import StoreLink
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
-from akasha.types import Chunk, Hit
+from akasha.types import Chunk, Document, Hit
 
 log = logging.getLogger(__name__)
 
 DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 STORES = ("sqlite", "chroma")
+#: What an external store object must offer (see akasha.stores.base.Store).
+_STORE_METHODS = ("upsert", "remove", "fetch", "vectors_for", "nearest", "ids_of_documents", "load_state",
+                  "save_state")
 #: With ``progress=None``, bars appear when a sync reads more files or embeds more texts than this.
 LONG_FILES = 200
 LONG_TEXTS = 500
+#: The source key of the corpus built by :meth:`CorpusIndex.add_documents`.
+DOCUMENTS_SOURCE = "documents"
+#: Content keys of documents end with this (files end with their extension).
+DOCUMENT_SUFFIX = ".doc"
 #: Files modified this recently are not stat-cached (their mtime may not yet tell edits apart).
 _RACY_SECONDS = 2.0
 
@@ -124,25 +132,39 @@ class CorpusIndex:
         search_settings: SearchSettings | None = None,
         vector_store: str | None = None,
         vector_store_options: dict[str, Any] | None = None,
+        chunker: Any = None,
     ) -> None:
         from akasha.chunking import default_overlap, validate_chunking
 
         overlap = default_overlap(chunk_size) if chunk_overlap is None else chunk_overlap
         validate_chunking(chunk_size, overlap)
-        if store not in STORES:
+        external_store = None if isinstance(store, str) else store
+        if external_store is not None and not all(hasattr(external_store, m) for m in _STORE_METHODS):
             from akasha.errors import ConfigError
 
-            raise ConfigError(f"unknown index store {store!r}; known: {', '.join(STORES)}")
+            raise ConfigError(f"store {store!r} is not an akasha Store (needs {', '.join(_STORE_METHODS)}); "
+                              f"pass one of {', '.join(STORES)} or an object from akasha.stores")
+        if external_store is None and store not in STORES:
+            from akasha.errors import ConfigError
+
+            raise ConfigError(f"unknown index store {store!r}; known: {', '.join(STORES)}, or a Store object")
+        if chunker is not None and not (hasattr(chunker, "split_documents") and isinstance(
+                getattr(chunker, "settings_key", None), str)):
+            from akasha.errors import ConfigError
+
+            raise ConfigError("chunker needs split_documents(documents) and a settings_key string naming its "
+                              "settings (chunks are cached under it)")
         self._shared: Any = None  # a shared-index backend (vector_store=), see akasha.index.backends
         self._server_knn = False
         self.vector_store: str | None = None
         self.embedder = embedder
         self.chunk_size = chunk_size
         self.chunk_overlap = overlap
-        self.settings_key = f"recursive-v1:{chunk_size}:{overlap}"
+        self.chunker = chunker
+        self.settings_key = chunker.settings_key if chunker is not None else f"recursive-v1:{chunk_size}:{overlap}"
         self.search_settings = search_settings or SearchSettings()
         self.lock_timeout = lock_timeout
-        self.store = store
+        self.store = store if external_store is None else "external"
         self._tokenizer = tokenizer
         self._bm25 = BM25Index(tokenizer=tokenizer)
         self.namespace = f"{embedder.name}|{self.settings_key}|{self._bm25.tokenizer_id}"
@@ -151,6 +173,7 @@ class CorpusIndex:
         self._files: dict[str, str] = {}
         self._state_key: str | None = None  # the corpus state held in memory
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
+        self._source: str | None = None  # the source key of the corpus in memory
         self._progress: bool | None = False  # the current sync's progress setting
         self._warned: set[tuple[str, str]] = set()
         if cache_dir is not None and str(cache_dir) == MEMORY:
@@ -172,8 +195,12 @@ class CorpusIndex:
             except BaseException:
                 self._manifest.close()
                 raise
+        self._link: StoreLink | None = None
+        self._store_behind = False  # the external store lacks records of the in-memory corpus
+        if external_store is not None:
+            self._link = StoreLink(external_store, embedder.name, self.namespace)
         self._chroma = None
-        if store == "chroma":
+        if store == "chroma":  # (moves onto akasha.stores.chroma with the store contract)
             from akasha.index.chroma import ChromaMirror
 
             where = self.cache_dir / "chroma" if self.cache_dir is not None else None
@@ -237,6 +264,125 @@ class CorpusIndex:
         report.seconds = time.perf_counter() - started
         return report
 
+    def add_documents(self, documents: Iterable[Document]) -> SyncReport:
+        """Index in-memory documents (a YAML pipeline's ``ingest``), keyed by ``Document.id`` or text hash.
+
+        A document whose id was indexed before replaces its earlier version's
+        chunks; the other documents stay. Content-keyed like files: a document
+        with the same text and metadata is never chunked or embedded again, in
+        this process or a later one. The documents form their own corpus: a later
+        :meth:`sync` of a data source replaces it (and vice versa).
+        """
+        from akasha.chunking import document_id
+
+        started = time.perf_counter()
+        wanted: dict[str, Document] = {}
+        for document in documents:
+            key = document_id(document)
+            if key in wanted:
+                log.warning("document %r appears twice in one call; the last one wins", key)
+            wanted[key] = document
+        report = SyncReport()
+        with self._write_lock():
+            files = self._documents_corpus()
+            parsed = self._manifest.parsed_status(self.settings_key)
+            for key, document in wanted.items():
+                content = _digest(json.dumps([document.text, document.metadata], ensure_ascii=False, sort_keys=True,
+                                             default=str)) + DOCUMENT_SUFFIX
+                if content not in parsed:
+                    self._store_document_chunks(key, content, document)
+                    parsed[content] = ("ok", None)
+                files[key] = content
+            self._apply(DOCUMENTS_SOURCE, files, report)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents added with :meth:`add_documents`; returns how many chunks went."""
+        with self._write_lock():
+            files = self._documents_corpus()
+            gone = [d for d in doc_ids if d in files]
+            if not gone:
+                return 0
+            before = len(self._chunks)
+            for doc_id in gone:
+                del files[doc_id]
+            self._apply(DOCUMENTS_SOURCE, files, SyncReport())
+            return before - len(self._chunks)
+
+    def _documents_corpus(self) -> dict[str, str]:
+        """The documents corpus to update: the one in memory, else the last committed one."""
+        if self._source == DOCUMENTS_SOURCE:
+            return dict(self._files)
+        committed = self._manifest.corpus(DOCUMENTS_SOURCE, self.namespace)
+        return dict(committed[1]) if committed is not None else {}
+
+    def _store_document_chunks(self, key: str, content: str, document: Document) -> None:
+        pieces = self._split([Document(document.text, dict(document.metadata), id=key)])
+        stored: list[StoredChunk] = []
+        for piece in pieces:
+            if not piece.text.strip():
+                continue
+            meta = {k: v for k, v in piece.metadata.items() if k != "chunk_id"}
+            meta["content_hash"] = meta.get("content_hash") or _digest(piece.text)
+            stored.append((len(stored), meta["content_hash"], piece.text, meta))
+        self._manifest.store_parsed(content, self.settings_key, stored)
+
+    def restore(self) -> bool:
+        """Load the corpus this index committed last (a new process querying before it ingests).
+
+        Returns False when nothing was ever committed in this cache for this
+        embedder and chunk settings. Nothing is embedded: vectors come from the cache.
+        """
+        if self._state_key is not None:
+            return True
+        get_meta = getattr(self._manifest, "get_meta", None)  # server manifests keep no such pointer
+        source_key = get_meta(f"last:{self.namespace}") if get_meta is not None else None
+        committed = self._manifest.corpus(source_key, self.namespace) if source_key else None
+        if committed is None:
+            return False
+        with self._write_lock():
+            if self._state_key is None:
+                self._apply(source_key, dict(committed[1]), SyncReport())  # type: ignore[arg-type]
+        return self._state_key is not None
+
+    def vector_search(self, query: str | np.ndarray, k: int, filters: Mapping[str, Any] | None = None
+                      ) -> list[tuple[Chunk, float]]:
+        """The ``k`` chunks most cosine-similar to ``query`` (a question or its vector), best first.
+
+        ``filters`` keeps chunks whose metadata equals every given value (``doc_id``
+        is the document id). Searches the corpus in memory (restored if needed).
+        """
+        if k <= 0 or not self.restore():
+            return []
+        vector = self.embedder.embed_query(query) if isinstance(query, str) else query
+        dense: Any = self._dense
+        if self._shared is not None and self._server_knn:
+            from akasha.index.backends.shared import server_dense
+
+            dense = server_dense(self)
+        pairs = dense.search(np.asarray(vector, dtype=np.float32), len(self._chunks) if filters else k)
+        return self._filtered(pairs, k, filters)
+
+    def bm25_search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[tuple[Chunk, float]]:
+        """The ``k`` best BM25 matches for ``query``, best first (``filters`` as in :meth:`vector_search`)."""
+        if k <= 0 or not self.restore():
+            return []
+        return self._filtered(self._bm25.search(query, len(self._chunks) if filters else k), k, filters)
+
+    def _filtered(self, pairs: Sequence[tuple[str, float]], k: int, filters: Mapping[str, Any] | None
+                  ) -> list[tuple[Chunk, float]]:
+        from akasha.stores.base import matches
+
+        out = []
+        for chunk_id, score in pairs:
+            chunk = self._chunks.get(chunk_id)
+            if chunk is not None and matches(chunk.metadata, chunk.doc_id, filters):
+                out.append((chunk, float(score)))
+                if len(out) == k:
+                    break
+        return out
+
     def prune(self, *, vacuum: bool = True) -> PruneReport:
         """Forget the history no committed corpus needs, so the cache stops growing with every edit.
 
@@ -298,27 +444,50 @@ class CorpusIndex:
                 + (f" (unreadable files: {detail})" if detail else " (no supported files found)")
                 + "; point it at .txt, .md, .pdf, .docx, .csv or .html files with text in them"
             )
-        state_key = _digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
         source_key = _digest(json.dumps(sorted(_describe_each(data_source))))
+        self._apply(source_key, files, report)
+        return report
+
+    def _apply(self, source_key: str, files: dict[str, str], report: SyncReport) -> None:
+        """Make ``files`` (path -> content key) the current corpus of ``source_key`` and commit it.
+
+        Loads the last committed structures first in a new process, embeds only
+        what no cache holds, writes the difference into the external store (if
+        any), and commits the manifest row last.
+        """
+        state_key = _digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
+        fresh_process = self._state_key is None
         previous = self._files
         committed = self._manifest.corpus(source_key, self.namespace)
-        if self._state_key is None and committed is not None:
+        stored = self._link.load_state(source_key) if self._link is not None else None
+        if fresh_process and committed is not None:
             previous = committed[1]
+        elif fresh_process and stored is not None:
+            previous = stored[1]  # another machine committed this corpus into the shared store
         report.unchanged = sum(1 for p, h in files.items() if previous.get(p) == h)
         report.indexed = len(files) - report.unchanged
         report.removed = sum(1 for p in previous if p not in files)
-        if self._state_key is None and committed is not None and committed[2]:
+        if fresh_process and committed is not None and committed[2]:
             # A new process: start from the last committed structures (even when files changed since,
             # so only the difference is tokenised and applied below).
             if self._load_snapshot(committed[2], committed[0], committed[1]):
                 self._committed = (source_key, committed[0])
-        if state_key != self._state_key:
-            self._rebuild(files, report)
+        store_files = None
+        if self._link is not None:
+            # What the store holds for this source; None when it holds something else than this
+            # process's corpus (a new store, or another machine's commit): then write all of it.
+            in_step = stored is not None and stored[0] == self._state_key and stored[1] == self._files
+            store_files = stored[1] if stored is not None else {}
+            if not in_step:
+                self._store_behind = True
+        if state_key != self._state_key or self._store_behind:
+            self._rebuild(files, report, store_files)
             self._state_key = state_key
-        if self._committed != (source_key, state_key):
+        self._source = source_key
+        if self._committed != (source_key, state_key) or (self._link is not None and (
+                stored is None or stored[0] != state_key)):
             self._commit(source_key, state_key, files)
         report.chunks = len(self._chunks)
-        return report
 
     def _hash_and_parse(self, paths: list[Path], progress: bool | None, report: SyncReport) -> dict[str, str]:
         stats = self._manifest.stat_cache()
@@ -369,16 +538,23 @@ class CorpusIndex:
             self._warned.add((path, reason))
             log.warning("skipping %s: %s", path, reason)
 
+    def _split(self, documents: list[Document]) -> list[Chunk]:
+        """Chunk loaded documents with the index's chunker (the recursive splitter unless one was given)."""
+        if self.chunker is not None:
+            return list(self.chunker.split_documents(documents))
+        from akasha.chunking import chunk_documents
+
+        return chunk_documents(documents, chunk_size=self.chunk_size, overlap=self.chunk_overlap)
+
     def _parse(self, path: Path, content: str, data: bytes | None) -> tuple[str, str | None]:
         """Load and chunk one file, storing the result under its content key."""
-        from akasha.chunking import chunk_documents
         from akasha.loaders import load_file
 
         try:
             if data is None:
                 data = path.read_bytes()
             documents = load_file(path, data)
-            pieces = chunk_documents(documents, chunk_size=self.chunk_size, overlap=self.chunk_overlap)
+            pieces = self._split(documents)
         except LoaderError as exc:
             self._manifest.store_parsed(content, self.settings_key, [], "skipped", exc.reason)
             return "skipped", exc.reason
@@ -420,23 +596,42 @@ class CorpusIndex:
                 continue
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{path}#{seq}"
-                fresh[chunk_id] = Chunk(chunk_id, text, {**meta, "source": path, "chunk_id": chunk_id})
+                fresh[chunk_id] = Chunk(chunk_id, text, {"source": path, **meta, "chunk_id": chunk_id})
                 order.append(chunk_id)
         old = self._chunks
         if isinstance(old, LazyChunks):
             return old.derive(order, fresh), list(fresh)
         return {cid: fresh[cid] if cid in fresh else old[cid] for cid in order}, list(fresh)
 
-    def _rebuild(self, files: dict[str, str], report: SyncReport) -> None:
-        """Update the search structures to ``files``; embeds first, swaps state last."""
+    def _rebuild(self, files: dict[str, str], report: SyncReport, stored_before: Mapping[str, str] | None = None
+                 ) -> None:
+        """Update the search structures to ``files``; embeds first, swaps state last.
+
+        ``stored_before`` is the corpus the external store last committed for this
+        source (a new process, or another machine): its files that are no longer in
+        ``files`` have their records removed from the store.
+        """
         new_chunks, fresh = self._materialise(files)
         old = self._chunks
         added = [new_chunks[cid] for cid in fresh  # kept chunks are unchanged by construction
                  if cid not in old or old[cid].metadata["content_hash"] != new_chunks[cid].metadata["content_hash"]]
         gone = [cid for cid in old if cid not in new_chunks]
-        vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
-        if self._chroma is not None:  # may raise too: the next sync re-applies the same difference
+        to_store: list[Chunk] = []
+        if self._link is not None:
+            before = dict(stored_before or {})
+            if self._store_behind:  # the store lags this process's corpus: write every chunk it lacks
+                to_store = list(new_chunks.values())
+            else:
+                changed = {p for p, h in files.items() if before.get(p) != h}
+                to_store = [c for c in new_chunks.values() if c.doc_id in changed]
+        vectors = self._vectors_for(added if not to_store else list({c.id: c for c in added + to_store}.values()),
+                                    report)  # may raise: nothing changed yet
+        if self._chroma is not None:
             self._chroma.apply(added, [vectors[c.metadata["content_hash"]] for c in added], set(new_chunks))
+        if self._link is not None:  # may raise too: the next sync re-applies the same difference
+            touched = {c.doc_id for c in to_store} | {p for p in (stored_before or {}) if p not in files}
+            self._link.publish(to_store, vectors, sorted(touched), keep=set(new_chunks))
+            self._store_behind = False
         try:
             self._bm25.remove(gone)
             self._dense.remove(gone)
@@ -460,6 +655,12 @@ class CorpusIndex:
             return {}
         cached = self._manifest.cached_hashes(model, list(texts))
         missing = [h for h in texts if h not in cached]
+        if missing and self._link is not None:  # vectors another machine already wrote into the shared store
+            shared = self._link.vectors_for(missing)
+            if shared:
+                hashes = [h for h in missing if h in shared]
+                self._manifest.store_vectors(model, hashes, np.stack([shared[h] for h in hashes]))
+                missing = [h for h in missing if h not in shared]
         batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
         bar = _embedding_bar(len(missing), self._progress)
         try:
@@ -491,6 +692,8 @@ class CorpusIndex:
                                self._chunks)
             except OSError as exc:  # the next sync retries; the in-memory index is complete and usable
                 raise storage_error(self.cache_dir, exc) from exc
+        if self._link is not None:
+            self._link.save_state(source_key, state_key, files)
         self._manifest.store_corpus(source_key, self.namespace, state_key, files, snapshot)
         self._committed = (source_key, state_key)
         if self.cache_dir is not None:

@@ -121,6 +121,12 @@ class Manifest:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
+    # -------------------------------------------------------------------- meta
+    def get_meta(self, key: str) -> str | None:
+        """A value akasha keeps about the cache itself (``last:<namespace>``: the source committed last)."""
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
     # -------------------------------------------------------------- stat cache
     def stat_cache(self) -> dict[str, tuple[int, int, str]]:
         """path -> (size, mtime_ns, file_hash) for every file seen before."""
@@ -219,6 +225,7 @@ class Manifest:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO corpora VALUES (?, ?, ?, ?, ?)",
                        (source_key, namespace, state_key, json.dumps(files, ensure_ascii=False), snapshot))
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"last:{namespace}", source_key))
 
 
     # ----------------------------------------------------------------- pruning

@@ -1,0 +1,115 @@
+"""Keeping a :class:`~akasha.stores.base.Store` in step with a content-keyed index.
+
+The index decides everything content-keyed (what changed, what to embed, when a
+state is committed); this link only carries the outcome into the store, in the
+form the store's own tools read: one record per chunk of the current corpus,
+with its text, its vector and metadata naming the source file, page, chunk
+index, content hash and embedder. The committed corpus state (which files,
+which content hashes) is saved in the store too, so another machine that shares
+the store finds the vectors there and embeds nothing.
+
+Order matters for crash safety: records are written first, stale records are
+removed next, and the state naming the corpus is saved last, so a failure part
+way leaves the previous state readable and the next sync re-applies the same
+difference (writes are upserts by chunk id, removals are idempotent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from akasha.types import Chunk
+
+log = logging.getLogger(__name__)
+
+#: Records written per store call (Chroma refuses very large batches).
+WRITE_BATCH = 1000
+
+
+def state_key_for(namespace: str, source_key: str) -> str:
+    """The key under which the store keeps one corpus's committed state."""
+    return hashlib.sha256(f"{namespace}|{source_key}".encode()).hexdigest()[:32]
+
+
+class StoreLink:
+    """Writes an index's corpus into ``store`` and reads back what another machine left there."""
+
+    def __init__(self, store: Any, embedder_name: str, namespace: str) -> None:
+        self.store = store
+        self.embedder_name = embedder_name
+        self.namespace = namespace
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.store, "name", type(self.store).__name__))
+
+    # ------------------------------------------------------------------ reads
+    def vectors_for(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Vectors the store already holds for these chunk texts (same embedder), by content hash."""
+        if not content_hashes:
+            return {}
+        return dict(self.store.vectors_for(list(content_hashes), self.embedder_name))
+
+    def load_state(self, source_key: str) -> tuple[str, dict[str, str]] | None:
+        """(state key, {path: content key}) the store last committed for this source, or None."""
+        state = self.store.load_state(state_key_for(self.namespace, source_key))
+        if not state or state.get("namespace") != self.namespace:
+            return None
+        files = state.get("files")
+        if not isinstance(files, Mapping):
+            return None
+        return str(state.get("state", "")), {str(k): str(v) for k, v in files.items()}
+
+    # ----------------------------------------------------------------- writes
+    def publish(self, chunks: Sequence[Chunk], vectors: Mapping[str, np.ndarray], documents: Sequence[str],
+                keep: set[str]) -> None:
+        """Upsert ``chunks`` (vectors by content hash) the store lacks, then drop stale records of ``documents``.
+
+        A record of one of ``documents`` (files that changed or vanished) whose id is
+        not in ``keep`` (the ids of the current corpus) is stale: an older version's chunk.
+        """
+        fresh = self._not_yet_stored(chunks)
+        for start in range(0, len(fresh), WRITE_BATCH):
+            part = fresh[start : start + WRITE_BATCH]
+            records = [self.record(chunk) for chunk in part]
+            matrix = np.stack([np.asarray(vectors[c.metadata["content_hash"]], dtype=np.float32) for c in part])
+            self.store.upsert(records, matrix)
+        stale: list[str] = []
+        for start in range(0, len(documents), WRITE_BATCH):
+            found = self.store.ids_of_documents(list(documents[start : start + WRITE_BATCH]))
+            stale.extend(i for i in found if i not in keep)
+        if stale:
+            self.store.remove(stale)
+        if fresh or stale:
+            log.debug("store %s: wrote %d records, removed %d", self.name, len(fresh), len(stale))
+
+    def save_state(self, source_key: str, state_key: str, files: Mapping[str, str]) -> None:
+        self.store.save_state(state_key_for(self.namespace, source_key),
+                              {"namespace": self.namespace, "source": source_key, "state": state_key,
+                               "embedder": self.embedder_name, "files": dict(files)})
+
+    def record(self, chunk: Chunk) -> Chunk:
+        """The chunk as the store keeps it: metadata names its source, document and embedder."""
+        meta = dict(chunk.metadata)
+        meta.setdefault("source", chunk.doc_id)
+        meta["doc_id"] = chunk.doc_id
+        meta["embedder"] = self.embedder_name
+        return Chunk(chunk.id, chunk.text, meta)
+
+    def _not_yet_stored(self, added: Sequence[Chunk]) -> list[Chunk]:
+        """``added`` minus chunks the store already holds with the same text (a second machine's first sync)."""
+        if not added:
+            return []
+        stored: dict[str, str] = {}
+        for start in range(0, len(added), WRITE_BATCH):
+            for chunk in self.store.fetch([c.id for c in added[start : start + WRITE_BATCH]]):
+                stored[chunk.id] = str(chunk.metadata.get("content_hash", ""))
+        return [c for c in added if stored.get(c.id) != c.metadata["content_hash"]]
+
+
+__all__ = ["StoreLink", "state_key_for", "WRITE_BATCH"]
