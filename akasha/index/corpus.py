@@ -328,6 +328,47 @@ class CorpusIndex:
             stored.append((len(stored), meta["content_hash"], piece.text, meta))
         self._manifest.store_parsed(content, self.settings_key, stored)
 
+    def load_store(self) -> SyncReport:
+        """Serve every record already in the attached store as the corpus, embedding nothing.
+
+        For collections written elsewhere (plain chromadb, LangChain, another akasha):
+        BM25 is built from the stored texts, the dense side from the stored vectors.
+        Raises ConfigError without a store, IndexMismatchError when the vectors'
+        width differs from the embedder's, EmptySourceError for an empty store.
+        """
+        from akasha.errors import ConfigError, IndexMismatchError
+
+        if self._link is None:
+            raise ConfigError("load_store() needs CorpusIndex(..., store=<a Store>) or vector_store=")
+        started = time.perf_counter()
+        chunks: dict[str, Chunk] = {}
+        blocks: list[np.ndarray] = []
+        for part, vectors in self._link.store.scan():
+            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(part), -1)
+            keep = [i for i, c in enumerate(part) if c.id not in chunks]
+            for i in keep:
+                chunks[part[i].id] = part[i]
+            blocks.append(matrix[keep])
+        if not chunks:
+            raise EmptySourceError(f"the store {self._link.name} holds no records to search")
+        matrix = np.concatenate(blocks, axis=0)
+        width = getattr(self.embedder, "dimension", None)
+        if isinstance(width, int) and width > 0 and matrix.shape[1] != width:
+            raise IndexMismatchError(f"the store {self._link.name} holds {matrix.shape[1]}-dimensional vectors; "
+                                     f"{self.embedder.name!r} makes {width}-dimensional ones: use the embeddings "
+                                     "the collection was built with")
+        ids = list(chunks)
+        bm25 = BM25Index(tokenizer=self._tokenizer)
+        bm25.add(ids, [c.text for c in chunks.values()])
+        self._bm25, self._dense, self._chunks = bm25, DenseIndex.from_matrix(ids, matrix), chunks
+        self._files = {str(c.metadata.get("source") or c.doc_id): str(c.metadata.get("content_hash", ""))
+                       for c in chunks.values()}
+        self._state_key = "store:" + _digest(json.dumps(sorted(ids)))
+        self._source = "store"
+        report = SyncReport(unchanged=len(self._files), chunks=len(chunks))
+        report.seconds = time.perf_counter() - started
+        return report
+
     def restore(self) -> bool:
         """Load the corpus this index committed last (a new process querying before it ingests).
 

@@ -112,4 +112,41 @@ class StoreLink:
         return [c for c in added if stored.get(c.id) != c.metadata["content_hash"]]
 
 
-__all__ = ["StoreLink", "state_key_for", "WRITE_BATCH"]
+
+class StoreDense:
+    """A DenseIndex look-alike whose ``search`` asks the store's ANN index, keeping this corpus's chunks only.
+
+    Everything else (``vectors``, ``ids``, ``matrix`` ...) comes from the local
+    DenseIndex. A shared store may hold other corpora or other machines' paths,
+    so ``search`` over-fetches and widens until it has ``k`` hits of this corpus.
+    """
+
+    def __init__(self, store: Any, local: Any, chunks: Mapping[str, Chunk]) -> None:
+        self.store = store
+        self.local = local
+        self.chunks = chunks
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.local, name)
+
+    def __len__(self) -> int:
+        return len(self.local)
+
+    def search(self, query_vector: np.ndarray, k: int = 10) -> list[tuple[str, float]]:
+        k = min(int(k), len(self.local))
+        if k <= 0:
+            return []
+        fetch = max(k + 10, (3 * k + 1) // 2)
+        while True:
+            found = self.store.nearest(np.asarray(query_vector, dtype=np.float32), fetch)
+            hits = [(c.id, float(score)) for c, score in found if self._ours(c)]
+            if len(hits) >= k or len(found) < fetch or fetch >= 10 * len(self.local) + 100:
+                return hits[:k]
+            fetch *= 4
+
+    def _ours(self, record: Chunk) -> bool:
+        mine = self.chunks.get(record.id)
+        return mine is not None and mine.metadata.get("content_hash") == record.metadata.get("content_hash")
+
+
+__all__ = ["StoreLink", "StoreDense", "state_key_for", "WRITE_BATCH"]
