@@ -331,6 +331,13 @@ def test_docx_with_broken_xml_raises(tmp_path: Path):
 
 def test_malformed_csv_raises(tmp_path: Path):
     # An unterminated quote that swallows the rest of the file is fine for csv; a NUL-free
-    # field over the csv module's limit (128 KiB) is not.
-    path = write(tmp_path / "huge-field.csv", b'a,b\n"' + b"x" * 200_000 + b'",1\n')
-    assert_loader_error(path, "malformed CSV")
+    # field over the csv module's limit (128 KiB) is not. With no other row, nothing is left.
+    path = write(tmp_path / "huge-field.csv", b'"' + b"x" * 200_000 + b'",1\n')
+    assert_loader_error(path, "malformed CSV", "field limit")
+
+
+def test_csv_row_over_the_field_limit_is_dropped_and_the_others_kept(tmp_path: Path, caplog):
+    path = write(tmp_path / "huge-field.csv", b'a,b\n"' + b"x" * 200_000 + b'",1\nseal,2\n')
+    [doc] = load_file(path)
+    assert doc.text == "a: seal; b: 2"
+    assert any("huge-field.csv" in r.getMessage() and "dropped" in r.getMessage() for r in caplog.records)

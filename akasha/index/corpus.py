@@ -47,6 +47,7 @@ from akasha.index.manifest import Manifest, StoredChunk
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import read_snapshot, write_snapshot
+from akasha.loaders.limits import limit_changed
 from akasha.index.store_link import StoreLink
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -561,7 +562,7 @@ class CorpusIndex:
                 self._skip(report, key, f"cannot read file: {exc.strerror or exc}")
                 continue
             status = parsed.get(content)
-            if status is None:
+            if status is None or (status[0] == "skipped" and limit_changed(status[1])):  # over a limit since raised
                 status = self._parse(path, content, data)
                 if status[0] != "error":
                     parsed[content] = status
@@ -597,9 +598,11 @@ class CorpusIndex:
             documents = load_file(path, data)
             pieces = self._split(documents)
         except LoaderError as exc:
+            if getattr(exc, "transient", False):  # the machine's fault, not the file's: retried next time
+                return "error", exc.reason
             self._manifest.store_parsed(content, self.settings_key, [], "skipped", exc.reason)
             return "skipped", exc.reason
-        except Exception as exc:  # a loader bug or a transient error: skip now, retry next time
+        except Exception as exc:  # a loader bug or a transient error (MemoryError ...): skip now, retry next time
             log.debug("loader failed on %s", path, exc_info=True)
             return "error", f"{type(exc).__name__}: {exc}"
         stored: list[StoredChunk] = []

@@ -9,6 +9,13 @@ indexer can report the file and carry on with the others.
 
 Document ids are stable and path-based: ``"<source>"`` for a whole file and
 ``"<source>:p<page>"`` for a PDF page. Chunk ids append ``#<n>``.
+
+Documents are untrusted input: every load runs inside
+:class:`~akasha.loaders.limits.LoaderLimits` (inflated bytes, pages, characters,
+time and memory per file; ``AKASHA_LOADER_*`` environment variables raise them),
+and PDF and .docx files, whose parsers are native code, are read in a child
+process (:mod:`akasha.loaders.guard`), so a file that crashes its parser is
+reported and skipped instead of ending the program.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from akasha.errors import LoaderError
+from akasha.loaders.base import read_bytes
 from akasha.loaders.discover import SUPPORTED_EXTENSIONS, discover
+from akasha.loaders.limits import LoaderLimitError, LoaderLimits, TransientLoaderError
 from akasha.types import Document
 
 #: Extension -> "module:function" of its loader; modules are imported on first use.
@@ -32,25 +42,47 @@ LOADERS: dict[str, str] = {
     ".htm": "akasha.loaders.html:load_html",
 }
 
+#: Formats whose parsers are native code fed untrusted bytes: read in a child process (``isolate``).
+ISOLATED: frozenset[str] = frozenset({".pdf", ".docx"})
 
-def _loader(suffix: str) -> Callable[[Path, bytes | None], list[Document]]:
+
+def _loader(suffix: str) -> Callable[..., list[Document]]:
     module, _, function = LOADERS[suffix].partition(":")
     return getattr(importlib.import_module(module), function)
 
 
-def load_file(path: str | Path, data: bytes | None = None) -> list[Document]:
+def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimits | None = None,
+              **options: Any) -> list[Document]:
     """Load one file into Documents (one per file, one per page for PDFs).
 
     ``data`` is the file's bytes when the caller already read them (the index
     reads each file once to hash it); otherwise the file is read here.
+    ``limits`` bound what one file may cost (default :meth:`LoaderLimits.from_env`);
+    with ``limits.isolate`` (the default) PDFs and .docx files are read in a child
+    process. ``options`` go to the format's loader (``engine=`` for PDFs).
+
     Raises :class:`~akasha.errors.LoaderError` for any file that cannot be
-    turned into text: unsupported, corrupt, encrypted, binary, empty or unreadable.
+    turned into text: unsupported, corrupt, encrypted, binary, empty or unreadable;
+    its subclass :class:`~akasha.loaders.limits.LoaderLimitError` for a file over a
+    limit (the message names the limit and how to raise it), and
+    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed
+    from outside. ``MemoryError`` in this process propagates: it is not the file's fault.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in LOADERS:
         raise LoaderError(path, f"unsupported file type {suffix or '(none)'!r}; supported: {', '.join(sorted(LOADERS))}")
-    return _loader(suffix)(path, data)
+    limits = limits or LoaderLimits.from_env()
+    if suffix in ISOLATED and limits.isolate:
+        from akasha.loaders import guard
+
+        data = read_bytes(path, data)
+        try:
+            return guard.guarded_load(path, suffix, data, limits, options)
+        except guard.WorkerStartError as exc:
+            guard.warn_in_process_once(str(exc))
+    return _loader(suffix)(path, data, limits=limits, **options)
 
 
-__all__ = ["LOADERS", "SUPPORTED_EXTENSIONS", "discover", "load_file"]
+__all__ = ["ISOLATED", "LOADERS", "SUPPORTED_EXTENSIONS", "LoaderLimitError", "LoaderLimits",
+           "TransientLoaderError", "discover", "load_file"]

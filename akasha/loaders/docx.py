@@ -4,6 +4,12 @@ Table rows become one line each with cells joined by `` | `` (merged cells
 counted once), so a checklist's rows stay together in a chunk. A ``.docx``
 that is not a Word package (a zip of something else, or not a zip at all) is
 refused with a :class:`~akasha.errors.LoaderError`.
+
+A package whose parts expand past ``max_inflated_mb`` (the sizes a zip declares
+are also the most it will inflate) or whose text is over ``max_chars`` is
+refused with a :class:`~akasha.loaders.limits.LoaderLimitError`; python-docx
+reads about 1 MB of XML a second, so :func:`akasha.loaders.load_file` also runs
+this loader in a child process with a time and memory limit.
 """
 
 from __future__ import annotations
@@ -15,13 +21,11 @@ from typing import Any
 
 from akasha.errors import LoaderError
 from akasha.loaders.base import read_bytes, require_text
+from akasha.loaders.limits import LoaderLimits
 from akasha.types import Document
 
-#: Refuse packages that would expand to more than this (zip bombs).
-_MAX_UNCOMPRESSED = 512 * 1024 * 1024
 
-
-def _check_package(path: Path, data: bytes) -> None:
+def _check_package(path: Path, data: bytes, limits: LoaderLimits) -> None:
     if not data:
         raise LoaderError(path, "empty file (0 bytes)")
     try:
@@ -32,8 +36,7 @@ def _check_package(path: Path, data: bytes) -> None:
         raise LoaderError(path, f"not a Word document: not a valid zip package ({exc})") from None
     if "word/document.xml" not in names or "[Content_Types].xml" not in names:
         raise LoaderError(path, "not a Word document: a zip without word/document.xml")
-    if total > _MAX_UNCOMPRESSED:
-        raise LoaderError(path, f"refused: the package expands to {total} bytes")
+    limits.check(path, "max_inflated_mb", total, f"the package expands to {total} bytes")
 
 
 def _table_lines(table: Any) -> list[str]:
@@ -67,18 +70,20 @@ def _block_lines(container: Any) -> list[str]:
     return lines
 
 
-def load_docx(path: Path, data: bytes | None = None) -> list[Document]:
-    """Load a .docx as one Document (paragraphs and table rows, one per line)."""
+def load_docx(path: Path, data: bytes | None = None, *, limits: LoaderLimits | None = None) -> list[Document]:
+    """Load a .docx as one Document (paragraphs and table rows, one per line), in this process."""
+    limits = limits or LoaderLimits.from_env()
     data = read_bytes(path, data)
-    _check_package(path, data)
+    _check_package(path, data, limits)
     try:
         import docx
 
         document = docx.Document(io.BytesIO(data))
         text = "\n".join(_block_lines(document))
-    except LoaderError:
+    except (LoaderError, MemoryError):
         raise
     except Exception as exc:  # python-docx/lxml raise many types on damaged packages
         raise LoaderError(path, f"corrupt Word document ({type(exc).__name__}: {exc})") from None
     text = require_text(path, text, "document")
+    limits.check(path, "max_chars", len(text), f"{len(text)} characters of text")
     return [Document(text=text, metadata={"source": str(path), "file_type": ".docx"}, id=str(path))]

@@ -3,17 +3,27 @@
 Scripts, styles and other non-visible elements are dropped; block elements
 (paragraphs, headings, list items, table rows, ``<br>``) become line breaks
 and whitespace inside a line is collapsed.
+
+The encoding follows the HTML standard: a byte-order mark wins, then a
+``<meta charset>`` naming an ASCII-compatible encoding; a page that declares
+UTF-16 in an ASCII ``<meta>`` is read as UTF-8 (the standard's rule: the
+declaration could not have been read if it were true), Latin-1 and ASCII labels
+mean windows-1252, and labels that are not ASCII-compatible (EBCDIC ``cp037``,
+UTF-7, UTF-32) are ignored. A declared decoding that yields mostly control
+characters is dropped for detection, which refuses binary content.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 from akasha.errors import LoaderError
 from akasha.loaders.base import read_bytes, require_text
-from akasha.loaders.text import decode_bytes
+from akasha.loaders.limits import LoaderLimits
+from akasha.loaders.text import _BOMS, _MAX_BAD_RATIO, _bad_ratio, decode_bytes
 from akasha.types import Document
 
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
@@ -74,26 +84,71 @@ def html_to_text(markup: str) -> str:
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
+#: Labels the HTML standard reads as UTF-8 (a UTF-16 declaration inside ASCII-compatible bytes) ...
+_AS_UTF8 = frozenset({"utf-16", "utf-16le", "utf-16be", "utf16", "unicodefffe", "unicodefeff", "ucs-2",
+                      "csunicode", "iso-10646-ucs-2", "unicode", "x-user-defined"})
+#: ... and as windows-1252.
+_AS_CP1252 = frozenset({"ascii", "us-ascii", "ansi_x3.4-1968", "cp819", "csisolatin1", "ibm819", "iso-8859-1",
+                        "iso-ir-100", "iso8859-1", "iso88591", "iso_8859-1", "iso_8859-1:1987", "l1", "latin1",
+                        "windows-1252", "x-cp1252", "cp1252"})
+_ASCII_PROBE = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+
+
+def html_encoding(label: str) -> str | None:
+    """The Python codec for a ``<meta charset>`` label, or None when the label must be ignored."""
+    label = label.strip().lower()
+    if label in _AS_UTF8:
+        return "utf-8"
+    if label in _AS_CP1252:
+        return "cp1252"
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        return None
+    if name.startswith(("utf-7", "utf-32", "utf-16")):
+        return None
+    try:  # an encoding that reads ASCII bytes as other characters (EBCDIC ...) cannot be declared in ASCII
+        if _ASCII_PROBE.decode(name) != _ASCII_PROBE.decode("ascii"):
+            return None
+    except (UnicodeDecodeError, LookupError):
+        return None
+    return name
+
+
 def _declared_decode(data: bytes) -> str | None:
-    """Decode with the page's own ``<meta charset>`` when it names a codec that fits the bytes."""
+    """Decode with the page's own ``<meta charset>`` when the standard lets it decide and it fits the bytes."""
+    if any(data.startswith(bom) for bom, _encoding in _BOMS):
+        return None  # a byte-order mark outranks the declaration: detection reads it
     match = _META_CHARSET.search(data[:4096])
     if not match:
         return None
+    encoding = html_encoding(match.group(1).decode("ascii"))
+    if encoding is None:
+        return None  # a label the standard ignores: fall back to detection
     try:
-        return data.decode(match.group(1).decode("ascii"))
-    except (LookupError, UnicodeDecodeError):
-        return None  # wrong or unknown declaration: fall back to detection
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        return None  # wrong declaration: fall back to detection
+    if "\x00" in text or _bad_ratio(text) > _MAX_BAD_RATIO:
+        return None
+    return text
 
 
-def load_html(path: Path, data: bytes | None = None) -> list[Document]:
+def load_html(path: Path, data: bytes | None = None, *, limits: LoaderLimits | None = None) -> list[Document]:
     """Load an .html/.htm page as one Document of its visible text."""
+    limits = limits or LoaderLimits.from_env()
     data = read_bytes(path, data)
+    if data and limits.max_chars:
+        limits.check(path, "max_chars", len(data) // 4, f"{len(data)} bytes of markup")
     markup = _declared_decode(data) if data else None
-    if markup is None or "\x00" in markup:
-        markup, _encoding = decode_bytes(path, data)
+    if markup is None:
+        markup, _encoding = decode_bytes(path, data, limits)
     try:
         text = html_to_text(markup)
+    except MemoryError:
+        raise  # not the page's fault: the index retries it on the next run
     except Exception as exc:  # html.parser is lenient; this guards AssertionError on odd markup
         raise LoaderError(path, f"unreadable HTML ({type(exc).__name__}: {exc})") from None
     text = require_text(path, text, "page")
+    limits.check(path, "max_chars", len(text), f"{len(text)} characters of text")
     return [Document(text=text, metadata={"source": str(path), "file_type": path.suffix.lower()}, id=str(path))]

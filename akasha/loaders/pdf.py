@@ -11,6 +11,15 @@ when it is installed, else pypdf, which is always installed. On a 200-page
 generated report PDFium took 4.6 ms/page against pypdf's 12.7 ms/page, and it
 recovers some truncated files pypdf cannot open. PDFium is not thread-safe, so
 its calls are serialised with a lock.
+
+Hostile files are bounded by :class:`~akasha.loaders.limits.LoaderLimits`: before
+either engine sees the bytes, every Flate stream that text extraction would
+decode is inflated into a counter (nothing is kept) and a file whose streams
+inflate past ``max_inflated_mb`` is refused; a page count over ``max_pages`` is
+refused before any page is read; extracted text over ``max_chars`` stops the
+extraction. :func:`akasha.loaders.load_file` also runs this loader in a child
+process (see :mod:`akasha.loaders.guard`), so a native crash of PDFium on a
+file ends that child only.
 """
 
 from __future__ import annotations
@@ -21,11 +30,13 @@ import io
 import logging
 import re
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
 from akasha.errors import LoaderError
 from akasha.loaders.base import read_bytes
+from akasha.loaders.limits import LoaderLimits
 from akasha.types import Document
 
 logger = logging.getLogger(__name__)
@@ -35,6 +46,13 @@ PDF_ENGINES: tuple[str, ...] = ("pypdfium2", "pypdf")
 
 _PDFIUM_LOCK = threading.Lock()
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+#: ``stream`` keyword followed by its end of line: where a stream's bytes start.
+_STREAM = re.compile(rb"(?<!end)stream(?:\r\n|\n|\r)")
+_IMAGE = re.compile(rb"/Subtype\s*/Image\b")
+_OBJ = re.compile(rb"\bobj\b")
+#: Output taken from the inflater at a time while counting (nothing is kept), and input given to it.
+_INFLATE_STEP = 1 << 20
+_INPUT_STEP = 1 << 16
 
 
 @functools.cache
@@ -50,12 +68,77 @@ def _check_header(path: Path, data: bytes) -> None:
         raise LoaderError(path, "not a PDF (no %PDF header); the file may be corrupt or misnamed")
 
 
-def _pages_pdfium(path: Path, data: bytes) -> list[str]:
+def inflated_size(data: bytes, stop_after: int | None = None) -> int:
+    """Bytes that the Flate streams of a PDF inflate to (image streams not counted).
+
+    Every ``stream`` keyword is tried as the start of zlib data, fed through a
+    decompressor whose output is counted and dropped, so a stream that claims
+    gigabytes costs no memory; counting stops once ``stop_after`` is passed.
+    Streams in other encodings fail the zlib header check at once and count 0.
+    Image streams are skipped: text extraction never decodes them.
+    """
+    total = 0
+    view = memoryview(data)
+    for match in _STREAM.finditer(data):
+        start = match.end()
+        head = data[max(0, match.start() - 4096) : match.start()]
+        dictionary = head[head.rfind(b"obj") :] if _OBJ.search(head) else head
+        if _IMAGE.search(dictionary):
+            continue
+        inflater = zlib.decompressobj()
+        pending: bytes | memoryview = view[start : start + _INPUT_STEP]
+        position = start + len(pending)
+        try:
+            while pending and not inflater.eof:
+                total += len(inflater.decompress(pending, _INFLATE_STEP))
+                if stop_after is not None and total > stop_after:
+                    return total
+                pending = inflater.unconsumed_tail
+                if not pending and not inflater.eof and position < len(data):
+                    pending = view[position : position + _INPUT_STEP]
+                    position += len(pending)
+        except zlib.error:
+            pass  # not (or no longer) Flate data: what was inflated so far still counts
+    return total
+
+
+def _check_limits(path: Path, data: bytes, limits: LoaderLimits) -> None:
+    """Refuse a PDF whose streams inflate past ``max_inflated_mb`` before an engine opens it."""
+    ceiling = limits.max_inflated_bytes
+    if ceiling:
+        inflated = inflated_size(data, stop_after=ceiling)
+        limits.check(path, "max_inflated_mb", inflated,
+                     f"its compressed streams inflate to more than {ceiling // 2**20} MB")
+
+
+def _check_pages(path: Path, count: int, limits: LoaderLimits) -> None:
+    limits.check(path, "max_pages", count, f"the PDF has {count} pages")
+
+
+class _Text:
+    """Page texts with a running character count checked against ``max_chars``."""
+
+    def __init__(self, path: Path, limits: LoaderLimits) -> None:
+        self.path = path
+        self.limits = limits
+        self.pages: list[str] = []
+        self.chars = 0
+
+    def append(self, text: str) -> None:
+        self.chars += len(text)
+        self.limits.check(self.path, "max_chars", self.chars,
+                          f"more than {self.chars} characters of text after {len(self.pages) + 1} page(s)")
+        self.pages.append(text)
+
+
+def _pages_pdfium(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
     import pypdfium2
 
     with _PDFIUM_LOCK:
         try:
             document = pypdfium2.PdfDocument(data)
+        except MemoryError:
+            raise  # not the file's fault: the index retries it on the next run
         except pypdfium2.PdfiumError as exc:
             if "password" in str(exc).lower():
                 raise LoaderError(
@@ -65,18 +148,22 @@ def _pages_pdfium(path: Path, data: bytes) -> list[str]:
         except Exception as exc:  # untrusted input: any failure to open means "corrupt"
             raise LoaderError(path, f"corrupt or truncated PDF ({type(exc).__name__}: {exc})") from None
         try:
-            texts: list[str] = []
-            for index in range(len(document)):
+            texts = _Text(path, limits)
+            count = len(document)
+            _check_pages(path, count, limits)
+            for index in range(count):
                 _append_pdfium_page(texts, document, index, path)
-            return texts
+            return texts.pages
         finally:
             document.close()
 
 
-def _append_pdfium_page(texts: list[str], document: Any, index: int, path: Path) -> None:
+def _append_pdfium_page(texts: _Text, document: Any, index: int, path: Path) -> None:
     """Append the text of page ``index``; a broken page logs a warning and appends "" instead."""
     try:
         page = document[index]
+    except MemoryError:
+        raise
     except Exception as exc:  # one broken page must not lose the others
         logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
         texts.append("")
@@ -84,14 +171,17 @@ def _append_pdfium_page(texts: list[str], document: Any, index: int, path: Path)
     try:
         textpage = page.get_textpage()
         try:
-            texts.append(textpage.get_text_range())
+            text = textpage.get_text_range()
         finally:
             textpage.close()
+    except MemoryError:
+        raise
     except Exception as exc:
         logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
-        texts.append("")
+        text = ""
     finally:
         page.close()
+    texts.append(text)
 
 
 def _open_reader(path: Path, data: bytes):  # -> pypdf.PdfReader, decrypted
@@ -112,39 +202,61 @@ def _open_reader(path: Path, data: bytes):  # -> pypdf.PdfReader, decrypted
                     path, "encrypted PDF (password protected); save an unprotected copy to index it"
                 )
         return reader
-    except LoaderError:
+    except (LoaderError, MemoryError):
         raise
     except Exception as exc:  # pypdf raises many types on damaged input; all mean "corrupt"
         raise LoaderError(path, f"corrupt or truncated PDF ({type(exc).__name__}: {exc})") from None
 
 
-def _pages_pypdf(path: Path, data: bytes) -> list[str]:
+def _pages_pypdf(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
     reader = _open_reader(path, data)
-    texts: list[str] = []
+    texts = _Text(path, limits)
+    try:
+        declared = reader.root_object["/Pages"].get_object().get("/Count")
+        if isinstance(declared, int):  # checked before pypdf walks (and materialises) the whole tree
+            _check_pages(path, int(declared), limits)
+        count = len(reader.pages)
+    except (LoaderError, MemoryError):
+        raise
+    except Exception as exc:  # the page tree itself is broken
+        raise LoaderError(path, f"corrupt or truncated PDF ({type(exc).__name__}: {exc})") from None
+    _check_pages(path, count, limits)
     try:
         for number, page in enumerate(reader.pages, 1):
             try:
-                texts.append(page.extract_text() or "")
+                text = page.extract_text() or ""
+            except MemoryError:
+                raise
             except Exception as exc:  # one broken page must not lose the others
                 logger.warning("%s: page %d skipped: %s: %s", path, number, type(exc).__name__, exc)
-                texts.append("")
+                text = ""
+            texts.append(text)
+            if number >= count:  # the tree may hold more leaves than its /Count says
+                break
+    except (LoaderError, MemoryError):
+        raise
     except Exception as exc:  # the page tree itself is broken
         raise LoaderError(path, f"corrupt or truncated PDF ({type(exc).__name__}: {exc})") from None
-    return texts
+    return texts.pages
 
 
-def load_pdf(path: Path, data: bytes | None = None, *, engine: str | None = None) -> list[Document]:
-    """Load a PDF as one Document per page with extractable text.
+def load_pdf(path: Path, data: bytes | None = None, *, engine: str | None = None,
+             limits: LoaderLimits | None = None) -> list[Document]:
+    """Load a PDF as one Document per page with extractable text, in this process.
 
     ``engine`` is "pypdfium2" or "pypdf"; None picks the first installed of :data:`PDF_ENGINES`.
+    ``limits`` (default: :meth:`LoaderLimits.from_env`) bound inflated streams, pages and
+    characters; :class:`~akasha.loaders.limits.LoaderLimitError` names the one exceeded.
     """
     if engine is None:
         engine = available_engines()[0]
     elif engine not in PDF_ENGINES:
         raise ValueError(f"unknown PDF engine {engine!r}; known: {', '.join(PDF_ENGINES)}")
+    limits = limits or LoaderLimits.from_env()
     data = read_bytes(path, data)
     _check_header(path, data)
-    texts = _pages_pdfium(path, data) if engine == "pypdfium2" else _pages_pypdf(path, data)
+    _check_limits(path, data, limits)
+    texts = _pages_pdfium(path, data, limits) if engine == "pypdfium2" else _pages_pypdf(path, data, limits)
     # PDFium ends lines with \r\n; both engines can emit stray control characters.
     texts = [_CONTROL.sub("", t.replace("\r\n", "\n").replace("\r", "\n")) for t in texts]
     source = str(path)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from akasha.errors import LoaderError
 from akasha.loaders.base import read_bytes, require_text
+from akasha.loaders.limits import LoaderLimits
 from akasha.types import Document
 
 logger = logging.getLogger(__name__)
@@ -115,23 +116,30 @@ def _decode(path: Path, data: bytes) -> tuple[str, str]:
         raise LoaderError(path, f"unsupported text encoding {encoding!r}") from None
 
 
-def decode_bytes(path: Path, data: bytes) -> tuple[str, str]:
+def decode_bytes(path: Path, data: bytes, limits: LoaderLimits | None = None) -> tuple[str, str]:
     """Decode file bytes to text; return ``(text, encoding)`` or raise ``LoaderError``.
 
-    Raises for empty input, binary input and undetectable encodings. The result
-    may still be whitespace only; callers check with ``require_text``.
+    Raises for empty input, binary input and undetectable encodings, and
+    :class:`~akasha.loaders.limits.LoaderLimitError` for text over ``max_chars``
+    (checked on the bytes first, so an oversized file is not decoded at all). The
+    result may still be whitespace only; callers check with ``require_text``.
     """
     if not data:
         raise LoaderError(path, "empty file (0 bytes)")
+    if limits is not None and limits.max_chars:
+        # No encoding spends more than 4 bytes on a character: more bytes than that is surely over.
+        limits.check(path, "max_chars", len(data) // 4, f"{len(data)} bytes of text")
     text, encoding = _decode(path, data)
+    if limits is not None:
+        limits.check(path, "max_chars", len(text), f"{len(text)} characters of text")
     if "\x00" in text[:_SAMPLE] or _bad_ratio(text) > _MAX_BAD_RATIO:
         raise LoaderError(path, "binary content (NUL or control characters), not text")
     logger.debug("%s: decoded as %s", path, encoding)
     return text, encoding
 
 
-def load_text(path: Path, data: bytes | None = None) -> list[Document]:
+def load_text(path: Path, data: bytes | None = None, *, limits: LoaderLimits | None = None) -> list[Document]:
     """Load a .txt or .md file as one Document whose id is the path."""
-    text, _encoding = decode_bytes(path, read_bytes(path, data))
+    text, _encoding = decode_bytes(path, read_bytes(path, data), limits or LoaderLimits.from_env())
     text = require_text(path, text)
     return [Document(text=text, metadata={"source": str(path), "file_type": path.suffix.lower()}, id=str(path))]

@@ -1,0 +1,158 @@
+"""The loader worker process: ``python -m akasha.loaders._worker`` (started by :mod:`akasha.loaders.guard`).
+
+Protocol on stdin/stdout, every frame an 8-byte little-endian length then that
+many bytes: the parent sends a JSON header ``{"path", "suffix", "limits",
+"options"}`` and a frame with the file's bytes; the worker answers one JSON
+frame, ``{"documents": [[text, metadata, id], ...], "logs": [...], "rss_mb"}``
+or ``{"error": "loader" | "limit" | "memory" | "value" | "other", ...}``.
+
+Before reading anything the worker caps its own memory (``RLIMIT_DATA`` on Linux,
+``RLIMIT_AS`` elsewhere; ``AKASHA_WORKER_MEMORY_MB``), turns off core dumps and
+ignores SIGINT (the parent decides when to stop it). Each request also arms an
+alarm a little past its timeout, so a worker stuck in native code ends itself
+even if the parent is gone. End of input means exit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import struct
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
+_FRAME = struct.Struct("<Q")
+
+
+class _Collect(logging.Handler):
+    """Keeps the loaders' log records of one request, to be replayed by the parent."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[list[Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.records) < 200:
+            self.records.append([record.levelno, record.name, record.getMessage()])
+
+
+def _limit_memory() -> None:
+    import resource
+
+    try:
+        megabytes = float(os.environ.get("AKASHA_WORKER_MEMORY_MB", "0"))
+    except ValueError:
+        megabytes = 0.0
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ValueError, OSError):
+        pass
+    if megabytes > 0:
+        limit = int(megabytes * 2**20)
+        # RLIMIT_DATA counts heap and anonymous mappings but not reserved address space, which
+        # PDFium's allocator takes a lot of; elsewhere RLIMIT_AS is the closest there is.
+        which = resource.RLIMIT_DATA if sys.platform.startswith("linux") else resource.RLIMIT_AS
+        try:
+            _soft, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                limit = min(limit, hard)
+            resource.setrlimit(which, (limit, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _read_frame(stream: BinaryIO) -> bytes | None:
+    head = stream.read(_FRAME.size)
+    if len(head) < _FRAME.size:
+        return None
+    (size,) = _FRAME.unpack(head)
+    body = stream.read(size)
+    return body if len(body) == size else None
+
+
+def _write_frame(stream: BinaryIO, payload: dict[str, Any]) -> None:
+    blob = json.dumps(payload, default=str).encode("ascii")  # \u escapes carry lone surrogates too
+    stream.write(_FRAME.pack(len(blob)) + blob)
+    stream.flush()
+
+
+def _rss_mb() -> float:
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 1024 if sys.platform.startswith("linux") else peak / 2**20
+    except (ImportError, OSError):  # pragma: no cover - resource exists wherever the worker runs
+        return 0.0
+
+
+def handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
+    """Run the in-process loader for one request and describe the outcome as a JSON-able dict."""
+    from akasha.errors import LoaderError
+    from akasha.loaders import load_file
+    from akasha.loaders.limits import LoaderLimitError, LoaderLimits
+
+    path = Path(header["path"])
+    limits = LoaderLimits(**header["limits"], isolate=False)
+    try:
+        documents = load_file(path, data, limits=limits, **header.get("options", {}))
+    except LoaderLimitError as exc:
+        return {"error": "limit", "limit": exc.limit, "value": exc.value, "what": exc.what}
+    except LoaderError as exc:
+        return {"error": "loader", "reason": exc.reason}
+    except MemoryError:
+        return {"error": "memory", "value": limits.max_memory_mb}
+    except ValueError as exc:
+        return {"error": "value", "reason": str(exc)}
+    except Exception as exc:  # a loader bug: the parent reports it without remembering the file
+        return {"error": "other", "reason": f"{type(exc).__name__}: {exc}"}
+    return {"documents": [[d.text, d.metadata, d.id] for d in documents]}
+
+
+def main() -> None:
+    """Serve requests until end of input."""
+    if hasattr(signal, "SIGINT"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if os.name == "posix":
+        _limit_memory()
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing a library prints may corrupt the reply stream
+    collector = _Collect()
+    root = logging.getLogger("akasha")
+    root.addHandler(collector)
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    while True:
+        raw = _read_frame(inp)
+        if raw is None:
+            return
+        data = _read_frame(inp)
+        if data is None:
+            return
+        header = json.loads(raw)
+        timeout = float(header.get("limits", {}).get("timeout") or 0)
+        if timeout and hasattr(signal, "alarm"):
+            signal.alarm(int(timeout) + 30)  # the parent gave up long before: do not linger
+        collector.records = []
+        try:
+            reply = handle(header, data)
+        except MemoryError:  # raised while building the reply itself
+            reply = {"error": "memory", "value": header.get("limits", {}).get("max_memory_mb")}
+        if hasattr(signal, "alarm"):
+            signal.alarm(0)
+        reply["logs"] = collector.records
+        reply["rss_mb"] = _rss_mb()
+        try:
+            _write_frame(out, reply)
+        except MemoryError:
+            _write_frame(out, {"error": "memory", "value": header.get("limits", {}).get("max_memory_mb"),
+                               "logs": [], "rss_mb": _rss_mb()})
+        except BrokenPipeError:
+            return
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""Read risky formats (PDF, .docx) in a child process, so a hostile file cannot end the program.
+
+PDFium, lxml and zlib run native code on untrusted bytes. A PDF whose content
+stream inflates to gigabytes makes PDFium abort (SIGABRT: no exception, the
+process is gone), and every re-run would die the same way. :func:`guarded_load`
+hands the file's bytes to a worker process (``python -m akasha.loaders._worker``)
+that runs the ordinary in-process loader under a memory limit
+(``resource.setrlimit``; Linux enforces it) and returns the documents as JSON;
+the parent waits at most ``timeout`` seconds. A worker that crashes, runs out of
+its memory or time is killed and replaced, and the file is reported with a
+:class:`~akasha.loaders.limits.LoaderLimitError` naming the limit to raise.
+
+Why a plain subprocess and not :mod:`multiprocessing`: its ``spawn`` and
+``forkserver`` starts re-import the user's ``__main__`` (an unguarded script
+would run again), and ``fork`` is unsafe in a threaded program. The worker
+imports only akasha's loaders; nothing is pickled in either direction (a JSON
+header and the raw file bytes go in, JSON comes out).
+
+Workers are reused: starting one costs about 0.2 s, a PDF handed to a warm one
+about 1 ms more than loading it in-process. An idle worker exits after
+:data:`IDLE_SECONDS`, and at the latest when this process exits (it reads
+end-of-file on its input). If no worker can be started at all (no
+``sys.executable``, say) files are read in-process, with one warning.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from akasha.loaders.limits import LoaderLimitError, LoaderLimits, TransientLoaderError
+from akasha.types import Document
+
+logger = logging.getLogger(__name__)
+
+#: A worker nobody used for this long exits.
+IDLE_SECONDS = 60.0
+#: How many idle workers are kept for reuse (threads loading at once start more).
+KEEP_IDLE = 2
+_FRAME = struct.Struct("<Q")
+_EOF = object()
+
+_lock = threading.Lock()
+_idle: list[_Worker] = []
+_fallback_warned = False
+_unavailable: str | None = None  # why workers cannot start here, once known
+
+
+class WorkerStartError(RuntimeError):
+    """The worker process could not be started (the caller falls back to in-process loading)."""
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"
+
+
+def _package_root() -> str:
+    import akasha
+
+    return str(Path(akasha.__file__).resolve().parent.parent)
+
+
+class _Worker:
+    """One worker process: frames written to its stdin, read from its stdout by a thread."""
+
+    def __init__(self, memory_mb: float) -> None:
+        self.memory_mb = memory_mb
+        self.pid_owner = os.getpid()
+        env = dict(os.environ)
+        root = _package_root()
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(name, "1")  # a worker never does linear algebra: no thread pools, less memory
+        env["AKASHA_WORKER_MEMORY_MB"] = repr(float(memory_mb))
+        if not sys.executable:
+            raise WorkerStartError("sys.executable is empty (an embedded interpreter)")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "akasha.loaders._worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                close_fds=True,
+                start_new_session=os.name == "posix",  # Ctrl-C in a terminal reaches the parent, not the worker
+            )
+        except OSError as exc:
+            raise WorkerStartError(f"{sys.executable} -m akasha.loaders._worker: {exc}") from exc
+        self.replies: queue.Queue[Any] = queue.Queue()
+        self.last_used = time.monotonic()
+        self.files = 0
+        self._reader = threading.Thread(target=self._read_replies, name="akasha-loader-reader", daemon=True)
+        self._reader.start()
+
+    def _read_replies(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        try:
+            while True:
+                head = stream.read(_FRAME.size)
+                if len(head) < _FRAME.size:
+                    break
+                (size,) = _FRAME.unpack(head)
+                body = stream.read(size)
+                if len(body) < size:
+                    break
+                self.replies.put(body)
+        except (OSError, ValueError):
+            pass
+        self.replies.put(_EOF)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None and os.getpid() == self.pid_owner
+
+    def send(self, header: dict[str, Any], data: bytes) -> None:
+        blob = json.dumps(header).encode("utf-8")
+        stream = self.process.stdin
+        assert stream is not None
+        stream.write(_FRAME.pack(len(blob)) + blob + _FRAME.pack(len(data)))
+        stream.write(data)
+        stream.flush()
+
+    def receive(self, timeout: float | None) -> Any:
+        """The next reply (a dict), ``_EOF`` when the worker died, or raise ``queue.Empty`` on timeout."""
+        body = self.replies.get(timeout=timeout)
+        return body if body is _EOF else json.loads(body)
+
+    def kill(self) -> None:
+        try:
+            self.process.kill()
+        except OSError:
+            pass
+        self.close(wait=1.0)
+
+    def close(self, wait: float = 2.0) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            try:
+                self.process.wait(timeout=wait)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a process that ignores SIGKILL
+                pass
+
+
+def _take(memory_mb: float) -> _Worker:
+    with _lock:
+        while _idle:
+            worker = _idle.pop()
+            if worker.alive() and worker.memory_mb == memory_mb:
+                return worker
+            if os.getpid() == worker.pid_owner:
+                threading.Thread(target=worker.close, daemon=True).start()
+    return _Worker(memory_mb)
+
+
+def _give_back(worker: _Worker) -> None:
+    worker.last_used = time.monotonic()
+    with _lock:
+        if worker.alive() and len(_idle) < KEEP_IDLE:
+            _idle.append(worker)
+            worker = None  # type: ignore[assignment]
+    if worker is not None:
+        worker.close()
+    _schedule_reaper()
+
+
+_reaper: threading.Timer | None = None
+
+
+def _schedule_reaper() -> None:
+    global _reaper
+    with _lock:
+        if _reaper is not None and _reaper.is_alive():
+            return
+        _reaper = threading.Timer(IDLE_SECONDS, _reap)
+        _reaper.daemon = True
+        _reaper.start()
+
+
+def _reap() -> None:
+    """Close workers idle for longer than :data:`IDLE_SECONDS`; reschedule while some remain."""
+    global _reaper
+    now = time.monotonic()
+    with _lock:
+        stale = [w for w in _idle if now - w.last_used >= IDLE_SECONDS]
+        for worker in stale:
+            _idle.remove(worker)
+        _reaper = None
+        remaining = bool(_idle)
+    for worker in stale:
+        worker.close()
+    if remaining:
+        _schedule_reaper()
+
+
+def shutdown() -> None:
+    """Stop every idle worker now (also run at interpreter exit)."""
+    with _lock:
+        workers = list(_idle)
+        _idle.clear()
+    for worker in workers:
+        if os.getpid() == worker.pid_owner:
+            worker.close(wait=1.0)
+
+
+atexit.register(shutdown)
+
+
+def _documents(reply: dict[str, Any]) -> list[Document]:
+    return [Document(text=text, metadata=metadata, id=doc_id) for text, metadata, doc_id in reply["documents"]]
+
+
+def _replay_logs(path: Path, reply: dict[str, Any]) -> None:
+    for level, name, message in reply.get("logs", ()):
+        logging.getLogger(name).log(int(level), "%s", message)
+
+
+def _raise_error(path: Path, reply: dict[str, Any]) -> None:
+    from akasha.errors import LoaderError
+
+    kind = reply.get("error")
+    if kind == "limit":
+        raise LoaderLimitError(path, reply["limit"], reply["value"], reply["what"])
+    if kind == "loader":
+        raise LoaderError(path, reply["reason"])
+    if kind == "memory":
+        raise LoaderLimitError(path, "max_memory_mb", reply["value"],
+                               "reading it needs more memory than the reader may use")
+    if kind == "value":  # a caller mistake, such as an unknown PDF engine: the same error as in-process
+        raise ValueError(reply["reason"])
+    # Anything else is a loader bug or a transient failure: like in-process, not the file's fault.
+    raise RuntimeError(f"{path}: the loader failed in its worker process: {reply.get('reason')}")
+
+
+def guarded_load(path: Path, suffix: str, data: bytes, limits: LoaderLimits,
+                 options: dict[str, Any] | None = None) -> list[Document]:
+    """Load ``data`` (the bytes of ``path``) with the loader for ``suffix`` in a worker process.
+
+    Raises what the loader raises (LoaderError and its limit subclass), a
+    :class:`~akasha.loaders.limits.LoaderLimitError` for ``timeout`` and
+    ``max_memory_mb`` (a native crash counts as running out of memory, the usual
+    cause), :class:`~akasha.loaders.limits.TransientLoaderError` when the
+    operating system killed the worker, and :class:`WorkerStartError` when no
+    worker can be started.
+    """
+    global _unavailable
+    if _unavailable is not None:
+        raise WorkerStartError(_unavailable)
+    try:
+        worker = _take(limits.max_memory_mb)
+    except WorkerStartError as exc:
+        _unavailable = str(exc)
+        raise
+    header = {"path": str(path), "suffix": suffix, "limits": {
+        "max_inflated_mb": limits.max_inflated_mb, "max_pages": limits.max_pages, "max_chars": limits.max_chars,
+        "timeout": limits.timeout, "max_memory_mb": limits.max_memory_mb}, "options": options or {}}
+    try:
+        reply = _exchange(worker, path, suffix, header, data, limits)
+    except BaseException:
+        worker.kill()  # timed out, crashed, or interrupted (Ctrl-C) mid-request: its state is unknown
+        raise
+    _replay_logs(path, reply)
+    if reply.get("error") == "memory" or reply.get("rss_mb", 0) > limits.max_memory_mb / 2 > 0:
+        worker.close()  # near its memory limit (a fragmented heap): the next file gets a fresh one
+    else:
+        _give_back(worker)
+    if "error" in reply:
+        _raise_error(path, reply)
+    return _documents(reply)
+
+
+def _exchange(worker: _Worker, path: Path, suffix: str, header: dict[str, Any], data: bytes,
+              limits: LoaderLimits) -> dict[str, Any]:
+    """Send one request and wait for its reply; raise for a timeout or a worker that died."""
+    try:
+        worker.send(header, data)
+    except (OSError, ValueError):
+        reply: Any = _EOF  # it died before reading everything: treated like a crash below
+    else:
+        try:
+            reply = worker.receive(limits.timeout or None)
+        except queue.Empty:
+            raise LoaderLimitError(path, "timeout", limits.timeout,
+                                   f"reading it took more than {limits.timeout:g} s") from None
+    if reply is not _EOF:
+        return reply
+    try:
+        code = worker.process.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        code = None
+    if code is not None and code < 0 and -code != signal.SIGKILL:
+        raise LoaderLimitError(
+            path, "max_memory_mb", limits.max_memory_mb,
+            f"the {suffix.lstrip('.').upper()} reader crashed ({_signal_name(-code)}) on it, "
+            "usually from running out of memory")
+    how = _signal_name(-code) if code is not None and code < 0 else f"exit status {code}"
+    raise TransientLoaderError(
+        path, f"the reader process ended without answering ({how}; the system may have run out of "
+        "memory); it will be retried on the next run")
+
+
+def warn_in_process_once(reason: str) -> None:
+    """Log once per process that risky formats are read in-process (no worker could start)."""
+    global _fallback_warned
+    if not _fallback_warned:
+        _fallback_warned = True
+        logger.warning("cannot start a loader worker process (%s); PDF and .docx files are read in this "
+                       "process, where a crash in a native parser would end it", reason)
+
+
+__all__ = ["IDLE_SECONDS", "WorkerStartError", "guarded_load", "shutdown", "warn_in_process_once"]

@@ -1,0 +1,183 @@
+"""Per-file limits on what reading one document may cost, and the errors that report them.
+
+A document is untrusted input: a 1 KB PDF can claim a million pages, a 600 KB
+one can inflate to gigabytes, a 2 MB .docx can expand to 500 MB of XML. Every
+loader therefore works inside a :class:`LoaderLimits`; a file over a limit is
+skipped with a :class:`LoaderLimitError` whose message names the limit, its
+value and the environment variable that raises it. The rest of the corpus is
+indexed as usual.
+
+=====================  =================================  ============================
+limit                  environment variable               default
+=====================  =================================  ============================
+``max_inflated_mb``    ``AKASHA_LOADER_MAX_INFLATED_MB``  256 (PDF streams, .docx parts)
+``max_pages``          ``AKASHA_LOADER_MAX_PAGES``        10,000 PDF pages
+``max_chars``          ``AKASHA_LOADER_MAX_CHARS``        100,000,000 characters of text
+``timeout``            ``AKASHA_LOADER_TIMEOUT``          300 seconds per PDF or .docx
+``max_memory_mb``      ``AKASHA_LOADER_MAX_MEMORY_MB``    4096 MB per PDF or .docx reader
+``isolate``            ``AKASHA_LOADER_ISOLATE``          1: read PDF/.docx in a child process
+=====================  =================================  ============================
+
+A value of ``0`` turns a numeric limit off. The variables are read each time a
+file is loaded (never at import), so a running program picks up a change.
+
+Which failures are remembered: an index remembers a file that is over a limit
+(it is not read again on every sync), but only while that limit keeps its
+value: raise the limit and the next sync reads the file again
+(:func:`limit_changed`). Failures that say nothing about the file (the system
+killed the reader, the reader process could not start) are
+:class:`TransientLoaderError` and are retried on the next sync.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+
+from akasha.errors import ConfigError, LoaderError
+
+#: limit field -> (environment variable, unit shown in messages).
+ENVIRONMENT: dict[str, str] = {
+    "max_inflated_mb": "AKASHA_LOADER_MAX_INFLATED_MB",
+    "max_pages": "AKASHA_LOADER_MAX_PAGES",
+    "max_chars": "AKASHA_LOADER_MAX_CHARS",
+    "timeout": "AKASHA_LOADER_TIMEOUT",
+    "max_memory_mb": "AKASHA_LOADER_MAX_MEMORY_MB",
+    "isolate": "AKASHA_LOADER_ISOLATE",
+}
+
+_MARK = re.compile(r"\(limit (AKASHA_LOADER_[A-Z_]+)=([^)\s]+)\)")
+
+
+@dataclass(frozen=True)
+class LoaderLimits:
+    """What reading one file may cost; ``0`` turns a numeric limit off.
+
+    ``max_inflated_mb``: megabytes (2**20 bytes) that a file's compressed parts may
+    expand to: the Flate streams of a PDF (images excepted: text extraction does not
+    decode them), every part of a .docx package. ``max_pages``: pages of a PDF.
+    ``max_chars``: characters of text extracted from one file (any format).
+    ``timeout``: seconds to read one PDF or .docx. ``max_memory_mb``: memory of the
+    child process that reads a PDF or .docx (Linux enforces it; elsewhere it is
+    advisory). ``isolate``: read PDFs and .docx files in a child process, so a
+    crash or a runaway allocation in a native parser ends that child, not the
+    program; plain text, Markdown, HTML and CSV are always read in-process.
+    """
+
+    max_inflated_mb: float = 256
+    max_pages: int = 10_000
+    max_chars: int = 100_000_000
+    timeout: float = 300.0
+    max_memory_mb: float = 4096
+    isolate: bool = True
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "isolate":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"LoaderLimits.isolate must be True or False, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ConfigError(f"LoaderLimits.{item.name} must be a number >= 0 (0: no limit), got {value!r}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> LoaderLimits:
+        """The defaults, overridden by the ``AKASHA_LOADER_*`` variables, then by ``overrides``.
+
+        Raises :class:`~akasha.errors.ConfigError` naming a variable whose value is not a number.
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for name, variable in ENVIRONMENT.items():
+            raw = environ.get(variable)
+            if raw is None or not raw.strip():
+                continue
+            raw = raw.strip()
+            if name == "isolate":
+                if raw.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+                    raise ConfigError(f"{variable}={raw!r}: use 1 (read PDF/.docx in a child process) or 0")
+                values[name] = raw.lower() in ("1", "true", "yes", "on")
+                continue
+            try:
+                number = float(raw)
+            except ValueError:
+                raise ConfigError(f"{variable}={raw!r} is not a number; unset it or give a number (0: no limit)") from None
+            if not number >= 0 or number == float("inf"):
+                raise ConfigError(f"{variable}={raw!r} must be a finite number >= 0 (0: no limit)")
+            values[name] = int(number) if name in ("max_pages", "max_chars") else number
+        return replace(cls(**values), **overrides)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ checks
+    @property
+    def max_inflated_bytes(self) -> int | None:
+        """``max_inflated_mb`` in bytes, or None when off."""
+        return int(self.max_inflated_mb * 2**20) if self.max_inflated_mb else None
+
+    def check(self, path: object, name: str, amount: float, what: str) -> None:
+        """Raise :class:`LoaderLimitError` when ``amount`` is over the limit ``name`` (``what`` describes it)."""
+        limit = getattr(self, name)
+        if name == "max_inflated_mb":
+            limit = self.max_inflated_bytes
+        if limit and amount > limit:
+            raise LoaderLimitError(path, name, getattr(self, name), what)
+
+
+def _shown(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+class LoaderLimitError(LoaderError):
+    """A file is over one of the :class:`LoaderLimits`; the message says which and how to raise it.
+
+    ``limit`` is the field name, ``value`` its value when the file was read,
+    ``variable`` the environment variable that sets it, ``what`` what was over it.
+    """
+
+    transient = False
+
+    def __init__(self, path: object, limit: str, value: float, what: str) -> None:
+        self.limit = limit
+        self.value = value
+        self.what = what
+        self.variable = ENVIRONMENT[limit]
+        shown = _shown(value)
+        super().__init__(
+            path,
+            f"{what}: over the loader limit {limit}={shown} (limit {self.variable}={shown}); to read it, "
+            f"set the environment variable {self.variable} higher (0: no limit) or pass LoaderLimits({limit}=...)",
+        )
+
+
+class TransientLoaderError(LoaderError):
+    """Reading failed for a reason outside the file (the reader was killed, could not start).
+
+    An index does not remember it: the file is read again on the next sync.
+    """
+
+    transient = True
+
+
+def limit_changed(reason: str | None, limits: LoaderLimits | None = None) -> bool:
+    """True when ``reason`` (a stored skip reason) names a loader limit that now has another value.
+
+    The index stores why it skipped a file; a file skipped for being over a limit
+    is read again once that limit is raised (or lowered, or turned off).
+    """
+    if not reason or "(limit AKASHA_LOADER_" not in reason:
+        return False
+    match = _MARK.search(reason)
+    if match is None:
+        return False
+    try:
+        current = limits or LoaderLimits.from_env()
+    except ConfigError:
+        return False
+    field = next((name for name, variable in ENVIRONMENT.items() if variable == match.group(1)), None)
+    if field is None:
+        return True
+    return _shown(getattr(current, field)) != match.group(2)
+
+
+__all__ = ["ENVIRONMENT", "LoaderLimitError", "LoaderLimits", "TransientLoaderError", "limit_changed"]
