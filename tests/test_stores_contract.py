@@ -32,8 +32,13 @@ def chunk(doc: str, n: int, text: str | None = None, **meta: object) -> Chunk:
     return Chunk(id=f"{doc}#{n}", text=text or f"{doc} chunk {n}", metadata={"chunk_index": n, **meta})
 
 
-def run(coro):
-    return asyncio.run(coro)
+async def _wait(awaitable):
+    return await awaitable
+
+
+def run(awaitable):
+    """Await ``awaitable`` (a coroutine, or the awaitable count a store returns) in a fresh event loop."""
+    return asyncio.run(_wait(awaitable))
 
 
 # ------------------------------------------------------------------ fixtures
@@ -127,7 +132,8 @@ def test_k_limits_and_exceeds(store):
 
 
 def test_get_round_trips_text_and_metadata(store):
-    c = Chunk("doc#0", "héllo wörld", {"chunk_index": 0, "nested": {"a": [1, 2]}, "page": 3, "ok": True})
+    c = Chunk("doc#0", "héllo wörld", {"chunk_index": 0, "nested": {"a": [1, 2]}, "page": 3, "ok": True,
+                                       "doc_id": "doc"})
     run(store.replace(["doc"], [c], unit(4)[None, :]))
     (got,) = run(store.get(["doc#0", "missing#0"]))
     assert got.id == "doc#0" and got.text == "héllo wörld"
@@ -191,37 +197,22 @@ def test_chunks_must_belong_to_replaced_documents(store):
     assert run(store.count()) == 0
 
 
-def test_pipeline_reingest_failure_keeps_old_version(store):
-    """Inject a failure half way through a re-ingest (the embedder dies): the old version stays."""
-    from akasha.chunking.fixed import make_fixed_splitter
-    from akasha.errors import StageError
-    from akasha.pipeline import Pipeline
-    from akasha.retrieval.patterns import make_naive
-    from akasha.testing import HashEmbedder
+def test_failing_write_during_replace_keeps_old_version(store, monkeypatch):
+    """The backend fails while writing the new version (server gone, disk full): the old version stays whole.
 
-    class Flaky(HashEmbedder):
-        fail = False
+    replace() writes the new records first and removes the stale ones only after that succeeded.
+    """
+    seed(store)
 
-        def embed_documents(self, texts):
-            if self.fail:
-                raise RuntimeError("embedding service went away")
-            return super().embed_documents(texts)
+    def broken(chunks, matrix):
+        raise ConnectionError("the store went away mid-write")
 
-    embedder = Flaky(DIM)
-    pipeline = Pipeline(splitter=make_fixed_splitter({"chunk_size": 100, "overlap": 0}), embedder=embedder,
-                        store=store, pattern=make_naive({}))
-
-    async def scenario():
-        assert await pipeline.ingest([{"id": "d", "text": "first version about apples"}]) == 1
-        embedder.fail = True
-        with pytest.raises(StageError) as info:
-            await pipeline.ingest([{"id": "d", "text": "second version about pears " * 10}])
-        assert info.value.stage == "embed"
-        hits = (await pipeline.query("apples", k=3)).hits
-        assert [h.chunk.text for h in hits] == ["first version about apples"]
-        assert await store.count() == 1
-
-    run(scenario())
+    monkeypatch.setattr(store, "_upsert", broken)
+    with pytest.raises(ConnectionError):
+        run(store.replace(["a"], [chunk("a", 0, text="new a")], unit(5)[None, :]))
+    monkeypatch.undo()
+    assert run(store.count()) == 3
+    assert [c.text for c in run(store.get(["a#0", "a#1"]))] == ["a chunk 0", "a chunk 1"]
 
 
 # ------------------------------------------------------------- per backend
@@ -261,42 +252,36 @@ def test_faiss_uses_inner_product_over_normalised_vectors():
 
 
 @pytest.mark.integration
-def test_pgvector_rolls_back_a_failed_reingest(pg_uri):
-    """PostgreSQL rejects NUL in text *after* the DELETE ran: the transaction keeps the old rows."""
-    from akasha.stores.pgvector import PgVectorStore
+def test_pgvector_rolls_back_a_failed_write(pg_uri, monkeypatch):
+    """PostgreSQL rejects a row half way through the COPY: the transaction keeps the old rows, adds none."""
+    import akasha.stores.pgvector as pgvector
 
-    store = PgVectorStore(DIM, table="rollback_check", dsn=pg_uri)
-
-    async def scenario():
-        await store.replace(["a"], [chunk("a", 0, text="old"), chunk("a", 1, text="old too")], np.stack([unit(0), unit(1)]))
-        with pytest.raises(Exception):
-            await store.replace(["a"], [chunk("a", 0, text="bad \x00 text")], unit(2)[None, :])
-        assert [c.text for c in await store.get(["a#0", "a#1"])] == ["old", "old too"]
-        await store.aclose()
-
-    run(scenario())
+    store = pgvector.PgVectorStore(DIM, table="rollback_check", dsn=pg_uri)
+    run(store.replace(["a"], [chunk("a", 0, text="old"), chunk("a", 1, text="old too")], np.stack([unit(0), unit(1)])))
+    real = pgvector._metadata_json
+    monkeypatch.setattr(pgvector, "_metadata_json", lambda meta: "{not json" if meta.get("chunk_index") == 1 else real(meta))
+    with pytest.raises(Exception, match="(?i)json"):
+        run(store.replace(["a"], [chunk("a", 0, text="new"), chunk("a", 1, text="new too")], np.stack([unit(2), unit(3)])))
+    monkeypatch.undo()
+    assert [c.text for c in run(store.get(["a#0", "a#1"]))] == ["old", "old too"]
+    store.close()
 
 
 @pytest.mark.integration
-def test_pgvector_creates_extension_table_and_doc_id_index(pg_uri):
-    import asyncpg
+def test_pgvector_creates_extension_table_and_indexes(pg_uri):
+    import psycopg
 
     from akasha.stores.pgvector import PgVectorStore
 
     store = PgVectorStore(DIM, table="made_here", dsn=pg_uri)
-
-    async def scenario():
-        assert await store.count() == 0
-        conn = await asyncpg.connect(pg_uri)
-        try:
-            assert await conn.fetchval("SELECT count(*) FROM pg_extension WHERE extname = 'vector'") == 1
-            indexes = await conn.fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'made_here'")
-            assert any("(doc_id)" in r["indexdef"] for r in indexes)
-        finally:
-            await conn.close()
-        await store.aclose()
-
-    run(scenario())
+    run(store.replace(["a"], [chunk("a", 0)], unit(0)[None, :]))
+    assert len(run(store.search(unit(0), 1))) == 1  # the first search builds the HNSW index
+    with psycopg.connect(pg_uri) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone()[0] == 1
+        indexes = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'made_here'")]
+    assert any("(doc_id)" in d for d in indexes)
+    assert any("hnsw" in d and "vector_cosine_ops" in d for d in indexes)
+    store.close()
 
 
 @pytest.mark.integration

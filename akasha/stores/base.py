@@ -1,38 +1,122 @@
-"""The vector-store contract every ``vector_store.backend`` implements.
+"""The Store contract every vector store implements, and what all of them share.
 
-A store keeps chunks (id, text, metadata) with one vector each and answers
-cosine-similarity searches. Writes are per document: :meth:`VectorStore.replace`
-swaps *all* chunks of the given documents for the new ones, so the index never
-holds two versions of one document, and a write that fails leaves the previous
-version in place.
+A :class:`Store` keeps chunk records (id, text, metadata) with one unit-length
+float32 vector each, answers cosine-similarity searches, and keeps the small JSON
+state of the index that writes it (so every machine sharing the store can read it).
+The contract is synchronous and keyed by chunk id:
 
-Synchronous backends subclass :class:`SyncStore` and implement the ``_``-methods;
-the async methods the pipeline awaits wrap them.
+* ``upsert(chunks, vectors)`` writes (or replaces) records by ``chunk.id`` after
+  validating every row (one finite row per chunk, the store's width);
+* ``remove(ids)``, ``fetch(ids)``, ``ids_of_documents(doc_ids)``, ``count()``;
+* ``vectors_for(content_hashes, embedder)``: vectors already stored for chunk texts
+  (by the ``content_hash`` and ``embedder`` metadata), so a second machine embeds nothing;
+* ``nearest(vector, k, filters)``: cosine similarity, best first;
+* ``scan(batch)``: every record with its vector;
+* ``load_state``/``save_state``, ``lock(timeout)``, ``close()``.
+
+:class:`BaseStore` implements the argument checks once and, on top of the sync
+methods, the older asynchronous API the YAML pipeline awaits (``replace``,
+``delete``, ``search``, ``get``, ``count``, ``aclose``); a backend implements the
+``_``-methods. Metadata the index writes: ``source``, ``page``, ``chunk_index``,
+``content_hash`` (sha256 of the text), ``embedder``, ``doc_id``, plus scalar user
+metadata. Filters are equality on metadata keys; ``doc_id`` is the chunk's document
+id (its id before the last ``#``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+import math
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from typing import Any, ContextManager, Protocol, runtime_checkable
 
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
+from akasha.errors import IndexMismatchError
 from akasha.types import Chunk
 
 #: Metadata filters: equality on metadata keys; ``doc_id`` matches the document id.
 Filters = Mapping[str, Any]
 
+#: Metadata keys the index writes on every chunk record.
+INDEX_KEYS: tuple[str, ...] = ("source", "page", "chunk_index", "content_hash", "embedder", "doc_id")
+
+#: Key under which flat-metadata stores (Chroma, Qdrant) keep values they cannot hold as plain keys, as JSON.
+EXTRA_KEY = "akasha_json"
+
+#: Key of the previous release's YAML Chroma records: the whole metadata as JSON (still read).
+LEGACY_META_KEY = "_akasha"
+
+_SCALARS = (str, int, float, bool)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What the content-keyed index needs from a vector store (synchronous, keyed by chunk id)."""
+
+    name: str
+    dimension: int | None
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Write ``chunks`` with one vector each, replacing records of the same id."""
+        ...
+
+    def remove(self, ids: Sequence[str]) -> int:
+        """Delete the records with these ids; returns how many existed."""
+        ...
+
+    def fetch(self, ids: Sequence[str]) -> list[Chunk]:
+        """The stored chunks with these ids, in the given order (missing ids skipped)."""
+        ...
+
+    def vectors_for(self, content_hashes: Sequence[str], embedder: str) -> dict[str, np.ndarray]:
+        """Stored vectors of chunk texts with these hashes made by ``embedder``: ``{hash: vector}``."""
+        ...
+
+    def nearest(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
+        """The ``k`` most cosine-similar chunks, best first, as ``(chunk, cosine)``."""
+        ...
+
+    def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        """Every record with its vector, ``batch`` at a time."""
+        ...
+
+    def ids_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        """The ids of every record of these documents."""
+        ...
+
+    def count(self) -> int:
+        """How many records the store holds."""
+        ...
+
+    def load_state(self, key: str) -> dict[str, Any] | None:
+        """The JSON state saved under ``key``, or None."""
+        ...
+
+    def save_state(self, key: str, state: Mapping[str, Any]) -> None:
+        """Replace the JSON state under ``key`` (atomically: readers see the old or the new one)."""
+        ...
+
+    def lock(self, timeout: float) -> ContextManager[None]:
+        """A writer lock shared by every machine using the store (a no-op where the store has none)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and clients."""
+        ...
+
 
 @runtime_checkable
 class VectorStore(Protocol):
-    """What the pipeline needs from a vector index."""
+    """The older asynchronous API the YAML pipeline awaits (every :class:`BaseStore` offers it)."""
 
     name: str
 
     async def replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Atomically replace every chunk of ``doc_ids`` with ``chunks`` (which may be empty)."""
+        """Replace every chunk of ``doc_ids`` with ``chunks`` (which may be empty)."""
         ...
 
     async def delete(self, doc_ids: Sequence[str]) -> int:
@@ -47,11 +131,23 @@ class VectorStore(Protocol):
         """The stored chunks with these ids (missing ids are skipped), in the given order."""
         ...
 
-    async def count(self) -> int:
-        """How many chunks the store holds."""
+    def count(self) -> Any:
+        """How many chunks the store holds (awaitable)."""
         ...
 
 
+class Count(int):
+    """A record count that can also be awaited, so ``store.count()`` and ``await store.count()`` both work.
+
+    The synchronous contract and the older async API share the name ``count``.
+    """
+
+    def __await__(self) -> Generator[Any, None, int]:
+        return int(self)
+        yield  # pragma: no cover  (makes this a generator: awaiting it returns at once)
+
+
+# --------------------------------------------------------------------- checks
 def doc_id_of(chunk: Chunk) -> str:
     """The document a chunk belongs to: the part of its id before the last ``#``.
 
@@ -60,32 +156,54 @@ def doc_id_of(chunk: Chunk) -> str:
     return chunk.doc_id
 
 
-def check_write(doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | None) -> np.ndarray:
-    """Validate a replace() call before anything is written; returns unit-length float32 rows.
+def check_upsert(chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | None,
+                 where: str = "the store") -> np.ndarray:
+    """Validate an upsert before anything is written; returns unit-length float32 rows.
 
-    Every chunk must belong to one of ``doc_ids``, there must be one finite vector per
-    chunk, and the width must match the store's ``dimension`` when it has one.
+    One finite row per chunk, unique non-empty string ids, and the width of the
+    store when it has one (IndexMismatchError, a ValueError, naming ``where``).
     """
     matrix = np.asarray(vectors, dtype=np.float32)
     if len(chunks) == 0:
         return np.zeros((0, dimension or 0), dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != len(chunks):
-        raise ValueError(f"replace() got {len(chunks)} chunks but vectors of shape {matrix.shape}; need one row per chunk")
+        raise ValueError(f"got {len(chunks)} chunks but vectors of shape {matrix.shape}; need one row per chunk")
     if dimension is not None and matrix.shape[1] != dimension:
-        raise ValueError(
-            f"vectors have {matrix.shape[1]} dimensions but the index was created for {dimension}; "
-            "set embeddings.dimension (or faiss dimensions) to the embedder's output size"
+        raise IndexMismatchError(
+            f"vectors have {matrix.shape[1]} dimensions but {where} holds {dimension}-dimensional ones; "
+            "use the embedder the store was built with, or another collection/table for this one"
         )
+    if matrix.shape[1] == 0:
+        raise ValueError("got vectors with 0 dimensions")
     if not np.isfinite(matrix).all():
-        raise ValueError("replace() got vectors containing NaN or infinity")
-    wanted = set(doc_ids)
+        raise ValueError("got vectors containing NaN or infinity")
     ids = [c.id for c in chunks]
+    bad = [i for i in ids if not isinstance(i, str) or not i]
+    if bad:
+        raise ValueError(f"chunk ids must be non-empty strings, got {bad[:3]!r}")
     if len(set(ids)) != len(ids):
-        raise ValueError("replace() got duplicate chunk ids")
+        raise ValueError("got duplicate chunk ids in one write")
+    return normalize_rows(matrix)
+
+
+def check_write(doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | None) -> np.ndarray:
+    """Validate a ``replace()`` call (see :func:`check_upsert`); every chunk must belong to ``doc_ids``."""
+    matrix = check_upsert(chunks, vectors, dimension)
+    wanted = set(doc_ids)
     stray = [c.id for c in chunks if doc_id_of(c) not in wanted]
     if stray:
         raise ValueError(f"chunks {stray[:3]} do not belong to the documents being replaced")
-    return normalize_rows(matrix)
+    return matrix
+
+
+def check_query(vector: np.ndarray, dimension: int | None) -> np.ndarray:
+    """A query vector as one unit-length float32 row of the store's width."""
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if dimension is not None and query.shape[0] != dimension:
+        raise IndexMismatchError(f"query vector has {query.shape[0]} dimensions, the store {dimension}")
+    if not np.isfinite(query).all():
+        raise ValueError("query vector contains NaN or infinity")
+    return normalize_rows(query.reshape(1, -1))[0]
 
 
 def matches(metadata: Mapping[str, Any], doc_id: str, filters: Filters | None) -> bool:
@@ -94,9 +212,14 @@ def matches(metadata: Mapping[str, Any], doc_id: str, filters: Filters | None) -
         return True
     for key, value in filters.items():
         actual = doc_id if key == "doc_id" else metadata.get(key)
-        if actual != value:
+        if actual != value or isinstance(actual, bool) != isinstance(value, bool):  # True == 1, but a flag is no number
             return False
     return True
+
+
+def scalar_filters(filters: Filters | None) -> bool:
+    """True when every filter value is a plain scalar a server can match (str, int, float, bool)."""
+    return all(isinstance(v, _SCALARS) for v in (filters or {}).values())
 
 
 def dump_metadata(metadata: Mapping[str, Any]) -> str:
@@ -104,57 +227,283 @@ def dump_metadata(metadata: Mapping[str, Any]) -> str:
     return json.dumps(dict(metadata), default=str, ensure_ascii=False)
 
 
-class SyncStore:
-    """Base for backends whose client is synchronous: async wrappers over ``_``-methods."""
+def is_scalar(value: Any) -> bool:
+    """A value every flat-metadata store keeps as is: str, int, bool, or a finite float."""
+    return isinstance(value, _SCALARS) and not (isinstance(value, float) and not math.isfinite(value))
 
-    name = "store"
+
+def flat_metadata(chunk: Chunk, *, keep: Callable[[Any], bool] = is_scalar,
+                  reserved: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A chunk's metadata as flat record metadata (Chroma metadatas, Qdrant payloads).
+
+    Values ``keep`` accepts stay plain keys, so the store's own tools (and its
+    filters) see them; ``doc_id`` is always the chunk's document id. What cannot be a
+    plain key (other values, ``reserved`` names, a user ``doc_id`` that differs) goes
+    to :data:`EXTRA_KEY` as JSON, so :func:`metadata_from_flat` gives the metadata back.
+    """
+    doc = doc_id_of(chunk)
+    row: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in chunk.metadata.items():
+        if (key in reserved or key in (EXTRA_KEY, LEGACY_META_KEY) or not isinstance(key, str)
+                or (key == "doc_id" and value != doc) or not keep(value)):
+            extra[str(key)] = value
+        else:
+            row[key] = value
+    row["doc_id"] = doc
+    if extra:
+        row[EXTRA_KEY] = json.dumps(extra, default=str, ensure_ascii=False)
+    return row
+
+
+def metadata_from_flat(row: Mapping[str, Any] | None, *, drop: Sequence[str] = ()) -> dict[str, Any]:
+    """The chunk metadata of a flat record (see :func:`flat_metadata`); also reads the previous release's format."""
+    meta = dict(row or {})
+    legacy = meta.pop(LEGACY_META_KEY, None)
+    if isinstance(legacy, str):
+        with contextlib.suppress(ValueError):
+            found = json.loads(legacy)
+            if isinstance(found, dict):
+                return found
+    extra = meta.pop(EXTRA_KEY, None)
+    for key in drop:
+        meta.pop(key, None)
+    if isinstance(extra, str):
+        with contextlib.suppress(ValueError):
+            found = json.loads(extra)
+            if isinstance(found, dict):
+                meta.update(found)
+    return meta
+
+
+def json_state(key: str, state: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep JSON copy of ``state`` (so a store never keeps a reference to the caller's dict)."""
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"state key must be a non-empty string, got {key!r}")
+    if not isinstance(state, Mapping):
+        raise TypeError(f"state for {key!r} must be a mapping, got {type(state).__name__}")
+    try:
+        copied = json.loads(json.dumps(dict(state), ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"state for {key!r} must be JSON-serialisable: {exc}") from None
+    return copied
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest scores, best first (ties by position)."""
+    k = min(int(k), scores.shape[0])
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
+    return idx[np.lexsort((idx, -scores[idx]))]
+
+
+# ---------------------------------------------------------------- the base
+class BaseStore:
+    """Checks and the older async API, shared by every store; backends implement the ``_``-methods.
+
+    ``name`` is safe to log; ``dimension`` and ``embedder`` (the identity of the
+    vectors held) are None until known, learned from the first write or from an
+    existing collection. One store holds the vectors of one embedder.
+    """
+
+    name: str = "store"
     dimension: int | None = None
+    embedder: str | None = None
 
-    def _replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    # ------------------------------------------------ what a backend implements
+    def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
         raise NotImplementedError
 
-    def _delete(self, doc_ids: Sequence[str]) -> int:
+    def _remove(self, ids: list[str]) -> int:
         raise NotImplementedError
 
-    def _search(self, vector: np.ndarray, k: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
+    def _fetch(self, ids: list[str]) -> list[Chunk]:
         raise NotImplementedError
 
-    def _get(self, ids: Sequence[str]) -> list[Chunk]:
+    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        raise NotImplementedError
+
+    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        raise NotImplementedError
+
+    def _ids_of_documents(self, doc_ids: list[str]) -> list[str]:
         raise NotImplementedError
 
     def _count(self) -> int:
         raise NotImplementedError
 
-    async def replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        matrix = check_write(doc_ids, chunks, vectors, self.dimension)
-        if not doc_ids:
+    def _load_state(self, key: str) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _save_state(self, key: str, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _record_embedder(self, embedder: str, dimension: int) -> None:
+        """Remember what the store holds (a backend with collection metadata writes it there)."""
+
+    # ------------------------------------------------------- the sync contract
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Write ``chunks`` (replacing records of the same id) after validating every row."""
+        chunks = list(chunks)
+        matrix = check_upsert(chunks, vectors, self.dimension, where=self.name)
+        if not chunks:
             return
-        self._replace(list(doc_ids), list(chunks), matrix)
-        if chunks and self.dimension is None:
-            self.dimension = int(matrix.shape[1])  # learned from the first write
+        embedder = self._check_embedder(chunks)
+        self._upsert(chunks, matrix)
+        learned = self.dimension is None or (embedder is not None and self.embedder is None)
+        if self.dimension is None:
+            self.dimension = int(matrix.shape[1])
+        if embedder is not None and self.embedder is None:
+            self.embedder = embedder
+        if learned and self.embedder is not None:
+            self._record_embedder(self.embedder, self.dimension)
 
-    async def delete(self, doc_ids: Sequence[str]) -> int:
-        return self._delete(list(doc_ids)) if doc_ids else 0
+    def _check_embedder(self, chunks: Sequence[Chunk]) -> str | None:
+        found = {c.metadata.get("embedder") for c in chunks} - {None}
+        if len(found) > 1:
+            raise ValueError(f"one write mixes vectors of several embedders ({', '.join(sorted(map(str, found)))}); "
+                             "a store holds the vectors of one embedder")
+        if not found:
+            return None
+        embedder = str(found.pop())
+        if self.embedder is not None and embedder != self.embedder:
+            raise IndexMismatchError(
+                f"{self.name} holds vectors of {self.embedder!r}, not {embedder!r}; use the same embedder, "
+                "or another collection/table for this one"
+            )
+        return embedder
 
-    async def search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
+    def remove(self, ids: Sequence[str]) -> int:
+        """Delete the records with these ids; returns how many existed."""
+        wanted = list(dict.fromkeys(ids))
+        return self._remove(wanted) if wanted else 0
+
+    def fetch(self, ids: Sequence[str]) -> list[Chunk]:
+        """The stored chunks with these ids, in the given order (missing ids skipped)."""
+        wanted = list(ids)
+        return self._fetch(wanted) if wanted else []
+
+    def vectors_for(self, content_hashes: Sequence[str], embedder: str) -> dict[str, np.ndarray]:
+        """Stored unit vectors of chunk texts with these sha256 hashes, made by ``embedder``."""
+        wanted = list(dict.fromkeys(content_hashes))
+        return self._vectors_for(wanted, str(embedder)) if wanted else {}
+
+    def nearest(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
+        """The ``k`` most cosine-similar chunks, best first, as ``(chunk, cosine)``."""
+        k = int(k)
         if k <= 0:
             return []
-        query = normalize_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
-        if self.dimension is not None and query.shape[0] != self.dimension:
-            raise ValueError(f"query vector has {query.shape[0]} dimensions, the index {self.dimension}")
-        return self._search(query, k, dict(filters) if filters else None)
+        query = check_query(vector, self.dimension)
+        if self.dimension is None:  # nothing written yet
+            return []
+        return self._nearest(query, k, dict(filters) if filters else None)
+
+    def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        """Every record with its unit vector, ``batch`` records at a time."""
+        if int(batch) <= 0:
+            raise ValueError(f"scan batch must be positive, got {batch!r}")
+        return self._scan(int(batch))
+
+    def ids_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        """The ids of every record of these documents (``doc_id`` = chunk id before the last ``#``)."""
+        wanted = list(dict.fromkeys(doc_ids))
+        return self._ids_of_documents(wanted) if wanted else []
+
+    def count(self) -> int:
+        """How many records the store holds (also awaitable, for the async API)."""
+        return Count(self._count())
+
+    def load_state(self, key: str) -> dict[str, Any] | None:
+        """The JSON state saved under ``key`` by :meth:`save_state`, or None."""
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"state key must be a non-empty string, got {key!r}")
+        return self._load_state(key)
+
+    def save_state(self, key: str, state: Mapping[str, Any]) -> None:
+        """Replace the JSON state under ``key``; readers see the old state or the new one, never a mix."""
+        self._save_state(key, json_state(key, state))
+
+    def lock(self, timeout: float) -> ContextManager[None]:
+        """The store's cross-machine writer lock; stores without one return a no-op."""
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        """Release connections; the default has nothing to release."""
+
+    # ------------------------------------------------------- shared helpers
+    def _nearest_by_scan(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        """Exact cosine over :meth:`scan` (for filters a server cannot evaluate)."""
+        best: list[tuple[float, int, Chunk]] = []
+        seen = 0
+        for chunks, matrix in self._scan(1000):
+            keep = [i for i, c in enumerate(chunks) if matches(c.metadata, doc_id_of(c), filters)]
+            if not keep:
+                seen += len(chunks)
+                continue
+            scores = matrix[keep] @ query
+            for j, score in zip(keep, scores.tolist(), strict=True):
+                item = (float(score), -(seen + j), chunks[j])
+                if len(best) < k:
+                    heapq.heappush(best, item)
+                elif item[:2] > best[0][:2]:
+                    heapq.heapreplace(best, item)
+            seen += len(chunks)
+        return [(c, s) for s, _, c in sorted(best, key=lambda t: (-t[0], -t[1]))]
+
+    # ----------------------------------------------- the async API (pipelines)
+    async def replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Give ``doc_ids`` exactly ``chunks``: upsert the new records, then remove that document's stale ids.
+
+        Everything is validated first; a write that fails leaves the previous version in place.
+        """
+        chunks = list(chunks)
+        check_write(doc_ids, chunks, vectors, self.dimension)
+        if not doc_ids:
+            return
+        old = self.ids_of_documents(list(doc_ids))
+        if chunks:
+            self.upsert(chunks, vectors)
+        keep = {c.id for c in chunks}
+        stale = [i for i in old if i not in keep]
+        if stale:
+            self.remove(stale)
+
+    async def delete(self, doc_ids: Sequence[str]) -> int:
+        """Remove every record of ``doc_ids``; returns how many went."""
+        ids = self.ids_of_documents(list(doc_ids))
+        return self.remove(ids) if ids else 0
+
+    async def search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
+        """Async twin of :meth:`nearest`."""
+        return self.nearest(vector, k, filters)
 
     async def get(self, ids: Sequence[str]) -> list[Chunk]:
-        return self._get(list(ids)) if ids else []
-
-    async def count(self) -> int:
-        return self._count()
+        """Async twin of :meth:`fetch`."""
+        return self.fetch(ids)
 
     async def aclose(self) -> None:
-        """Release connections; the default has nothing to release."""
+        """Async twin of :meth:`close`."""
+        self.close()
+
+    def __enter__(self) -> BaseStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-__all__ = ["VectorStore", "SyncStore", "Filters", "check_write", "doc_id_of", "matches", "dump_metadata"]
+#: The previous release's name of the base class (its hooks are now the ``_``-methods above).
+SyncStore = BaseStore
+
+__all__ = [
+    "EXTRA_KEY", "INDEX_KEYS", "BaseStore", "Count", "Filters", "Store", "SyncStore", "VectorStore", "check_query",
+    "check_upsert", "check_write", "doc_id_of", "dump_metadata", "flat_metadata", "is_scalar", "json_state",
+    "matches", "metadata_from_flat", "scalar_filters", "top_k",
+]

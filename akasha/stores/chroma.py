@@ -1,144 +1,463 @@
-"""``backend: chroma``: a Chroma collection in cosine space.
+"""Chroma: one collection format for a folder, a server and memory (``backend: chroma``, ``chroma://``).
 
-Keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) to use a server,
-else ``persist_directory`` to store on disk, else in memory. Needs the
-``chroma`` extra. The full chunk metadata is kept as JSON under ``_akasha``;
-scalar values are also stored as plain keys so filters work server-side.
+A collection in cosine space holds one record per chunk, the way Chroma's own
+tools and LangChain's ``Chroma`` expect it: ``ids`` = chunk ids, ``documents`` =
+chunk texts, ``metadatas`` = the chunk metadata (``source``, ``page``,
+``chunk_index``, ``content_hash``, ``embedder``, ``doc_id`` and scalar user
+metadata; values Chroma cannot hold go to ``akasha_json`` as JSON) and
+``embeddings`` = unit vectors. The collection metadata records the embedder
+(``embedding_model``) and the width (``embedding_dimension``). The index's state
+lives in a small side collection ``<collection>-akasha-state``.
+
+An existing collection (written by akasha, plain chromadb or LangChain, maybe in
+``l2`` space) is used as it is after checking its width and recorded embedder;
+one that cannot be used raises instead of being shadowed by a sibling.
+:func:`open_chroma_folder` never creates a Chroma folder unless asked to.
+
+YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server,
+else ``persist_directory`` for a folder, else in memory. Needs the ``chroma`` extra.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
-from typing import Any
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
-from akasha.errors import MissingExtraError
-from akasha.stores.base import Filters, SyncStore, doc_id_of, dump_metadata
+from akasha.embeddings.base import normalize_rows
+from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
+from akasha.stores.base import BaseStore, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.retry import Retry
 from akasha.types import Chunk
 
-_META = "_akasha"
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: Collection metadata keys: the embedder identity and the vector width (shared with the previous release).
+MODEL_KEY = "embedding_model"
+DIMENSION_KEY = "embedding_dimension"
+STATE_SUFFIX = "-akasha-state"
+_STATE_PART = 1_000_000  # characters of state JSON per record
+_SQLITE = "chroma.sqlite3"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,496}[A-Za-z0-9]$")
 
 
 def _import_chromadb() -> Any:
     try:
         import chromadb
     except ImportError:
-        raise MissingExtraError("chromadb", "chroma", "vector_store backend 'chroma'") from None
+        raise MissingExtraError("chromadb", "chroma", "the Chroma store") from None
     return chromadb
 
 
-def _where(filters: Filters | None) -> dict[str, Any] | None:
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    # Telemetry stays off; Chroma refuses two in-process clients of one folder whose settings differ.
+    return Settings(anonymized_telemetry=False)
+
+
+def open_chroma_folder(path: str | Path, create: bool) -> Any:
+    """A ``chromadb.PersistentClient`` on ``path``; with ``create=False`` only if a Chroma store is already there.
+
+    A folder without ``chroma.sqlite3`` (say, a documents folder) raises ConfigError
+    and nothing is written into it.
+    """
+    chromadb = _import_chromadb()
+    folder = Path(path).expanduser()
+    if not create and not (folder / _SQLITE).is_file():
+        raise ConfigError(
+            f"{str(folder)!r} is not a Chroma folder (it has no {_SQLITE}); name the folder a Chroma "
+            "PersistentClient wrote, or let akasha create a new store in a folder of its own"
+        )
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        return chromadb.PersistentClient(path=str(folder), settings=_settings())
+    except ValueError:  # this process already opened the folder with other settings: share that client
+        return chromadb.PersistentClient(path=str(folder))
+
+
+def _is_auth_error(exc: BaseException) -> bool:
+    try:
+        from chromadb.errors import AuthorizationError, ChromaAuthError
+
+        if isinstance(exc, (AuthorizationError, ChromaAuthError)):
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    response = getattr(exc, "response", None)
+    if getattr(response, "status_code", None) in (401, 403):
+        return True
+    text = str(exc).lower()
+    return any(word in text for word in ("unauthorized", "forbidden", "401", "403", "autherror"))
+
+
+def _where(filters: dict[str, Any] | None) -> dict[str, Any] | None:
     if not filters:
         return None
     clauses = [{key: {"$eq": value}} for key, value in filters.items()]
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def _space(collection: Any) -> str:
+    """The collection's distance function (``cosine``, ``l2`` or ``ip``; Chroma's default is ``l2``)."""
+    config = getattr(collection, "configuration_json", None) or {}
+    for section in ("hnsw", "spann"):
+        space = (config.get(section) or {}).get("space") if isinstance(config, dict) else None
+        if space:
+            return str(space)
+    return str((collection.metadata or {}).get("hnsw:space") or "l2")
+
+
 def _chunk(chunk_id: str, text: str | None, meta: dict[str, Any] | None) -> Chunk:
-    metadata = json.loads(meta[_META]) if meta and _META in meta else {}
-    return Chunk(id=chunk_id, text=text or "", metadata=metadata)
+    return Chunk(id=chunk_id, text=text or "", metadata=metadata_from_flat(meta))
 
 
-class ChromaStore(SyncStore):
-    """Chunks in a Chroma collection created with ``hnsw:space = cosine``."""
+def _rows(value: Any) -> list[Any]:
+    return [] if value is None else list(value)
 
-    name = "chroma"
+
+class ChromaStore(BaseStore):
+    """Chunks as plain Chroma records (documents + metadatas + embeddings) in one collection."""
 
     def __init__(
         self,
         collection: str = "astromesh",
         *,
+        path: str | Path | None = None,
+        create: bool = True,
+        create_collection: bool = True,
         host: str | None = None,
         port: int = 8000,
-        persist_directory: str | None = None,
+        ssl: bool = False,
+        token: str | None = None,
+        header: str | None = None,
+        tenant: str | None = None,
+        database: str | None = None,
         client: Any = None,
+        embedder: str | None = None,
+        dimension: int | None = None,
+        retry: Retry | None = None,
+        display: str | None = None,
+        persist_directory: str | Path | None = None,
     ) -> None:
-        chromadb = _import_chromadb()
-        if client is None:
-            from chromadb.config import Settings
+        self._chromadb = _import_chromadb()
+        import httpx
 
-            # The same settings as akasha.index.chroma: Chroma refuses two in-process clients
-            # whose settings differ, and telemetry stays off.
-            settings = Settings(anonymized_telemetry=False)
+        path = path if path is not None else persist_directory
+        if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
+            raise ConfigError(f"Chroma collection name {collection!r} must have 3-498 characters from "
+                              "[A-Za-z0-9._-], start and end with a letter or digit, and hold no '..'")
+        self._server = bool(host)
+        self._transient: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
+        self.retry = retry or Retry()
+        self._lock = threading.RLock()
+        if host:
+            self.name = display or f"chroma{'s' if ssl else ''}://{host}:{int(port)}/{collection}"
+            self._where_text = f"on the Chroma server {self.name}"
+        elif path is not None:
+            self.name = display or f"chroma:{Path(path).expanduser()}/{collection}"
+            self._where_text = f"in the Chroma folder {str(Path(path).expanduser())!r}"
+        else:
+            self.name = display or f"chroma:memory/{collection}"
+            self._where_text = "in memory"
+        if client is None:
             if host:
-                client = chromadb.HttpClient(host=host, port=int(port), settings=settings)
-            elif persist_directory:
-                client = chromadb.PersistentClient(path=str(persist_directory), settings=settings)
+                client = self._call("connecting", lambda: self._connect(host, int(port), ssl, token, header,
+                                                                        tenant, database))
+            elif path is not None:
+                client = open_chroma_folder(path, create)
             else:
-                client = chromadb.EphemeralClient(settings=settings)
+                client = self._chromadb.EphemeralClient(settings=_settings())
+                # In-memory clients share one process-wide system: keep each store's collection apart.
+                collection = f"{collection}-{uuid.uuid4().hex[:8]}"
         self.client = client
         self.collection_name = collection
-        self.collection = client.get_or_create_collection(name=collection, metadata={"hnsw:space": "cosine"})
-        self.dimension = self._existing_dimension()
+        self.dimension = int(dimension) if dimension else None
+        self.embedder = None
+        self._expected = embedder
+        self._batch = 1000
+        self._state: Any = None
+        self._legacy: dict[str, Any] = {}
+        self.collection = self._call("opening the collection", lambda: self._open(create_collection))
+        self._batch = max(1, min(2000, int(self._call("reading the batch size", self.client.get_max_batch_size))))
 
-    def _existing_dimension(self) -> int | None:
-        """The vector width of an existing, non-empty collection (so bad writes fail before any change)."""
+    # ----------------------------------------------------------- connection
+    def _connect(self, host: str, port: int, ssl: bool, token: str | None, header: str | None,
+                 tenant: str | None, database: str | None) -> Any:
+        headers: dict[str, str] = {}
+        if token:
+            if (header or "").lower() == "x-chroma-token":
+                headers["X-Chroma-Token"] = token
+            else:
+                headers["Authorization"] = f"Bearer {token}"
+        options = {k: v for k, v in (("tenant", tenant), ("database", database)) if v}
         try:
-            peek = self.collection.get(limit=1, include=["embeddings"])
-            rows = peek.get("embeddings")
-            return int(len(rows[0])) if rows is not None and len(rows) else None
-        except Exception:
+            return self._chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=headers or None,
+                                             settings=_settings(), **options)
+        except ValueError as exc:  # chromadb wraps "connection refused" in a ValueError
+            if "connect" in str(exc).lower() and not _is_auth_error(exc):
+                raise ConnectionError(str(exc)) from exc
+            raise
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run one client call; a server's calls are retried (bounded) and auth errors named."""
+        if not self._server:
+            with self._lock:
+                return fn()
+
+        def attempt() -> T:
+            with self._lock:
+                return fn()
+
+        hint = ("Pass the server's token: token=..., chroma://:TOKEN@host:port/collection or $CHROMA_AUTH_TOKEN "
+                "(see docs/servers.md)")
+        return self.retry.run(attempt, server=f"the Chroma server {self.name}", what=what,
+                              transient=self._transient, auth=_is_auth_error, hint=hint)
+
+    def _get_collection(self, name: str) -> Any:
+        try:
+            return self.client.get_collection(name, embedding_function=None)
+        except self._chromadb.errors.NotFoundError:
             return None
+        except ValueError as exc:  # older chromadb: "Collection x does not exist"
+            if "does not exist" in str(exc):
+                return None
+            raise
 
-    @staticmethod
-    def _row_metadata(chunk: Chunk) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            key: value
-            for key, value in chunk.metadata.items()
-            if isinstance(value, (str, int, float, bool)) and not key.startswith(_META)
-        }
-        row["doc_id"] = doc_id_of(chunk)
-        row[_META] = dump_metadata(chunk.metadata)
-        return row
+    # ------------------------------------------------------- the collection
+    def _open(self, create_collection: bool) -> Any:
+        """Use the existing collection after checking it, or create one in cosine space."""
+        name = self.collection_name
+        found = self._get_collection(name)
+        if found is None:
+            if not create_collection:
+                names = sorted(c if isinstance(c, str) else c.name for c in self.client.list_collections())
+                raise ConfigError(f"there is no Chroma collection {name!r} {self._where_text}; it has: "
+                                  f"{', '.join(names) or 'none'}")
+            metadata: dict[str, Any] = {"hnsw:space": "cosine"}
+            if self._expected:
+                metadata[MODEL_KEY] = self._expected[:1000]
+            if self.dimension:
+                metadata[DIMENSION_KEY] = self.dimension
+            found = self.client.get_or_create_collection(name, metadata=metadata, embedding_function=None)
+        self._check(found)
+        return found
 
-    def _ids_of(self, doc_ids: Sequence[str]) -> list[str]:
-        got = self.collection.get(where={"doc_id": {"$in": list(doc_ids)}}, include=[])
-        return list(got["ids"])
+    def _check(self, collection: Any) -> None:
+        """Learn width and embedder from an existing collection; refuse one this store cannot use."""
+        meta = dict(collection.metadata or {})
+        self._space = _space(collection)
+        recorded = meta.get(MODEL_KEY)
+        width = meta.get(DIMENSION_KEY)
+        peek = collection.get(limit=1, include=["embeddings", "metadatas"])
+        if peek["ids"]:
+            rows = _rows(peek.get("embeddings"))
+            if not rows or rows[0] is None or len(rows[0]) == 0:
+                raise ConfigError(f"Chroma collection {self.collection_name!r} {self._where_text} holds records "
+                                  "without embeddings, so akasha cannot search it; name another collection")
+            width = len(rows[0])
+            metas = _rows(peek.get("metadatas"))
+            if recorded is None and metas:
+                recorded = (metas[0] or {}).get("embedder")
+        if recorded and self._expected and recorded != self._expected:
+            raise IndexMismatchError(
+                f"Chroma collection {self.collection_name!r} {self._where_text} holds vectors of {recorded!r}, "
+                f"not {self._expected!r}; open it with that embedder, or name another collection for this one")
+        if width and self.dimension and int(width) != self.dimension:
+            raise IndexMismatchError(
+                f"Chroma collection {self.collection_name!r} {self._where_text} holds {int(width)}-dimensional "
+                f"vectors, not {self.dimension}-dimensional ones; use the embedder it was built with, or name "
+                "another collection")
+        if width:
+            self.dimension = int(width)
+        self.embedder = str(recorded) if recorded else None
+        if peek["ids"] and self._space != "cosine":
+            log.info("Chroma collection %s uses %s space: akasha re-scores its candidates by cosine",
+                     self.collection_name, self._space)
 
-    def _replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        old = set(self._ids_of(doc_ids))
-        new_ids = [c.id for c in chunks]
-        if chunks:
-            # Write the new version first: if this fails, the old one is untouched.
-            self.collection.upsert(
-                ids=new_ids,
-                embeddings=vectors.tolist(),
-                documents=[c.text for c in chunks],
-                metadatas=[self._row_metadata(c) for c in chunks],
-            )
-        stale = sorted(old - set(new_ids))
-        if stale:
-            self.collection.delete(ids=stale)
+    def _record_embedder(self, embedder: str, dimension: int) -> None:
+        meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
+        if meta.get(MODEL_KEY) == embedder and meta.get(DIMENSION_KEY) == dimension:
+            return
+        meta.update({MODEL_KEY: embedder[:1000], DIMENSION_KEY: int(dimension)})
+        self._call("recording the embedder", lambda: self.collection.modify(metadata=meta))
 
-    def _delete(self, doc_ids: Sequence[str]) -> int:
-        ids = self._ids_of(doc_ids)
-        if ids:
-            self.collection.delete(ids=ids)
-        return len(ids)
+    # --------------------------------------------------------------- records
+    def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
+        for start in range(0, len(chunks), self._batch):
+            part = chunks[start : start + self._batch]
+            rows = matrix[start : start + self._batch]
+            self._call(f"writing {len(part)} chunks", lambda: self.collection.upsert(
+                ids=[c.id for c in part], embeddings=rows, documents=[c.text for c in part],
+                metadatas=[flat_metadata(c) for c in part]))
 
-    def _search(self, vector: np.ndarray, k: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
-        total = self.collection.count()
-        if total == 0:
-            return []
-        result = self.collection.query(
-            query_embeddings=[vector.tolist()],
-            n_results=min(k, total),
-            where=_where(filters),
-            include=["documents", "metadatas", "distances"],
-        )
-        ids, docs, metas, dists = (result[key][0] for key in ("ids", "documents", "metadatas", "distances"))
-        # Chroma's cosine distance is 1 - cosine.
-        return [(_chunk(i, d, m), 1.0 - float(dist)) for i, d, m, dist in zip(ids, docs, metas, dists, strict=True)]
+    def _remove(self, ids: list[str]) -> int:
+        removed = 0
+        for start in range(0, len(ids), self._batch):
+            part = ids[start : start + self._batch]
+            present = self._call("looking up chunks", lambda: self.collection.get(ids=part, include=[]))["ids"]
+            if present:
+                self._call(f"deleting {len(present)} chunks", lambda: self.collection.delete(ids=list(present)))
+            removed += len(present)
+        return removed
 
-    def _get(self, ids: Sequence[str]) -> list[Chunk]:
-        got = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
-        found = {i: _chunk(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
+    def _fetch(self, ids: list[str]) -> list[Chunk]:
+        found: dict[str, Chunk] = {}
+        for start in range(0, len(ids), self._batch):
+            part = ids[start : start + self._batch]
+            got = self._call("reading chunks", lambda: self.collection.get(ids=part, include=["documents", "metadatas"]))
+            for i, doc, meta in zip(got["ids"], _rows(got["documents"]), _rows(got["metadatas"]), strict=True):
+                found[i] = _chunk(i, doc, meta)
         return [found[i] for i in ids if i in found]
 
+    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), self._batch):
+            part = hashes[start : start + self._batch]
+            clause: dict[str, Any] = {"content_hash": {"$in": part}}
+            if self.embedder != embedder:  # a collection of one recorded embedder needs no per-record check
+                clause = {"$and": [clause, {"embedder": {"$eq": embedder}}]}
+            got = self._call("reading stored vectors", lambda: self.collection.get(
+                where=clause, include=["embeddings", "metadatas"]))
+            for meta, vec in zip(_rows(got["metadatas"]), _rows(got["embeddings"]), strict=True):
+                out.setdefault(str((meta or {}).get("content_hash")), np.asarray(vec, dtype=np.float32))
+        missing = [h for h in hashes if h not in out]
+        if missing:
+            out.update(self._legacy_vectors(missing, embedder))
+        return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
+
+    def _legacy_vectors(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        """Vectors the previous release's server index kept in ``<collection>-v-<hash of the model>``, by text hash."""
+        if embedder not in self._legacy:
+            name = f"{self.collection_name}-v-{hashlib.sha256(embedder.encode()).hexdigest()[:12]}"
+            self._legacy[embedder] = self._call("looking for vectors of the previous release",
+                                                lambda: self._get_collection(name))
+        legacy = self._legacy[embedder]
+        if legacy is None:
+            return {}
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), self._batch):
+            part = hashes[start : start + self._batch]
+            got = self._call("reading vectors of the previous release",
+                             lambda: legacy.get(ids=part, include=["embeddings"]))
+            for text_hash, vec in zip(got["ids"], _rows(got["embeddings"]), strict=True):
+                if self.dimension is None or len(vec) == self.dimension:
+                    out[text_hash] = np.asarray(vec, dtype=np.float32)
+        return out
+
+    def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        if filters and not scalar_filters(filters):
+            return self._nearest_by_scan(query, k, filters)  # Chroma's where matches scalars only
+        total = int(self._call("counting chunks", self.collection.count))
+        if total == 0:
+            return []
+        cosine = self._space == "cosine"
+        # Other spaces rank differently from cosine: over-fetch, then re-score by cosine.
+        n = min(total, k if cosine else max(4 * k, k + 32))
+        include = ["documents", "metadatas", "distances"] + ([] if cosine else ["embeddings"])
+        got = self._call("searching", lambda: self.collection.query(
+            query_embeddings=[query.tolist()], n_results=n, where=_where(filters), include=include))
+        ids, docs, metas = got["ids"][0], _rows(got["documents"][0]), _rows(got["metadatas"][0])
+        if cosine:  # Chroma's cosine distance is 1 - cosine
+            scores = [1.0 - float(d) for d in got["distances"][0]]
+            return [(_chunk(i, d, m), s) for i, d, m, s in zip(ids, docs, metas, scores, strict=True)]
+        vectors = normalize_rows(np.asarray(got["embeddings"][0], dtype=np.float32).reshape(len(ids), -1))
+        cos = vectors @ query
+        order = sorted(range(len(ids)), key=lambda j: (-cos[j], j))[:k]
+        return [(_chunk(ids[j], docs[j], metas[j]), float(cos[j])) for j in order]
+
+    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        offset = 0
+        while True:
+            got = self._call("reading chunks", lambda: self.collection.get(
+                include=["documents", "metadatas", "embeddings"], limit=batch, offset=offset))
+            ids = list(got["ids"])
+            if not ids:
+                return
+            chunks = [_chunk(i, d, m) for i, d, m in zip(ids, _rows(got["documents"]), _rows(got["metadatas"]),
+                                                          strict=True)]
+            yield chunks, normalize_rows(np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1))
+            if len(ids) < batch:
+                return
+            offset += batch
+
+    def _ids_of_documents(self, doc_ids: list[str]) -> list[str]:
+        found: dict[str, None] = {}
+        for start in range(0, len(doc_ids), self._batch):
+            part = doc_ids[start : start + self._batch]
+            got = self._call("looking up documents", lambda: self.collection.get(
+                where={"doc_id": {"$in": part}}, include=[]))
+            found.update(dict.fromkeys(got["ids"]))
+            # Records written by other tools carry no doc_id: an id without '#' is its own document.
+            plain = [d for d in part if "#" not in d]
+            if plain:
+                found.update(dict.fromkeys(self._call("looking up documents", lambda: self.collection.get(
+                    ids=plain, include=[]))["ids"]))
+        return list(found)
+
     def _count(self) -> int:
-        return int(self.collection.count())
+        return int(self._call("counting chunks", self.collection.count))
+
+    # ------------------------------------------------------------- the state
+    def _state_collection(self, create: bool) -> Any:
+        if self._state is None:
+            name = f"{self.collection_name}{STATE_SUFFIX}"
+            self._state = self._call("opening the state collection", lambda: (
+                self.client.get_or_create_collection(name, metadata={"akasha_state": 1}, embedding_function=None)
+                if create else self._get_collection(name)))
+        return self._state
+
+    def _load_state(self, key: str) -> dict[str, Any] | None:
+        states = self._state_collection(create=False)
+        if states is None:
+            return None
+        head = self._call("reading the index state", lambda: states.get(ids=[key], include=["documents", "metadatas"]))
+        if not head["ids"]:
+            return None
+        meta, text = head["metadatas"][0] or {}, head["documents"][0] or ""
+        n_parts, version = int(meta.get("n_parts", 1)), meta.get("version", "")
+        if n_parts > 1:
+            ids = [f"{key}|{version}|{i}" for i in range(1, n_parts)]
+            parts = self._call("reading the index state", lambda: states.get(ids=ids, include=["documents"]))
+            texts = dict(zip(parts["ids"], _rows(parts["documents"]), strict=True))
+            missing = [i for i in ids if i not in texts]
+            if missing:
+                raise ConfigError(f"the index state {key!r} of {self.name} is incomplete (another writer replaced "
+                                  "it while this one was reading); run the same call again")
+            text += "".join(texts[i] for i in ids)
+        return json.loads(text)
+
+    def _save_state(self, key: str, state: dict[str, Any]) -> None:
+        states = self._state_collection(create=True)
+        text = json.dumps(state, ensure_ascii=False)
+        pieces = [text[i : i + _STATE_PART] for i in range(0, len(text), _STATE_PART)] or [""]
+        version = uuid.uuid4().hex
+        if len(pieces) > 1:  # the parts first: the head record that names them is the commit
+            ids = [f"{key}|{version}|{i}" for i in range(1, len(pieces))]
+            self._call("writing the index state", lambda: states.upsert(
+                ids=ids, embeddings=[[1.0]] * len(ids), documents=pieces[1:],
+                metadatas=[{"state_key": key, "version": version, "kind": "part"}] * len(ids)))
+        head = {"state_key": key, "version": version, "kind": "head", "n_parts": len(pieces)}
+        self._call("committing the index state", lambda: states.upsert(
+            ids=[key], embeddings=[[1.0]], documents=[pieces[0]], metadatas=[head]))
+        stale = self._call("reading the index state", lambda: states.get(
+            where={"$and": [{"state_key": {"$eq": key}}, {"kind": {"$eq": "part"}},
+                            {"version": {"$ne": version}}]}, include=[]))["ids"]
+        if stale:
+            self._call("pruning the index state", lambda: states.delete(ids=list(stale)))
+
+    def close(self) -> None:
+        """Chroma clients hold no connection that needs closing; the collection stays as written."""
 
 
 def make_chroma_store(config: dict[str, Any], context: Any) -> ChromaStore:
@@ -147,8 +466,8 @@ def make_chroma_store(config: dict[str, Any], context: Any) -> ChromaStore:
         collection=str(config.get("collection") or "astromesh"),
         host=config.get("host"),
         port=int(config.get("port") or 8000),
-        persist_directory=config.get("persist_directory"),
+        path=config.get("persist_directory"),
     )
 
 
-__all__ = ["ChromaStore", "make_chroma_store"]
+__all__ = ["DIMENSION_KEY", "MODEL_KEY", "ChromaStore", "make_chroma_store", "open_chroma_folder"]

@@ -1,31 +1,59 @@
-"""``backend: pgvector``: chunks in a PostgreSQL table with a ``vector`` column.
+"""PostgreSQL + pgvector through psycopg 3 (``backend: pgvector``, ``postgresql://``).
 
-Keys: ``dsn``, or ``connection`` with ``host`` (localhost), ``port`` (5432),
+One plain table per store, the way a PostgreSQL user reads it with SQL::
+
+    <t>        id text PRIMARY KEY, doc_id text, text text, source text, page integer,
+               chunk_index integer, content_hash text, embedder text, metadata jsonb,
+               embedding vector(d)
+               + btree indexes on doc_id, content_hash and source, and an HNSW index
+               (vector_cosine_ops) named <t>_hnsw, built once the first rows are in
+    <t>_state  key text PRIMARY KEY, state jsonb, updated_at timestamptz  (the index's state)
+
+``metadata`` holds the chunk metadata as given; the columns repeat what SQL users
+filter on. Every write is one transaction; writers on all machines can be
+serialised with :meth:`PgVectorStore.lock` (a session advisory lock). Vectors
+travel in pgvector's binary format (``COPY ... FORMAT BINARY``). Every call goes
+through :class:`~akasha.stores.retry.Retry`. PostgreSQL text cannot hold NUL
+characters: they are stored as U+FFFD.
+
+YAML keys: ``dsn``, or ``connection`` with ``host`` (localhost), ``port`` (5432),
 ``database``, ``user``, ``password`` (all ``astromesh``); ``collection``
-(``embeddings``) is the table name and must be a plain SQL identifier (checked
-at build). On the first ingest or query it checks that ``asyncpg`` is installed
-(the ``pgvector`` extra), runs ``CREATE EXTENSION IF NOT EXISTS vector`` and
-creates the table and a ``doc_id`` index. Every value, filters included, is a
-bound parameter; a re-ingest is one transaction (delete + insert), so a failure
-keeps the previous version.
+(``embeddings``) is the table name and must be a plain SQL identifier (checked at
+build). A table written by the previous release's YAML store (``content`` column)
+is upgraded in place on first use. Needs the ``pgvector`` (or ``postgres``) extra.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import hashlib
 import json
+import logging
 import re
-from collections.abc import Sequence
-from typing import Any
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.errors import MissingExtraError, SpecError
-from akasha.stores.base import Filters, check_write, doc_id_of, dump_metadata
+from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
+from akasha.stores.base import BaseStore
+from akasha.stores.redact import redact_conninfo
+from akasha.stores.retry import Retry
 from akasha.types import Chunk
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_BATCH = 5000
+_HNSW_MAX_DIM = 2000
+_INT4 = (-(2**31), 2**31 - 1)
+COLUMNS = ("id", "doc_id", "text", "source", "page", "chunk_index", "content_hash", "embedder", "metadata",
+           "embedding")
 
 
 def check_identifier(name: object) -> str:
@@ -38,134 +66,506 @@ def check_identifier(name: object) -> str:
     return name
 
 
-def _vector_literal(row: np.ndarray) -> str:
-    return "[" + ",".join(repr(float(x)) for x in row) + "]"
+class _Vec:
+    """A float32 vector on its way to pgvector (picked up by the binary dumper)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data = data
 
 
-class PgVectorStore:
-    """Async store over one asyncpg connection (re-opened if the event loop changes)."""
+def _key(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
-    name = "pgvector"
 
-    def __init__(self, dimension: int, table: str = "embeddings", dsn: str | None = None, connection: dict[str, Any] | None = None) -> None:
-        self.dimension = int(dimension)
-        self.table = check_identifier(table)
-        self.dsn = dsn
-        conn = dict(connection or {})
-        self.connect_kwargs = {
-            "host": conn.get("host", "localhost"),
-            "port": int(conn.get("port", 5432)),
-            "database": conn.get("database", "astromesh"),
-            "user": conn.get("user", "astromesh"),
-            "password": conn.get("password", "astromesh"),
-        }
-        self._conn: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
+def _clean(text: str) -> str:
+    return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
 
-    async def _connection(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._conn is not None and self._loop is loop and not self._conn.is_closed():
-            return self._conn
+
+def _int4(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and _INT4[0] <= value <= _INT4[1]:
+        return value
+    return None
+
+
+def _metadata_json(metadata: Mapping[str, Any]) -> str:
+    return json.dumps(dict(metadata), ensure_ascii=False, default=str).replace("\\u0000", "\ufffd").replace(
+        "\x00", "\ufffd")
+
+
+def _is_auth_error(exc: BaseException) -> bool:
+    if getattr(exc, "sqlstate", None) in ("28P01", "28000"):
+        return True
+    text = str(exc).lower()
+    return "authentication failed" in text or "no password supplied" in text or (
+        "role" in text and "does not exist" in text)
+
+
+class PgVectorStore(BaseStore):
+    """Chunks as rows of one PostgreSQL table with a ``vector`` column (psycopg 3)."""
+
+    def __init__(
+        self,
+        dimension: int | None = None,
+        table: str = "akasha",
+        dsn: str | None = None,
+        connection: Mapping[str, Any] | None = None,
+        *,
+        embedder: str | None = None,
+        retry: Retry | None = None,
+        display: str | None = None,
+        lazy: bool = False,
+        connect_timeout: float = 5.0,
+        ef_search: int = 200,
+        hnsw_m: int = 16,
+        ef_construction: int = 64,
+    ) -> None:
         try:
-            import asyncpg
+            import psycopg
         except ImportError:
-            raise MissingExtraError("asyncpg", "pgvector", "vector_store backend 'pgvector'") from None
-        if self.dsn:
-            conn = await asyncpg.connect(self.dsn)
+            raise MissingExtraError("psycopg[binary]", "pgvector", "the PostgreSQL store") from None
+        if not isinstance(table, str) or not _IDENTIFIER.match(table) or len(table) > 57:
+            raise ConfigError(f"PostgreSQL table {table!r} must be a plain SQL identifier of at most 57 characters "
+                              "(letters, digits, underscores, not starting with a digit)")
+        self._psycopg = psycopg
+        self.table = table.lower()
+        if dsn:
+            self.conninfo = str(dsn)
         else:
-            conn = await asyncpg.connect(**self.connect_kwargs)
-        t = self.table
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        await conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {t} (id text PRIMARY KEY, doc_id text NOT NULL, content text NOT NULL, "
-            f"metadata jsonb NOT NULL DEFAULT '{{}}'::jsonb, embedding vector({self.dimension}) NOT NULL)"
-        )
-        await conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_doc_id_idx ON {t} (doc_id)")
-        self._conn, self._loop, self._lock = conn, loop, asyncio.Lock()
+            conn = dict(connection or {})
+            self.conninfo = psycopg.conninfo.make_conninfo(
+                host=str(conn.get("host", "localhost")), port=str(int(conn.get("port", 5432))),
+                dbname=str(conn.get("database", "astromesh")), user=str(conn.get("user", "astromesh")),
+                password=str(conn.get("password", "astromesh")))
+        where = display or redact_conninfo(self.conninfo)
+        self.name = f"{where} (table {self.table})" if "table=" not in where else where
+        self.server = f"the PostgreSQL server {where}"
+        self.dimension = int(dimension) if dimension else None
+        self.embedder = None
+        self._expected = embedder
+        self.retry = retry or Retry()
+        self.connect_timeout = connect_timeout
+        self.ef_search = ef_search
+        self.hnsw = (int(hnsw_m), int(ef_construction))
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        self._vector_oid: int | None = None
+        self._exists = False
+        self._ann_checked = False
+        self._state_ready = False
+        self._iterative: bool | None = None
+        if not lazy:
+            self._run("opening the table", self._open)
+
+    # ----------------------------------------------------------- connection
+    def _connect(self) -> Any:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        conn = self._psycopg.connect(self.conninfo, autocommit=True, application_name="akasha",
+                                     connect_timeout=max(1, int(self.connect_timeout)))
+        if self._vector_oid is None:
+            row = conn.execute("SELECT to_regtype('vector')::oid").fetchone()
+            self._vector_oid = int(row[0]) if row and row[0] else None
+        if self._vector_oid is not None:
+            self._register_vector(conn, self._vector_oid)
+        self._conn = conn
         return conn
 
-    async def replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        matrix = check_write(doc_ids, chunks, vectors, self.dimension)
-        conn = await self._connection()
-        rows = [
-            (c.id, doc_id_of(c), c.text, dump_metadata(c.metadata), _vector_literal(v))
-            for c, v in zip(chunks, matrix, strict=True)
-        ]
-        assert self._lock is not None
-        async with self._lock, conn.transaction():
-            await conn.execute(f"DELETE FROM {self.table} WHERE doc_id = ANY($1::text[])", list(doc_ids))
-            if rows:
-                await conn.executemany(
-                    f"INSERT INTO {self.table} (id, doc_id, content, metadata, embedding) "
-                    "VALUES ($1, $2, $3, $4::jsonb, $5::text::vector)",
-                    rows,
-                )
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
 
-    async def delete(self, doc_ids: Sequence[str]) -> int:
-        conn = await self._connection()
-        assert self._lock is not None
-        async with self._lock:
-            status = await conn.execute(f"DELETE FROM {self.table} WHERE doc_id = ANY($1::text[])", list(doc_ids))
-        return int(status.split()[-1])
+    def _run(self, what: str, fn: Callable[[Any], T]) -> T:
+        psycopg = self._psycopg
 
-    async def search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
-        if k <= 0:
-            return []
-        query = normalize_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
-        conn = await self._connection()
-        params: list[Any] = [_vector_literal(query)]
-        where = []
-        filters = dict(filters or {})
-        if "doc_id" in filters:
-            params.append(str(filters.pop("doc_id")))
-            where.append(f"doc_id = ${len(params)}")
-        if filters:
-            params.append(json.dumps(filters, default=str))
-            where.append(f"metadata @> ${len(params)}::jsonb")
-        params.append(int(k))
-        clause = f"WHERE {' AND '.join(where)} " if where else ""
-        sql = (
-            f"SELECT id, content, metadata::text AS metadata, 1 - (embedding <=> $1::text::vector) AS score "
-            f"FROM {self.table} {clause}ORDER BY embedding <=> $1::text::vector LIMIT ${len(params)}"
-        )
-        assert self._lock is not None
-        async with self._lock:
-            records = await conn.fetch(sql, *params)
-        return [(Chunk(r["id"], r["content"], json.loads(r["metadata"])), float(r["score"])) for r in records]
+        def attempt() -> T:
+            with self._lock:
+                try:
+                    return fn(self._connect())
+                except (psycopg.OperationalError, psycopg.InterfaceError):
+                    self._drop()
+                    raise
 
-    async def get(self, ids: Sequence[str]) -> list[Chunk]:
-        if not ids:
-            return []
-        conn = await self._connection()
-        assert self._lock is not None
-        async with self._lock:
-            records = await conn.fetch(
-                f"SELECT id, content, metadata::text AS metadata FROM {self.table} WHERE id = ANY($1::text[])", list(ids)
-            )
-        found = {r["id"]: Chunk(r["id"], r["content"], json.loads(r["metadata"])) for r in records}
+        return self.retry.run(attempt, server=self.server, what=what,
+                              transient=(psycopg.OperationalError, psycopg.InterfaceError), auth=_is_auth_error,
+                              on_retry=self._drop,
+                              hint="Check the user and password in the postgresql:// URL, $PGPASSWORD or ~/.pgpass")
+
+    @staticmethod
+    def _register_vector(conn: Any, oid: int) -> None:
+        from psycopg.adapt import Dumper, Loader
+        from psycopg.pq import Format
+
+        class VecDumper(Dumper):
+            format = Format.BINARY
+
+            def dump(self, obj: _Vec) -> bytes:
+                data = np.asarray(obj.data, dtype=">f4").reshape(-1)
+                return struct.pack(">HH", data.shape[0], 0) + data.tobytes()
+
+        VecDumper.oid = oid
+
+        class VecLoader(Loader):
+            format = Format.BINARY
+
+            def load(self, data: Any) -> np.ndarray:
+                return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)
+
+        conn.adapters.register_dumper(_Vec, VecDumper)
+        conn.adapters.register_loader(oid, VecLoader)
+
+    # ------------------------------------------------------------ the table
+    def _open(self, conn: Any) -> None:
+        """Check an existing table (columns, width, embedder) and upgrade the previous YAML format."""
+        if self._exists:
+            return
+        columns = {r[0]: r[1] for r in conn.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped", (self.table,)).fetchall()}
+        if not columns:  # not there (yet): looked up again on the next call, another machine may create it
+            return
+        if "content" in columns and "text" not in columns and {"id", "doc_id", "metadata", "embedding"} <= set(columns):
+            self._upgrade(conn)
+            self._open(conn)
+            return
+        missing = [c for c in COLUMNS if c not in columns]
+        if missing:
+            raise ConfigError(f"table {self.table!r} on {self.server} exists but is not an akasha chunk table "
+                              f"(it lacks {', '.join(missing)}); name another table")
+        found = re.fullmatch(r"vector\((\d+)\)", columns["embedding"])
+        width = int(found.group(1)) if found else None
+        if width is not None and self.dimension is not None and width != self.dimension:
+            raise IndexMismatchError(
+                f"table {self.table!r} on {self.server} holds {width}-dimensional vectors, not "
+                f"{self.dimension}-dimensional ones; use the embedder it was built with, or name another table")
+        row = conn.execute(f"SELECT embedder FROM {self.table} WHERE embedder IS NOT NULL LIMIT 1").fetchone()
+        recorded = row[0] if row else None
+        if recorded and self._expected and recorded != self._expected:
+            raise IndexMismatchError(
+                f"table {self.table!r} on {self.server} holds vectors of {recorded!r}, not {self._expected!r}; "
+                "open it with that embedder, or name another table for this one")
+        self.dimension = width or self.dimension
+        self.embedder = recorded
+        self._exists = True
+
+    def _upgrade(self, conn: Any) -> None:
+        """Give a table of the previous release's YAML store (``content`` column) this store's columns, in place."""
+        t = self.table
+        number = "CASE WHEN jsonb_typeof(metadata->'{k}') = 'number' AND (metadata->>'{k}')::numeric " \
+                 "BETWEEN -2147483648 AND 2147483647 THEN floor((metadata->>'{k}')::numeric)::integer END"
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{t}"),))
+            conn.execute(f"ALTER TABLE {t} RENAME COLUMN content TO text")
+            conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS source text, ADD COLUMN IF NOT EXISTS page integer, "
+                         "ADD COLUMN IF NOT EXISTS chunk_index integer, ADD COLUMN IF NOT EXISTS content_hash text, "
+                         "ADD COLUMN IF NOT EXISTS embedder text")
+            conn.execute(f"UPDATE {t} SET source = metadata->>'source', page = {number.format(k='page')}, "
+                         f"chunk_index = {number.format(k='chunk_index')}, content_hash = metadata->>'content_hash', "
+                         "embedder = metadata->>'embedder'")
+            self._indexes(conn)
+        log.info("upgraded table %s on %s to the current chunk-table layout", t, self.server)
+
+    def _indexes(self, conn: Any) -> None:
+        t = self.table
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_doc_id_idx ON {t} (doc_id)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_content_hash_idx ON {t} (content_hash)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_source_idx ON {t} (source)")
+
+    def _create_extension(self, conn: Any) -> None:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except self._psycopg.errors.Error as exc:
+            if isinstance(exc, (self._psycopg.OperationalError, self._psycopg.InterfaceError)):
+                raise
+            raise ConfigError(f"the pgvector extension is not available on {self.server} ({exc}); install "
+                              "pgvector there and run CREATE EXTENSION vector as a privileged user") from None
+        if self._vector_oid is None:
+            self._vector_oid = int(conn.execute("SELECT to_regtype('vector')::oid").fetchone()[0])
+            self._register_vector(conn, self._vector_oid)
+
+    def _create(self, conn: Any, dimension: int) -> None:
+        """Create the chunk table (and the extension) for ``dimension``-wide vectors."""
+        t = self.table
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{t}"),))
+            self._create_extension(conn)
+            conn.execute(f"""CREATE TABLE IF NOT EXISTS {t} (
+                id text PRIMARY KEY, doc_id text NOT NULL, text text NOT NULL, source text, page integer,
+                chunk_index integer, content_hash text, embedder text,
+                metadata jsonb NOT NULL DEFAULT '{{}}'::jsonb, embedding vector({int(dimension)}) NOT NULL)""")
+            self._indexes(conn)
+        self._open(conn)
+
+    def _ready(self, conn: Any, dimension: int | None = None) -> bool:
+        """True when the chunk table exists; a missing one is created once the width is known.
+
+        (The YAML store created its table on the first query or ingest; so does this one.)
+        """
+        self._open(conn)
+        width = dimension or self.dimension
+        if not self._exists and width:
+            self._create(conn, int(width))
+        return self._exists
+
+    def ensure_ann_index(self) -> None:
+        """Build the HNSW index (cosine) if it is missing (a no-op once built; pgvector stops at 2,000 dims)."""
+        m, ef = self.hnsw
+
+        def build(conn: Any) -> None:
+            if not self._ready(conn) or (self.dimension or 0) > _HNSW_MAX_DIM:
+                return
+            if conn.execute("SELECT 1 FROM pg_indexes WHERE tablename = %s AND indexname = %s",
+                            (self.table, f"{self.table}_hnsw")).fetchone():
+                return
+            started = time.perf_counter()
+            with conn.transaction():
+                conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw "
+                             f"(embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})")
+            log.info("built the HNSW index of %s in %.1f s", self.table, time.perf_counter() - started)
+
+        self._run("building the HNSW index", build)
+        self._ann_checked = True
+
+    # --------------------------------------------------------------- records
+    def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
+        from psycopg.types.json import Jsonb
+
+        t = self.table
+        names = ", ".join(COLUMNS)
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS[1:])
+        rows = []
+        for chunk, vec in zip(chunks, matrix, strict=True):
+            meta = chunk.metadata
+            source = meta.get("source")
+            rows.append((chunk.id, chunk.doc_id, _clean(chunk.text), None if source is None else _clean(str(source)),
+                         _int4(meta.get("page")), _int4(meta.get("chunk_index")),
+                         None if meta.get("content_hash") is None else str(meta["content_hash"]),
+                         None if meta.get("embedder") is None else str(meta["embedder"]),
+                         Jsonb(meta, dumps=lambda obj: _metadata_json(obj)), _Vec(vec)))
+
+        def write(conn: Any) -> None:
+            self._ready(conn, int(matrix.shape[1]))
+            for start in range(0, len(rows), _BATCH):
+                part = rows[start : start + _BATCH]
+                with conn.transaction():
+                    conn.execute(f"CREATE TEMP TABLE akasha_stage (LIKE {t} INCLUDING DEFAULTS) ON COMMIT DROP")
+                    with conn.cursor().copy(f"COPY akasha_stage ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+                        copy.set_types(["text", "text", "text", "text", "int4", "int4", "text", "text", "jsonb",
+                                        self._vector_oid])
+                        for row in part:
+                            copy.write_row(row)
+                    conn.execute(f"INSERT INTO {t} ({names}) SELECT {names} FROM akasha_stage "
+                                 f"ON CONFLICT (id) DO UPDATE SET {updates}")
+
+        self._run(f"writing {len(rows)} chunks", write)
+
+    def _remove(self, ids: list[str]) -> int:
+        def delete(conn: Any) -> int:
+            if not self._ready(conn):
+                return 0
+            with conn.transaction():
+                return sum(conn.execute(f"DELETE FROM {self.table} WHERE id = ANY(%s)",
+                                        (ids[s : s + _BATCH],)).rowcount for s in range(0, len(ids), _BATCH))
+
+        return self._run(f"deleting {len(ids)} chunks", delete)
+
+    @staticmethod
+    def _chunk(chunk_id: str, text: str, metadata: Any) -> Chunk:
+        return Chunk(chunk_id, text, metadata if isinstance(metadata, dict) else json.loads(metadata or "{}"))
+
+    def _fetch(self, ids: list[str]) -> list[Chunk]:
+        def read(conn: Any) -> dict[str, Chunk]:
+            if not self._ready(conn):
+                return {}
+            found: dict[str, Chunk] = {}
+            for start in range(0, len(ids), _BATCH):
+                for i, text, meta in conn.execute(f"SELECT id, text, metadata FROM {self.table} WHERE id = ANY(%s)",
+                                                  (ids[start : start + _BATCH],)).fetchall():
+                    found[i] = self._chunk(i, text, meta)
+            return found
+
+        found = self._run("reading chunks", read)
         return [found[i] for i in ids if i in found]
 
-    async def count(self) -> int:
-        conn = await self._connection()
-        assert self._lock is not None
-        async with self._lock:
-            return int(await conn.fetchval(f"SELECT count(*) FROM {self.table}"))
+    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        def read(conn: Any) -> dict[str, np.ndarray]:
+            out: dict[str, np.ndarray] = {}
+            if self._ready(conn):
+                cur = conn.cursor(binary=True)
+                own = self.embedder == embedder  # records without an embedder column belong to the store's one
+                for start in range(0, len(hashes), _BATCH):
+                    for content_hash, vec in cur.execute(
+                            f"SELECT content_hash, embedding FROM {self.table} WHERE content_hash = ANY(%s) "
+                            "AND (embedder = %s OR (embedder IS NULL AND %s))",
+                            (hashes[start : start + _BATCH], embedder, own)).fetchall():
+                        out.setdefault(content_hash, vec)
+            missing = [h for h in hashes if h not in out]
+            if missing:
+                out.update(self._legacy_vectors(conn, missing, embedder))
+            return out
 
-    async def aclose(self) -> None:
-        if self._conn is not None and not self._conn.is_closed():
-            try:
-                await self._conn.close()
-            except Exception:  # connection bound to a finished loop: nothing left to close
-                pass
-        self._conn = None
+        found = self._run("reading stored vectors", read)
+        return {h: normalize_rows(np.asarray(v, dtype=np.float32).reshape(1, -1))[0] for h, v in found.items()}
 
-    def __repr__(self) -> str:
-        return f"PgVectorStore(table={self.table!r})"
+    def _legacy_vectors(self, conn: Any, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        """Vectors the previous release's shared index kept in ``<t>_vec_<hash>`` (listed in ``<t>_models``)."""
+        if conn.execute("SELECT to_regclass(%s)", (f"{self.table}_models",)).fetchone()[0] is None:
+            return {}
+        row = conn.execute(f"SELECT vec_table, dim FROM {self.table}_models WHERE model = %s", (embedder,)).fetchone()
+        if row is None or not _IDENTIFIER.match(str(row[0])):
+            return {}
+        if self.dimension is not None and int(row[1]) != self.dimension:
+            return {}
+        if self._vector_oid is None:
+            return {}
+        out: dict[str, np.ndarray] = {}
+        cur = conn.cursor(binary=True)
+        for start in range(0, len(hashes), _BATCH):
+            for text_hash, vec in cur.execute(f"SELECT text_hash, embedding FROM {row[0]} WHERE text_hash = ANY(%s)",
+                                              (hashes[start : start + _BATCH],)).fetchall():
+                out[text_hash] = vec
+        return out
+
+    def _where(self, filters: dict[str, Any] | None) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for key, value in (filters or {}).items():
+            if key == "doc_id":
+                clauses.append("doc_id = %s")
+                params.append(str(value))
+            else:  # containment on one key: equality for scalars; every value is a bound parameter
+                clauses.append("metadata @> %s::jsonb")
+                params.append(json.dumps({key: value}, default=str))
+        return (f"WHERE {' AND '.join(clauses)} " if clauses else ""), params
+
+    def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        if not self._ann_checked:
+            self.ensure_ann_index()
+        vec = _Vec(query)
+        clause, params = self._where(filters)
+
+        def read(conn: Any) -> list[tuple[Chunk, float]]:
+            if not self._ready(conn):
+                return []
+            if self._iterative is None:
+                version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+                parts = tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) if version else (0, 0)
+                self._iterative = parts >= (0, 8)
+            sql = (f"SELECT id, text, metadata, embedding <=> %b AS d FROM {self.table} {clause}"
+                   f"ORDER BY embedding <=> %b LIMIT %s")
+            with conn.transaction():
+                conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(int(self.ef_search), k))}")
+                if filters and self._iterative:  # keep filtered HNSW scans going until k rows match
+                    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                rows = conn.execute(sql, (vec, *params, vec, k)).fetchall()
+                if filters and not self._iterative and len(rows) < k:
+                    # pgvector < 0.8 filters after the HNSW scan, which may miss matches: exact scan instead
+                    conn.execute("SET LOCAL enable_indexscan = off")
+                    rows = conn.execute(sql, (vec, *params, vec, k)).fetchall()
+            return [(self._chunk(i, text, meta), 1.0 - float(d)) for i, text, meta, d in rows]
+
+        return self._run("searching", read)
+
+    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        last = ""
+        while True:
+            def read(conn: Any, after: str = last) -> list[Any]:
+                if not self._ready(conn):
+                    return []
+                return conn.cursor(binary=True).execute(
+                    f"SELECT id, text, metadata, embedding FROM {self.table} WHERE id > %s ORDER BY id LIMIT %s",
+                    (after, batch)).fetchall()
+
+            rows = self._run("reading chunks", read)
+            if not rows:
+                return
+            chunks = [self._chunk(i, text, meta) for i, text, meta, _ in rows]
+            yield chunks, normalize_rows(np.stack([np.asarray(r[3], dtype=np.float32) for r in rows]))
+            if len(rows) < batch:
+                return
+            last = rows[-1][0]
+
+    def _ids_of_documents(self, doc_ids: list[str]) -> list[str]:
+        def read(conn: Any) -> list[str]:
+            if not self._ready(conn):
+                return []
+            return [r[0] for s in range(0, len(doc_ids), _BATCH) for r in conn.execute(
+                f"SELECT id FROM {self.table} WHERE doc_id = ANY(%s) ORDER BY id", (doc_ids[s : s + _BATCH],))]
+
+        return self._run("looking up documents", read)
+
+    def _count(self) -> int:
+        return self._run("counting chunks", lambda c: int(c.execute(
+            f"SELECT count(*) FROM {self.table}").fetchone()[0]) if self._ready(c) else 0)
+
+    # ------------------------------------------------------------- the state
+    def _load_state(self, key: str) -> dict[str, Any] | None:
+        def read(conn: Any) -> dict[str, Any] | None:
+            if not self._state_ready and conn.execute("SELECT to_regclass(%s)",
+                                                      (f"{self.table}_state",)).fetchone()[0] is None:
+                return None
+            self._state_ready = True
+            row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (key,)).fetchone()
+            return None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
+
+        return self._run("reading the index state", read)
+
+    def _save_state(self, key: str, state: dict[str, Any]) -> None:
+        payload = json.dumps(state, ensure_ascii=False).replace("\\u0000", "\ufffd")
+
+        def write(conn: Any) -> None:
+            if not self._state_ready:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{self.table}"),))
+                    conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}_state (key text PRIMARY KEY, "
+                                 "state jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())")
+                self._state_ready = True
+            conn.execute(f"INSERT INTO {self.table}_state (key, state, updated_at) VALUES (%s, %s::jsonb, now()) "
+                         "ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, updated_at = now()", (key, payload))
+
+        self._run("committing the index state", write)
+        self.ensure_ann_index()  # a commit follows the bulk writes: build the ANN index after them, once
+
+    # -------------------------------------------------------------- the lock
+    @contextlib.contextmanager
+    def lock(self, timeout: float) -> Iterator[None]:
+        """Serialise writers on every machine: a session advisory lock on its own connection."""
+        key = _key(f"akasha-writer:{self.table}")
+        psycopg = self._psycopg
+
+        def connect() -> Any:
+            return psycopg.connect(self.conninfo, autocommit=True, application_name="akasha-lock",
+                                   connect_timeout=max(1, int(self.connect_timeout)))
+
+        conn = self.retry.run(connect, server=self.server, what="taking the writer lock",
+                              transient=(psycopg.OperationalError,), auth=_is_auth_error)
+        try:
+            deadline = time.monotonic() + float(timeout)
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                if time.monotonic() > deadline:
+                    raise IndexLockError(
+                        f"another writer holds the lock of table {self.table!r} on {self.server} for more than "
+                        f"{float(timeout):g} s; wait for it to finish, or pass a larger lock_timeout")
+                time.sleep(0.2)
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def close(self) -> None:
+        """Close the connection (the next call reconnects)."""
+        with self._lock:
+            self._drop()
 
 
 def make_pgvector_store(config: dict[str, Any], context: Any) -> PgVectorStore:
-    """Registry factory for ``backend: pgvector`` (identifier check here, at build)."""
+    """Registry factory for ``backend: pgvector`` (identifier check here, at build; no connection until first use)."""
     connection = config.get("connection") or {}
     if not isinstance(connection, dict):
         raise SpecError(f"vector_store.connection must be a mapping, got {type(connection).__name__}")
@@ -174,7 +574,8 @@ def make_pgvector_store(config: dict[str, Any], context: Any) -> PgVectorStore:
         table=check_identifier(config.get("collection", "embeddings")),
         dsn=config.get("dsn"),
         connection=connection,
+        lazy=True,
     )
 
 
-__all__ = ["PgVectorStore", "make_pgvector_store", "check_identifier"]
+__all__ = ["COLUMNS", "PgVectorStore", "check_identifier", "make_pgvector_store"]

@@ -1,22 +1,43 @@
-"""``backend: qdrant``: a Qdrant collection with cosine distance.
+"""Qdrant: in-process (``":memory:"`` or a folder) and on a server (``backend: qdrant``, ``qdrant://``).
 
-Keys: ``collection`` (astromesh), ``url`` (http://localhost:6333; ``":memory:"``
-runs an in-process instance), ``api_key``. The collection is created if it does
-not exist. Point ids are UUIDv5 (namespace URL) of the chunk id; the payload holds
-``chunk_id``, ``doc_id``, ``text`` and ``metadata``. Needs the ``qdrant`` extra.
+One point per chunk in a collection with cosine distance: the point id is the
+UUIDv5 (URL namespace) of the chunk id, the vector is the unit vector and the
+payload holds ``chunk_id``, ``text`` and the chunk metadata as plain payload keys
+(``source``, ``page``, ``chunk_index``, ``content_hash``, ``embedder``, ``doc_id``
+and user metadata), so Qdrant's own filters and tools see them. The index's state
+lives in a small side collection ``<collection>-akasha-state``.
+
+An existing collection is used after checking its width and the embedder its
+points record; points written by other tools (LangChain's ``page_content`` +
+``metadata`` payloads) are read too. A collection in another distance is
+re-scored by cosine. YAML keys: ``collection`` (astromesh), ``url``
+(http://localhost:6333; ``":memory:"`` runs in-process), ``api_key``. Needs the
+``qdrant`` extra.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import math
+import threading
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
-from akasha.errors import MissingExtraError
-from akasha.stores.base import Filters, SyncStore, doc_id_of
+from akasha.embeddings.base import normalize_rows
+from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
+from akasha.stores.base import BaseStore, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.retry import Retry
 from akasha.types import Chunk
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+STATE_SUFFIX = "-akasha-state"
+_RESERVED = frozenset({"chunk_id", "text"})
 
 
 def point_id(chunk_id: str) -> str:
@@ -28,132 +49,370 @@ def _import_qdrant() -> Any:
     try:
         import qdrant_client
     except ImportError:
-        raise MissingExtraError("qdrant-client", "qdrant", "vector_store backend 'qdrant'") from None
+        raise MissingExtraError("qdrant-client", "qdrant", "the Qdrant store") from None
     return qdrant_client
 
 
-class QdrantStore(SyncStore):
-    """Chunks as Qdrant points; filters become payload conditions on ``metadata.<key>``."""
+def _json_native(value: Any) -> bool:
+    """A value a Qdrant payload keeps as it is (JSON: scalars, None, lists, string-keyed dicts)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_json_native(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_native(v) for k, v in value.items())
+    return False
 
-    name = "qdrant"
 
-    def __init__(self, dimension: int, collection: str = "astromesh", url: str = "http://localhost:6333", api_key: str | None = None) -> None:
+def _is_auth_error(exc: BaseException) -> bool:
+    return getattr(exc, "status_code", None) in (401, 403) or "unauthorized" in str(exc).lower()
+
+
+def _chunk(point: Any) -> Chunk:
+    payload = dict(point.payload or {})
+    if "chunk_id" in payload:
+        chunk_id, text = str(payload.pop("chunk_id")), str(payload.pop("text", "") or "")
+        nested = payload.get("metadata")
+        if isinstance(nested, dict) and set(payload) <= {"doc_id", "metadata"}:  # the previous release's payload
+            return Chunk(chunk_id, text, dict(nested))
+        return Chunk(chunk_id, text, metadata_from_flat(payload))
+    # Written by another tool: LangChain keeps page_content + metadata.
+    text = next((payload[k] for k in ("page_content", "text", "document") if isinstance(payload.get(k), str)), "")
+    nested = payload.get("metadata")
+    meta = dict(nested) if isinstance(nested, dict) else {
+        k: v for k, v in payload.items() if k not in ("page_content", "text", "document")}
+    return Chunk(str(point.id), text, meta)
+
+
+def _as_uuid(value: str) -> str | None:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
+
+
+class QdrantStore(BaseStore):
+    """Chunks as Qdrant points (cosine distance, payload = text + flat metadata)."""
+
+    def __init__(
+        self,
+        dimension: int | None = None,
+        collection: str = "astromesh",
+        url: str | None = "http://localhost:6333",
+        api_key: str | None = None,
+        *,
+        path: str | Path | None = None,
+        client: Any = None,
+        embedder: str | None = None,
+        retry: Retry | None = None,
+        display: str | None = None,
+        lazy: bool = False,
+    ) -> None:
         _import_qdrant()
         from qdrant_client import models
 
         self._models = models
-        self.dimension = int(dimension)
         self.collection = collection
-        self._url, self._api_key = url, api_key
-        self._client: Any = None
-        self._ready = False
-        if url == ":memory:":
-            self._ensure()
+        self.dimension = int(dimension) if dimension else None
+        self.embedder = None
+        self._expected = embedder
+        self._url, self._api_key, self._path = url, api_key, path
+        self._server = client is None and path is None and url not in (None, ":memory:")
+        if path is not None:
+            self.name = display or f"qdrant:{Path(path).expanduser()}/{collection}"
+        elif self._server:
+            self.name = display or f"qdrant:{url}/{collection}"
+        else:
+            self.name = display or f"qdrant:memory/{collection}"
+        self.retry = retry or Retry()
+        self._lock = threading.RLock()
+        self._client = client
+        self._opened = False
+        self._exists = False
+        self._vector_name: str | None = None
+        self._cosine = True
+        self._state_ready = False
+        if not lazy:
+            self._open()
 
+    # ----------------------------------------------------------- connection
     @property
     def client(self) -> Any:
-        """The Qdrant client, created on first use (a remote server is not contacted at build)."""
+        """The Qdrant client, created on first use."""
         if self._client is None:
             import qdrant_client
 
-            if self._url == ":memory:":
+            if self._path is not None:
+                self._client = qdrant_client.QdrantClient(path=str(Path(self._path).expanduser()))
+            elif not self._server:
                 self._client = qdrant_client.QdrantClient(location=":memory:")
             else:
                 self._client = qdrant_client.QdrantClient(url=self._url, api_key=self._api_key)
         return self._client
 
-    def _ensure(self) -> None:
-        """Create the collection with cosine distance on first use if it does not exist."""
-        if self._ready:
-            return
-        models = self._models
-        if not self.client.collection_exists(self.collection):
-            self.client.create_collection(
-                collection_name=self.collection,
-                vectors_config=models.VectorParams(size=self.dimension, distance=models.Distance.COSINE),
-            )
-        self._ready = True
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run one client call; a server's calls are retried (bounded) and auth errors named."""
+        if not self._server:
+            with self._lock:
+                return fn()
+        import httpx
+        from qdrant_client.http.exceptions import ResponseHandlingException
 
-    def _filter(self, filters: Filters | None) -> Any:
+        def attempt() -> T:
+            with self._lock:
+                return fn()
+
+        return self.retry.run(attempt, server=f"the Qdrant server {self.name}", what=what,
+                              transient=(httpx.TransportError, ConnectionError, ResponseHandlingException),
+                              auth=_is_auth_error, hint="Pass the API key: token=..., qdrant://:KEY@host:port/"
+                              "collection or $QDRANT_API_KEY")
+
+    def _open(self) -> None:
+        """Check an existing collection (width, distance, recorded embedder), or create one when the width is known."""
+        if self._opened:
+            return
+        self._opened = True
+        if self._call("opening the collection", lambda: self.client.collection_exists(self.collection)):
+            self._exists = True
+            self._inspect()
+        elif self.dimension is not None:
+            self._create(self.dimension)
+
+    def _ready(self) -> bool:
+        """True when the collection exists (opening it first, for a store built lazily)."""
+        self._open()
+        return self._exists
+
+    def _inspect(self) -> None:
+        m = self._models
+        info = self._call("reading the collection", lambda: self.client.get_collection(self.collection))
+        vectors = info.config.params.vectors
+        if isinstance(vectors, dict):
+            if len(vectors) != 1:
+                raise ConfigError(f"Qdrant collection {self.collection!r} ({self.name}) has several named vectors "
+                                  f"({', '.join(sorted(vectors))}); akasha uses collections with one vector")
+            self._vector_name, vectors = next(iter(vectors.items()))
+        width = int(vectors.size)
+        self._cosine = vectors.distance == m.Distance.COSINE
+        if self.dimension is not None and width != self.dimension:
+            raise IndexMismatchError(
+                f"Qdrant collection {self.collection!r} ({self.name}) holds {width}-dimensional vectors, not "
+                f"{self.dimension}-dimensional ones; use the embedder it was built with, or name another collection")
+        self.dimension = width
+        points, _ = self._call("reading the collection", lambda: self.client.scroll(
+            self.collection, limit=1, with_payload=["embedder"], with_vectors=False,
+            scroll_filter=m.Filter(must_not=[m.IsEmptyCondition(is_empty=m.PayloadField(key="embedder"))])))
+        recorded = (points[0].payload or {}).get("embedder") if points else None
+        if recorded and self._expected and recorded != self._expected:
+            raise IndexMismatchError(
+                f"Qdrant collection {self.collection!r} ({self.name}) holds vectors of {recorded!r}, not "
+                f"{self._expected!r}; open it with that embedder, or name another collection for this one")
+        self.embedder = str(recorded) if recorded else None
+        if not self._cosine:
+            log.info("Qdrant collection %s uses %s distance: akasha re-scores its candidates by cosine",
+                     self.collection, vectors.distance)
+
+    def _create(self, dimension: int) -> None:
+        m = self._models
+        self._call("creating the collection", lambda: self.client.create_collection(
+            collection_name=self.collection, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE)))
+        if self._server:  # payload indexes (local mode has none and would warn)
+            for key in ("doc_id", "content_hash", "embedder", "source"):
+                self._call("indexing the payload", lambda key=key: self.client.create_payload_index(
+                    self.collection, field_name=key, field_schema=m.PayloadSchemaType.KEYWORD))
+        self._exists = True
+        self.dimension = dimension
+
+    # --------------------------------------------------------------- helpers
+    def _vector(self, row: np.ndarray) -> Any:
+        values = row.tolist()
+        return {self._vector_name: values} if self._vector_name else values
+
+    def _row(self, point: Any) -> np.ndarray:
+        vector = point.vector
+        if isinstance(vector, dict):
+            vector = vector.get(self._vector_name or "", next(iter(vector.values())))
+        return np.asarray(vector, dtype=np.float32)
+
+    def _condition(self, key: str, value: Any) -> Any:
+        m = self._models
+        if isinstance(value, float) and not isinstance(value, bool):
+            return m.FieldCondition(key=key, range=m.Range(gte=value, lte=value))
+        return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+
+    def _filter(self, filters: dict[str, Any] | None) -> Any:
         if not filters:
             return None
+        return self._models.Filter(must=[self._condition(k, v) for k, v in filters.items()])
+
+    def _point_ids(self, ids: list[str]) -> dict[str, str]:
+        """Point id -> chunk id; a chunk id that is itself a UUID may also be a point of another tool."""
+        out = {point_id(i): i for i in ids}
+        for i in ids:
+            raw = _as_uuid(i)
+            if raw is not None:
+                out.setdefault(raw, i)
+        return out
+
+    def _retrieve(self, ids: list[str], *, payload: bool) -> dict[str, Any]:
+        """Chunk id -> point, for the points that exist."""
+        if not self._ready():
+            return {}
+        wanted = self._point_ids(ids)
+        points = self._call("reading points", lambda: self.client.retrieve(
+            self.collection, ids=list(wanted), with_payload=payload))
+        found: dict[str, Any] = {}
+        for point in points:
+            chunk_id = wanted.get(str(point.id))
+            if chunk_id is not None:
+                found.setdefault(chunk_id, point)
+        return found
+
+    def _scroll(self, flt: Any, *, vectors: bool, payload: Any, batch: int = 1000) -> Iterator[Any]:
+        offset = None
+        while True:
+            points, offset = self._call("reading points", lambda: self.client.scroll(
+                self.collection, scroll_filter=flt, limit=batch, offset=offset, with_payload=payload,
+                with_vectors=[self._vector_name] if (vectors and self._vector_name) else vectors))
+            yield from points
+            if offset is None:
+                return
+
+    # --------------------------------------------------------------- records
+    def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
+        self._open()
+        if not self._ready():
+            self._create(int(matrix.shape[1]))
         m = self._models
-        must = [
-            m.FieldCondition(key="doc_id" if key == "doc_id" else f"metadata.{key}", match=m.MatchValue(value=value))
-            for key, value in filters.items()
+        points = [
+            m.PointStruct(id=point_id(c.id), vector=self._vector(row),
+                          payload={"chunk_id": c.id, "text": c.text,
+                                   **flat_metadata(c, keep=_json_native, reserved=_RESERVED)})
+            for c, row in zip(chunks, matrix, strict=True)
         ]
-        return m.Filter(must=must)
+        for start in range(0, len(points), 512):
+            part = points[start : start + 512]
+            self._call(f"writing {len(part)} chunks", lambda: self.client.upsert(self.collection, points=part,
+                                                                                  wait=True))
 
-    def _doc_filter(self, doc_ids: Sequence[str]) -> Any:
-        m = self._models
-        return m.Filter(must=[m.FieldCondition(key="doc_id", match=m.MatchAny(any=list(doc_ids)))])
+    def _remove(self, ids: list[str]) -> int:
+        found = self._retrieve(ids, payload=False)
+        if found:
+            m = self._models
+            selector = m.PointIdsList(points=[p.id for p in found.values()])
+            self._call(f"deleting {len(found)} chunks", lambda: self.client.delete(
+                self.collection, points_selector=selector, wait=True))
+        return len(found)
 
-    def _replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        self._ensure()
+    def _fetch(self, ids: list[str]) -> list[Chunk]:
+        found = self._retrieve(ids, payload=True)
+        return [_chunk(found[i]) for i in ids if i in found]
+
+    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        if not self._ready():
+            return {}
         m = self._models
-        new_ids = [point_id(c.id) for c in chunks]
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), 1000):
+            must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=hashes[start : start + 1000]))]
+            if self.embedder != embedder:
+                must.append(m.FieldCondition(key="embedder", match=m.MatchValue(value=embedder)))
+            for point in self._scroll(m.Filter(must=must), vectors=True, payload=["content_hash"]):
+                out.setdefault(str(point.payload["content_hash"]), self._row(point))
+        return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
+
+    def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        if not self._ready():
+            return []
+        if filters and not scalar_filters(filters):
+            return self._nearest_by_scan(query, k, filters)
+        limit = k if self._cosine else max(4 * k, k + 32)
+        response = self._call("searching", lambda: self.client.query_points(
+            self.collection, query=query.tolist(), using=self._vector_name, limit=limit,
+            query_filter=self._filter(filters), with_payload=True, with_vectors=not self._cosine))
+        points = response.points
+        if self._cosine:
+            return [(_chunk(p), float(p.score)) for p in points]
+        if not points:
+            return []
+        cos = normalize_rows(np.stack([self._row(p) for p in points])) @ query
+        order = sorted(range(len(points)), key=lambda j: (-cos[j], j))[:k]
+        return [(_chunk(points[j]), float(cos[j])) for j in order]
+
+    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        if not self._ready():
+            return
+        chunks: list[Chunk] = []
+        rows: list[np.ndarray] = []
+        for point in self._scroll(None, vectors=True, payload=True, batch=batch):
+            chunks.append(_chunk(point))
+            rows.append(self._row(point))
+            if len(chunks) == batch:
+                yield chunks, normalize_rows(np.stack(rows))
+                chunks, rows = [], []
         if chunks:
-            # New version first (one request, applied as a whole); then the stale points.
-            points = [
-                m.PointStruct(
-                    id=pid,
-                    vector=row.tolist(),
-                    payload={"chunk_id": c.id, "doc_id": doc_id_of(c), "text": c.text, "metadata": dict(c.metadata)},
-                )
-                for pid, c, row in zip(new_ids, chunks, vectors, strict=True)
-            ]
-            self.client.upsert(collection_name=self.collection, points=points, wait=True)
-        stale = self._doc_filter(doc_ids)
-        if new_ids:
-            stale = m.Filter(must=stale.must, must_not=[m.HasIdCondition(has_id=new_ids)])
-        self.client.delete(collection_name=self.collection, points_selector=m.FilterSelector(filter=stale), wait=True)
+            yield chunks, normalize_rows(np.stack(rows))
 
-    def _delete(self, doc_ids: Sequence[str]) -> int:
-        self._ensure()
+    def _ids_of_documents(self, doc_ids: list[str]) -> list[str]:
+        if not self._ready():
+            return []
         m = self._models
-        flt = self._doc_filter(doc_ids)
-        count = self.client.count(collection_name=self.collection, count_filter=flt, exact=True).count
-        self.client.delete(collection_name=self.collection, points_selector=m.FilterSelector(filter=flt), wait=True)
-        return int(count)
-
-    @staticmethod
-    def _chunk(payload: dict[str, Any]) -> Chunk:
-        return Chunk(id=payload["chunk_id"], text=payload.get("text", ""), metadata=dict(payload.get("metadata") or {}))
-
-    def _search(self, vector: np.ndarray, k: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
-        self._ensure()
-        response = self.client.query_points(
-            collection_name=self.collection,
-            query=vector.tolist(),
-            limit=k,
-            query_filter=self._filter(filters),
-            with_payload=True,
-        )
-        return [(self._chunk(p.payload), float(p.score)) for p in response.points]
-
-    def _get(self, ids: Sequence[str]) -> list[Chunk]:
-        self._ensure()
-        points = self.client.retrieve(collection_name=self.collection, ids=[point_id(i) for i in ids], with_payload=True)
-        found = {p.payload["chunk_id"]: self._chunk(p.payload) for p in points}
-        return [found[i] for i in ids if i in found]
+        found: dict[str, None] = {}
+        for start in range(0, len(doc_ids), 1000):
+            flt = m.Filter(must=[m.FieldCondition(key="doc_id", match=m.MatchAny(any=doc_ids[start : start + 1000]))])
+            for point in self._scroll(flt, vectors=False, payload=["chunk_id"]):
+                found[str((point.payload or {}).get("chunk_id", point.id))] = None
+        # Points written by other tools carry no doc_id: an id without '#' is its own document.
+        plain = [d for d in doc_ids if "#" not in d]
+        if plain:
+            found.update(dict.fromkeys(self._retrieve(plain, payload=False)))
+        return list(found)
 
     def _count(self) -> int:
-        self._ensure()
-        return int(self.client.count(collection_name=self.collection, exact=True).count)
+        if not self._ready():
+            return 0
+        return int(self._call("counting points", lambda: self.client.count(self.collection, exact=True)).count)
 
-    async def aclose(self) -> None:
+    # ------------------------------------------------------------- the state
+    def _state_name(self) -> str:
+        return f"{self.collection}{STATE_SUFFIX}"
+
+    def _load_state(self, key: str) -> dict[str, Any] | None:
+        name = self._state_name()
+        if not self._state_ready and not self._call("reading the index state",
+                                                    lambda: self.client.collection_exists(name)):
+            return None
+        self._state_ready = True
+        points = self._call("reading the index state", lambda: self.client.retrieve(
+            name, ids=[point_id(f"akasha-state:{key}")], with_payload=True))
+        return json.loads(points[0].payload["state"]) if points else None
+
+    def _save_state(self, key: str, state: dict[str, Any]) -> None:
+        m = self._models
+        name = self._state_name()
+        if not self._state_ready:
+            if not self._call("opening the state collection", lambda: self.client.collection_exists(name)):
+                self._call("creating the state collection", lambda: self.client.create_collection(
+                    collection_name=name, vectors_config=m.VectorParams(size=1, distance=m.Distance.DOT)))
+            self._state_ready = True
+        point = m.PointStruct(id=point_id(f"akasha-state:{key}"), vector=[1.0],
+                              payload={"key": key, "state": json.dumps(state, ensure_ascii=False)})
+        self._call("committing the index state", lambda: self.client.upsert(name, points=[point], wait=True))
+
+    def close(self) -> None:
+        """Close the client (an in-process folder is released for other clients)."""
         if self._client is not None:
             self._client.close()
+            self._client = None
 
 
 def make_qdrant_store(config: dict[str, Any], context: Any) -> QdrantStore:
-    """Registry factory for ``backend: qdrant``; the vector size is the embedding dimension."""
-    return QdrantStore(
-        dimension=context.dimension,
-        collection=str(config.get("collection") or "astromesh"),
-        url=str(config.get("url") or "http://localhost:6333"),
-        api_key=config.get("api_key"),
-    )
+    """Registry factory for ``backend: qdrant``; the vector size is the embedding dimension (no network at build)."""
+    url = str(config.get("url") or "http://localhost:6333")
+    return QdrantStore(dimension=context.dimension, collection=str(config.get("collection") or "astromesh"),
+                       url=url, api_key=config.get("api_key"), lazy=url != ":memory:")
 
 
 __all__ = ["QdrantStore", "make_qdrant_store", "point_id"]

@@ -35,7 +35,7 @@ import numpy as np
 
 from akasha.errors import IndexLockError, IndexMismatchError, MissingExtraError
 from akasha.index.backends.base import LocalStatCache, Retry
-from akasha.index.servers import ServerURL
+from akasha.stores.urls import ServerURL
 
 log = logging.getLogger(__name__)
 _BATCH = 5000

@@ -1,0 +1,169 @@
+"""``vector_store=`` URLs: which store on which server, and opening it as a :class:`~akasha.stores.base.Store`.
+
+Known forms (see docs/servers.md):
+
+* ``chroma://host:port/collection`` - a Chroma server over HTTP (``chromas://`` for
+  HTTPS); the token comes from ``token=``, ``chroma://:TOKEN@host:port/...`` or
+  ``$CHROMA_AUTH_TOKEN`` (sent as ``Authorization: Bearer``; add
+  ``?header=x-chroma-token`` to send ``X-Chroma-Token`` instead). Query options:
+  ``tenant``, ``database``, ``header``.
+* ``postgresql://user:pass@host:port/db?table=name`` (or ``postgres://``) - PostgreSQL
+  with pgvector via psycopg 3. ``table`` (default ``akasha``) names the chunk table;
+  the other query options (``sslmode``, ``host=/socket/dir`` ...) go to libpq
+  unchanged, as do ``$PGPASSWORD`` and ``~/.pgpass``.
+* ``qdrant://host:port/collection`` - a Qdrant server (``qdrants://`` for HTTPS, port
+  6333 by default); the API key comes from ``token=``, ``qdrant://:KEY@host/...`` or
+  ``$QDRANT_API_KEY``.
+
+Every message shows the URL through :func:`~akasha.stores.redact.redact_url`
+(no password, token or secret query value), computed before any parsing that can
+fail. Nothing here touches the network until :func:`open_store` is called.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+from akasha.errors import ConfigError
+from akasha.stores.redact import redact_url, userinfo_end
+
+SCHEMES: tuple[str, ...] = ("chroma", "chromas", "postgresql", "postgres", "qdrant", "qdrants")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
+_QDRANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
+_EXAMPLES = ("chroma://host:port/collection, postgresql://user:pass@host:port/db?table=name or "
+             "qdrant://host:port/collection")
+
+
+@dataclass(frozen=True)
+class ServerURL:
+    """A parsed ``vector_store`` URL. ``display`` is safe to log (no password or token); so is its repr."""
+
+    kind: str  # "chroma", "postgresql" or "qdrant"
+    display: str
+    host: str = ""
+    port: int | None = None
+    name: str = ""  # Chroma/Qdrant collection or PostgreSQL table
+    ssl: bool = False
+    token: str | None = field(default=None, repr=False)
+    dsn: str = field(default="", repr=False)  # PostgreSQL: the libpq URI without akasha's own options
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def parse_vector_store(url: str) -> ServerURL:
+    """Parse and check a ``vector_store`` URL; ConfigError says what is wrong and what is expected."""
+    shown = redact_url(url) if isinstance(url, str) else type(url).__name__
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigError(f"vector_store {shown!r} is not a server URL; use {_EXAMPLES}")
+    scheme, _, rest = url.strip().partition("://")
+    scheme = scheme.lower()
+    if scheme not in SCHEMES:
+        raise ConfigError(f"unknown vector_store scheme {scheme!r} in {shown}; known: "
+                          f"{', '.join(s + '://' for s in SCHEMES)}")
+    # The user info first, by hand: a password may hold '/', '?' or '@', which urlsplit misreads.
+    at = userinfo_end(rest)
+    userinfo, rest = (rest[:at], rest[at + 1 :]) if at >= 0 else ("", rest)
+    user, colon, password = userinfo.partition(":")
+    try:
+        parts = urlsplit(f"{scheme}://{rest}")
+        hostname, port = parts.hostname, parts.port
+    except ValueError:
+        raise ConfigError(f"vector_store {shown} is not a valid URL (check the host and port); use {_EXAMPLES}"
+                          ) from None
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    login = (unquote(user), unquote(password) if colon else None) if at >= 0 else None
+    if scheme.startswith("chroma"):
+        return _parse_chroma(parts, scheme, hostname, port, login, options, shown)
+    if scheme.startswith("qdrant"):
+        return _parse_qdrant(parts, scheme, hostname, port, login, options, shown)
+    return _parse_postgres(parts, hostname, port, login, options, shown)
+
+
+def _token(login: tuple[str, str | None] | None) -> str | None:
+    if login is None:
+        return None
+    return login[1] or login[0] or None
+
+
+def _parse_chroma(parts: Any, scheme: str, hostname: str | None, port: int | None,
+                  login: tuple[str, str | None] | None, options: dict[str, str], shown: str) -> ServerURL:
+    name = unquote(parts.path.strip("/"))
+    if not hostname:
+        raise ConfigError(f"vector_store {shown} names no host; use chroma://host:port/collection")
+    if not _NAME.match(name):
+        raise ConfigError(f"vector_store {shown} needs a collection name of 3-512 characters from "
+                          "[A-Za-z0-9._-] after the port, e.g. chroma://localhost:8000/team-docs")
+    unknown = set(options) - {"tenant", "database", "header"}
+    if unknown:
+        raise ConfigError(f"vector_store {shown}: unknown option(s) {', '.join(sorted(unknown))}; "
+                          "known: tenant, database, header")
+    return ServerURL("chroma", shown, host=hostname, port=port or (443 if scheme == "chromas" else 8000), name=name,
+                     ssl=scheme == "chromas", token=_token(login), options=options)
+
+
+def _parse_qdrant(parts: Any, scheme: str, hostname: str | None, port: int | None,
+                  login: tuple[str, str | None] | None, options: dict[str, str], shown: str) -> ServerURL:
+    name = unquote(parts.path.strip("/"))
+    if not hostname:
+        raise ConfigError(f"vector_store {shown} names no host; use qdrant://host:port/collection")
+    if not _QDRANT_NAME.match(name):
+        raise ConfigError(f"vector_store {shown} needs a collection name of 1-255 characters from "
+                          "[A-Za-z0-9._-] after the port, e.g. qdrant://localhost:6333/team-docs")
+    if options:
+        raise ConfigError(f"vector_store {shown}: unknown option(s) {', '.join(sorted(options))}; qdrant:// takes "
+                          "none (pass the API key as qdrant://:KEY@host:port/collection or token=...)")
+    return ServerURL("qdrant", shown, host=hostname, port=port or 6333, name=name, ssl=scheme == "qdrants",
+                     token=_token(login), options=options)
+
+
+def _parse_postgres(parts: Any, hostname: str | None, port: int | None, login: tuple[str, str | None] | None,
+                    options: dict[str, str], shown: str) -> ServerURL:
+    table = options.pop("table", "akasha")
+    if not _TABLE.match(table):
+        raise ConfigError(f"vector_store {shown}: table {table!r} must be a plain SQL identifier of at most "
+                          "40 characters (letters, digits, underscores, not starting with a digit)")
+    netloc = parts.netloc
+    if login is not None:
+        user, password = login
+        creds = quote(user, safe="") + ("" if password is None else ":" + quote(password, safe=""))
+        netloc = f"{creds}@{netloc}"
+    dsn = urlunsplit(("postgresql", netloc, parts.path, urlencode(options), ""))
+    return ServerURL("postgresql", shown, host=hostname or options.get("host", ""), port=port,
+                     name=table.lower(), dsn=dsn, options=options)
+
+
+def open_store(url: str, *, token: str | None = None, retry: Any = None, **options: Any) -> Any:
+    """Connect to the store at ``url`` and return it as a :class:`~akasha.stores.base.Store`.
+
+    ``token`` overrides the URL's (and ``$CHROMA_AUTH_TOKEN`` / ``$QDRANT_API_KEY``);
+    ``retry`` is a :class:`~akasha.stores.retry.Retry`; other ``options`` go to the
+    store (``embedder=`` and ``dimension=`` check an existing collection). Raises
+    ConfigError for a bad URL, MissingExtraError for a missing client library,
+    ServerUnavailableError / ServerAuthError when the server cannot be used and
+    IndexMismatchError when the collection holds another embedder's vectors.
+    """
+    spec = parse_vector_store(url)
+    if spec.kind == "chroma":
+        from akasha.stores.chroma import ChromaStore
+
+        chosen = token or spec.token or os.environ.get("CHROMA_AUTH_TOKEN") or None
+        return ChromaStore(spec.name, host=spec.host, port=int(spec.port or 8000), ssl=spec.ssl, token=chosen,
+                           header=spec.options.get("header"), tenant=spec.options.get("tenant"),
+                           database=spec.options.get("database"), retry=retry, display=spec.display, **options)
+    if spec.kind == "qdrant":
+        from akasha.stores.qdrant import QdrantStore
+
+        chosen = token or spec.token or os.environ.get("QDRANT_API_KEY") or None
+        address = f"{'https' if spec.ssl else 'http'}://{spec.host}:{spec.port}"
+        return QdrantStore(collection=spec.name, url=address, api_key=chosen, retry=retry, display=spec.display,
+                           **options)
+    from akasha.stores.pgvector import PgVectorStore
+
+    return PgVectorStore(table=spec.name, dsn=spec.dsn, retry=retry, display=spec.display, **options)
+
+
+__all__ = ["SCHEMES", "ServerURL", "open_store", "parse_vector_store", "redact_url"]
