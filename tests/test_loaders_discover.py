@@ -100,11 +100,15 @@ def test_symlink_loops_end_and_each_folder_is_listed_once(tmp_path: Path):
     assert [p.name for p in found] == ["a.txt", "b.txt"]
 
 
-def test_symlinked_folder_outside_the_tree_is_followed(tmp_path: Path):
+def test_symlinked_folder_outside_the_tree_is_followed_only_when_asked(tmp_path: Path, monkeypatch):
     write(tmp_path / "elsewhere" / "shared.md", b"x")
     write(tmp_path / "docs" / "own.md", b"x")
     (tmp_path / "docs" / "linked").symlink_to(tmp_path / "elsewhere")
-    assert discover(tmp_path / "docs") == [tmp_path / "docs" / "linked" / "shared.md", tmp_path / "docs" / "own.md"]
+    assert discover(tmp_path / "docs") == [tmp_path / "docs" / "own.md"]
+    both = [tmp_path / "docs" / "linked" / "shared.md", tmp_path / "docs" / "own.md"]
+    assert discover(tmp_path / "docs", follow_links=True) == both
+    monkeypatch.setenv("AKASHA_FOLLOW_EXTERNAL_LINKS", "1")
+    assert discover(tmp_path / "docs") == both
 
 
 def test_empty_folder_gives_empty_list(tmp_path: Path):

@@ -4,8 +4,16 @@ Order is stable: list order is kept and each folder is walked depth-first with
 its entries sorted by name, so the same folder always yields the same list.
 Hidden files and folders (names starting with ``.``) and the ``exclude``
 folders (the index's own cache) are skipped; files with an extension no loader
-handles are skipped with one log line each. Symlinked folders are followed,
-but each real folder is visited once, so symlink loops end.
+handles are skipped with one log line each.
+
+Symbolic links stay inside the folder: a link (to a file or a folder) whose
+target lies outside the data_source folder is not followed, with one warning
+per link naming it, unless ``follow_links=True`` or the environment variable
+``AKASHA_FOLLOW_EXTERNAL_LINKS=1`` says so. (A file or folder named explicitly
+in data_source is read wherever it points: the caller chose it.) A link to
+something inside the folder never doubles it: each real file is listed once,
+under its own path when that path is also in the tree, and each real folder is
+walked once, so symlink loops end.
 
 Entries with a supported extension that are not regular files (a FIFO, a
 broken or looping symlink) are still listed: loading them raises a
@@ -17,68 +25,151 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from akasha.errors import SourceNotFoundError
+from akasha.errors import ConfigError, SourceNotFoundError
 
 logger = logging.getLogger(__name__)
+
+#: Environment variable that lets links leave the data_source folder (``1``/``true``).
+FOLLOW_LINKS_VARIABLE = "AKASHA_FOLLOW_EXTERNAL_LINKS"
+_warned_links: set[str] = set()  # links already warned about in this process
 
 #: File extensions (lower case, with the dot) that have a loader.
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset({".txt", ".md", ".pdf", ".docx", ".csv", ".html", ".htm"})
 
 
-def _sources(data_source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Path]:
+def _sources(data_source: object) -> list[Path]:
     if isinstance(data_source, (str, os.PathLike)):
-        return [Path(data_source)]
-    return [Path(item) for item in data_source]
+        items: list[object] = [data_source]
+    elif isinstance(data_source, (bytes, bytearray, dict)) or not isinstance(data_source, Iterable):
+        raise ConfigError(
+            f"data_source must be a folder or file path (str or Path) or a list of them, got "
+            f"{type(data_source).__name__} {_short(data_source)}"
+        )
+    else:
+        items = list(data_source)
+    for number, item in enumerate(items):
+        if not isinstance(item, (str, os.PathLike)) or not os.fspath(item):
+            raise ConfigError(
+                f"data_source item {number} must be a non-empty folder or file path (str or Path), got "
+                f"{type(item).__name__} {_short(item)}"
+            )
+    return [Path(item) for item in items]  # type: ignore[arg-type]
 
 
-def _walk(folder: Path, excluded: set[str], visited: set[str], out: list[Path]) -> None:
-    real = os.path.realpath(folder)
-    if real in visited:
-        logger.debug("%s: already visited (symlink loop or duplicate link); skipped", folder)
-        return
-    visited.add(real)
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda entry: entry.name)
-    except OSError as exc:
-        logger.warning("%s: cannot list folder (%s); skipped", folder, exc.strerror or exc)
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        path = folder / entry.name
+def _short(value: object) -> str:
+    import reprlib
+
+    shortener = reprlib.Repr()  # Python 3.11 has no keyword arguments here
+    shortener.maxstring = shortener.maxother = 60
+    return shortener.repr(value)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _outside(link: Path, target: str, root: str) -> None:
+    key = str(link)
+    if key not in _warned_links:
+        _warned_links.add(key)
+        logger.warning(
+            "%s: symbolic link to %s, outside the data folder %s; not followed (set %s=1 or pass "
+            "follow_links=True to follow links that leave the folder)", link, target, root, FOLLOW_LINKS_VARIABLE,
+        )
+
+
+class _Walk:
+    """One discover() pass: the files found (with their real paths) and the folders seen."""
+
+    def __init__(self, excluded: set[str], follow: bool) -> None:
+        self.excluded = excluded
+        self.follow = follow
+        self.visited: set[str] = set()
+        self.found: list[tuple[Path, str, bool]] = []  # (path, real path, reached through a link)
+        self.deferred: list[tuple[Path, str]] = []  # links to folders inside the root: walked last
+
+    def folder(self, folder: Path, root: str, via_link: bool) -> None:
+        real = os.path.realpath(folder)
+        if real in self.visited:
+            logger.debug("%s: already visited (symlink loop or duplicate link); skipped", folder)
+            return
+        self.visited.add(real)
         try:
-            is_dir = entry.is_dir()  # follows symlinks; False for broken or looping links
-        except OSError:
-            is_dir = False
-        if is_dir:
-            if os.path.realpath(path) in excluded:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda entry: entry.name)
+        except OSError as exc:
+            logger.warning("%s: cannot list folder (%s); skipped", folder, exc.strerror or exc)
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
                 continue
-            _walk(path, excluded, visited, out)
-        elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
-            out.append(path)
-        else:
-            logger.info("%s: unsupported file type %r; skipped", path, path.suffix or "(none)")
+            path = folder / entry.name
+            try:
+                link = entry.is_symlink()
+            except OSError:
+                link = False
+            target = os.path.realpath(path) if link else ""
+            if link and not _within(target, root) and not self.follow:
+                _outside(path, target, root)
+                continue
+            try:
+                is_dir = entry.is_dir()  # follows symlinks; False for broken or looping links
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if os.path.realpath(path) in self.excluded:
+                    continue
+                if link and _within(target, root):
+                    self.deferred.append((path, root))  # its target is (probably) walked on its own
+                    continue
+                self.folder(path, root, via_link or link)
+            elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
+                self.found.append((path, os.path.realpath(path), via_link or link))
+            else:
+                logger.info("%s: unsupported file type %r; skipped", path, path.suffix or "(none)")
+
+    def finish_deferred(self) -> None:
+        """Walk links to folders inside the root whose targets the walk never reached (hidden ones)."""
+        while self.deferred:
+            path, root = self.deferred.pop(0)
+            self.folder(path, root, True)
+
+    def unique(self) -> list[Path]:
+        """Each real file once: under a path without links when there is one, else its first path."""
+        best: dict[str, tuple[int, Path, bool]] = {}
+        for order, (path, real, via_link) in enumerate(self.found):
+            known = best.get(real)
+            if known is None or (known[2] and not via_link):
+                best[real] = (order if known is None else known[0], path, via_link)
+        return [path for _order, path, _link in sorted(best.values(), key=lambda item: item[0])]
 
 
 def discover(
     data_source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     exclude: Sequence[str | os.PathLike[str]] = (),
+    follow_links: bool | None = None,
 ) -> list[Path]:
     """List the loadable files of ``data_source`` as absolute paths in a stable order.
 
+    ``follow_links``: follow symbolic links whose target lies outside the data
+    folder (default: the ``AKASHA_FOLLOW_EXTERNAL_LINKS`` environment variable, else no).
     Raises :class:`~akasha.errors.SourceNotFoundError` naming the first path
-    that does not exist. A file named explicitly is listed even when hidden,
-    unless its extension is unsupported (then it is skipped with a log line).
+    that does not exist, and :class:`~akasha.errors.ConfigError` when
+    ``data_source`` is not a path or a list of paths, or is one of the
+    ``exclude`` folders (an index whose cache folder is the data folder). A file
+    named explicitly is listed even when hidden, unless its extension is
+    unsupported (then it is skipped with a log line).
     """
+    sources = _sources(data_source)
+    if follow_links is None:
+        follow_links = os.environ.get(FOLLOW_LINKS_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
     excluded = {os.path.realpath(p) for p in exclude}
-    visited: set[str] = set()
-    found: list[Path] = []
-    for source in _sources(data_source):
+    walk = _Walk(excluded, follow_links)
+    for source in sources:
         path = Path(os.path.abspath(source.expanduser()))
         if not path.exists():
             raise SourceNotFoundError(
@@ -86,16 +177,17 @@ def discover(
                 "check the path or the current working directory"
             )
         if path.is_dir():
-            if os.path.realpath(path) not in excluded:
-                _walk(path, excluded, visited, found)
+            real = os.path.realpath(path)
+            if real in excluded:
+                raise ConfigError(
+                    f"data_source {str(source)!r} is the index's own cache folder (cache_dir): akasha keeps its "
+                    "database and snapshots there and does not index them; pass a different cache_dir "
+                    "(the default, or a folder outside the documents)"
+                )
+            walk.folder(path, real, False)
         elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
-            found.append(path)
+            walk.found.append((path, os.path.realpath(path), False))
         else:
             logger.info("%s: unsupported file type %r; skipped", path, path.suffix or "(none)")
-    seen: set[Path] = set()
-    unique = []
-    for path in found:
-        if path not in seen:
-            seen.add(path)
-            unique.append(path)
-    return unique
+    walk.finish_deferred()
+    return walk.unique()
