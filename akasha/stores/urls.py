@@ -51,7 +51,7 @@ class ServerURL:
     ssl: bool = False
     token: str | None = field(default=None, repr=False)
     dsn: str = field(default="", repr=False)  # PostgreSQL: the libpq URI without akasha's own options
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict, repr=False)  # libpq options may hold secrets
 
 
 def parse_vector_store(url: str) -> ServerURL:
