@@ -21,10 +21,13 @@ def write_corpus(folder: Path) -> None:
 
 
 def chroma_collection(cache: Path):
-    from akasha.index.chroma import _client
+    """The collection as a plain chromadb client sees it (no akasha code involved)."""
+    import chromadb
 
-    client = _client(cache / "chroma")
-    (collection,) = client.list_collections()
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(cache / "chroma"), settings=Settings(anonymized_telemetry=False))
+    (collection,) = [c for c in client.list_collections() if not (c if isinstance(c, str) else c.name).endswith("state")]
     return client.get_collection(collection if isinstance(collection, str) else collection.name)
 
 
@@ -35,8 +38,12 @@ def test_chroma_store_mirrors_the_corpus_with_model_metadata(tmp_path):
     report = index.sync(docs)
     collection = chroma_collection(cache)
     meta = collection.metadata
-    assert meta["embedding_model"] == "hash" and meta["hnsw:space"] == "cosine"
-    assert meta["chunk_size"] == 120 and meta["chunk_overlap"] == 0
+    assert meta["embedding_model"] == "hash"
+    assert collection.configuration_json["hnsw"]["space"] == "cosine"
+    sample = collection.get(limit=3, include=["documents", "metadatas"])
+    assert all(doc for doc in sample["documents"])  # the chunk text is the record's document
+    assert {m["source"] for m in sample["metadatas"]} <= {str(p) for p in docs.iterdir()}
+    assert all(m["embedder"] == "hash" and len(m["content_hash"]) == 64 for m in sample["metadatas"])
     assert collection.count() == report.chunks == len(index.chunks)
     (docs / "deserts.txt").unlink()
     index.sync(docs)
@@ -66,4 +73,4 @@ def test_memory_chroma_store(tmp_path):
     write_corpus(docs)
     index = CorpusIndex(HashEmbedder(), chunk_size=120, cache_dir=":memory:", store="chroma")
     index.sync(docs)
-    assert index._chroma.count() == len(index.chunks)
+    assert index._link.store.count() == len(index.chunks)

@@ -8,7 +8,6 @@ import pytest
 
 from akasha import cli
 from akasha.embeddings.hash import HashEmbedder
-from akasha.errors import ConfigError
 from akasha.index import CorpusIndex
 
 
@@ -97,11 +96,19 @@ def test_undoing_an_edit_after_prune_embeds_again(docs, tmp_path):
     assert index.sync(docs).embedded > 0
 
 
-def test_prune_refuses_a_server_index(tmp_path):
-    index = _index(tmp_path / "cache")
-    index._shared = object()  # what vector_store= sets
-    with pytest.raises(ConfigError, match="local indexes"):
-        index.prune()
+def test_prune_with_an_external_store_keeps_the_store_in_step(tmp_path, docs):
+    from akasha.stores.memory import MemoryStore
+
+    store = MemoryStore()
+    index = CorpusIndex(HashEmbedder(), chunk_size=120, chunk_overlap=0, cache_dir=tmp_path / "cache", store=store)
+    index.sync(docs)
+    (docs / "f0.txt").write_text("replaced text about the cooling tower " * 5)
+    index.sync(docs)
+    report = index.prune()
+    assert report.file_versions == 1
+    assert store.count() == len(index)  # the store already dropped the old version's records at sync
+    again = CorpusIndex(HashEmbedder(), chunk_size=120, chunk_overlap=0, cache_dir=tmp_path / "cache", store=store)
+    assert again.sync(docs).embedded == 0
 
 
 def test_cli_index_prune(docs, tmp_path, capsys, monkeypatch):

@@ -12,12 +12,11 @@ from typing import Any
 from akasha.index.corpus import STORES, CorpusIndex, PruneReport, SyncReport
 from akasha.index.paths import MEMORY, default_cache_dir
 
-__all__ = ["MEMORY", "STORES", "CorpusIndex", "ChromaIndex", "PruneReport", "SyncReport", "default_cache_dir",
-           "open_chroma_index"]
+__all__ = ["MEMORY", "STORES", "CorpusIndex", "PruneReport", "SyncReport", "default_cache_dir", "open_chroma_index"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("open_chroma_index", "ChromaIndex"):
+    if name == "open_chroma_index":
         from akasha.index import chroma
 
         return getattr(chroma, name)

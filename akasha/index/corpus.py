@@ -25,6 +25,7 @@ call resumes from the committed vectors. Writers hold a file lock.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -32,7 +33,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.loaders.limits import limit_changed
-from akasha.index.store_link import StoreLink
+from akasha.index.store_link import StoreDense, StoreLink
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
@@ -155,8 +156,8 @@ class CorpusIndex:
 
             raise ConfigError("chunker needs split_documents(documents) and a settings_key string naming its "
                               "settings (chunks are cached under it)")
-        self._shared: Any = None  # a shared-index backend (vector_store=), see akasha.index.backends
-        self._server_knn = False
+        options = dict(vector_store_options or {})
+        self._server_knn = bool(options.pop("server_knn", False))
         self.vector_store: str | None = None
         self.embedder = embedder
         self.chunk_size = chunk_size
@@ -175,6 +176,9 @@ class CorpusIndex:
         self._state_key: str | None = None  # the corpus state held in memory
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
         self._source: str | None = None  # the source key of the corpus in memory
+        self._server_dense: StoreDense | None = None
+        self._link: StoreLink | None = None  # the external store, when there is one (set below)
+        self._store_behind = False  # the external store lacks records of the in-memory corpus
         self._progress: bool | None = False  # the current sync's progress setting
         self._warned: set[tuple[str, str]] = set()
         if cache_dir is not None and str(cache_dir) == MEMORY:
@@ -188,24 +192,21 @@ class CorpusIndex:
                 raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
-        if vector_store is not None:
-            from akasha.index.backends.shared import attach
+        try:
+            if vector_store is not None:
+                from akasha.stores.urls import open_store
 
-            try:
-                attach(self, vector_store, **dict(vector_store_options or {}))
-            except BaseException:
-                self._manifest.close()
-                raise
-        self._link: StoreLink | None = None
-        self._store_behind = False  # the external store lacks records of the in-memory corpus
+                external_store = open_store(vector_store, embedder=embedder.name, **options)
+                self.vector_store = external_store.name
+            elif store == "chroma":
+                from akasha.index.chroma import mirror_collection
+
+                external_store = mirror_collection(self.cache_dir, embedder.name, chunk_size, overlap)
+        except BaseException:
+            self._manifest.close()
+            raise
         if external_store is not None:
             self._link = StoreLink(external_store, embedder.name, self.namespace)
-        self._chroma = None
-        if store == "chroma":  # (moves onto akasha.stores.chroma with the store contract)
-            from akasha.index.chroma import ChromaMirror
-
-            where = self.cache_dir / "chroma" if self.cache_dir is not None else None
-            self._chroma = ChromaMirror(where, embedder.name, {"chunk_size": chunk_size, "chunk_overlap": overlap})
 
     # ---------------------------------------------------------------- public
     @property
@@ -237,11 +238,7 @@ class CorpusIndex:
         if self._state_key is None:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
         vector = None if search_type == "bm25" else self.embedder.embed_query(query)
-        dense: Any = self._dense
-        if self._shared is not None and search_type in ("knn", "auto", "hybrid"):
-            from akasha.index.backends.shared import server_dense
-
-            dense = server_dense(self)  # the server's HNSW index answers the dense half
+        dense = self._store_dense() if search_type in ("knn", "auto", "hybrid") else self._dense
         return search(query, vector, k, search_type, bm25=self._bm25, dense=dense,
                       chunks=self._chunks, settings=self.search_settings)
 
@@ -398,12 +395,7 @@ class CorpusIndex:
         if k <= 0 or not self.restore():
             return []
         vector = self.embedder.embed_query(query) if isinstance(query, str) else query
-        dense: Any = self._dense
-        if self._shared is not None and self._server_knn:
-            from akasha.index.backends.shared import server_dense
-
-            dense = server_dense(self)
-        pairs = dense.search(np.asarray(vector, dtype=np.float32), len(self._chunks) if filters else k)
+        pairs = self._store_dense().search(np.asarray(vector, dtype=np.float32), len(self._chunks) if filters else k)
         return self._filtered(pairs, k, filters)
 
     def bm25_search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[tuple[Chunk, float]]:
@@ -411,6 +403,15 @@ class CorpusIndex:
         if k <= 0 or not self.restore():
             return []
         return self._filtered(self._bm25.search(query, len(self._chunks) if filters else k), k, filters)
+
+    def _store_dense(self) -> Any:
+        """The dense index searches use: the store's ANN index with ``server_knn``, else the exact local one."""
+        if self._link is None or not self._server_knn:
+            return self._dense
+        cached = self._server_dense
+        if cached is None or cached.local is not self._dense or cached.chunks is not self._chunks:
+            self._server_dense = cached = StoreDense(self._link.store, self._dense, self._chunks)
+        return cached
 
     def _filtered(self, pairs: Sequence[tuple[str, float]], k: int, filters: Mapping[str, Any] | None
                   ) -> list[tuple[Chunk, float]]:
@@ -434,13 +435,9 @@ class CorpusIndex:
         source, embedder or chunk settings): older file versions, their chunks,
         vectors of texts that no kept chunk has, stat-cache rows of vanished paths
         and unused snapshots. ``vacuum=True`` then gives the space back to the file
-        system. Takes the write lock. Local indexes only: a server index
-        (``vector_store=``) raises ConfigError.
+        system. Takes the write lock. An external store needs no pruning: every sync
+        already removes the records of edited and deleted files from it.
         """
-        if self._shared is not None:
-            from akasha.errors import ConfigError
-
-            raise ConfigError("prune() works on local indexes; a server index (vector_store=) is pruned on its server")
         report = PruneReport()
         with self._write_lock():
             report.bytes_before = self._database_bytes()
@@ -465,15 +462,11 @@ class CorpusIndex:
     # -------------------------------------------------------------- internals
     def _write_lock(self) -> Any:
         if self.cache_dir is None:
-            import contextlib
-
             lock: Any = contextlib.nullcontext()
         else:
             lock = IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
-        if self._shared is not None:  # writers on every machine: the server's lock too
-            from akasha.index.backends.shared import shared_write_lock
-
-            return shared_write_lock(lock, self._shared, self.lock_timeout)
+        if self._link is not None:  # writers on every machine sharing the store: its lock too
+            return _both(lock, self._link.store.lock(self.lock_timeout))
         return lock
 
     def _sync_locked(self, data_source: DataSource, paths: list[Path], progress: bool | None) -> SyncReport:
@@ -670,8 +663,6 @@ class CorpusIndex:
                 to_store = [c for c in new_chunks.values() if c.doc_id in changed]
         vectors = self._vectors_for(added if not to_store else list({c.id: c for c in added + to_store}.values()),
                                     report)  # may raise: nothing changed yet
-        if self._chroma is not None:
-            self._chroma.apply(added, [vectors[c.metadata["content_hash"]] for c in added], set(new_chunks))
         if self._link is not None:  # may raise too: the next sync re-applies the same difference
             touched = {c.doc_id for c in to_store} | {p for p in (stored_before or {}) if p not in files}
             self._link.publish(to_store, vectors, sorted(touched), keep=set(new_chunks))
@@ -770,6 +761,13 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True
+
+
+@contextlib.contextmanager
+def _both(first: Any, second: Any) -> Iterator[None]:
+    """Hold two locks: this machine's cache folder lock, then the shared store's."""
+    with first, second:
+        yield
 
 
 def _embedding_bar(total: int, progress: bool | None) -> Any:
