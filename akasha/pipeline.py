@@ -1,41 +1,79 @@
-"""The ingest and query pipelines behind a RAGPipeline spec (and usable behind the facade).
+"""One pipeline of stages over the content-keyed index: what every door runs.
 
-Ingest: documents -> chunk -> embed -> vector store (+ BM25 when the pattern uses
-it), replacing every earlier chunk of each document. Query: transform ->
-retrieve (vector, bm25) -> fuse -> rerank -> context, one trace entry per stage.
+``akasha.RAG``, a ``kind: RAGPipeline`` file, ``akasha ask`` and ``akasha eval``
+all get a :class:`Pipeline` from :mod:`akasha.assemble`; none keeps an engine of
+its own.
 
-The pipeline is async (``await ingest(...)``, ``await query(...)``); the
-``*_sync`` twins run the same coroutines on a private event-loop thread, so they
-work in scripts and inside notebooks that already run a loop.
+Ingest goes into the :class:`~akasha.index.CorpusIndex`: :meth:`Pipeline.ingest`
+(documents: ``index.add_documents``), :meth:`Pipeline.delete`
+(``index.delete_documents``) and :meth:`Pipeline.ingest_source` (a folder or
+files: ``index.sync``). Which files and documents were seen, what changed and what
+must be embedded is the index's business, so a restart embeds nothing and a
+retry after a failure resumes from what committed.
+
+A question runs the stages, each one entry in the trace (:mod:`akasha.trace`)::
+
+    [index] -> transform -> retrieve -> fuse -> rerank -> (context | pack -> generate)
+
+* transform: the pattern's rewrites (``multi_query``, ``hyde``); self-ask is a
+  transform of its own on this API (:mod:`akasha.selfask`);
+* retrieve: ``index.vector_search`` / ``index.bm25_search`` for a YAML pattern, or
+  ``index.search(search_type)`` for the facade's search types (fusion inside);
+* fuse: RRF or weighted fusion of several lists;
+* rerank: the one validated complete-ordering contract of :mod:`akasha.rerank`
+  (invalid JSON, omitted or duplicate ids raise ValueError before any trimming);
+* pack and generate: the answer under ``max_input_tokens`` (:attr:`Pipeline.generation`).
+
+The core is synchronous (the index, rerankers and models are); the ``async``
+methods run it in a worker thread, and the ``*_sync`` names are the plain calls,
+which also work inside a running event loop (notebooks). Reads and writes of one
+index are serialised by one re-entrant lock per index (:func:`index_lock`), so
+threads and tasks sharing a pipeline, or a ``RAG`` answering from several folders,
+never see another call's corpus half-way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import inspect
-import json
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-from akasha.chunking.recursive import document_id
-from akasha.embeddings.base import Embedder, as_matrix
-from akasha.errors import MissingExtraError, StageError
-from akasha.fs import atomic_write
+from akasha.errors import ConfigError, EmptySourceError, StageError, StreamInterruptedError
+from akasha.llm.base import ChatModel, GenerationOptions, Message
+from akasha.packing import PackResult, pack
+from akasha.prompts import mentions_sources, sources_line, system_message
 from akasha.retrieval.fusion import rrf, weighted
-from akasha.retrieval.patterns import Pattern
-from akasha.stores.base import Filters, VectorStore, doc_id_of, matches
+from akasha.retrieval.patterns import IndexSearch, Pattern
+from akasha.trace import Timer, Trace, describe, keeps_type
 from akasha.types import Chunk, Document, Hit, QueryResult
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
+Filters = Mapping[str, Any]
+DataSource = str | Path | Sequence[str | Path]
+
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def index_lock(index: Any) -> threading.RLock:
+    """The re-entrant lock that serialises reads and writes of ``index`` in this process."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(index)
+        if lock is None:
+            lock = _LOCKS[index] = threading.RLock()
+        return lock
 
 
 def as_document(item: Any) -> Document:
@@ -63,34 +101,101 @@ def check_k(k: object) -> int:
     return int(k)
 
 
-def write_json_atomically(path: Path, data: Any) -> None:
-    """Write ``data`` as UTF-8 JSON so that ``path`` holds either the old file or the whole new one."""
-    encoded = json.dumps(data, ensure_ascii=False).encode("utf-8")
-    atomic_write(path, lambda handle: handle.write(encoded))
+def describe_source(data_source: DataSource) -> str:
+    """A short description of a data source for trace entries and messages."""
+    if isinstance(data_source, (str, Path)):
+        return str(data_source)
+    return f"{len(list(data_source))} paths"
 
 
-class _Timer:
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
+# ----------------------------------------------------------------- answering
+@dataclass
+class Generation:
+    """How the answer is written: the chat model and the prompt budget.
+
+    ``model`` is the model spec (a name, callable or object); ``resolve`` turns it
+    into a :class:`~akasha.llm.base.ChatModel` on first use, so a pipeline that
+    only retrieves never builds a model.
+    """
+
+    model: Any
+    resolve: Any = None
+    max_input_tokens: int = 3000
+    system_prompt: str | None = None
+    language: str | None = "en"
+    max_output_tokens: int | None = 1024
+    temperature: float = 0.0
 
     @property
-    def ms(self) -> float:
-        return round((time.perf_counter() - self.start) * 1000.0, 3)
+    def chat_model(self) -> ChatModel:
+        """The answer model (built on first use through ``resolve``)."""
+        if self.resolve is not None:
+            return self.resolve(self.model)
+        if hasattr(self.model, "generate"):
+            return self.model
+        from akasha.llm import resolve_chat_model
+
+        return resolve_chat_model(self.model)
+
+    @property
+    def options(self) -> GenerationOptions:
+        return GenerationOptions(max_output_tokens=self.max_output_tokens, temperature=float(self.temperature))
+
+    def counter(self) -> Any:
+        """The token counter of the answer model."""
+        from akasha.tokens import counter_for
+
+        return counter_for(self.model)
 
 
+@dataclass
+class Answer:
+    """Everything one answering call produced; ``akasha.RAG`` publishes it as ``rag.docs``, ``rag.trace`` ...
+
+    ``docs`` are the hits that reached the model (after reranking and packing),
+    ``messages`` what was sent, ``response`` the answer (it grows while a stream is
+    consumed), ``sync`` the index's report when the call indexed a data source,
+    ``followups`` self-ask's follow-up questions and answers, ``error`` the
+    exception that ended a failed call.
+    """
+
+    question: str
+    trace: Trace = field(default_factory=Trace)
+    docs: list[Hit] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    prompt_tokens: int = 0
+    doc_tokens: int = 0
+    response: str = ""
+    response_tokens: int = 0
+    followups: list[dict[str, Any]] = field(default_factory=list)
+    sync: Any = None
+    error: BaseException | None = None
+    started: float = field(default_factory=time.time)
+    finished: bool = False
+
+    def set_packed(self, packed: PackResult) -> None:
+        self.docs = list(packed.hits)
+        self.messages = packed.messages
+        self.prompt_tokens = packed.prompt_tokens
+        self.doc_tokens = packed.doc_tokens
+
+
+# ------------------------------------------------------------------ pipeline
 class Pipeline:
-    """A built RAGPipeline: ``await ingest(docs)`` and ``await query(q, k)``.
+    """Ingest into a content-keyed index and answer questions from it, as a list of stages.
 
-    Usually made by :func:`akasha.spec.build`; the constructor takes the built
-    components so tests and the facade can assemble one directly.
+    Usually made by :mod:`akasha.assemble` (``akasha.spec.build`` for a YAML file,
+    ``akasha.RAG`` for its options). ``pattern`` decides the queries, retrievers
+    and fusion (a YAML ``retrieval.pattern``, or an
+    :class:`~akasha.retrieval.patterns.IndexSearch` for a facade ``search_type``);
+    ``reranker`` is an :mod:`akasha.rerank` reranker (complete ordering, validated);
+    ``generation`` is needed only to answer.
     """
 
     def __init__(
         self,
+        index: Any,
         *,
-        splitter: Any,
-        embedder: Embedder,
-        store: VectorStore,
         pattern: Pattern,
         name: str = "pipeline",
         reranker: Any = None,
@@ -98,137 +203,204 @@ class Pipeline:
         top_k: int = 5,
         candidates: int | None = None,
         similarity_threshold: float | None = None,
-        bm25: Any = None,
-        bm25_path: str | Path | None = None,
         llm: Any = None,
+        generation: Generation | None = None,
+        store: Any = None,
+        splitter: Any = None,
         dimension: int | None = None,
+        syncs_source: bool = True,
     ) -> None:
+        self.index = index
         self.name = name
-        self.splitter = splitter
-        self.embedder = embedder
-        self.store = store
         self.pattern = pattern
         self.reranker = reranker
         self.rerank_top_k = rerank_top_k
         self.top_k = check_k(top_k)
         self.candidates = None if candidates is None else check_k(candidates)
         self.similarity_threshold = similarity_threshold
-        self.bm25 = bm25
-        self.bm25_path = Path(bm25_path) if bm25_path else None
         self.llm = llm
+        self.generation = generation
+        self.store = store
+        self.splitter = splitter
         self.dimension = dimension
-        self._bm25_docs: dict[str, list[str]] = {}
-        self._sources: dict[str, tuple[str, list[str]]] = {}  # path -> (sha256 of bytes, document ids)
-        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
-        if bm25 is not None:
-            for chunk_id in bm25.ids:
-                self._bm25_docs.setdefault(chunk_id.rsplit("#", 1)[0], []).append(chunk_id)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._loop_lock = threading.Lock()
+        #: False when ``data_source`` names existing stores to search (``use_chroma``), not files to index.
+        self.syncs_source = syncs_source
+        self._loaded = False
 
     def __repr__(self) -> str:
         return (
-            f"Pipeline(name={self.name!r}, pattern={self.pattern.name!r}, store={getattr(self.store, 'name', '?')!r}, "
+            f"Pipeline(name={self.name!r}, pattern={self.pattern.name!r}, "
+            f"store={getattr(self.store, 'name', 'local') if self.store is not None else 'local'!r}, "
             f"embedder={getattr(self.embedder, 'name', '?')!r})"
         )
 
+    @property
+    def embedder(self) -> Any:
+        """The index's embedder (documents and questions)."""
+        return getattr(self.index, "embedder", None)
+
+    def derive(self, **changes: Any) -> Pipeline:
+        """A copy sharing the index (and its lock) with some settings changed, e.g. one call's generation."""
+        unknown = sorted(k for k in changes if not hasattr(self, k) or k.startswith("_"))
+        if unknown:
+            raise TypeError(f"unknown pipeline setting(s) {', '.join(unknown)}")
+        clone = copy.copy(self)
+        for key, value in changes.items():
+            setattr(clone, key, value)
+        return clone
+
+    def locked(self) -> threading.RLock:
+        """The index's lock: hold it for a sequence of reads that must see one corpus (see :func:`index_lock`)."""
+        return index_lock(self.index)
+
+    @property
+    def chat_model(self) -> ChatModel:
+        """The answer model of :attr:`generation` (ConfigError when the pipeline only retrieves)."""
+        return self._generation().chat_model
+
+    def _generation(self) -> Generation:
+        if self.generation is None:
+            raise ConfigError(
+                f"pipeline {self.name!r} has no answer model; build it with one (akasha.RAG, or "
+                "akasha.assemble.from_spec(spec, model=...)) to pack and generate"
+            )
+        return self.generation
+
     # ----------------------------------------------------------------- ingest
-    async def ingest(self, documents: Iterable[Any]) -> int:
-        """Chunk, embed and index ``documents``; returns the number of chunks written.
+    def ingest_sync(self, documents: Iterable[Any] | Any) -> int:
+        """Chunk, embed and index ``documents``; returns how many chunks they have in the index.
 
         Re-ingesting a document (same ``id``, or same text when it has none)
-        replaces all its previous chunks; if any step fails, the index keeps the
-        previous version of every document in the call.
+        replaces all its previous chunks; unchanged documents are not embedded
+        again. If any step fails, the index keeps the previous version and the
+        error is raised by the trace's policy (an embedder's failure as StageError).
         """
         if isinstance(documents, (str, Document, Mapping)):
             documents = [documents]
-        docs: dict[str, Document] = {}
-        for item in documents:
-            doc = as_document(item)
-            key = document_id(doc)
-            if key in docs:
-                logger.warning("document %r appears twice in one ingest call; the last one wins", key)
-            docs[key] = doc
+        docs = [as_document(item) for item in documents]
         if not docs:
             return 0
-        async with self._write_lock():
-            return await self._ingest(docs)
+        from akasha.chunking import document_id
 
-    def _write_lock(self) -> asyncio.Lock:
-        """One writer at a time per event loop, so the store and BM25 never see interleaved versions."""
-        loop = asyncio.get_running_loop()
-        lock = self._locks.get(loop)
-        if lock is None:
-            lock = self._locks[loop] = asyncio.Lock()
-        return lock
+        ids = {document_id(doc) for doc in docs}
+        name = f"index({getattr(self.embedder, 'name', '?')})"
+        with self.locked(), Trace().stage("index", name, len(docs)) as entry:
+            report = self.index.add_documents(docs)
+            self._loaded = True
+            entry["out"] = getattr(report, "chunks", None)
+            return sum(1 for chunk in self.index.chunks if chunk.doc_id in ids)
 
-    async def _ingest(self, docs: dict[str, Document]) -> int:
-        doc_ids = list(docs)
-        try:
-            chunks = await asyncio.to_thread(self._split, list(docs.values()))
-        except Exception as exc:
-            raise StageError("chunk", getattr(self.splitter, "strategy", type(self.splitter).__name__), exc) from exc
-        try:
-            vectors = await self._embed_documents([c.text for c in chunks])
-        except Exception as exc:
-            raise StageError("embed", getattr(self.embedder, "name", "embedder"), exc) from exc
-        await self.store.replace(doc_ids, chunks, vectors)
-        await self._update_bm25(doc_ids, chunks)
-        logger.debug("ingested %d documents as %d chunks", len(docs), len(chunks))
-        return len(chunks)
+    def delete_sync(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents by id; returns how many chunks went."""
+        with self.locked():
+            return int(self.index.delete_documents(list(doc_ids)))
 
-    def _split(self, documents: list[Document]) -> list[Chunk]:
-        return list(self.splitter.split_documents(documents))
+    def sync(self, data_source: DataSource, *, trace: Trace | None = None, progress: bool | None = None) -> Any:
+        """Bring the index in line with the files of ``data_source`` (the ``index`` stage); returns the SyncReport.
 
-    async def _embed_documents(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
-        native = getattr(self.embedder, "aembed_documents", None)
-        parts = []
-        for start in range(0, len(texts), batch):
-            part = texts[start : start + batch]
-            if native is not None and inspect.iscoroutinefunction(native):
-                rows = await native(part)
-            else:
-                rows = await asyncio.to_thread(self.embedder.embed_documents, part)
-            parts.append(as_matrix(rows, len(part), self.embedder.name))
-        return np.concatenate(parts, axis=0)
+        Unchanged files cost nothing, an edited file re-embeds only its changed
+        chunks, a removed file leaves the index; FIFOs, dangling links and
+        unreadable files are skipped (and listed in the report). A file is marked
+        as indexed only once its vectors committed, so a retry after a failure
+        re-embeds exactly what is missing.
+        """
+        trace = Trace() if trace is None else trace
+        name = f"index({getattr(self.embedder, 'name', '?')})"
+        with self.locked(), trace.stage("index", name, describe_source(data_source)) as entry:
+            report = self.index.sync(data_source, progress=progress)
+            self._loaded = True
+            entry["out"] = getattr(report, "chunks", None)
+            entry["files"] = {"indexed": report.indexed, "unchanged": report.unchanged,
+                              "skipped": report.skipped, "removed": report.removed}
+            entry["embedded"] = getattr(report, "embedded", None)
+        return report
 
-    async def _update_bm25(self, doc_ids: Sequence[str], chunks: Sequence[Chunk]) -> None:
-        """Give ``doc_ids`` exactly ``chunks`` in the BM25 index (if any), then save it to ``bm25_path``."""
-        if self.bm25 is None:
+    def ingest_source_sync(self, data_source: DataSource) -> dict[str, int]:
+        """Index the files of ``data_source`` (see :meth:`sync`); returns counts.
+
+        ``files`` seen, ``ingested`` (new or changed), ``unchanged``, ``skipped``,
+        ``removed`` since the last call, ``embedded`` texts and ``chunks`` in the index.
+        """
+        report = self.sync(data_source)
+        return {
+            "files": report.indexed + report.unchanged + report.skipped,
+            "ingested": report.indexed,
+            "unchanged": report.unchanged,
+            "skipped": report.skipped,
+            "removed": report.removed,
+            "embedded": report.embedded,
+            "chunks": report.chunks,
+        }
+
+    def _ensure_corpus(self) -> None:
+        """Before the first read: the corpus this index committed last, else the store's records (a restart)."""
+        if self._loaded:
             return
-        self._bm25_replace(doc_ids, chunks)
-        if self.bm25_path is not None:
-            await asyncio.to_thread(write_json_atomically, self.bm25_path, self.bm25.to_json())
-
-    def _bm25_replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk]) -> None:
-        old = [cid for d in doc_ids for cid in self._bm25_docs.pop(d, [])]
-        if old:
-            self.bm25.remove(old)
-        if chunks:
-            self.bm25.add([c.id for c in chunks], [c.text for c in chunks])
-        for chunk in chunks:
-            self._bm25_docs.setdefault(doc_id_of(chunk), []).append(chunk.id)
-
-    async def delete(self, doc_ids: Sequence[str]) -> int:
-        """Remove documents by id from the vector store (and BM25); returns chunks removed."""
-        async with self._write_lock():
-            removed = await self.store.delete(list(doc_ids))
-            await self._update_bm25(list(doc_ids), [])
-        return removed
+        self._loaded = True
+        restore = getattr(self.index, "restore", None)
+        if restore is None or restore():
+            return
+        if self.store is not None and hasattr(self.index, "load_store"):
+            try:
+                self.index.load_store()
+            except EmptySourceError:
+                pass
 
     # ------------------------------------------------------------------ query
     def candidates_for(self, k: int) -> int:
         """Hits each retriever fetches: ``candidates`` (default top_k * 2), grown when k exceeds it."""
+        if isinstance(self.pattern, IndexSearch):
+            return k
         if self.candidates is not None:
             return max(self.candidates, k)
         return 2 * max(self.top_k, k)
 
-    async def query(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
-        """Retrieve the ``k`` best hits for ``query`` (default ``retrieval.top_k``).
+    def first_stage(
+        self,
+        question: str,
+        k: int | None = None,
+        *,
+        data_source: DataSource | None = None,
+        filters: Filters | None = None,
+        trace: Trace | None = None,
+        answer: Answer | None = None,
+    ) -> list[Hit]:
+        """Index ``data_source`` (when given), transform, retrieve and fuse: the candidates, best first.
+
+        Holds the index lock throughout, so the candidates come from this call's
+        corpus even while other threads index other folders. The index's report
+        goes to ``answer.sync`` when an ``answer`` is given.
+        """
+        k = self.top_k if k is None else check_k(k)
+        trace = Trace() if trace is None else trace
+        with self.locked():
+            if data_source is not None and self.syncs_source:
+                report = self.sync(data_source, trace=trace)
+                if answer is not None:
+                    answer.sync = report
+            elif self.syncs_source:
+                self._ensure_corpus()
+            queries = self._transform(question, trace)
+            candidates = self.candidates_for(k)
+            lists = self._retrieve(queries, candidates, filters, trace)
+            return self._fuse(lists, candidates, trace)
+
+    def second_stage(self, question: str, hits: list[Hit], k: int | None = None, *,
+                     trace: Trace | None = None) -> list[Hit]:
+        """Rerank (validated complete ordering, then the reranker's top_k) and keep the first ``k``."""
+        k = self.top_k if k is None else check_k(k)
+        trace = Trace() if trace is None else trace
+        return self._rerank(question, hits, k, trace)[:k]
+
+    def retrieve(self, data_source: DataSource | None, question: str, k: int | None = None, *,
+                 filters: Filters | None = None, trace: Trace | None = None) -> list[Hit]:
+        """Index ``data_source`` (None: use the index as it is) and return the ``k`` best hits for ``question``."""
+        trace = Trace() if trace is None else trace
+        hits = self.first_stage(question, k, data_source=data_source, filters=filters, trace=trace)
+        return self.second_stage(question, hits, k, trace=trace)
+
+    def query_sync(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
+        """Retrieve the ``k`` best hits for ``query`` (default ``retrieval.top_k``) with a per-stage trace.
 
         ``filters`` restricts hits to chunks whose metadata equals every given
         value (``doc_id`` matches the document id). An empty or blank query
@@ -239,252 +411,341 @@ class Pipeline:
             raise TypeError(f"query must be a string, got {type(query).__name__}")
         if not query.strip():
             return QueryResult(hits=[], trace=[])
-        trace: list[dict[str, Any]] = []
-        queries = await self._transform(query, trace)
-        candidates = self.candidates_for(k)
-        lists = await self._retrieve(queries, candidates, filters, trace)
-        hits = self._fuse(lists, candidates, trace)
-        hits = await self._rerank(query, hits, k, trace)
-        hits = hits[:k]
-        timer = _Timer()
+        trace = Trace()
+        hits = self.retrieve(None, query, k, filters=filters, trace=trace)
+        timer = Timer()
         result = QueryResult(hits=hits, trace=trace)
         context = result.context
-        trace.append({"stage": "context", "name": "join", "ms": timer.ms, "in": len(hits), "out": len(hits), "chars": len(context)})
+        trace.record("context", "join", len(hits), len(hits), timer.ms, chars=len(context))
         return result
 
-    async def _transform(self, query: str, trace: list[dict[str, Any]]) -> list[str]:
+    def search(self, question: str, k: int = 5) -> list[Hit]:
+        """The hits of :meth:`query_sync`."""
+        return self.query_sync(question, k=k).hits
+
+    def _transform(self, query: str, trace: Trace) -> list[str]:
         if not self.pattern.has_transform:
             return [query]
-        timer = _Timer()
-        entry: dict[str, Any] = {"stage": "transform", "name": self.pattern.name, "in": 1}
-        try:
-            queries = [q for q in await self.pattern.transform(query, self.llm) if isinstance(q, str) and q.strip()]
-        except Exception as exc:
-            trace.append({**entry, "ms": timer.ms, "out": 0, "error": f"{type(exc).__name__}: {exc}"})
-            raise StageError("transform", self.pattern.name, exc) from exc
-        queries = queries or [query]
-        trace.append({**entry, "ms": timer.ms, "out": len(queries)})
+        with trace.stage("transform", self.pattern.name, 1) as entry:
+            produced = self.pattern.transform(query, self.llm)
+            if inspect.isawaitable(produced):
+                from akasha.providers.sync_bridge import run_sync
+
+                produced = run_sync(produced)  # a plugin pattern with an async transform
+            queries = [q for q in produced if isinstance(q, str) and q.strip()] or [query]
+            entry["out"] = len(queries)
         return queries
 
-    async def _retrieve(
-        self, queries: list[str], candidates: int, filters: Filters | None, trace: list[dict[str, Any]]
-    ) -> list[tuple[str, list[tuple[Chunk, float]]]]:
+    def _retrieve(self, queries: list[str], candidates: int, filters: Filters | None,
+                  trace: Trace) -> list[tuple[str, list[Hit]]]:
+        """One ranked list per (retriever, query); a failing retriever is recorded, not raised, unless all fail."""
         jobs: list[tuple[str, str]] = []
         for retriever in self.pattern.retrievers:
             if retriever == "bm25":
                 jobs.append(("bm25", queries[0]))  # BM25 runs the user's words
             else:
                 jobs.extend((retriever, q) for q in queries)
-        lists: list[tuple[str, list[tuple[Chunk, float]]]] = []
+        lists: list[tuple[str, list[Hit]]] = []
         errors: list[tuple[str, BaseException]] = []
         for position, (retriever, text) in enumerate(jobs):
-            timer = _Timer()
-            entry: dict[str, Any] = {"stage": "retrieve", "name": retriever, "in": 1}
+            timer = Timer()
+            name = self.pattern.name if retriever == "index" else retriever
+            entry: dict[str, Any] = {"stage": "retrieve", "name": name, "in": candidates if retriever == "index" else 1}
             if len(queries) > 1 and retriever != "bm25":
                 entry["query"] = position
             try:
-                if retriever == "vector":
-                    ranked = await self._vector_search(text, candidates, filters)
-                elif retriever == "bm25":
-                    ranked = await self._bm25_search(text, candidates, filters)
-                else:
-                    raise ValueError(f"unknown retriever {retriever!r} (known: vector, bm25)")
-            except MissingExtraError:
-                raise  # an installation problem, not a failing retriever
+                ranked = self._run_retriever(retriever, text, candidates, filters)
             except Exception as exc:
-                logger.warning("retriever %s failed: %s", retriever, exc)
-                trace.append({**entry, "ms": timer.ms, "out": 0, "error": f"{type(exc).__name__}: {exc}"})
-                errors.append((retriever, exc))
+                if keeps_type(exc) and not isinstance(exc, StageError):
+                    trace.record(**_entry_args(entry, timer.ms, 0), error=describe(exc))
+                    raise  # a configuration or installation problem, not a failing retriever
+                logger.warning("retriever %s failed: %s", name, exc)
+                trace.record(**_entry_args(entry, timer.ms, 0), error=describe(exc))
+                errors.append((name, exc))
                 lists.append((retriever, []))
                 continue
-            trace.append({**entry, "ms": timer.ms, "out": len(ranked)})
+            trace.record(**_entry_args(entry, timer.ms, len(ranked)))
             lists.append((retriever, ranked))
         if errors and len(errors) == len(jobs):
             names = "+".join(dict.fromkeys(name for name, _ in errors))
             raise StageError("retrieve", names, errors[0][1]) from errors[0][1]
         return lists
 
-    async def _vector_search(self, text: str, candidates: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
-        native = getattr(self.embedder, "aembed_query", None)
-        if native is not None and inspect.iscoroutinefunction(native):
-            vector = await native(text)
-        else:
-            vector = await asyncio.to_thread(self.embedder.embed_query, text)
-        ranked = await self.store.search(np.asarray(vector, dtype=np.float32), candidates, filters)
-        if self.similarity_threshold is not None:
-            ranked = [(c, s) for c, s in ranked if s >= self.similarity_threshold]
-        return ranked
+    def _run_retriever(self, retriever: str, text: str, candidates: int, filters: Filters | None) -> list[Hit]:
+        if retriever == "index":
+            if filters:
+                raise ConfigError("filters need a YAML retrieval pattern (naive, hybrid ...), not a facade search_type")
+            search_type = getattr(self.pattern, "search_type", self.pattern.name)
+            return list(self.index.search(text, k=candidates, search_type=search_type))
+        if retriever == "vector":
+            ranked = self.index.vector_search(text, candidates, filters)
+            if self.similarity_threshold is not None:
+                ranked = [(c, s) for c, s in ranked if s >= self.similarity_threshold]
+            return [Hit(chunk=c, score=float(s), source="vector", details={"vector": float(s)}) for c, s in ranked]
+        if retriever == "bm25":
+            ranked = self.index.bm25_search(text, candidates, filters)
+            return [Hit(chunk=c, score=float(s), source="bm25", details={"bm25": float(s)}) for c, s in ranked]
+        raise ConfigError(f"unknown retriever {retriever!r} in pattern {self.pattern.name!r} (known: vector, bm25, index)")
 
-    async def _bm25_search(self, text: str, candidates: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
-        if self.bm25 is None or len(self.bm25) == 0:
-            return []
-        scored = self.bm25.search(text, candidates if not filters else max(candidates, len(self.bm25)))
-        chunks = {c.id: c for c in await self.store.get([cid for cid, _ in scored])}
-        ranked = []
-        for cid, score in scored:
-            chunk = chunks.get(cid)  # a BM25 entry the vector store no longer has is skipped
-            if chunk is not None and matches(chunk.metadata, doc_id_of(chunk), filters):
-                ranked.append((chunk, score))
-        return ranked[:candidates]
-
-    def _fuse(self, lists: list[tuple[str, list[tuple[Chunk, float]]]], candidates: int, trace: list[dict[str, Any]]) -> list[Hit]:
+    def _fuse(self, lists: list[tuple[str, list[Hit]]], candidates: int, trace: Trace) -> list[Hit]:
+        if len(lists) == 1 and (self.pattern.fusion == "none" or isinstance(self.pattern, IndexSearch)):
+            return list(lists[0][1])
         chunks: dict[str, Chunk] = {}
         found_by: dict[str, set[str]] = {}
         best: dict[str, dict[str, float]] = {}
         for retriever, ranked in lists:
-            for chunk, score in ranked:
-                chunks.setdefault(chunk.id, chunk)
-                found_by.setdefault(chunk.id, set()).add(retriever)
-                scores = best.setdefault(chunk.id, {})
-                scores[retriever] = max(score, scores.get(retriever, float("-inf")))
-
-        def hit(cid: str, score: float, extra: dict[str, float]) -> Hit:
-            return Hit(chunk=chunks[cid], score=float(score), source="+".join(sorted(found_by[cid])), details={**best[cid], **extra})
-
-        if self.pattern.fusion == "none" and len(lists) == 1:
-            return [hit(c.id, s, {}) for c, s in lists[0][1]]
-        timer = _Timer()
-        id_lists = [[(c.id, s) for c, s in ranked] for _, ranked in lists]
+            for hit in ranked:
+                chunks.setdefault(hit.chunk.id, hit.chunk)
+                found_by.setdefault(hit.chunk.id, set()).add(retriever)
+                scores = best.setdefault(hit.chunk.id, {})
+                scores[retriever] = max(hit.score, scores.get(retriever, float("-inf")))
+        timer = Timer()
+        id_lists = [[(hit.chunk.id, hit.score) for hit in ranked] for _, ranked in lists]
         if self.pattern.fusion == "weighted":
             fused, key = weighted(id_lists, list(self.pattern.weights or [1.0] * len(id_lists))), "fused"
         else:
             fused, key = rrf(id_lists), "rrf"
         fused = fused[:candidates]
-        name = "weighted" if key == "fused" else "rrf"
-        trace.append({"stage": "fuse", "name": name, "ms": timer.ms, "in": sum(len(x) for x in id_lists), "out": len(fused)})
-        return [hit(str(cid), score, {key: float(score)}) for cid, score in fused]
+        trace.record("fuse", "weighted" if key == "fused" else "rrf", sum(len(x) for x in id_lists), len(fused),
+                     timer.ms)
+        return [
+            Hit(chunk=chunks[str(cid)], score=float(score), source="+".join(sorted(found_by[str(cid)])),
+                details={**best[str(cid)], key: float(score)})
+            for cid, score in fused
+        ]
 
-    async def _rerank(self, query: str, hits: list[Hit], k: int, trace: list[dict[str, Any]]) -> list[Hit]:
-        if self.reranker is None:
+    def _rerank(self, question: str, hits: list[Hit], k: int, trace: Trace) -> list[Hit]:
+        if self.reranker is None or not hits:
             return hits
-        # reranking.top_k when set; else retrieval.top_k, grown to an explicit larger k.
+        from akasha.rerank import rerank
+
+        # The explicit reranker top_k when set; else retrieval.top_k, grown to an explicit larger k.
         top_k = self.rerank_top_k if self.rerank_top_k is not None else max(self.top_k, k)
-        name = getattr(self.reranker, "name", type(self.reranker).__name__)
-        timer = _Timer()
-        try:
-            arerank = getattr(self.reranker, "arerank", None)
-            if arerank is not None and inspect.iscoroutinefunction(arerank):
-                reranked = await arerank(query, hits, top_k)
-            else:
-                reranked = await asyncio.to_thread(self.reranker.rerank, query, hits, top_k)
-            reranked = list(reranked)[:top_k]
-        except Exception as exc:
-            trace.append({"stage": "rerank", "name": name, "ms": timer.ms, "in": len(hits), "out": 0, "error": f"{type(exc).__name__}: {exc}"})
-            raise StageError("rerank", name, exc) from exc
-        trace.append({"stage": "rerank", "name": name, "ms": timer.ms, "in": len(hits), "out": len(reranked)})
-        return reranked
+        name = str(getattr(self.reranker, "name", None) or type(self.reranker).__name__)
+        with trace.stage("rerank", name, len(hits)) as entry:
+            ranked = rerank(self.reranker, question, hits, top_k)
+            entry["out"] = len(ranked)
+        return ranked
 
-    # ------------------------------------------------ the facade's retriever seam
-    async def ingest_source(self, data_source: Any) -> dict[str, int]:
-        """Load the files of ``data_source`` (akasha.loaders) and ingest what changed.
+    # ----------------------------------------------------------------- answer
+    def pack(self, question: str, hits: Sequence[Hit], history: Sequence[object] | None = None, *,
+             trace: Trace | None = None) -> PackResult:
+        """Fit the system prompt, history, question and ``hits`` (in order) under ``max_input_tokens``."""
+        generation = self._generation()
+        trace = Trace() if trace is None else trace
+        with trace.stage("pack", f"max_input_tokens={generation.max_input_tokens}", len(hits)) as entry:
+            packed = pack(
+                system=system_message(generation.system_prompt, generation.language),
+                question=question,
+                hits=list(hits),
+                max_input_tokens=generation.max_input_tokens,
+                counter=generation.counter(),
+                history=history,
+            )
+            entry["out"] = len(packed.hits)
+            entry["tokens"] = packed.prompt_tokens
+        return packed
 
-        Unchanged files (same bytes as the last call on this pipeline) are skipped;
-        a changed file replaces its documents; a file that disappeared from the
-        source since the last call has its documents deleted. Unreadable files are
-        logged and skipped. Returns counts: files, ingested, unchanged, skipped, removed, chunks.
+    def prepare(self, question: str, *, data_source: DataSource | None = None,
+                history: Sequence[object] | None = None, trace: Trace | None = None,
+                answer: Answer | None = None) -> Answer:
+        """Everything before generation: index, retrieve, rerank, pack. Generate with :meth:`generate` or :meth:`stream`.
+
+        Fills ``answer`` when given (so a caller keeps the trace of a call that
+        fails part way), else a new :class:`Answer`; ``trace`` replaces its trace.
         """
-        import hashlib
+        answer = Answer(question) if answer is None else answer
+        if trace is not None:
+            answer.trace = trace
+        hits = self.first_stage(question, data_source=data_source, trace=answer.trace, answer=answer)
+        hits = self.second_stage(question, hits, trace=answer.trace)
+        answer.set_packed(self.pack(question, hits, history, trace=answer.trace))
+        return answer
 
-        from akasha.errors import LoaderError
-        from akasha.loaders import discover, load_file
+    def complete(self, messages: list[Message], *, trace: Trace | None = None, prompt_tokens: int | None = None) -> str:
+        """One answer-model call over ``messages`` (the ``generate`` stage), the text as the model wrote it."""
+        generation = self._generation()
+        model = generation.chat_model
+        trace = Trace() if trace is None else trace
+        with trace.stage("generate", model.name, prompt_tokens) as entry:
+            text = model.generate(messages, generation.options)
+            if not isinstance(text, str):
+                raise TypeError(f"the answer model {model.name!r} returned {type(text).__name__}, not a string")
+            entry["out"] = len(text)
+        return text
 
-        paths = await asyncio.to_thread(discover, data_source)
-        seen: set[str] = set()
-        documents: list[Document] = []
-        stale: list[str] = []
-        counts = {"files": len(paths), "ingested": 0, "unchanged": 0, "skipped": 0, "removed": 0, "chunks": 0}
-        for path in paths:
-            key = str(path)
-            seen.add(key)
-            data = await asyncio.to_thread(Path(path).read_bytes)
-            digest = hashlib.sha256(data).hexdigest()
-            previous = self._sources.get(key)
-            if previous is not None and previous[0] == digest:
-                counts["unchanged"] += 1
-                continue
-            try:
-                docs = await asyncio.to_thread(load_file, path, data)
-            except LoaderError as exc:
-                logger.warning("skipped %s: %s", path, exc.reason)
-                counts["skipped"] += 1
-                continue
-            ids = [document_id(d) for d in docs]
-            if previous is not None:
-                stale.extend(i for i in previous[1] if i not in ids)
-            self._sources[key] = (digest, ids)
-            documents.extend(docs)
-            counts["ingested"] += 1
-        for key in [k for k in self._sources if k not in seen]:
-            stale.extend(self._sources.pop(key)[1])
-            counts["removed"] += 1
-        if documents:
-            counts["chunks"] = await self.ingest(documents)
-        if stale:
-            await self.delete(stale)
-        return counts
+    def generate(self, answer: Answer) -> str:
+        """Write the answer for a prepared call; appends ``Sources: ...`` when the model named none."""
+        text = self.complete(answer.messages, trace=answer.trace, prompt_tokens=answer.prompt_tokens)
+        return self.finish(answer, with_sources(text, answer.docs))
 
-    async def aretrieve(self, data_source: Any, question: str, k: int = 5) -> list[Hit]:
-        """``ingest_source(data_source)`` (when given) then the hits for ``question``: the facade's retriever."""
-        if data_source is not None:
-            await self.ingest_source(data_source)
-        return await self.asearch(question, k)
+    async def agenerate(self, answer: Answer) -> str:
+        """:meth:`generate` with the provider's async client when it has one."""
+        generation = self._generation()
+        model = generation.chat_model
+        with answer.trace.stage("generate", model.name, answer.prompt_tokens) as entry:
+            if hasattr(model, "agenerate"):
+                text = await model.agenerate(answer.messages, generation.options)
+            else:
+                text = await asyncio.to_thread(model.generate, answer.messages, generation.options)
+            entry["out"] = len(text)
+        return self.finish(answer, with_sources(text, answer.docs))
 
-    def retrieve(self, data_source: Any, question: str, k: int = 5) -> list[Hit]:
-        """Synchronous :meth:`aretrieve`."""
-        return self._run(self.aretrieve(data_source, question, k))
+    def stream(self, answer: Answer) -> Iterator[str]:
+        """Yield the answer in pieces; ``answer.response`` grows as they are consumed.
 
-    def ingest_source_sync(self, data_source: Any) -> dict[str, int]:
-        """Synchronous twin of :meth:`ingest_source`."""
-        return self._run(self.ingest_source(data_source))
+        A model failing part way raises :class:`~akasha.errors.StreamInterruptedError`
+        (``partial`` holds what arrived) after recording the error in the trace.
+        """
+        generation = self._generation()
+        model = generation.chat_model
+        recorder = _StreamRecorder(answer, model.name)
+        try:
+            for piece in model.stream(answer.messages, generation.options):
+                if piece:
+                    recorder.add(piece)
+                    yield piece
+        except Exception as exc:
+            raise recorder.failed(exc) from exc
+        finally:
+            recorder.close()
+        if tail := recorder.sources_tail():
+            yield tail
+        self.finish(answer, answer.response)
+
+    async def astream(self, answer: Answer) -> AsyncIterator[str]:
+        """Async :meth:`stream` (the provider's async stream, or its sync stream in a worker thread)."""
+        generation = self._generation()
+        model = generation.chat_model
+        recorder = _StreamRecorder(answer, model.name)
+        try:
+            async for piece in _async_pieces(model, answer.messages, generation.options):
+                if piece:
+                    recorder.add(piece)
+                    yield piece
+        except Exception as exc:
+            raise recorder.failed(exc) from exc
+        finally:
+            recorder.close()
+        if tail := recorder.sources_tail():
+            yield tail
+        self.finish(answer, answer.response)
+
+    def finish(self, answer: Answer, text: str) -> str:
+        """Record the final answer and its token count on ``answer``; returns ``text``."""
+        answer.response = text
+        answer.response_tokens = self._generation().counter().count(text)
+        answer.finished = True
+        return text
+
+    def answer(self, question: str, data_source: DataSource | None = None,
+               history: Sequence[object] | None = None) -> Answer:
+        """Prepare and generate in one call; returns the :class:`Answer` (``.response`` is the text)."""
+        answer = self.prepare(question, data_source=data_source, history=history)
+        self.generate(answer)
+        return answer
+
+    # ----------------------------------------------------------------- async
+    async def ingest(self, documents: Iterable[Any] | Any) -> int:
+        """Async :meth:`ingest_sync`."""
+        return await asyncio.to_thread(self.ingest_sync, documents)
+
+    async def delete(self, doc_ids: Sequence[str]) -> int:
+        """Async :meth:`delete_sync`."""
+        return await asyncio.to_thread(self.delete_sync, doc_ids)
+
+    async def ingest_source(self, data_source: DataSource) -> dict[str, int]:
+        """Async :meth:`ingest_source_sync`."""
+        return await asyncio.to_thread(self.ingest_source_sync, data_source)
+
+    async def query(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
+        """Async :meth:`query_sync`."""
+        return await asyncio.to_thread(self.query_sync, query, k, filters=filters)
+
+    async def aretrieve(self, data_source: DataSource | None, question: str, k: int | None = None) -> list[Hit]:
+        """Async :meth:`retrieve`."""
+        return await asyncio.to_thread(self.retrieve, data_source, question, k)
 
     async def asearch(self, question: str, k: int = 5) -> list[Hit]:
-        """The hits of :meth:`query`: lets the pipeline serve as a retriever behind ``RAG``."""
+        """Async :meth:`search`."""
         return (await self.query(question, k=k)).hits
 
-    def search(self, question: str, k: int = 5) -> list[Hit]:
-        """Synchronous :meth:`asearch`."""
-        return self._run(self.asearch(question, k))
-
-    # --------------------------------------------------------- sync twins
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        with self._loop_lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name=f"akasha-pipeline-{self.name}", daemon=True)
-                thread.start()
-                self._loop, self._thread = loop, thread
-                # Stop the thread when the pipeline is garbage-collected without close().
-                self._finalizer = weakref.finalize(self, loop.call_soon_threadsafe, loop.stop)
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def ingest_sync(self, documents: Iterable[Any]) -> int:
-        """Synchronous twin of :meth:`ingest`."""
-        return self._run(self.ingest(documents))
-
-    def query_sync(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
-        """Synchronous twin of :meth:`query`."""
-        return self._run(self.query(query, k, filters=filters))
-
-    def delete_sync(self, doc_ids: Sequence[str]) -> int:
-        """Synchronous twin of :meth:`delete`."""
-        return self._run(self.delete(doc_ids))
+    # ----------------------------------------------------------------- close
+    def close(self) -> None:
+        """Release the index's database and the store's connections."""
+        with contextlib.suppress(Exception):
+            closer = getattr(self.index, "close", None)
+            if closer is not None:
+                closer()
+        closer = getattr(self.store, "close", None)
+        if closer is not None and not inspect.iscoroutinefunction(closer):
+            closer()
 
     async def aclose(self) -> None:
-        """Close store connections (pgvector, qdrant)."""
-        closer = getattr(self.store, "aclose", None)
-        if closer is not None:
-            await closer()
+        """Async :meth:`close`."""
+        await asyncio.to_thread(self.close)
+
+
+def _entry_args(entry: dict[str, Any], ms: float, out: int) -> dict[str, Any]:
+    extra = {k: v for k, v in entry.items() if k not in ("stage", "name", "in")}
+    return {"stage": entry["stage"], "name": entry["name"], "n_in": entry["in"], "out": out, "ms": ms, **extra}
+
+
+def with_sources(answer: str, docs: Sequence[Hit]) -> str:
+    """``answer`` plus ``Sources: ...`` when the model did not name any of its documents."""
+    if not docs or mentions_sources(answer, docs):
+        return answer
+    return f"{answer.rstrip()}\n\n{sources_line(docs)}"
+
+
+class _StreamRecorder:
+    """Bookkeeping shared by the sync and async streams: the trace entry and the growing response."""
+
+    def __init__(self, answer: Answer, model_name: str) -> None:
+        self.answer = answer
+        self.model_name = model_name
+        self.pieces: list[str] = []
+        self.entry = answer.trace.record("generate", model_name, answer.prompt_tokens, 0)
+        self.start = time.perf_counter()
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.answer.response = "".join(self.pieces)
+
+    def failed(self, exc: BaseException) -> BaseException:
+        """The error to raise for a stream that broke off (recorded in the trace)."""
+        self.entry["error"] = describe(exc)
+        if isinstance(exc, StreamInterruptedError) or (keeps_type(exc) and not isinstance(exc, StageError)):
+            return exc
+        return StreamInterruptedError(self.model_name, describe(exc), partial="".join(self.pieces))
+
+    def sources_tail(self) -> str:
+        """The text to append so the streamed answer names its sources ("" when it already does)."""
+        text = "".join(self.pieces)
+        docs = self.answer.docs
+        tail = "" if not docs or mentions_sources(text, docs) else f"\n\n{sources_line(docs)}"
+        self.answer.response = text + tail
+        return tail
 
     def close(self) -> None:
-        """Close store connections and stop the sync twins' event-loop thread."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._run(self.aclose())
-            self._finalizer.detach()
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._loop.close()
-            self._loop = None
+        self.entry["ms"] = round((time.perf_counter() - self.start) * 1000, 3)
+        self.entry["out"] = len(self.answer.response)
 
 
-__all__ = ["Pipeline", "as_document", "check_k", "write_json_atomically"]
+async def _async_pieces(model: ChatModel, messages: list[Message], options: GenerationOptions) -> AsyncIterator[str]:
+    """The model's async stream, or its sync stream driven from a worker thread."""
+    if hasattr(model, "astream"):
+        async for piece in model.astream(messages, options):
+            yield piece
+        return
+    iterator = iter(model.stream(messages, options))
+    done = object()
+    while True:
+        piece = await asyncio.to_thread(next, iterator, done)
+        if piece is done:
+            return
+        yield piece
+
+
+__all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "check_k", "describe_source",
+           "index_lock", "with_sources"]

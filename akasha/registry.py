@@ -4,7 +4,7 @@ Kinds are ``splitter``, ``embedder``, ``index``, ``reranker`` and ``pattern``.
 A factory is called as ``factory(config, context)``: ``config`` is the YAML
 section as a dict (``chunking``, ``embeddings``, ``vector_store``,
 ``reranking`` or ``retrieval``) and ``context`` is the
-:class:`akasha.spec.BuildContext` (embedder, dimension, llm, the whole spec).
+:class:`akasha.assemble.BuildContext` (embedder, dimension, llm, the whole spec).
 
 What each factory returns:
 
@@ -12,10 +12,12 @@ What each factory returns:
   ``split_text(text) -> list[str]`` / a callable (ids and metadata are added for you);
 * ``embedder``: an :class:`akasha.embeddings.base.Embedder` (or anything
   :func:`akasha.embeddings.resolve_embedder` accepts);
-* ``index``: an :class:`akasha.stores.base.VectorStore` (subclass
-  :class:`akasha.stores.base.SyncStore` for a synchronous client);
-* ``reranker``: an object with ``rerank(query, hits, top_k) -> list[Hit]`` (or an
-  async ``arerank``); :func:`akasha.rerank.cross_encoder.rescore` applies the score rules;
+* ``index``: an :class:`akasha.stores.base.Store` (the pipeline's content-keyed
+  index writes every chunk record into it and keeps its state there);
+* ``reranker``: an :class:`akasha.rerank.Reranker` (``rank(query, hits) -> Ranking``,
+  a complete ordering that is validated before ``reranking.top_k`` trims it); an
+  object with the older ``rerank(query, hits, top_k) -> list[Hit]`` is adapted and
+  validated the same way;
 * ``pattern``: an :class:`akasha.retrieval.patterns.Pattern`.
 
 Add your own in code::
@@ -67,11 +69,11 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "semantic": "akasha.chunking.semantic:make_semantic_splitter",
     },
     "embedder": {
-        "ollama": "akasha.spec:make_ollama_embedder",
+        "ollama": "akasha.assemble:make_ollama_embedder",
         "hf": "akasha.embeddings.hf_api:make_hf_api_embedder",
-        "sentence_transformers": "akasha.spec:make_sentence_transformers_embedder",
-        "sentence_transformer": "akasha.spec:make_sentence_transformers_embedder",
-        "hash": "akasha.spec:make_hash_embedder",
+        "sentence_transformers": "akasha.assemble:make_sentence_transformers_embedder",
+        "sentence_transformer": "akasha.assemble:make_sentence_transformers_embedder",
+        "hash": "akasha.assemble:make_hash_embedder",
     },
     "index": {
         "memory": "akasha.stores.memory:make_memory_store",

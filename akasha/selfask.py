@@ -1,4 +1,4 @@
-"""Self-ask: decompose a question into follow-ups, answer each, then answer the original.
+"""Self-ask: a query transform that decomposes a question into follow-ups, answers each, then the original.
 
 1. The answer model is asked for ``{"questions": ["...", ...]}`` (at most
    ``MAX_FOLLOWUPS`` simple questions whose answers together answer the original).
@@ -7,10 +7,15 @@
    of the documents retrieved for it and for the follow-ups (deduplicated by
    chunk id, first occurrence first, packed under ``max_input_tokens``).
 
-``rag.docs`` is that union as packed for the final answer; ``rag.followups``
-lists ``{"question", "answer", "docs"}``. If the model's decomposition is not
-valid JSON of that shape (the offline extractive model never produces any), a
-warning is logged and the call degrades to a plain RAG call.
+It runs on the public :class:`~akasha.pipeline.Pipeline` API only
+(:meth:`~akasha.pipeline.Pipeline.first_stage`, ``second_stage``, ``pack``,
+``complete``, ``prepare``), so any door with a pipeline can use it.
+:func:`prepare` returns the :class:`~akasha.pipeline.Answer` ready to generate:
+``docs`` is the union as packed for the final answer, ``followups`` lists
+``{"question", "answer", "docs"}``. If the model's decomposition is not valid
+JSON of that shape (the offline extractive model never produces any), a warning
+is logged, the ``decompose`` trace entry says ``"out": "fallback"``, and the
+call degrades to a plain answer by design.
 """
 
 from __future__ import annotations
@@ -18,15 +23,12 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from akasha.llm.base import GenerationOptions, Message
-from akasha.options import RAGOptions
-
-if TYPE_CHECKING:
-    from akasha.rag import RAG, DataSource, _Run
-    from akasha.types import Hit
+from akasha.pipeline import Answer, DataSource, Pipeline
+from akasha.trace import Trace
+from akasha.types import Hit
 
 logger = logging.getLogger(__name__)
 
@@ -54,27 +56,30 @@ def parse_followups(text: str, limit: int = MAX_FOLLOWUPS) -> list[str]:
     return questions[:limit]
 
 
-def _decompose(rag: RAG, run: _Run, question: str) -> list[str] | None:
-    model = rag._chat_model(run.options.model, run.options)
+def decompose(pipeline: Pipeline, question: str, trace: Trace) -> list[str] | None:
+    """The follow-up questions for ``question`` (the ``decompose`` stage); None when the call must fall back."""
+    model = pipeline.chat_model
     messages: list[Message] = [
         {"role": "system", "content": DECOMPOSE_SYSTEM.format(n=MAX_FOLLOWUPS)},
         {"role": "user", "content": question},
     ]
-    with run.stage("decompose", model.name, 1) as entry:
+    with trace.stage("decompose", model.name, 1) as entry:
         reply = model.generate(messages, GenerationOptions(max_output_tokens=256, temperature=0.0))
         try:
-            questions = parse_followups(reply)
+            questions = parse_followups(str(reply))
         except ValueError as exc:
             logger.warning(
                 "self-ask: the model's follow-up questions were not valid JSON (%s); answering directly instead", exc
             )
             entry["out"] = "fallback"
+            entry["fallback"] = f"plain call ({type(exc).__name__}: {str(exc)[:200]})"
             return None
         entry["out"] = len(questions)
     return questions
 
 
-def _union(groups: Sequence[Sequence[Hit]]) -> list[Hit]:
+def union(groups: Sequence[Sequence[Hit]]) -> list[Hit]:
+    """Every hit once (by chunk id), first occurrence first."""
     seen: set[str] = set()
     out: list[Hit] = []
     for group in groups:
@@ -85,56 +90,39 @@ def _union(groups: Sequence[Sequence[Hit]]) -> list[Hit]:
     return out
 
 
-def run_selfask(
-    rag: RAG,
-    options: RAGOptions,
-    data_source: DataSource,
-    prompt: str,
-    history: Sequence[object] | None,
-) -> str | Iterator[str]:
-    """The body of :meth:`akasha.rag.RAG.selfask_RAG` (``options`` already merged and validated)."""
-    from akasha.rag import _Run
+def prepare(pipeline: Pipeline, question: str, *, data_source: DataSource | None = None,
+            history: Sequence[object] | None = None, answer: Answer | None = None) -> Answer:
+    """Everything before the final generation of a self-ask call (see the module docstring).
 
-    run = _Run(options, prompt)
-    followups = _decompose(rag, run, prompt)
-    if not followups:
-        if followups is None:
-            # Degrade: a plain call, keeping the decomposition attempt in the trace.
-            result = rag(data_source, prompt, history, **_as_overrides(options))
-            rag.trace[:0] = run.trace
-            return result
-        followups = []
-
-    rag.followups = []
-    groups: list[list[Hit]] = []
-    main_hits = rag._rerank(run, prompt, rag._retrieve(run, data_source, prompt))
-    groups.append(main_hits)
-    model = rag._chat_model(options.model, options)
-    for question in followups:
-        sub = _Run(options, question)
-        hits = rag._rerank(sub, question, rag._retrieve(sub, data_source, question, sync=False))
-        packed = rag._pack(sub, question, hits, None)
-        with sub.stage("generate", model.name, packed.prompt_tokens) as entry:
-            answer = model.generate(packed.messages, rag._generation_options(options))
-            entry["out"] = len(answer)
-        for item in sub.trace:
-            item["followup"] = question
-        run.trace.extend(sub.trace)
-        rag.followups.append({"question": question, "answer": answer, "docs": list(packed.hits)})
+    Fills ``answer`` when given (its trace keeps what ran if a stage fails).
+    """
+    answer = Answer(question) if answer is None else answer
+    trace = answer.trace
+    followups = decompose(pipeline, question, trace)
+    if followups is None:
+        # Degrade by design: a plain call, the decomposition attempt staying first in the trace.
+        return pipeline.prepare(question, data_source=data_source, history=history, answer=answer)
+    with pipeline.locked():  # one corpus for the question and every follow-up
+        main = pipeline.first_stage(question, data_source=data_source, trace=trace, answer=answer)
+        pending = []
+        for followup in followups:
+            sub = Trace()
+            pending.append((followup, sub, pipeline.first_stage(followup, trace=sub)))
+    groups: list[list[Hit]] = [pipeline.second_stage(question, main, trace=trace)]
+    for followup, sub, hits in pending:
+        hits = pipeline.second_stage(followup, hits, trace=sub)
+        packed = pipeline.pack(followup, hits, None, trace=sub)
+        reply = pipeline.complete(packed.messages, trace=sub, prompt_tokens=packed.prompt_tokens)
+        for entry in sub:
+            entry["followup"] = followup
+        trace.extend(sub)
+        answer.followups.append({"question": followup, "answer": reply, "docs": list(packed.hits)})
         groups.append(list(packed.hits))
 
-    notes = "\n".join(f"- {f['question']} -> {f['answer'].strip()}" for f in rag.followups)
-    final_question = prompt if not notes else f"{prompt}\n\nAnswers to follow-up questions (from the same documents):\n{notes}"
-    run.packed = rag._pack(run, final_question, _union(groups), history)
-    run.docs = list(run.packed.hits)
-    run.question = prompt
-    followups_kept = rag.followups
-    rag._publish(run)
-    rag.followups = followups_kept
-    if options.stream:
-        return rag._stream(run)
-    return rag._finish(run, rag._generate(run))
+    notes = "\n".join(f"- {f['question']} -> {f['answer'].strip()}" for f in answer.followups)
+    final = question if not notes else f"{question}\n\nAnswers to follow-up questions (from the same documents):\n{notes}"
+    answer.set_packed(pipeline.pack(final, union(groups), history, trace=trace))
+    return answer
 
 
-def _as_overrides(options: RAGOptions) -> dict[str, Any]:
-    return {name: getattr(options, name) for name in RAGOptions.names()}
+__all__ = ["DECOMPOSE_SYSTEM", "MAX_FOLLOWUPS", "decompose", "parse_followups", "prepare", "union"]

@@ -103,8 +103,9 @@ def test_cohere_v2_rerank_over_http():
         result = pipeline.query_sync("maintenance", k=5)
     path, payload, headers = requests[0]
     assert path == "/v2/rerank" and headers["authorization"] == "Bearer co-secret"
-    assert payload["model"] == "rerank-english-v3.0" and payload["top_n"] == 2
-    assert payload["query"] == "maintenance" and len(payload["documents"]) == 4  # every candidate
+    # every candidate is sent and ranked (a complete ordering, validated), then reranking.top_k keeps 2
+    assert payload["model"] == "rerank-english-v3.0" and payload["top_n"] == 4
+    assert payload["query"] == "maintenance" and len(payload["documents"]) == 4
     longest = sorted(CORPUS, key=lambda d: -len(d["text"]))[:2]
     assert [h.chunk.id for h in result.hits] == [f"{d['id']}#0" for d in longest]
     assert [h.score for h in result.hits] == [1.0, 0.9]
@@ -118,6 +119,36 @@ def test_cohere_needs_a_key_at_build(monkeypatch):
         make(reranking={"enabled": True, "provider": "cohere"})
     monkeypatch.setenv("CO_API_KEY", "from-env")
     assert make(reranking={"enabled": True, "provider": "cohere"}).reranker.model == "rerank-english-v3.0"
+
+
+def test_cohere_answer_missing_a_candidate_is_an_ordering_error():
+    from akasha.errors import OrderingError
+
+    def omits_one(path, payload, headers):
+        return 200, {"results": [{"index": i, "relevance_score": 1.0 - i / 10} for i in range(len(payload["documents"]) - 1)]}
+
+    with json_server(omits_one) as (url, _):
+        pipeline = make(reranking={"enabled": True, "provider": "cohere", "api_key": "k", "endpoint": url})
+        pipeline.ingest_sync(CORPUS)
+        with pytest.raises(OrderingError, match="omitted"):
+            pipeline.query_sync("maintenance")
+
+
+def test_legacy_reranker_dropping_candidates_fails_validation_before_trimming():
+    class DropsOne:
+        name = "drops-one"
+
+        def rerank(self, query, hits, top_k):
+            return list(hits)[1:]  # the older contract let a plugin drop candidates silently
+
+    registry.register("reranker", "drops-test", lambda c, ctx: DropsOne(), replace=True)
+    try:
+        pipeline = make(reranking={"enabled": True, "provider": "drops-test", "top_k": 1})
+        pipeline.ingest_sync(CORPUS)
+        with pytest.raises(ValueError, match="omitted"):
+            pipeline.query_sync("maintenance")
+    finally:
+        registry.unregister("reranker", "drops-test")
 
 
 def test_cohere_http_error_is_a_stage_error():

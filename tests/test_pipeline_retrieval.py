@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 
 import pytest
 
@@ -251,95 +249,70 @@ def test_failing_reranker_raises_stage_error():
     assert info.value.stage == "rerank" and info.value.name == "broken"
 
 
-def test_failing_retriever_is_recorded_and_others_carry_on():
+def test_failing_retriever_is_recorded_and_others_carry_on(monkeypatch):
     pipeline = make(retrieval={"pattern": "hybrid"})
     pipeline.ingest_sync(CORPUS)
 
-    class BrokenBM25:
-        def __len__(self):
-            return 1
+    def broken_bm25(query, k, filters=None):
+        raise OSError("bm25 file vanished")
 
-        def search(self, query, k):
-            raise OSError("bm25 file vanished")
-
-    pipeline.bm25 = BrokenBM25()
+    monkeypatch.setattr(pipeline.index, "bm25_search", broken_bm25)
     result = pipeline.query_sync("coolant radiator")
     bm25 = [e for e in result.trace if e["name"] == "bm25"][0]
     assert bm25["out"] == 0 and "bm25 file vanished" in bm25["error"]
     assert result.hits and all(h.source == "vector" for h in result.hits)
 
 
-def test_every_retriever_failing_raises(counting):
+def test_every_retriever_failing_raises(counting, monkeypatch):
     pipeline = make(embeddings={"provider": "counting-test"}, retrieval={"pattern": "hybrid"})
     pipeline.ingest_sync(CORPUS)
 
     def boom(text):
         raise ConnectionError("embedding server down")
 
+    def broken_bm25(query, k, filters=None):
+        raise OSError("bm25 broken")
+
     pipeline.embedder.embed_query = boom
-
-    class BrokenBM25:
-        def __len__(self):
-            return 1
-
-        def search(self, query, k):
-            raise OSError("bm25 broken")
-
-    pipeline.bm25 = BrokenBM25()
+    monkeypatch.setattr(pipeline.index, "bm25_search", broken_bm25)
     with pytest.raises(StageError) as info:
         pipeline.query_sync("coolant")
     assert info.value.stage == "retrieve" and info.value.name == "vector+bm25"
 
 
-# -------------------------------------------------------- BM25 persistence
-def test_bm25_path_is_written_after_each_ingestion_and_loaded_at_build(tmp_path):
+# ---------------------------------------------- persistence: the index's cache
+def test_bm25_path_names_where_the_index_keeps_its_state(tmp_path):
     path = tmp_path / "idx.bm25.json"
-    store = {"backend": "chroma", "collection": "bm25persist", "persist_directory": str(tmp_path / "chroma")}
-    spec = dict(retrieval={"pattern": "hybrid", "bm25_path": str(path)}, vector_store=store)
+    spec = dict(retrieval={"pattern": "hybrid", "bm25_path": str(path)})
     first = make(**spec)
-    assert not path.exists()
     first.ingest_sync(CORPUS[:2])
-    assert json.loads(path.read_text())["format"] == "akasha-bm25"
     first.ingest_sync(CORPUS[2:])
-    assert len(json.loads(path.read_text())["documents"]) == 4
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    assert (tmp_path / "idx.bm25.index" / "index.sqlite3").exists()
+    first.close()
 
-    restarted = make(**spec)  # a new process, same files
+    restarted = make(**spec)  # a new process, same files: BM25 and vectors come back, nothing is embedded
+    calls = restarted.embedder.calls
     result = restarted.query_sync("radiator cap")
     bm25 = [e for e in result.trace if e["name"] == "bm25"][0]
     assert bm25["out"] >= 1 and result.hits[0].chunk.id == "coolant#0"
+    assert restarted.ingest_sync(CORPUS) == 4 and restarted.embedder.calls == calls
 
 
-def test_without_bm25_path_a_restart_has_vector_hits_only(tmp_path):
-    store = {"backend": "chroma", "collection": "nobm25", "persist_directory": str(tmp_path / "chroma")}
-    make(retrieval={"pattern": "hybrid"}, vector_store=store).ingest_sync(CORPUS)
-    result = make(retrieval={"pattern": "hybrid"}, vector_store=store).query_sync("radiator cap")
-    assert [e["out"] for e in result.trace if e["name"] == "bm25"] == [0]
-    assert result.hits and all(h.source == "vector" for h in result.hits)
+def test_build_cache_dir_keeps_the_index_across_restarts(tmp_path, counting):
+    spec = dict(retrieval={"pattern": "hybrid"}, embeddings={"provider": "counting-test"})
+    first = build(load_spec(body(**spec)), cache_dir=tmp_path / "cache")
+    first.ingest_sync(CORPUS)
+    embedded = counting.calls
+    first.close()
+    again = build(load_spec(body(**spec)), cache_dir=tmp_path / "cache")
+    assert again.ingest_sync(CORPUS) == 4
+    assert counting.calls == embedded  # a restart embeds nothing
+    assert again.query_sync("radiator cap", k=1).hits[0].chunk.id == "coolant#0"
 
 
-def test_bm25_file_is_replaced_atomically(tmp_path, monkeypatch):
-    path = tmp_path / "idx.json"
-    pipeline = make(retrieval={"pattern": "hybrid", "bm25_path": str(path)})
-    pipeline.ingest_sync(CORPUS[:1])
-    before = path.read_text()
-
-    def failing_replace(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(OSError, match="disk full"):
-        pipeline.ingest_sync(CORPUS[1:])
-    monkeypatch.undo()
-    assert path.read_text() == before  # the old file is whole
-    assert [p.name for p in tmp_path.iterdir()] == ["idx.json"]  # no temp file left behind
-
-
-def test_bm25_path_that_is_not_an_index_fails_at_build(tmp_path):
-    path = tmp_path / "bad.json"
-    path.write_text('{"hello": 1}')
-    with pytest.raises(Exception, match="bad.json"):
-        make(retrieval={"pattern": "hybrid", "bm25_path": str(path)})
+def test_bm25_path_that_is_not_a_path_fails_at_build():
+    with pytest.raises(Exception, match="bm25_path"):
+        make(retrieval={"pattern": "hybrid", "bm25_path": 7})
 
 
 def test_reingest_replaces_bm25_entries_too():
@@ -349,6 +322,25 @@ def test_reingest_replaces_bm25_entries_too():
     result = pipeline.query_sync("zebra")
     assert [e["out"] for e in result.trace if e["name"] == "bm25"] == [0]
     assert pipeline.query_sync("walrus", k=1).hits[0].source == "bm25+vector"
+
+
+def test_a_failed_ingest_keeps_the_previous_state_and_the_retry_ingests(counting):
+    pipeline = make(retrieval={"pattern": "hybrid"}, embeddings={"provider": "counting-test"})
+    pipeline.ingest_sync(CORPUS[:2])
+    real = counting.embed_documents
+
+    def down(texts):
+        raise ConnectionError("embedding server down")
+
+    counting.embed_documents = down
+    with pytest.raises(StageError) as info:
+        pipeline.ingest_sync(CORPUS[2:])
+    assert info.value.stage == "index" and isinstance(info.value.cause, ConnectionError)
+    assert {h.chunk.doc_id for h in pipeline.query_sync("coolant tyre warranty filter", k=10).hits} == {
+        "filters", "warranty"}
+    counting.embed_documents = real
+    assert pipeline.ingest_sync(CORPUS[2:]) == 2  # the retry really ingests
+    assert pipeline.query_sync("radiator cap", k=1).hits[0].chunk.id == "coolant#0"
 
 
 # ---------------------------------------------------------------- filters
@@ -394,10 +386,10 @@ def test_ingest_accepts_a_single_document_and_concurrent_reingests_leave_one_ver
     async def race():
         versions = [{"id": "doc", "text": f"version {i} " + "word " * (i + 3)} for i in range(5)]
         await asyncio.gather(*(pipeline.ingest([v]) for v in versions))
-        return await pipeline.store.count(), len(pipeline.bm25)
+        return pipeline.store.count(), len(pipeline.index)
 
-    count, bm25_size = asyncio.run(race())
+    count, indexed = asyncio.run(race())
     hits = pipeline.query_sync("version", k=50, filters={"doc_id": "doc"}).hits
     texts = {h.chunk.text.split()[1] for h in hits if h.chunk.metadata["chunk_index"] == 0}
     assert len(texts) == 1  # exactly one version of the document survives
-    assert count == bm25_size == 2 + len(hits)
+    assert count == indexed == 2 + len(hits)

@@ -357,7 +357,7 @@ def test_verbose_logs_each_stage(corpus, caplog):
         root.removeHandler(rag_module._verbose_handler)
         rag_module._verbose_handler = None
         root.setLevel(level)
-    stages = [r.getMessage().split()[0] for r in caplog.records if r.name == "akasha.rag"]
+    stages = [r.getMessage().split()[0] for r in caplog.records if r.name == "akasha.trace"]
     assert stages == ["index", "retrieve", "pack", "generate"]
 
 

@@ -10,9 +10,15 @@ Values accepted for ``reranker``:
 * a callable ``(query, documents) -> documents`` that may only reorder the
   candidates it was given (:mod:`akasha.rerank.callable`).
 
+A ``kind: RAGPipeline`` names its reranker in ``reranking.provider``
+(``cross_encoder``, ``cohere`` or a registered one); it obeys the same contract.
+
 Every reranker returns a complete :class:`Ranking`; :func:`rerank` validates it
-(:mod:`akasha.rerank.ordering`) and only then keeps the top ``rerank_top_k``.
-Nothing here imports torch/transformers or builds a model until a reranker runs.
+(:mod:`akasha.rerank.ordering`) and only then keeps the top ``rerank_top_k``, in
+both doors. A plugin written for the older ``rerank(query, hits, top_k) -> hits``
+contract is adapted by :func:`as_reranker`: it is asked to order every candidate
+and its answer is validated the same way. Nothing here imports torch/transformers
+or builds a model until a reranker runs.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from akasha.errors import ConfigError
+from akasha.errors import ConfigError, OrderingError
 from akasha.rerank.ordering import validate_ordering
 from akasha.types import Hit
 
@@ -74,6 +80,11 @@ def validate_top_k(rerank_top_k: object) -> int:
     return rerank_top_k
 
 
+def is_llm(spec: object) -> bool:
+    """True for ``reranker="llm"`` in any case and spacing (the one that uses ``reranker_model``)."""
+    return isinstance(spec, str) and spec.strip().lower() == "llm"
+
+
 def local_model_name(spec: str) -> str:
     """``"local"`` -> the default BGE model; ``"local:<model>"`` -> ``<model>``."""
     _, colon, rest = spec.partition(":")
@@ -88,7 +99,7 @@ def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any
     if isinstance(spec, Reranker):
         return spec
     if isinstance(spec, str):
-        if spec.strip().lower() == "llm":
+        if is_llm(spec):
             from akasha.rerank.llm import LLMReranker
 
             return LLMReranker(reranker_model, **options)
@@ -104,28 +115,96 @@ def rerank(reranker: Reranker, query: str, hits: Sequence[Hit], top_k: int) -> l
     """Rank every hit, validate the complete ordering, then keep the best ``top_k``.
 
     Returned hits are copies whose ``score`` is the rerank score and whose
-    ``details`` gain ``rerank`` (score) and ``rerank_rank`` (1-based position).
+    ``details`` gain ``rerank`` (score), ``rerank_rank`` (1-based position) and
+    ``retrieval`` (the score the hit had before reranking).
     """
     validate_top_k(top_k)
     hits = list(hits)
     if not hits:
         return []
+    who = getattr(reranker, "name", "reranker")
     ranking = reranker.rank(query, hits)
-    order = validate_ordering(ranking.order, len(hits), getattr(reranker, "name", "reranker"))
-    out: list[Hit] = []
+    if not isinstance(ranking, Ranking):
+        raise OrderingError(f"{who} must return a Ranking(order, scores) from rank(), got {type(ranking).__name__}")
+    order = validate_ordering(ranking.order, len(hits), who)
     n = len(hits)
+    if ranking.scores is not None and len(ranking.scores) != n:
+        raise OrderingError(f"{who} returned {len(ranking.scores)} scores for {n} candidates; give one per candidate")
+    out: list[Hit] = []
     for rank, position in enumerate(order[:top_k], 1):
         hit = hits[position]
         score = float(ranking.scores[position]) if ranking.scores is not None else (n - rank + 1) / n
         details = {**hit.details, "rerank": score, "rerank_rank": float(rank)}
+        details.setdefault("retrieval", float(hit.score))
         out.append(dataclasses.replace(hit, score=score, details=details))
     return out
+
+
+class LegacyReranker:
+    """A reranker with the older ``rerank(query, hits, top_k) -> hits`` (or async ``arerank``) method.
+
+    It is asked for every candidate (``top_k = len(hits)``); the hits it returns are
+    mapped back to candidate positions by chunk id, so an omitted, duplicated or
+    invented candidate fails validation like any other reranker's answer. The
+    scores of the returned hits become the rerank scores.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = str(getattr(inner, "name", None) or type(inner).__name__)
+
+    def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
+        import inspect
+
+        candidates = list(hits)
+        if not candidates:
+            return Ranking([])
+        arerank = getattr(self.inner, "arerank", None)
+        if not hasattr(self.inner, "rerank") and arerank is not None and inspect.iscoroutinefunction(arerank):
+            from akasha.providers.sync_bridge import run_sync
+
+            returned = run_sync(arerank(query, candidates, len(candidates)))
+        else:
+            returned = self.inner.rerank(query, candidates, len(candidates))
+        position = {hit.chunk.id: i for i, hit in enumerate(candidates)}
+        order: list[int] = []
+        scores = [0.0] * len(candidates)
+        for item in list(returned):
+            chunk_id = getattr(getattr(item, "chunk", None), "id", None)
+            if chunk_id not in position:
+                raise OrderingError(f"{self.name} returned {str(item)[:80]!r}, which is not one of the candidates")
+            order.append(position[chunk_id])
+            scores[position[chunk_id]] = float(getattr(item, "score", 0.0))
+        validate_ordering(order, len(candidates), self.name)
+        return Ranking(order, scores)
+
+
+def as_reranker(obj: object) -> Reranker:
+    """``obj`` as a :class:`Reranker`: itself, a :class:`LegacyReranker` around it, or a callable wrapped.
+
+    Raises ConfigError for anything with neither ``rank``, ``rerank``/``arerank`` nor ``__call__``.
+    """
+    if isinstance(obj, Reranker):
+        return obj
+    if hasattr(obj, "rerank") or hasattr(obj, "arerank"):
+        return LegacyReranker(obj)
+    if builtins.callable(obj):
+        from akasha.rerank.callable import CallableReranker
+
+        return CallableReranker(obj)  # type: ignore[arg-type]
+    raise ConfigError(
+        f"{obj!r} is not a reranker: give an object with rank(query, hits) -> Ranking, "
+        "or a callable (query, documents) -> documents"
+    )
 
 
 RerankerSpec = None | str | Callable[[str, list[Hit]], list[Hit]] | Reranker
 
 __all__ = [
     "DEFAULT_LOCAL_RERANKER",
+    "LegacyReranker",
+    "as_reranker",
+    "is_llm",
     "RERANKER_NAMES",
     "Ranking",
     "Reranker",

@@ -2,6 +2,9 @@
 
 ``POST {endpoint}/v2/rerank`` with ``{"model", "query", "documents", "top_n"}``;
 the answer's ``results[].index`` / ``relevance_score`` become the hits' scores.
+Every candidate is ranked (``top_n`` is the number of candidates), so Cohere's
+answer is a complete ordering that :func:`akasha.rerank.rerank` validates before
+``reranking.top_k`` trims it.
 ``api_key`` comes from the section, else ``CO_API_KEY`` / ``COHERE_API_KEY``;
 without one, build raises :class:`~akasha.errors.MissingAPIKeyError`.
 """
@@ -13,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError, ProviderError
-from akasha.rerank.cross_encoder import rescore
+from akasha.rerank import Ranking
 from akasha.types import Hit
 
 DEFAULT_MODEL = "rerank-english-v3.0"
@@ -22,7 +25,7 @@ KEY_VARIABLES = ("CO_API_KEY", "COHERE_API_KEY")
 
 
 class CohereReranker:
-    """Reranks through Cohere's API; every candidate is sent, ``top_n`` caps the answer."""
+    """Reranks through Cohere's API: every candidate is sent and ranked."""
 
     def __init__(self, api_key: str, model: str = DEFAULT_MODEL, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 60.0) -> None:
         self.name = f"cohere:{model}"
@@ -31,14 +34,14 @@ class CohereReranker:
         self._api_key = api_key
         self._timeout = timeout
 
-    def rerank(self, query: str, hits: Sequence[Hit], top_k: int) -> list[Hit]:
+    def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
         if not hits:
-            return []
+            return Ranking([])
         try:
             import httpx
         except ImportError:
             raise MissingExtraError("httpx", "light", "reranking provider 'cohere'") from None
-        body = {"model": self.model, "query": query, "documents": [h.chunk.text for h in hits], "top_n": min(top_k, len(hits))}
+        body = {"model": self.model, "query": query, "documents": [h.chunk.text for h in hits], "top_n": len(hits)}
         headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
         try:
             response = httpx.post(self.url, json=body, headers=headers, timeout=self._timeout)
@@ -46,16 +49,15 @@ class CohereReranker:
             raise ProviderError("cohere", f"could not reach {self.url}: {exc}") from None
         if response.status_code >= 400:
             raise ProviderError("cohere", response.text[:300], response.status_code)
-        results = response.json().get("results", [])
-        # Candidates Cohere left out (beyond top_n) rank below every returned one.
-        scores = [float("-inf")] * len(hits)
-        for item in results:
-            index = int(item["index"])
-            if not 0 <= index < len(hits):
-                raise ProviderError("cohere", f"rerank result index {index} is out of range for {len(hits)} documents")
-            scores[index] = float(item["relevance_score"])
-        kept = min(top_k, len(results))
-        return rescore(hits, scores, kept)
+        try:
+            results = response.json().get("results", [])
+            order = [int(item["index"]) for item in results]
+            by_index = {int(item["index"]): float(item["relevance_score"]) for item in results}
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ProviderError("cohere", f"unexpected rerank answer ({type(exc).__name__}: {exc})") from None
+        # The order is validated by akasha.rerank.rerank (every candidate exactly once).
+        scores = [by_index.get(i, float("-inf")) for i in range(len(hits))]
+        return Ranking(order, scores)
 
 
 def make_cohere_reranker(config: dict[str, Any], context: Any = None) -> CohereReranker:

@@ -2,9 +2,12 @@
 
 The model (default ``cross-encoder/ms-marco-MiniLM-L-6-v2``, or a local folder)
 is loaded at build so a bad name fails there, not at the first query. Needs the
-``full`` extra (sentence-transformers). :func:`rescore` is the shared rule for
-every reranker: the rerank score replaces ``Hit.score``, the retrieval score
-stays in ``details`` (``retrieval`` plus the per-retriever keys already there).
+``full`` extra (sentence-transformers). Like every reranker it returns a complete
+:class:`~akasha.rerank.Ranking` of the candidates, which :func:`akasha.rerank.rerank`
+validates before keeping ``top_k``: the rerank score replaces ``Hit.score`` and
+the retrieval score stays in ``details`` (``retrieval`` plus the per-retriever keys).
+:func:`rescore` applies the same score rule for plugins written for the older
+``rerank(query, hits, top_k) -> hits`` contract.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from akasha.errors import MissingExtraError
+from akasha.rerank import Ranking
 from akasha.types import Hit
 
 DEFAULT_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -46,12 +50,14 @@ class CrossEncoderReranker:
         self.batch_size = batch_size
         self._model = CrossEncoder(model, device="cpu")
 
-    def rerank(self, query: str, hits: Sequence[Hit], top_k: int) -> list[Hit]:
+    def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
+        """Every candidate, highest cross-encoder score first (ties keep the retrieval order)."""
         if not hits:
-            return []
-        scores = self._model.predict([(query, hit.chunk.text) for hit in hits], batch_size=self.batch_size,
-                                     show_progress_bar=False)
-        return rescore(hits, [float(s) for s in list(scores)], top_k)
+            return Ranking([])
+        predicted = self._model.predict([(query, hit.chunk.text) for hit in hits], batch_size=self.batch_size,
+                                        show_progress_bar=False)
+        scores = [float(s) for s in list(predicted)]
+        return Ranking(sorted(range(len(hits)), key=lambda i: (-scores[i], i)), scores)
 
 
 def make_cross_encoder_reranker(config: dict[str, Any], context: Any = None) -> CrossEncoderReranker:

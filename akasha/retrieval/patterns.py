@@ -7,8 +7,12 @@
   rewrite run against the vector index; the lists are fused by RRF.
 * ``hyde``: the LLM writes a hypothetical answer passage; the question and the
   passage run against the vector index; the two lists are fused by RRF.
+* :class:`IndexSearch`: the facade's ``search_type`` (``auto``, ``knn``, ``bm25``,
+  ``mmr``, ``hybrid`` or a callable): one retriever, the index's own search, which
+  fuses inside (so the pipeline has no separate ``fuse`` stage for it).
 
-A pattern's :meth:`Pattern.transform` is the pipeline's ``transform`` stage.
+A pattern's :meth:`Pattern.transform` is the pipeline's ``transform`` stage. It
+may be a plain method or a coroutine (a plugin's); the pipeline runs either.
 """
 
 from __future__ import annotations
@@ -24,16 +28,32 @@ from akasha.errors import SpecError
 FUSIONS = ("rrf", "weighted")
 
 
-async def ask_llm(llm: Any, prompt: str) -> str:
-    """One user message to a chat model (async if it has ``agenerate``), returning its text."""
+def ask_model(llm: Any, prompt: str) -> str:
+    """One user message to a chat model, returning its text (an async-only model runs to completion)."""
     from akasha.llm.base import GenerationOptions
 
     messages = [{"role": "user", "content": prompt}]
     options = GenerationOptions(max_output_tokens=512, temperature=0.0)
+    generate = getattr(llm, "generate", None)
+    if generate is None:
+        agenerate = getattr(llm, "agenerate", None)
+        if agenerate is None or not inspect.iscoroutinefunction(agenerate):
+            raise TypeError(f"{llm!r} is not a chat model: it needs generate(messages, options)")
+        from akasha.providers.sync_bridge import run_sync
+
+        return str(run_sync(agenerate(messages, options)))
+    return str(generate(messages, options))
+
+
+async def ask_llm(llm: Any, prompt: str) -> str:
+    """Async :func:`ask_model` (uses ``agenerate`` when the model has one)."""
+    from akasha.llm.base import GenerationOptions
+
     agenerate = getattr(llm, "agenerate", None)
     if agenerate is not None and inspect.iscoroutinefunction(agenerate):
-        return str(await agenerate(messages, options))
-    return str(await asyncio.to_thread(llm.generate, messages, options))
+        messages = [{"role": "user", "content": prompt}]
+        return str(await agenerate(messages, GenerationOptions(max_output_tokens=512, temperature=0.0)))
+    return await asyncio.to_thread(ask_model, llm, prompt)
 
 
 @dataclass
@@ -46,7 +66,7 @@ class Pattern:
     weights: tuple[float, ...] | None = None
     needs_llm: bool = False
 
-    async def transform(self, query: str, llm: Any) -> list[str]:
+    def transform(self, query: str, llm: Any) -> list[str]:
         """The queries to run; the base pattern runs the question as it is."""
         return [query]
 
@@ -78,26 +98,42 @@ class MultiQuery(Pattern):
 
     variants: int = 3
 
-    async def transform(self, query: str, llm: Any) -> list[str]:
+    def transform(self, query: str, llm: Any) -> list[str]:
         prompt = (
             f"Write {self.variants} different rewordings of the question below, one per line, "
             "without numbering or commentary. Keep the meaning; vary the wording.\n\n"
             f"Question: {query}"
         )
-        return [query, *parse_variants(await ask_llm(llm, prompt), self.variants, query)]
+        return [query, *parse_variants(ask_model(llm, prompt), self.variants, query)]
 
 
 @dataclass
 class HyDE(Pattern):
     """Searches with a hypothetical answer passage as well as the question (RRF)."""
 
-    async def transform(self, query: str, llm: Any) -> list[str]:
+    def transform(self, query: str, llm: Any) -> list[str]:
         prompt = (
             "Write a short passage (3-5 sentences) that answers the question below, as it might "
             f"appear in a reference document.\n\nQuestion: {query}"
         )
-        passage = (await ask_llm(llm, prompt)).strip()
+        passage = ask_model(llm, prompt).strip()
         return [query, passage] if passage else [query]
+
+
+@dataclass
+class IndexSearch(Pattern):
+    """The facade's ``search_type`` as a pattern: the index's own search answers (fusion inside)."""
+
+    search_type: Any = "auto"
+
+
+def search_type_pattern(search_type: Any) -> IndexSearch:
+    """The pattern for a facade ``search_type`` (a name from SEARCH_TYPES or a callable; ConfigError otherwise)."""
+    from akasha.retrieval.search import validate_search_type
+
+    checked = validate_search_type(search_type)
+    name = checked if isinstance(checked, str) else getattr(checked, "__name__", type(checked).__name__)
+    return IndexSearch(str(name), ("index",), "none", None, False, search_type=checked)
 
 
 def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
@@ -144,4 +180,4 @@ def make_hyde(config: dict[str, Any], context: Any = None) -> HyDE:
     return HyDE("hyde", ("vector",), "rrf", None, True)
 
 
-__all__ = ["Pattern", "MultiQuery", "HyDE", "parse_variants", "ask_llm", "make_naive", "make_hybrid", "make_multi_query", "make_hyde"]
+__all__ = ["Pattern", "MultiQuery", "HyDE", "IndexSearch", "search_type_pattern", "parse_variants", "ask_llm", "ask_model", "make_naive", "make_hybrid", "make_multi_query", "make_hyde"]

@@ -1,0 +1,521 @@
+"""RAGOptions or a RAGPipeline spec -> one :class:`~akasha.pipeline.Pipeline`: the single builder.
+
+Both doors call this module and nothing else to get an engine:
+
+* :func:`from_options` turns ``akasha.RAG``'s options into a pipeline over a
+  :class:`~akasha.index.CorpusIndex` (``search_type`` becomes an
+  :class:`~akasha.retrieval.patterns.IndexSearch` pattern, ``reranker`` an
+  :mod:`akasha.rerank` reranker, the answer settings a
+  :class:`~akasha.pipeline.Generation`);
+* :func:`from_spec` turns a checked ``kind: RAGPipeline`` spec (from
+  :func:`akasha.spec.load_spec`) into a pipeline over the same kind of index,
+  with the spec's chunker, embedder and store (every name resolved through
+  :mod:`akasha.registry`);
+* :func:`spec_conflicts` says which facade options a spec already decides, so
+  ``RAG.from_spec`` can refuse a contradiction instead of ignoring one side.
+
+Built parts (embedders, indexes, chat models, rerankers) are cached in a
+:class:`Components`, so a second call with the same settings reuses the index in
+memory and re-embeds nothing. The registry factories of the built-in embedders
+(``ollama``, ``sentence_transformers``, ``hash``) live here too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from akasha import registry
+from akasha.errors import AkashaError, ConfigError, MissingExtraError, SpecError
+from akasha.options import RAGOptions
+from akasha.pipeline import DataSource, Generation, Pipeline
+
+if TYPE_CHECKING:
+    from akasha.spec import PipelineSpec
+
+logger = logging.getLogger(__name__)
+
+#: Used when neither embeddings.dimension nor the embedder says how wide its vectors are.
+FALLBACK_DIMENSION = 384
+DEFAULTS = {
+    "chunking.strategy": "recursive",
+    "embeddings.provider": "ollama",
+    "vector_store.backend": "faiss",
+    "reranking.provider": "cross_encoder",
+    "retrieval.pattern": "naive",
+}
+#: The reference's chunking defaults (characters).
+DEFAULT_SPEC_CHUNK_SIZE = 500
+DEFAULT_SPEC_OVERLAP = 50
+OLLAMA_MODEL = "nomic-embed-text"
+OLLAMA_ENDPOINT = "http://ollama:11434"
+SENTENCE_TRANSFORMERS_MODEL = "all-MiniLM-L6-v2"
+
+
+@dataclass
+class BuildContext:
+    """What component factories may need besides their own section."""
+
+    spec: Any
+    embedder: Any = None
+    dimension: int = FALLBACK_DIMENSION
+    llm: Any = None
+
+
+# ============================================================ the facade's parts
+def _spec_key(spec: Any) -> Any:
+    return spec if isinstance(spec, (str, type(None))) else ("object", id(spec))
+
+
+def display_name(spec: Any) -> str:
+    """A model, embedder or search type's name for messages and logs."""
+    if isinstance(spec, str):
+        return spec
+    return getattr(spec, "name", None) or getattr(spec, "__name__", None) or type(spec).__name__
+
+
+class Components:
+    """The parts a ``RAG`` instance built, by their settings, shared by its calls (thread-safe).
+
+    Each part is built on first use: constructing a ``RAG`` builds nothing, and a
+    call without reranking never builds the reranker's model.
+    """
+
+    def __init__(self) -> None:
+        self.embedders: dict[Any, Any] = {}
+        self.indexes: dict[Any, Any] = {}
+        self.models: dict[Any, Any] = {}
+        self.rerankers: dict[Any, Any] = {}
+        self._keep: list[Any] = []  # objects used as cache keys by id stay alive
+        self._lock = threading.RLock()
+
+    def _remember(self, spec: Any) -> Any:
+        if not isinstance(spec, (str, type(None))) and not any(spec is x for x in self._keep):
+            self._keep.append(spec)
+        return _spec_key(spec)
+
+    def embedder(self, spec: Any) -> Any:
+        """The embedder for ``spec`` (an embedder object is used as it is)."""
+        with self._lock:
+            key = self._remember(spec)
+            if key not in self.embedders:
+                from akasha.embeddings import resolve_embedder
+
+                self.embedders[key] = resolve_embedder(spec)
+            return self.embedders[key]
+
+    def index(self, options: RAGOptions) -> Any:
+        """The CorpusIndex for these embeddings, chunk settings, cache folder and server (built once)."""
+        with self._lock:
+            embedder = self.embedder(options.embeddings)
+            cache = options.cache_dir if options.cache_dir in (None, ":memory:") else str(
+                Path(options.cache_dir).expanduser())
+            key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache,
+                   options.vector_store)
+            if key not in self.indexes:
+                from akasha.index import CorpusIndex
+
+                self.indexes[key] = CorpusIndex(
+                    embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap,
+                    cache_dir=options.cache_dir, vector_store=options.vector_store,
+                )
+            return self.indexes[key]
+
+    def chat_model(self, spec: Any) -> Any:
+        """The chat model for ``spec`` (answer model, reranker model), built once."""
+        with self._lock:
+            key = self._remember(spec)
+            if key not in self.models:
+                from akasha.llm import resolve_chat_model
+
+                self.models[key] = resolve_chat_model(spec)
+            return self.models[key]
+
+    def reranker(self, spec: Any, reranker_model: Any) -> Any:
+        """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model``, shared with the model cache."""
+        if spec is None:
+            return None
+        from akasha.rerank import is_llm, resolve_reranker
+
+        with self._lock:
+            llm = is_llm(spec)
+            key = ("llm", self._remember(reranker_model)) if llm else (self._remember(spec), None)
+            if key not in self.rerankers:
+                if llm:
+                    self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self)
+                else:
+                    self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model)
+            return self.rerankers[key]
+
+    def chroma(self, options: RAGOptions, data_source: DataSource) -> Any:
+        """Existing Chroma-backed stores named by ``data_source`` (``use_chroma=True``), each opened once.
+
+        Each path is a Chroma directory, or an akasha cache folder built with
+        ``store="chroma"`` (its ``chroma/`` subfolder is used). A store built with
+        another embedding model raises IndexMismatchError.
+        """
+        from akasha.index.chroma import open_chroma_index
+
+        with self._lock:
+            embedder = self.embedder(options.embeddings)
+            paths = [data_source] if isinstance(data_source, (str, Path)) else list(data_source)
+            stores = []
+            for path in paths:
+                where = Path(path).expanduser()
+                if (where / "chroma").is_dir() and not (where / "chroma.sqlite3").exists():
+                    where = where / "chroma"
+                key = ("chroma", embedder.name, str(where.resolve()))
+                if key not in self.indexes:
+                    self.indexes[key] = open_chroma_index(where, embedder)
+                stores.append(self.indexes[key])
+            return stores[0] if len(stores) == 1 else MergedStores(stores)
+
+
+class _SharedModelLLMReranker:
+    """The ``"llm"`` reranker, building its chat model through the instance's model cache."""
+
+    def __init__(self, model: Any, components: Components) -> None:
+        from akasha.rerank.llm import LLMReranker
+
+        self._inner = LLMReranker(model)
+        self._components = components
+        self.name = self._inner.name
+
+    def rank(self, query: str, hits: Any) -> Any:
+        if self._inner._model is None:
+            self._inner._model = self._components.chat_model(self._inner.model_spec)
+        return self._inner.rank(query, hits)
+
+
+class MergedStores:
+    """Several searchable stores as one: each store's hits merged by score, best first."""
+
+    def __init__(self, stores: list[Any]) -> None:
+        self.stores = stores
+        self.embedder = getattr(stores[0], "embedder", None) if stores else None
+
+    def search(self, query: str, k: int = 5, search_type: Any = "auto") -> list[Any]:
+        merged = [hit for store in self.stores for hit in store.search(query, k=k, search_type=search_type)]
+        return sorted(merged, key=lambda h: -h.score)[:k]
+
+
+def generation_for(options: RAGOptions, components: Components) -> Generation:
+    """The answer settings of ``options`` (the model is built on first use)."""
+    return Generation(
+        model=options.model, resolve=components.chat_model, max_input_tokens=options.max_input_tokens,
+        system_prompt=options.system_prompt, language=options.language,
+        max_output_tokens=options.max_output_tokens, temperature=float(options.temperature),
+    )
+
+
+def from_options(options: RAGOptions, components: Components, *, data_source: DataSource | None = None) -> Pipeline:
+    """The pipeline for one ``RAG`` call: index (or ``use_chroma`` stores), search type, reranker, answer settings.
+
+    ``k`` candidates are retrieved; with a reranker, ``rerank_top_k`` of them are
+    kept after the validated ordering; packing then fits what it can under
+    ``max_input_tokens``.
+    """
+    from akasha.retrieval.patterns import search_type_pattern
+
+    if options.use_chroma:
+        if data_source is None:
+            raise ConfigError("use_chroma=True needs data_source: the Chroma folder(s) to search")
+        index = components.chroma(options, data_source)
+    else:
+        index = components.index(options)
+    return Pipeline(
+        index,
+        name="rag",
+        pattern=search_type_pattern(options.search_type),
+        reranker=components.reranker(options.reranker, options.reranker_model),
+        rerank_top_k=options.rerank_top_k,
+        top_k=options.k,
+        candidates=options.k,
+        generation=generation_for(options, components),
+        syncs_source=not options.use_chroma,
+    )
+
+
+# ================================================================= the YAML door
+def _where(source: str | None) -> str:
+    return f"{source}: " if source else ""
+
+
+def make_ollama_embedder(config: dict[str, Any], context: BuildContext) -> Any:
+    """Registry factory for ``embeddings.provider: ollama`` (POST {endpoint}/api/embed)."""
+    if importlib.util.find_spec("httpx") is None:
+        raise MissingExtraError("httpx", "light", "embeddings provider 'ollama'")
+    from akasha.embeddings.ollama import OllamaEmbedder
+
+    model = str(config.get("model") or OLLAMA_MODEL)
+    endpoint = str(config.get("endpoint") or OLLAMA_ENDPOINT)
+    return OllamaEmbedder(model, base_url=endpoint)
+
+
+def make_sentence_transformers_embedder(config: dict[str, Any], context: BuildContext) -> Any:
+    """Registry factory for ``sentence_transformers`` / ``sentence_transformer`` (packaged weights offline)."""
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise MissingExtraError("sentence-transformers", "full", "embeddings provider 'sentence_transformers'")
+    from akasha.embeddings.local import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(str(config.get("model") or SENTENCE_TRANSFORMERS_MODEL))
+
+
+def make_hash_embedder(config: dict[str, Any], context: BuildContext) -> Any:
+    """Registry factory for ``hash``: :class:`akasha.testing.HashEmbedder` (64 dimensions unless ``dimension``)."""
+    from akasha.testing import HashEmbedder
+
+    dimension = config.get("dimension", 64)
+    return HashEmbedder(dimension if isinstance(dimension, int) and dimension > 0 else 64)
+
+
+def _component(kind: str, section: str, key: str, config: dict[str, Any], context: BuildContext, spec: Any) -> Any:
+    name = config.get(key, DEFAULTS[f"{section}.{key}"])
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{_where(spec.source)}{section}.{key} must be a name, got {name!r}")
+    try:
+        factory = registry.get(kind, name)
+    except KeyError:
+        raise SpecError(
+            f"{_where(spec.source)}unknown {section}.{key} {name!r}; known: {', '.join(registry.names(kind))}"
+        ) from None
+    try:
+        return factory(config, context)
+    except AkashaError:
+        raise
+    except ImportError as exc:
+        raise MissingExtraError(getattr(exc, "name", None) or str(exc), "full", f"{section}.{key} {name!r}") from exc
+    except Exception as exc:
+        raise SpecError(f"{_where(spec.source)}could not build {section}.{key} {name!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def _positive_int(value: Any, where: str, spec: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise SpecError(f"{_where(spec.source)}{where} must be a positive integer, got {value!r}")
+    return value
+
+
+def _as_embedder(obj: Any) -> Any:
+    if hasattr(obj, "embed_documents") and hasattr(obj, "embed_query") and hasattr(obj, "name"):
+        return obj
+    from akasha.embeddings import resolve_embedder
+
+    return resolve_embedder(obj)
+
+
+def _as_splitter(obj: Any, strategy: str) -> Any:
+    if hasattr(obj, "split_documents"):
+        return obj
+    from akasha.chunking.fixed import PieceSplitter
+
+    split = getattr(obj, "split_text", None) or (obj if callable(obj) else None)
+    if split is None:
+        raise SpecError(f"splitter {strategy!r} must have split_documents(docs) or split_text(text), or be callable")
+    return PieceSplitter(strategy, lambda text: list(split(text)))
+
+
+def as_llm(llm: Any) -> Any:
+    """A chat model for ``llm`` (a model object, a model string or a callable ``prompt -> str``)."""
+    if llm is None or hasattr(llm, "generate") or hasattr(llm, "agenerate"):
+        return llm
+    from akasha.llm import resolve_chat_model
+
+    return resolve_chat_model(llm)
+
+
+class SpecChunker:
+    """A spec's splitter as the index's chunker: ``split_documents`` plus the settings key chunks are cached under.
+
+    The key names the strategy and every chunking key of the spec (and the
+    embedder for splitters that use one, like ``semantic``), so a changed chunking
+    section re-chunks and an unchanged one reuses what the index stored.
+    """
+
+    def __init__(self, splitter: Any, chunking: Mapping[str, Any], strategy: str, embedder_name: str | None) -> None:
+        self.splitter = splitter
+        settings = json.dumps({"strategy": strategy, "chunking": dict(chunking), "embedder": embedder_name},
+                              sort_keys=True, default=str)
+        self.settings_key = f"spec-v1:{strategy}:{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
+
+    def split_documents(self, documents: Any) -> list[Any]:
+        return list(self.splitter.split_documents(documents))
+
+
+def _is_store(obj: Any) -> bool:
+    from akasha.stores.base import Store
+
+    return isinstance(obj, Store)
+
+
+def _index_cache(spec: Any, cache_dir: Any) -> Any:
+    """The index's local cache: ``cache_dir`` when given; else next to ``retrieval.bm25_path``; else in memory.
+
+    ``bm25_path`` (the reference's way to keep the keyword index across restarts)
+    now names where the whole index keeps its local state: the folder
+    ``<bm25_path minus .json>.index``.
+    """
+    if cache_dir is not None:
+        return cache_dir
+    bm25_path = spec.retrieval.get("bm25_path")
+    if bm25_path is None:
+        return ":memory:"
+    if not isinstance(bm25_path, str) or not bm25_path:
+        raise SpecError(f"{_where(spec.source)}retrieval.bm25_path must be a file path, got {bm25_path!r}")
+    path = Path(bm25_path).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path  # relative to the working directory, as a CLI user expects
+    stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
+    return path.with_name(f"{stem}.index")
+
+
+def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> Pipeline:
+    """Resolve every component named in a checked ``spec`` and return its :class:`Pipeline`.
+
+    ``llm`` (a chat model, model string or callable) is required by the
+    ``multi_query`` and ``hyde`` patterns. ``cache_dir`` is the index's local cache
+    (default: in memory, or next to ``retrieval.bm25_path``); a persistent store
+    keeps the index's state itself, so a restart embeds nothing either way.
+    Raises SpecError for unknown names, bad chunking windows, a bad pgvector table
+    name or a missing ``llm``; MissingExtraError for a component whose package is
+    not installed.
+    """
+    at = _where(spec.source)
+    llm = as_llm(llm)
+    context = BuildContext(spec=spec, llm=llm)
+
+    # embeddings first: the dimension and the semantic splitter depend on it
+    embedder = _as_embedder(_component("embedder", "embeddings", "provider", spec.embeddings, context, spec))
+    declared = spec.embeddings.get("dimension")
+    if declared is not None:
+        dimension = _positive_int(declared, "embeddings.dimension", spec)
+    else:
+        reported = getattr(embedder, "dimension", None)
+        dimension = int(reported) if isinstance(reported, int) and reported > 0 else FALLBACK_DIMENSION
+    context.embedder, context.dimension = embedder, dimension
+
+    strategy = str(spec.chunking.get("strategy", DEFAULTS["chunking.strategy"]))
+    splitter = _as_splitter(_component("splitter", "chunking", "strategy", spec.chunking, context, spec), strategy)
+    store = _component("index", "vector_store", "backend", spec.vector_store, context, spec)
+
+    retrieval = spec.retrieval
+    pattern = _component("pattern", "retrieval", "pattern", retrieval, context, spec)
+    if getattr(pattern, "needs_llm", False) and llm is None:
+        raise SpecError(f"{at}retrieval.pattern {pattern.name!r} needs a language model: call build(spec, llm=...)")
+    top_k = _positive_int(retrieval.get("top_k", 5), "retrieval.top_k", spec)
+    candidates = retrieval.get("candidates")
+    if candidates is not None:
+        candidates = _positive_int(candidates, "retrieval.candidates", spec)
+    threshold = retrieval.get("similarity_threshold")
+    if threshold is not None and (not isinstance(threshold, (int, float)) or isinstance(threshold, bool)):
+        raise SpecError(f"{at}retrieval.similarity_threshold must be a number, got {threshold!r}")
+
+    reranker = None
+    rerank_top_k = None
+    reranking = spec.reranking
+    if reranking.get("enabled", False):
+        from akasha.rerank import as_reranker
+
+        reranker = as_reranker(_component("reranker", "reranking", "provider", reranking, context, spec))
+        if reranking.get("top_k") is not None:
+            rerank_top_k = _positive_int(reranking["top_k"], "reranking.top_k", spec)
+
+    from akasha.index import CorpusIndex
+
+    embedder_name = getattr(embedder, "name", None) if getattr(splitter, "embedder", None) is not None else None
+    chunker = SpecChunker(splitter, spec.chunking, strategy, embedder_name)
+    backend = spec.vector_store.get("backend", DEFAULTS["vector_store.backend"])
+    if not _is_store(store):
+        logger.warning(
+            "%svector_store.backend %r built %s, which lacks akasha's Store contract (upsert, remove, fetch, "
+            "nearest, vectors_for, load_state ...); the index keeps its chunks and vectors in its own cache only",
+            at, backend, type(store).__name__)
+    index = CorpusIndex(embedder, chunker=chunker, cache_dir=_index_cache(spec, cache_dir),
+                        store=store if _is_store(store) else "sqlite")
+    return Pipeline(
+        index,
+        name=spec.name,
+        pattern=pattern,
+        reranker=reranker,
+        rerank_top_k=rerank_top_k,
+        top_k=top_k,
+        candidates=candidates,
+        similarity_threshold=None if threshold is None else float(threshold),
+        llm=llm,
+        store=store,
+        splitter=splitter,
+        dimension=dimension,
+    )
+
+
+# ================================================================= spec vs facade
+#: Facade options a spec decides (retrieval and indexing).
+SPEC_GOVERNED = ("search_type", "chunk_size", "chunk_overlap", "vector_store", "use_chroma", "embeddings", "k",
+                 "reranker", "reranker_model", "rerank_top_k")
+_ANY = object()  # "any explicit value contradicts the spec"
+
+
+def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
+    """option -> (the value the spec implies, where the spec says so); ``_ANY`` when no facade value can agree."""
+    retrieval, chunking, reranking = spec.retrieval, spec.chunking, spec.reranking
+    pattern = retrieval.get("pattern", DEFAULTS["retrieval.pattern"])
+    fusion = retrieval.get("fusion") or (retrieval.get("hybrid") or {}).get("fusion") or "rrf"
+    equivalent = {"naive": "knn", "hybrid": "auto" if fusion == "rrf" else "hybrid"}.get(pattern, _ANY)
+    values: dict[str, tuple[Any, str]] = {
+        "search_type": (equivalent, f"retrieval.pattern: {pattern}"),
+        "chunk_size": (chunking.get("chunk_size", DEFAULT_SPEC_CHUNK_SIZE),
+                       f"chunking.chunk_size: {chunking.get('chunk_size', DEFAULT_SPEC_CHUNK_SIZE)}"),
+        "chunk_overlap": (chunking.get("overlap", DEFAULT_SPEC_OVERLAP),
+                          f"chunking.overlap: {chunking.get('overlap', DEFAULT_SPEC_OVERLAP)}"),
+        "vector_store": (_ANY, f"vector_store.backend: {spec.vector_store.get('backend', DEFAULTS['vector_store.backend'])}"),
+        "use_chroma": (False, f"vector_store.backend: {spec.vector_store.get('backend', DEFAULTS['vector_store.backend'])}"),
+        "embeddings": (_ANY, f"embeddings.provider: {spec.embeddings.get('provider', DEFAULTS['embeddings.provider'])}"),
+        "k": (retrieval.get("top_k", 5), f"retrieval.top_k: {retrieval.get('top_k', 5)}"),
+    }
+    if reranking.get("enabled", False):
+        provider = reranking.get("provider", DEFAULTS["reranking.provider"])
+        values["reranker"] = (_ANY, f"reranking.provider: {provider}")
+        values["reranker_model"] = (_ANY, f"reranking.provider: {provider}")
+        top = reranking.get("top_k", retrieval.get("top_k", 5))
+        values["rerank_top_k"] = (top, f"reranking.top_k: {top}")
+    return values
+
+
+def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
+    """Raise ConfigError naming both sides when an explicitly ``given`` facade option contradicts ``spec``.
+
+    The spec governs retrieval and indexing (see :data:`SPEC_GOVERNED`); a given
+    value equal to the spec's (``k=3`` with ``retrieval.top_k: 3``) is accepted.
+    """
+    where = spec.source or f"the RAGPipeline {spec.name!r}"
+    values = spec_values(spec)
+    for name in SPEC_GOVERNED:
+        if name not in given or name not in values:
+            continue
+        value = given[name]
+        implied, says = values[name]
+        if name == "use_chroma" and not value:
+            continue
+        if name in ("vector_store", "reranker", "reranker_model") and value is None:
+            continue
+        if implied is not _ANY and value == implied:
+            continue
+        if name == "search_type" and isinstance(value, str) and implied is not _ANY and value.strip().lower() == implied:
+            continue
+        raise ConfigError(
+            f"{name}={display_name(value)!r} conflicts with {says} in {where}: the spec decides retrieval and "
+            f"indexing; drop {name}= or change the spec"
+        )
+
+
+__all__ = [
+    "BuildContext", "Components", "FALLBACK_DIMENSION", "MergedStores", "SPEC_GOVERNED", "as_llm",
+    "display_name", "from_options", "from_spec", "generation_for", "make_hash_embedder", "make_ollama_embedder",
+    "make_sentence_transformers_embedder", "spec_conflicts", "spec_values",
+]
