@@ -1,7 +1,9 @@
 """Run evaluation questions through each search type and reranker and tabulate the metrics.
 
-:func:`evaluate` indexes a folder once (``akasha.index.CorpusIndex``), then asks
-every question under every (search_type, reranker) configuration and reports
+:func:`evaluate` indexes a folder once through the public pipeline API (the
+pipeline :mod:`akasha.assemble` builds for ``akasha.RAG``'s options, so the
+evaluated engine is the one users run), then asks every question under every
+(search_type, reranker) configuration and reports
 recall@1, recall@5, MRR@10 and nDCG@10 (definitions in
 :mod:`akasha.evaluation.metrics` and :mod:`akasha.evaluation.relevance`).
 :func:`evaluate_search` is the same loop over any search function, which is
@@ -173,32 +175,41 @@ def evaluate(
     the "llm" reranker (as in ``akasha.RAG``). ``report`` writes an HTML report with
     a plot of ``metric`` by configuration.
     """
-    from akasha.embeddings import resolve_embedder
-    from akasha.index import CorpusIndex
+    from akasha.assemble import Components, from_options
+    from akasha.options import DEFAULT_RERANKER_MODEL, RAGOptions
     from akasha.retrieval.search import validate_search_type
 
     for search_type in search_types:
         validate_search_type(search_type)
     questions = load_questions(questions_jsonl)
-    embedder = resolve_embedder(embeddings) if isinstance(embeddings, str) or callable(embeddings) else embeddings
-    index = CorpusIndex(embedder, chunk_size=chunk_size, chunk_overlap=chunk_overlap, cache_dir=cache_dir)
+    components = Components()  # one index, embedder and reranker cache for every configuration
+    base = RAGOptions(model="extractive", embeddings=embeddings, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                      cache_dir=cache_dir, reranker_model=reranker_model or DEFAULT_RERANKER_MODEL)
+    pipelines: dict[tuple[str, str], Any] = {}
+
+    def pipeline_for(search_type: str, reranker: Any, top: int) -> Any:
+        key = (str(search_type), _reranker_name(reranker))
+        if key not in pipelines:
+            spec = None if reranker in (None, "none") else reranker
+            # With a reranker the first stage keeps `candidates` hits; the reranker orders all of them.
+            pool = top if spec is None else max(top, candidates)
+            options = base.merged(search_type=search_type, reranker=spec, k=pool, rerank_top_k=pool)
+            pipelines[key] = from_options(options, components)
+        return pipelines[key]
+
+    first = pipeline_for(search_types[0], None, k)
     start = time.perf_counter()
-    sync = index.sync(folder)
+    sync = first.sync(folder)
     index_s = time.perf_counter() - start
-    resolved = {_reranker_name(r): resolve_reranker(r, reranker_model) for r in rerankers}
 
     def search(question: str, search_type: str, reranker: Any, top: int) -> list[Any]:
-        rerank = resolved[_reranker_name(reranker)]
-        if rerank is None:
-            return index.search(question, k=top, search_type=search_type)
-        hits = index.search(question, k=max(top, candidates), search_type=search_type)
-        return rerank(question, hits)[:top]
+        return pipeline_for(search_type, reranker, top).retrieve(None, question)[:top]
 
     table = evaluate_search(search, questions, search_types=search_types, rerankers=rerankers, k=k, folder=folder)
     table.info = {
         "folder": str(folder),
         "questions_file": str(questions_jsonl),
-        "embeddings": getattr(embedder, "name", str(embeddings)),
+        "embeddings": getattr(first.embedder, "name", str(embeddings)),
         "chunk_size": chunk_size,
         "chunks": getattr(sync, "chunks", None),
         "index_seconds": round(index_s, 3),
