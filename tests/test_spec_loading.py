@@ -205,12 +205,12 @@ def test_missing_sentence_transformers_is_raised_by_build(monkeypatch):
         build(load_spec(body(embeddings={"provider": "sentence_transformers"})))
 
 
-def test_pgvector_checks_asyncpg_on_first_use_not_at_build(monkeypatch):
-    monkeypatch.setitem(sys.modules, "asyncpg", None)
+def test_pgvector_checks_its_driver_on_first_use_not_at_build(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
     pipeline = build(load_spec(body(vector_store={"backend": "pgvector"})))  # builds fine
     with pytest.raises(MissingExtraError, match=r"pip install 'akasha\[pgvector\]'"):
         pipeline.ingest_sync(["some text"])
-    with pytest.raises(MissingExtraError, match="asyncpg"):
+    with pytest.raises(MissingExtraError, match="psycopg"):
         pipeline.query_sync("a question")
 
 

@@ -170,6 +170,9 @@ class ChromaStore(BaseStore):
         else:
             self.name = display or f"chroma:memory/{collection}"
             self._where_text = "in memory"
+        #: The collection asked for; ``_name`` is the one in Chroma (made unique per store in memory).
+        self.collection_name = collection
+        self._name = collection
         if client is None:
             if host:
                 client = self._call("connecting", lambda: self._connect(host, int(port), ssl, token, header,
@@ -179,9 +182,8 @@ class ChromaStore(BaseStore):
             else:
                 client = self._chromadb.EphemeralClient(settings=_settings())
                 # In-memory clients share one process-wide system: keep each store's collection apart.
-                collection = f"{collection}-{uuid.uuid4().hex[:8]}"
+                self._name = f"{collection}-{uuid.uuid4().hex[:8]}"
         self.client = client
-        self.collection_name = collection
         self.dimension = int(dimension) if dimension else None
         self.embedder = None
         self._expected = embedder
@@ -237,7 +239,7 @@ class ChromaStore(BaseStore):
     # ------------------------------------------------------- the collection
     def _open(self, create_collection: bool) -> Any:
         """Use the existing collection after checking it, or create one in cosine space."""
-        name = self.collection_name
+        name = self._name
         found = self._get_collection(name)
         if found is None:
             if not create_collection:
@@ -411,7 +413,7 @@ class ChromaStore(BaseStore):
     # ------------------------------------------------------------- the state
     def _state_collection(self, create: bool) -> Any:
         if self._state is None:
-            name = f"{self.collection_name}{STATE_SUFFIX}"
+            name = f"{self._name}{STATE_SUFFIX}"
             self._state = self._call("opening the state collection", lambda: (
                 self.client.get_or_create_collection(name, metadata={"akasha_state": 1}, embedding_function=None)
                 if create else self._get_collection(name)))

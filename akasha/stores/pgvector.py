@@ -94,6 +94,14 @@ def _metadata_json(metadata: Mapping[str, Any]) -> str:
         "\x00", "\ufffd")
 
 
+def _conninfo(**params: Any) -> str:
+    """A libpq ``key='value'`` connection string (values quoted, so spaces and quotes are safe)."""
+    def quoted(value: Any) -> str:
+        return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    return " ".join(f"{key}={quoted(value)}" for key, value in params.items() if value is not None)
+
+
 def _is_auth_error(exc: BaseException) -> bool:
     if getattr(exc, "sqlstate", None) in ("28P01", "28000"):
         return True
@@ -121,23 +129,24 @@ class PgVectorStore(BaseStore):
         hnsw_m: int = 16,
         ef_construction: int = 64,
     ) -> None:
-        try:
-            import psycopg
-        except ImportError:
-            raise MissingExtraError("psycopg[binary]", "pgvector", "the PostgreSQL store") from None
         if not isinstance(table, str) or not _IDENTIFIER.match(table) or len(table) > 57:
             raise ConfigError(f"PostgreSQL table {table!r} must be a plain SQL identifier of at most 57 characters "
                               "(letters, digits, underscores, not starting with a digit)")
-        self._psycopg = psycopg
-        self.table = table.lower()
+        self.table = table  # unquoted in SQL, so PostgreSQL folds it to lower case
+        #: The YAML ``connection`` keys with their defaults (None when a DSN was given).
+        self.connect_kwargs: dict[str, Any] | None = None
+        self.dsn = dsn
         if dsn:
             self.conninfo = str(dsn)
         else:
             conn = dict(connection or {})
-            self.conninfo = psycopg.conninfo.make_conninfo(
-                host=str(conn.get("host", "localhost")), port=str(int(conn.get("port", 5432))),
-                dbname=str(conn.get("database", "astromesh")), user=str(conn.get("user", "astromesh")),
-                password=str(conn.get("password", "astromesh")))
+            keys = self.connect_kwargs = {
+                "host": conn.get("host", "localhost"), "port": int(conn.get("port", 5432)),
+                "database": conn.get("database", "astromesh"), "user": conn.get("user", "astromesh"),
+                "password": conn.get("password", "astromesh")}
+            self.conninfo = _conninfo(host=keys["host"], port=keys["port"], dbname=keys["database"],
+                                      user=keys["user"], password=keys["password"])
+            display = display or f"postgresql://{keys['user']}@{keys['host']}:{keys['port']}/{keys['database']}"
         where = display or redact_conninfo(self.conninfo)
         self.name = f"{where} (table {self.table})" if "table=" not in where else where
         self.server = f"the PostgreSQL server {where}"
@@ -155,8 +164,20 @@ class PgVectorStore(BaseStore):
         self._ann_checked = False
         self._state_ready = False
         self._iterative: bool | None = None
-        if not lazy:
+        self._driver: Any = None
+        if not lazy:  # a lazy store (YAML) checks for psycopg and connects on first use
             self._run("opening the table", self._open)
+
+    @property
+    def _psycopg(self) -> Any:
+        """The psycopg module (MissingExtraError naming the extra when it is not installed)."""
+        if self._driver is None:
+            try:
+                import psycopg
+            except ImportError:
+                raise MissingExtraError("psycopg[binary]", "pgvector", "the PostgreSQL store") from None
+            self._driver = psycopg
+        return self._driver
 
     # ----------------------------------------------------------- connection
     def _connect(self) -> Any:
@@ -318,7 +339,7 @@ class PgVectorStore(BaseStore):
             if not self._ready(conn) or (self.dimension or 0) > _HNSW_MAX_DIM:
                 return
             if conn.execute("SELECT 1 FROM pg_indexes WHERE tablename = %s AND indexname = %s",
-                            (self.table, f"{self.table}_hnsw")).fetchone():
+                            (self.table.lower(), f"{self.table}_hnsw".lower())).fetchone():
                 return
             started = time.perf_counter()
             with conn.transaction():
