@@ -227,3 +227,32 @@ def test_vectors_of_the_previous_server_release_are_reused(chroma_server):  # no
     assert set(found) == set(hashes)
     np.testing.assert_allclose(found[hashes[1]], [0, 0, 1, 0], atol=1e-6)
     assert store.vectors_for(hashes, "another-model") == {}
+
+
+@pytest.mark.integration
+def test_token_auth_on_a_server_behind_a_token_proxy(chroma_server, monkeypatch):  # noqa: F811
+    """Token from token=, from the URL (Bearer or X-Chroma-Token) or $CHROMA_AUTH_TOKEN; a refused one fails fast."""
+    import time
+
+    from servers_fixtures import ChromaAuthProxy
+
+    from akasha.errors import ServerAuthError
+    from akasha.stores.retry import Retry
+    from akasha.stores.urls import open_store
+
+    proxy = ChromaAuthProxy(chroma_server.port, "team/token?1")
+    try:
+        monkeypatch.delenv("CHROMA_AUTH_TOKEN", raising=False)
+        name = f"auth-{uuid.uuid4().hex[:8]}"
+        write_some(open_store(proxy.url(name), token="team/token?1"))
+        in_url = proxy.url(name).replace("chroma://", "chroma://:team/token?1@")
+        assert open_store(in_url + "?header=x-chroma-token").count() == 2
+        monkeypatch.setenv("CHROMA_AUTH_TOKEN", "team/token?1")
+        assert open_store(proxy.url(name)).count() == 2
+        monkeypatch.delenv("CHROMA_AUTH_TOKEN")
+        started = time.perf_counter()
+        with pytest.raises(ServerAuthError) as info:
+            open_store(proxy.url(name), token="wrong", retry=Retry(attempts=5, base=1.0))
+        assert time.perf_counter() - started < 5 and "team/token" not in str(info.value)
+    finally:
+        proxy.close()
