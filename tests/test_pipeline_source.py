@@ -52,3 +52,40 @@ def test_rag_from_spec_returns_facade_keywords(tmp_path):
     options["retriever"].ingest_sync(["some text about filters"])
     assert options["retriever"].search("filters", k=1)
     assert llm.calls
+
+
+def test_a_retry_after_an_embedding_failure_really_ingests(folder):
+    """Files are marked as indexed only once their vectors committed (the index decides, not the pipeline)."""
+    from akasha.errors import StageError
+
+    pipeline = rag_from_spec(load_spec(body(retrieval={"pattern": "hybrid"})))["retriever"]
+    embedder = pipeline.embedder
+    real = embedder.embed_documents
+
+    def down(texts):
+        raise ConnectionError("embedding server down")
+
+    embedder.embed_documents = down
+    with pytest.raises(StageError) as info:
+        pipeline.ingest_source_sync(folder)
+    assert info.value.stage == "index" and isinstance(info.value.cause, ConnectionError)
+    embedder.embed_documents = real
+    retry = pipeline.ingest_source_sync(folder)
+    assert retry["ingested"] == 2 and retry["unchanged"] == 0 and retry["embedded"] >= 2
+    assert {h.path.rsplit("/", 1)[-1] for h in pipeline.query_sync("filter coolant", k=10).hits} == {"a.txt", "b.md"}
+    pipeline.close()
+
+
+def test_a_restarted_pipeline_embeds_nothing(folder, tmp_path_factory):
+    from akasha.spec import build
+
+    cache = tmp_path_factory.mktemp("cache")  # outside the documents folder
+    spec = load_spec(body(retrieval={"pattern": "hybrid"}))
+    first = build(spec, cache_dir=cache)
+    assert first.ingest_source_sync(folder)["embedded"] >= 2
+    first.close()
+    again = build(spec, cache_dir=cache)
+    counts = again.ingest_source_sync(folder)
+    assert counts["embedded"] == 0 and counts["unchanged"] == 2
+    assert again.query_sync("coolant five years", k=1).hits[0].path.endswith("b.md")
+    again.close()
