@@ -118,7 +118,7 @@ class Components:
             cache = options.cache_dir if options.cache_dir in (None, ":memory:") else str(
                 Path(options.cache_dir).expanduser())
             key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache,
-                   options.vector_store)
+                   self._remember(options.vector_store))
             if key not in self.indexes:
                 from akasha.index import CorpusIndex
 

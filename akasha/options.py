@@ -69,8 +69,10 @@ class RAGOptions:
     keep_logs: bool = False
     #: Index cache folder (None: the index's default cache dir; ":memory:": in memory only).
     cache_dir: str | Path | None = None
-    #: Shared index on a server: "chroma://host:port/collection" or "postgresql://user:pass@host/db?table=name".
-    vector_store: str | None = None
+    #: Where the index keeps its chunk records and vectors besides its local cache: a URL
+    #: ("chroma://host:port/collection", "postgresql://user:pass@host/db?table=name", "qdrant://host:port/name")
+    #: or a Store object from akasha.stores (memory, faiss, chroma, qdrant, pgvector).
+    vector_store: Any = None
 
     def __post_init__(self) -> None:
         validate_options(self)
@@ -133,10 +135,17 @@ def validate_options(options: RAGOptions) -> None:
         raise ConfigError(f"language must be a string such as 'en', 'ch', 'ja', or None, got {options.language!r}")
     if options.system_prompt is not None and not isinstance(options.system_prompt, str):
         raise ConfigError(f"system_prompt must be a string or None, got {type(options.system_prompt).__name__}")
-    if options.vector_store is not None:
-        from akasha.index.servers import parse_vector_store
+    if isinstance(options.vector_store, str):
+        from akasha.stores.urls import parse_vector_store
 
         parse_vector_store(options.vector_store)  # ConfigError for a bad URL; no I/O
+    elif options.vector_store is not None and not all(
+        hasattr(options.vector_store, method) for method in ("upsert", "remove", "fetch", "nearest", "load_state")
+    ):
+        raise ConfigError(
+            f"vector_store must be a URL (chroma://host:port/collection, postgresql://user:pass@host/db?table=name, "
+            f"qdrant://host:port/collection) or a Store from akasha.stores, got {type(options.vector_store).__name__}"
+        )
     for flag in ("use_chroma", "stream", "verbose", "keep_logs"):
         if not isinstance(getattr(options, flag), bool):
             raise ConfigError(f"{flag} must be True or False, got {getattr(options, flag)!r}")

@@ -323,6 +323,19 @@ def test_use_chroma_opens_an_existing_store_and_refuses_another_model(corpus, tm
         make_rag(use_chroma=True, embeddings="hash:32").search(store, "brake pads")
 
 
+def test_vector_store_may_be_a_store_object(corpus):
+    from akasha.stores.memory import MemoryStore
+
+    store = MemoryStore()
+    rag = make_rag(vector_store=store)
+    rag(corpus, "brake pads?")
+    assert store.count() == len(next(iter(rag._indexes.values()))) > 0
+    record = store.fetch([rag.docs[0].id])[0]
+    assert record.text == rag.docs[0].text and record.metadata["source"] == rag.docs[0].path
+    with pytest.raises(ConfigError, match="vector_store must be a URL"):
+        make_rag(vector_store=object())
+
+
 def test_options_dataclass_lists_every_option():
     names = set(RAGOptions.names())
     assert {"model", "embeddings", "chunk_size", "search_type", "reranker", "reranker_model", "rerank_top_k",
