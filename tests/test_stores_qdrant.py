@@ -102,3 +102,18 @@ def test_yaml_factory_does_not_contact_a_server_at_build():
 
     store = make_qdrant_store({"url": "http://127.0.0.1:9", "collection": "never"}, Context())
     assert store._client is None  # nothing listens on port 9; building must not try
+
+
+def test_server_path_of_vectors_for_matches_the_in_process_path():
+    """On a server vectors_for filters by payload (MatchAny on content_hash); in-process it scans once. Same answer."""
+    store = QdrantStore(collection="paths", url=":memory:")
+    chunks = [rec("d", i, f"text {i}") for i in range(30)]
+    store.upsert(chunks, np.random.default_rng(1).normal(size=(30, DIM)))
+    wanted = [c.metadata["content_hash"] for c in chunks[::3]] + [sha("absent")]
+    local = store.vectors_for(wanted, EMBEDDER)
+    store._server = True  # the same client, through the server code path
+    remote = store.vectors_for(wanted, EMBEDDER)
+    assert set(local) == set(remote) == set(wanted[:-1])
+    for key in local:
+        np.testing.assert_allclose(local[key], remote[key], atol=1e-6)
+    assert store.vectors_for(wanted, "other") == {}

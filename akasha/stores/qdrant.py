@@ -315,6 +315,25 @@ class QdrantStore(BaseStore):
             return {}
         m = self._models
         out: dict[str, np.ndarray] = {}
+        if not self._server:
+            # In-process Qdrant checks MatchAny by list membership on every point (points x hashes):
+            # one pass over the payloads with a set is far cheaper; then the vectors of the matches.
+            wanted = set(hashes)
+            ids: dict[Any, str] = {}
+            for point in self._scroll(None, vectors=False, payload=["content_hash", "embedder"], batch=5000):
+                payload = point.payload or {}
+                content_hash = payload.get("content_hash")
+                if content_hash in wanted and payload.get("embedder", self.embedder) == embedder:
+                    wanted.discard(content_hash)
+                    ids[point.id] = content_hash
+            found = list(ids)
+            for start in range(0, len(found), 1000):
+                part = found[start : start + 1000]
+                for point in self._call("reading vectors", lambda part=part: self.client.retrieve(
+                        self.collection, ids=part, with_payload=False,
+                        with_vectors=[self._vector_name] if self._vector_name else True)):
+                    out.setdefault(ids[point.id], self._row(point))
+            return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
         for start in range(0, len(hashes), 1000):
             must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=hashes[start : start + 1000]))]
             if self.embedder != embedder:
