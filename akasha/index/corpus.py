@@ -3,8 +3,8 @@
 Everything is keyed by content, never by path or mtime:
 
 * a file is identified by the sha256 of its bytes (plus its extension, which
-  picks the loader); a ``(path, size, mtime_ns)`` stat cache only saves
-  re-reading files whose stat is unchanged;
+  picks the loader); a ``(path, size, mtime_ns, ctime_ns, inode)`` stat cache only
+  saves re-reading files whose stat is unchanged;
 * its chunks are stored per (file hash, chunk settings), so a touched, copied
   or renamed file is never parsed or embedded again;
 * vectors are stored per (embedder name, chunk-text sha256), so two models
@@ -47,6 +47,7 @@ from akasha.index.lock import IndexLock
 from akasha.index.manifest import Manifest, StoredChunk
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
+from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.loaders.limits import limit_changed
 from akasha.index.store_link import StoreDense, StoreLink
@@ -544,13 +545,14 @@ class CorpusIndex:
                     continue
                 cached = stats.get(key)
                 data = None
-                if cached is not None and cached[0] == st.st_size and cached[1] == st.st_mtime_ns:
+                if cached is not None and tuple(cached[:2]) + tuple(cached[3:5]) == (
+                        st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):  # ctime/inode: mtime can be put back
                     content = cached[2]
                 else:
                     data = path.read_bytes()
                     content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
-                    if now - st.st_mtime > _RACY_SECONDS:
-                        fresh_stats.append((key, st.st_size, st.st_mtime_ns, content))
+                    if now - max(st.st_mtime, st.st_ctime) > _RACY_SECONDS:
+                        fresh_stats.append((key, st.st_size, st.st_mtime_ns, content, st.st_ctime_ns, st.st_ino))
             except OSError as exc:
                 self._skip(report, key, f"cannot read file: {exc.strerror or exc}")
                 continue
@@ -738,7 +740,9 @@ class CorpusIndex:
         folder = self.cache_dir / "snapshots"  # type: ignore[operator]
         in_use = self._manifest.snapshots_in_use()
         for path in folder.glob("*"):
-            try:  # unused snapshots, and temp files a killed writer left over an hour ago
+            try:  # unused snapshots, and temp files a killed writer left over an hour ago; only akasha's own
+                if not is_own_snapshot_file(path):
+                    continue
                 stale_tmp = path.name.endswith(".tmp") and time.time() - path.stat().st_mtime > 3600
                 if (path.suffix in (".npz", SNAPSHOT_SUFFIX) and path.name not in in_use) or stale_tmp:
                     path.unlink()

@@ -7,6 +7,11 @@ an unchanged 100,000-chunk corpus builds no chunk objects at all, a search
 parses only the chunks it returns, and after an edit the untouched chunks keep
 pointing at their records (:meth:`LazyChunks.derive`), so the next snapshot
 copies their bytes instead of re-encoding them.
+
+The snapshot's checksum covers the records, so a damaged file is refused
+before any record is read; should a record still fail to decode, the lookup
+raises :class:`DamagedRecordError` (an :class:`~akasha.errors.AkashaError`
+naming the chunk and the fix), never a bare ``JSONDecodeError``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,12 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from akasha.errors import AkashaError
 from akasha.types import Chunk
+
+
+class DamagedRecordError(AkashaError):
+    """A chunk record stored in an index snapshot does not decode (the snapshot was damaged)."""
 
 
 class LazyChunks(Mapping[str, Chunk]):
@@ -69,7 +79,15 @@ class LazyChunks(Mapping[str, Chunk]):
             record = self.raw_record(chunk_id)
             if record is None:
                 raise KeyError(chunk_id)
-            text, metadata = json.loads(record)
+            try:
+                text, metadata = json.loads(record)
+                if not isinstance(text, str) or not isinstance(metadata, dict):
+                    raise ValueError("not a [text, metadata] pair")
+            except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+                raise DamagedRecordError(
+                    f"the stored record of chunk {chunk_id!r} is damaged ({type(exc).__name__}: {exc}); delete the "
+                    "index cache's snapshots folder and sync again (nothing is re-embedded)"
+                ) from None
             chunk = self._parsed[chunk_id] = Chunk(chunk_id, text, metadata)
         return chunk
 

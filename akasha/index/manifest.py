@@ -7,8 +7,9 @@ stored as float32 BLOBs. The database runs in WAL mode so readers never block
 the single writer (writers are serialised by the index's file lock).
 
 Tables
-    ``files``       stat cache: path -> (size, mtime_ns, sha256 of the bytes); only
-                    used to avoid re-reading files whose stat is unchanged;
+    ``files``       stat cache: path -> (size, mtime_ns, sha256 of the bytes, ctime_ns, inode);
+                    only used to avoid re-reading files whose stat is unchanged (ctime and
+                    inode catch a same-size edit whose mtime was put back, and a replaced file);
     ``parsed``      per (file sha256, chunk settings): loaded fine or skipped (+ reason);
     ``chunks``      per (file sha256, chunk settings, seq): chunk text, its sha256 and metadata;
     ``embeddings``  per (embedder name, text sha256): the vector (namespaced by model);
@@ -67,7 +68,11 @@ class Manifest:
                 if statement.strip():
                     self._db.execute(statement)
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        version = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(files)")}
+            for column in ("ctime_ns", "inode"):  # added after schema 1 shipped: old rows hold NULL (re-read once)
+                if column not in columns:
+                    self._db.execute(f"ALTER TABLE files ADD COLUMN {column} INTEGER")
+        version = self._query("SELECT value FROM meta WHERE key='schema'")[0][0]
         if version != SCHEMA_VERSION:
             raise RuntimeError(f"index database {path} has schema {version}, this akasha writes {SCHEMA_VERSION}; "
                                "delete the cache folder to rebuild it")
@@ -119,7 +124,10 @@ class Manifest:
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:  # "database disk image is malformed": say what to do
+                raise self._storage_error(exc) from exc
 
     # -------------------------------------------------------------------- meta
     def get_meta(self, key: str) -> str | None:
@@ -128,15 +136,18 @@ class Manifest:
         return rows[0][0] if rows else None
 
     # -------------------------------------------------------------- stat cache
-    def stat_cache(self) -> dict[str, tuple[int, int, str]]:
-        """path -> (size, mtime_ns, file_hash) for every file seen before."""
-        return {p: (s, m, h) for p, s, m, h in self._query("SELECT path, size, mtime_ns, file_hash FROM files")}
+    def stat_cache(self) -> dict[str, tuple[int, int, str, int | None, int | None]]:
+        """path -> (size, mtime_ns, file_hash, ctime_ns, inode) for every file seen before (None: not recorded)."""
+        return {p: (s, m, h, c, i) for p, s, m, h, c, i in
+                self._query("SELECT path, size, mtime_ns, file_hash, ctime_ns, inode FROM files")}
 
-    def remember_stats(self, rows: Iterable[tuple[str, int, int, str]]) -> None:
-        rows = list(rows)
+    def remember_stats(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Store ``(path, size, mtime_ns, file_hash, ctime_ns, inode)`` rows (the last two may be left out)."""
+        rows = [tuple(row) + (None,) * (6 - len(row)) for row in rows]
         if rows:
             with self.transaction() as db:
-                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", rows)
+                db.executemany("INSERT OR REPLACE INTO files (path, size, mtime_ns, file_hash, ctime_ns, inode) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     # ------------------------------------------------------------------ chunks
     def parsed_status(self, settings: str) -> dict[str, tuple[str, str | None]]:

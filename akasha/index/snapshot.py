@@ -18,13 +18,26 @@ chunk records are kept as bytes and parsed one by one when a search returns
 them (:class:`~akasha.index.lazy_chunks.LazyChunks`): a re-run of a 100,000-chunk corpus builds no chunk
 objects at all. Nothing is ever unpickled: the header is JSON, the arrays are
 plain numbers.
+
+A snapshot is a cache that akasha trusts only as far as it can check it: the
+header records the CRC-32 of every part and array, every size and offset is
+checked against the file's length before anything is allocated (a header that
+claims a 6 GB array is refused, not obeyed), and the shapes must match the
+byte counts. Any mismatch (a torn write, a flipped bit, a hand edit) makes
+:func:`read_snapshot` log one warning and return None, and the index rebuilds
+its structures from the SQLite manifest (nothing is re-embedded) and writes a
+fresh snapshot. CRC-32 finds damage, not a forger: someone who can write the
+cache folder can also rewrite the database (see docs/threat-model.md).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import struct
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,12 +54,38 @@ log = logging.getLogger(__name__)
 
 SUFFIX = ".snap"
 _MAGIC = b"AKSNAP"
-_VERSION = 1
+_VERSION = 2  # 2: CRC-32 of every part in the header
 _PREAMBLE = struct.Struct("<6sHQ")  # magic, version, header length
 _ALIGN = 64
 _DTYPES = {"uint8": "|u1", "int32": "<i4", "int64": "<i8", "float32": "<f4"}
 _RECORDS = "chunk_records"
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one encoder: json.dumps(**options) builds one per call
+
+
+#: Names akasha gives snapshots (``<embedder slug>-<32 hex>.snap``, older ``.npz``) and their temp files.
+_OWN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}-[0-9a-f]{32}\.(?:snap|npz)")
+_OWN_TEMP = re.compile(r"\.([A-Za-z0-9_.-]{1,40}-[0-9a-f]{32}\.(?:snap|npz))\.[A-Za-z0-9_]+\.tmp")
+
+
+def is_own_file(path: Path) -> bool:
+    """True only for a file akasha wrote into a snapshots folder: a snapshot or a temp file of one.
+
+    Names must match the pattern akasha writes, and a ``.snap`` file must start
+    with the snapshot magic, so a user's own ``*.npz`` or ``*.snap`` placed there
+    (or a cache folder pointed at the wrong place) is never deleted.
+    """
+    name = path.name
+    if _OWN_TEMP.fullmatch(name):
+        return True
+    if not _OWN_NAME.fullmatch(name):
+        return False
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_MAGIC))
+    except OSError:
+        return False
+    # an .npz from an older akasha is a zip archive
+    return head == _MAGIC or (name.endswith(".npz") and head.startswith(b"PK\x03\x04"))
 
 
 def _aligned(size: int) -> int:
@@ -79,10 +118,11 @@ def write_snapshot(
 
 def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[str],
            arrays: dict[str, np.ndarray]) -> None:
-    layout: dict[str, Any] = {"state_key": state_key, "json": {}, "raw": {}, "arrays": {}}
+    layout: dict[str, Any] = {"state_key": state_key, "json": {}, "raw": {}, "arrays": {}, "crc32": {}}
     offset = 0
     for name, blob in blobs.items():
         layout["raw" if name in raw else "json"][name] = [offset, len(blob)]
+        layout["crc32"][name] = zlib.crc32(blob)
         offset += len(blob)
     array_offset = 0
     for name, array in arrays.items():
@@ -90,6 +130,8 @@ def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[s
         if kind is None:
             raise TypeError(f"snapshot array {name!r} has dtype {array.dtype}; expected one of {sorted(_DTYPES)}")
         layout["arrays"][name] = [kind, list(array.shape), array_offset, array.nbytes]
+        little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        layout["crc32"][name] = zlib.crc32(memoryview(little.reshape(-1).view(np.uint8)))
         array_offset += _aligned(array.nbytes)
     header = json.dumps(layout).encode("utf-8")
     layout_size = _PREAMBLE.size + len(header) + offset
@@ -126,34 +168,85 @@ def read_snapshot(
         return bm25, dense, chunks
     except FileNotFoundError:
         return None
+    except OlderSnapshotError as exc:
+        log.info("index snapshot %s %s; rebuilding it from the manifest", path, exc)
+        return None
     except Exception as exc:  # a damaged snapshot is only a cache: rebuild instead
-        log.warning("ignoring unreadable index snapshot %s (%s); rebuilding from the manifest", path, exc)
+        log.warning("ignoring unreadable index snapshot %s (%s: %s); rebuilding from the manifest", path,
+                    type(exc).__name__, exc)
         return None
 
 
+class OlderSnapshotError(ValueError):
+    """A snapshot written by an older akasha (rebuilt quietly, nothing re-embedded)."""
+
+
+def _check(condition: bool, what: str) -> None:
+    if not condition:
+        raise ValueError(what)
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict[str, np.ndarray]]:
-    magic, version, header_size = _PREAMBLE.unpack(handle.read(_PREAMBLE.size))
-    if magic != _MAGIC or version != _VERSION:
-        raise ValueError(f"not an akasha snapshot (v{_VERSION}): starts with {magic!r}, version {version}")
+    file_size = os.fstat(handle.fileno()).st_size
+    preamble = handle.read(_PREAMBLE.size)
+    _check(len(preamble) == _PREAMBLE.size, "the file is shorter than a snapshot header (truncated)")
+    magic, version, header_size = _PREAMBLE.unpack(preamble)
+    _check(magic == _MAGIC, f"not an akasha snapshot: starts with {magic!r}")
+    if version < _VERSION:
+        raise OlderSnapshotError(f"has an older format (v{version})")
+    _check(version == _VERSION, f"snapshot format v{version} is newer than this akasha reads (v{_VERSION})")
+    _check(header_size <= file_size - _PREAMBLE.size, f"its header claims {header_size} bytes; the file has {file_size}")
     layout = json.loads(handle.read(header_size))
-    if layout["state_key"] != state_key:
+    _check(isinstance(layout, dict) and all(isinstance(layout.get(k), dict) for k in ("json", "raw", "arrays", "crc32")),
+           "its header is not a snapshot layout")
+    if layout.get("state_key") != state_key:
         return None, {}
-    parts = sorted([(offset, size, name, name in layout["raw"]) for kind in ("json", "raw")
-                    for name, (offset, size) in layout[kind].items()])
-    texts: dict[str, Any] = {}
-    for _offset, size, name, is_raw in parts:  # back to back, in file order
-        blob = handle.read(size)
-        if len(blob) != size:
-            raise ValueError("the file is shorter than its header says (truncated)")
-        texts[name] = blob if is_raw else json.loads(blob)
+    checksums = layout["crc32"]
+    parts = []
+    for kind in ("json", "raw"):
+        for name, place in layout[kind].items():
+            _check(isinstance(place, list) and len(place) == 2 and all(map(_int, place)), f"part {name!r} has no place")
+            parts.append((place[0], place[1], name, kind == "raw"))
+    parts.sort()
     layout_size = _PREAMBLE.size + header_size + sum(size for _offset, size, _name, _raw in parts)
-    handle.seek(_aligned(layout_size))
-    total = sum(_aligned(nbytes) for _kind, _shape, _offset, nbytes in layout["arrays"].values())
+    _check(layout_size <= file_size, f"its parts claim {layout_size} bytes; the file has {file_size} (truncated?)")
+    texts: dict[str, Any] = {}
+    expected = 0
+    for offset, size, name, is_raw in parts:  # back to back, in file order
+        _check(offset == expected, f"part {name!r} is not where the header says")
+        expected += size
+        blob = handle.read(size)
+        _check(len(blob) == size, "the file is shorter than its header says (truncated)")
+        _check(zlib.crc32(blob) == checksums.get(name), f"part {name!r} fails its checksum (damaged or edited)")
+        texts[name] = blob if is_raw else json.loads(blob)
+    start = _aligned(layout_size)
+    arrays_layout = layout["arrays"]
+    total = 0
+    for name, spec in arrays_layout.items():
+        _check(isinstance(spec, list) and len(spec) == 4, f"array {name!r} has no layout")
+        kind, shape, offset, nbytes = spec
+        _check(kind in _DTYPES.values(), f"array {name!r} has an unknown type {kind!r}")
+        _check(isinstance(shape, list) and all(map(_int, shape)) and _int(offset) and _int(nbytes),
+               f"array {name!r} has a bad shape or place")
+        _check(int(np.prod(shape, dtype=np.float64)) * np.dtype(kind).itemsize == nbytes,
+               f"array {name!r}: shape {shape} does not hold {nbytes} bytes")
+        _check(offset == total, f"array {name!r} is not where the header says")
+        total += _aligned(nbytes)
+    # Sizes are checked against the file before anything is allocated: a header cannot make us allocate 6 GB.
+    _check(start + total <= file_size, f"its arrays claim {total} bytes; the file has {max(file_size - start, 0)} "
+                                       "after its header (truncated or edited)")
+    handle.seek(start)
     buffer = bytearray(total)  # writable, so the indexes can update the arrays later
-    if handle.readinto(buffer) != total:
-        raise ValueError("the file is shorter than its header says (truncated)")
+    _check(handle.readinto(buffer) == total, "the file is shorter than its header says (truncated)")
+    view = memoryview(buffer)
     arrays = {}
-    for name, (kind, shape, offset, nbytes) in layout["arrays"].items():
+    for name, (kind, shape, offset, nbytes) in arrays_layout.items():
+        _check(zlib.crc32(view[offset : offset + nbytes]) == checksums.get(name),
+               f"array {name!r} fails its checksum (damaged or edited)")
         count = nbytes // np.dtype(kind).itemsize
         arrays[name] = np.frombuffer(buffer, dtype=kind, count=count, offset=offset).reshape(shape)
     return texts, arrays
