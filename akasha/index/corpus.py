@@ -141,12 +141,7 @@ class CorpusIndex:
 
         overlap = default_overlap(chunk_size) if chunk_overlap is None else chunk_overlap
         validate_chunking(chunk_size, overlap)
-        external_store = None if isinstance(store, str) else store
-        if external_store is not None and not all(hasattr(external_store, m) for m in _STORE_METHODS):
-            from akasha.errors import ConfigError
-
-            raise ConfigError(f"store {store!r} is not an akasha Store (needs {', '.join(_STORE_METHODS)}); "
-                              f"pass one of {', '.join(STORES)} or an object from akasha.stores")
+        external_store = None if isinstance(store, str) else _checked_store(store)
         if external_store is None and store not in STORES:
             from akasha.errors import ConfigError
 
@@ -194,11 +189,14 @@ class CorpusIndex:
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
         try:
-            if vector_store is not None:
+            if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store
 
                 external_store = open_store(vector_store, embedder=embedder.name, **options)
-                self.vector_store = external_store.name
+            elif vector_store is not None:  # a Store object the caller built (memory, faiss, qdrant, ...)
+                external_store = _checked_store(vector_store)
+            if external_store is not None:
+                self.vector_store = str(getattr(external_store, "name", type(external_store).__name__))
             elif store == "chroma":
                 from akasha.index.chroma import mirror_collection
 
@@ -208,6 +206,7 @@ class CorpusIndex:
             raise
         if external_store is not None:
             self._link = StoreLink(external_store, embedder.name, self.namespace)
+        self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
 
     # ---------------------------------------------------------------- public
     @property
@@ -224,8 +223,10 @@ class CorpusIndex:
         return len(self._chunks)
 
     def close(self) -> None:
-        """Release the database connection."""
+        """Release the database connection, and the store connection when the index opened it (a URL)."""
         self._manifest.close()
+        if self._link is not None and self._owns_store:
+            self._link.store.close()
 
     def __enter__(self) -> CorpusIndex:
         return self
@@ -765,6 +766,16 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True
+
+
+def _checked_store(store: Any) -> Any:
+    """``store`` if it offers the Store contract, else ConfigError saying what to pass."""
+    if not all(callable(getattr(store, m, None)) for m in _STORE_METHODS):
+        from akasha.errors import ConfigError
+
+        raise ConfigError(f"store {store!r} is not an akasha Store (needs {', '.join(_STORE_METHODS)}); "
+                          f"pass one of {', '.join(STORES)}, a vector_store URL, or an object from akasha.stores")
+    return store
 
 
 @contextlib.contextmanager
