@@ -83,7 +83,8 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("path", help="folder or file to answer from (several: comma-separated)")
     parser.add_argument("question", help="the question, quoted")
     _add_model_options(parser)
-    parser.add_argument("--search-type", default="auto", help="first-stage retrieval: auto (hybrid, default), knn, bm25, mmr, hybrid")
+    parser.add_argument("--search-type", default=None,
+                        help="first-stage retrieval: auto (hybrid, default), knn, bm25, mmr, hybrid")
     parser.add_argument(
         "--reranker",
         default=None,
@@ -120,7 +121,14 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "(default: the hosted provider's when its key is set, else hf:all-MiniLM-L6-v2 offline)",
     )
     parser.add_argument("--offline", action="store_true", help="use the offline stack even when an API key is set")
-    parser.add_argument("--chunk-size", type=_positive_int, default=1000, help="chunk size in characters (default 1000)")
+    parser.add_argument("--chunk-size", type=_positive_int, default=None, help="chunk size in characters (default 1000)")
+    parser.add_argument(
+        "--spec",
+        default=None,
+        metavar="FILE",
+        help="a kind: RAGPipeline YAML file that decides chunking, embeddings, store, retrieval and reranking "
+        "(the same engine as akasha.RAG.from_spec); options it decides may not be given too",
+    )
     parser.add_argument("--cache-dir", default=None, help="index cache folder (default $AKASHA_CACHE_DIR or ~/.cache/akasha; ':memory:' for none)")
 
 
@@ -139,28 +147,40 @@ def _data_source(text: str) -> str | list[str]:
     return parts[0] if len(parts) == 1 else parts
 
 
-def run_ask(args: argparse.Namespace) -> int:
-    """Handler of ``akasha ask``."""
+def _make_rag(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, str, str, str]:
+    """The RAG for ``args`` (``--spec``: from the YAML file) and ``(rag, model, embeddings, why)``.
+
+    Options the user did not give are left out, so a spec's own values stand.
+    """
     from akasha.rag import RAG
 
+    given = {name: value for name, value in options.items() if value is not None}
+    if args.spec:
+        model, _, why = choose_stack(args.model, args.embeddings or "spec", offline=args.offline)
+        if args.embeddings:
+            given["embeddings"] = args.embeddings
+        rag = RAG.from_spec(args.spec, model=model, **given)
+        return rag, model, f"spec {args.spec}", why
     model, embeddings, why = choose_stack(args.model, args.embeddings, offline=args.offline)
+    return RAG(model=model, embeddings=embeddings, **given), model, embeddings, why
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    """Handler of ``akasha ask``."""
     reranker = None if args.reranker in (None, "", "none", "None") else args.reranker
     options: dict[str, Any] = {
-        "model": model,
-        "embeddings": embeddings,
         "search_type": args.search_type,
         "reranker": reranker,
         "chunk_size": args.chunk_size,
         "max_input_tokens": args.max_input_tokens,
         "language": args.language,
         "cache_dir": args.cache_dir,
-        "stream": args.stream,
+        "stream": args.stream or None,
+        "reranker_model": args.reranker_model or None,
     }
-    if args.reranker_model:
-        options["reranker_model"] = args.reranker_model
     if args.top_k is not None:
         options["rerank_top_k" if reranker else "k"] = args.top_k
-    rag = RAG(**options)
+    rag, model, embeddings, why = _make_rag(args, options)
     _say(f"models: answer={model}, embeddings={embeddings}"
          + (f", reranker={reranker}" + (f" ({rag.options.reranker_model})" if reranker == "llm" else "") if reranker else "")
          + f" ({why})")
@@ -209,11 +229,8 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_index(args: argparse.Namespace) -> int:
     """Handler of ``akasha index``."""
-    from akasha.rag import RAG
-
-    model, embeddings, why = choose_stack(args.model, args.embeddings, offline=args.offline)
+    rag, _, embeddings, why = _make_rag(args, {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir})
     _say(f"embeddings={embeddings} ({why})")
-    rag = RAG(model=model, embeddings=embeddings, chunk_size=args.chunk_size, cache_dir=args.cache_dir)
     report = rag.index(_data_source(args.path), progress=not args.no_progress)
     for path, reason in report.skipped_files:
         _say(f"skipped {path}: {reason}")

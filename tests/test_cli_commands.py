@@ -150,3 +150,20 @@ def test_the_console_script_runs(corpus, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "2.4 bar front" in out.stdout and "tyres.txt" in out.stdout
     assert "answer=extractive" in out.stderr
+
+
+def test_ask_and_index_with_a_spec_use_the_yaml_pipeline(no_keys, corpus, tmp_path, capsys):
+    spec = tmp_path / "p.rag.yaml"
+    spec.write_text("kind: RAGPipeline\nmetadata: {name: cli}\nspec:\n  chunking: {chunk_size: 300, overlap: 30}\n"
+                    "  embeddings: {provider: hash}\n  vector_store: {backend: memory}\n"
+                    "  retrieval: {pattern: hybrid, top_k: 2}\n", encoding="utf-8")
+    cache = str(tmp_path / "cache")
+    assert cli.main(["index", str(corpus), "--spec", str(spec), "--cache-dir", cache, "--no-progress"]) == 0
+    assert "indexed 4 files" in capsys.readouterr().out
+    assert cli.main(["ask", str(corpus), "What is the recommended tyre pressure?", "--spec", str(spec),
+                     "--cache-dir", cache, "--show-docs"]) == 0
+    out, err = capsys.readouterr()
+    assert "2.4 bar front" in out and "tyres.txt" in out and "spec " in err
+    assert "2 documents" in err  # the spec's top_k, not the facade's k
+    code = cli.main(["ask", str(corpus), "tyres?", "--spec", str(spec), "--chunk-size", "1000"])
+    assert code == 1 and "chunking.chunk_size: 300" in capsys.readouterr().err
