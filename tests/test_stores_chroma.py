@@ -256,3 +256,28 @@ def test_token_auth_on_a_server_behind_a_token_proxy(chroma_server, monkeypatch)
         assert time.perf_counter() - started < 5 and "team/token" not in str(info.value)
     finally:
         proxy.close()
+
+
+def test_collection_of_the_previous_facade_mirror_is_reused(tmp_path):
+    """``store="chroma"`` of the previous release mirrored the corpus into ``akasha-<hash>`` collections whose
+    metadata names the model; their records carry content_hash, so vectors_for reuses them."""
+    client = plain_client(tmp_path / "chroma")
+    collection = client.create_collection("akasha-0123456789abcdef", embedding_function=None, metadata={
+        "hnsw:space": "cosine", "embedding_model": EMBEDDER, "akasha_format": 1, "chunk_size": 1000})
+    collection.add(ids=["/docs/a.txt#0"], embeddings=[[0.0, 2.0, 0.0, 0.0]], documents=["alpha"],
+                   metadatas=[{"source": "/docs/a.txt", "chunk_index": 0, "content_hash": sha("alpha")}])
+    store = ChromaStore("akasha-0123456789abcdef", path=tmp_path / "chroma", create=False, embedder=EMBEDDER)
+    assert store.embedder == EMBEDDER and store.dimension == DIM
+    found = store.vectors_for([sha("alpha")], EMBEDDER)
+    np.testing.assert_allclose(found[sha("alpha")], [0, 1, 0, 0], atol=1e-6)
+    with pytest.raises(IndexMismatchError):
+        ChromaStore("akasha-0123456789abcdef", path=tmp_path / "chroma", embedder="other-model")
+
+
+def test_store_opened_for_one_embedder_refuses_another_from_the_first_write(tmp_path):
+    store = ChromaStore("fresh", path=tmp_path / "db", embedder=EMBEDDER)
+    other = rec("z", 0, "zzz")
+    other.metadata["embedder"] = "other-model"
+    with pytest.raises(IndexMismatchError):
+        store.upsert([other], np.ones((1, DIM)))
+    assert store.count() == 0

@@ -57,11 +57,11 @@ class Opener:
         if kind == "memory":
             from akasha.stores.memory import MemoryStore
 
-            store = MemoryStore()
+            store = MemoryStore(**options)
         elif kind == "faiss":
             from akasha.stores.faiss import FaissStore
 
-            store = FaissStore()
+            store = FaissStore(**options)
         elif kind == "chroma-ephemeral":
             from akasha.stores.chroma import ChromaStore
 
@@ -304,3 +304,12 @@ def test_old_async_api_works_on_top(store):
 
     asyncio.run(scenario())
     assert store.count() == 0
+
+
+def test_store_opened_for_an_embedder_refuses_another_from_the_first_write(opener):
+    store = opener.open(embedder="model-a")
+    with pytest.raises(IndexMismatchError, match="model-a"):
+        store.upsert([rec("a", 0)], unit(0)[None, :])  # written by EMBEDDER
+    assert store.count() == 0
+    store.upsert([rec("a", 0, embedder="model-a")], unit(0)[None, :])
+    assert store.embedder == "model-a" and store.vectors_for([sha("a chunk 0")], "model-a")

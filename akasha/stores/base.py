@@ -310,6 +310,8 @@ class BaseStore:
     name: str = "store"
     dimension: int | None = None
     embedder: str | None = None
+    #: The embedder the store was opened for (``embedder=``), checked against every write.
+    _expected: str | None = None
 
     # ------------------------------------------------ what a backend implements
     def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
@@ -370,9 +372,10 @@ class BaseStore:
         if not found:
             return None
         embedder = str(found.pop())
-        if self.embedder is not None and embedder != self.embedder:
+        held = self.embedder if self.embedder is not None else self._expected
+        if held is not None and embedder != held:
             raise IndexMismatchError(
-                f"{self.name} holds vectors of {self.embedder!r}, not {embedder!r}; use the same embedder, "
+                f"{self.name} holds vectors of {held!r}, not {embedder!r}; use the same embedder, "
                 "or another collection/table for this one"
             )
         return embedder

@@ -30,10 +30,11 @@ class FaissStore(BaseStore):
 
     name = "faiss"
 
-    def __init__(self, dimension: int | None = None) -> None:
+    def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
         self._faiss = _import_faiss()
         self.dimension = None
         self.embedder = None
+        self._expected = embedder
         self._index: Any = None
         self._next_label = 0
         self._label: dict[str, int] = {}

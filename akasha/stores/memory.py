@@ -22,9 +22,10 @@ class MemoryStore(BaseStore):
 
     name = "memory"
 
-    def __init__(self, dimension: int | None = None) -> None:
+    def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
         self.dimension = int(dimension) if dimension else None
         self.embedder = None
+        self._expected = embedder
         self._matrix: np.ndarray | None = None  # (capacity, dim), rows unit length
         self._live = np.zeros(0, dtype=bool)
         self._chunks: list[Chunk | None] = []
