@@ -279,6 +279,9 @@ class PgVectorStore(BaseStore):
                  "BETWEEN -2147483648 AND 2147483647 THEN floor((metadata->>'{k}')::numeric)::integer END"
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{t}"),))
+            if not conn.execute("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'content' "
+                                "AND NOT attisdropped", (t,)).fetchone():
+                return  # another process upgraded it while this one waited for the lock
             conn.execute(f"ALTER TABLE {t} RENAME COLUMN content TO text")
             conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS source text, ADD COLUMN IF NOT EXISTS page integer, "
                          "ADD COLUMN IF NOT EXISTS chunk_index integer, ADD COLUMN IF NOT EXISTS content_hash text, "
