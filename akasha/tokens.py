@@ -1,29 +1,82 @@
 """Offline token counting for ``max_input_tokens`` packing.
 
-Counts come from ``bpe-openai`` (a packaged, tiktoken-compatible BPE that needs
-no download): ``o200k_base`` for the GPT-4o/4.1/o-series family and
-``cl100k_base`` for everything else (GPT-3.5/4, and as a stand-in for Gemini,
-Ollama, Hugging Face and llama.cpp models, whose own tokenizers land within a
-few percent of it on English text). When bpe-openai is not installed the counter
-falls back to an estimate of one token per four characters (at least one token
-per word), which is what OpenAI documents as the English average.
+Counts come from ``tiktoken`` with OpenAI's own encodings: ``o200k_base`` for
+the GPT-4o/4.1/o-series family and ``cl100k_base`` for everything else
+(GPT-3.5/4, and as a stand-in for Gemini, Ollama, Hugging Face and llama.cpp
+models, whose own tokenizers land within a few percent of it on English text).
 
-Encodings are loaded once per process and cached.
+tiktoken downloads its encoding files on first use, which fails offline. The
+same files ship inside the ``bpe-openai`` package (``bpe_openai/data/*.tiktoken.gz``),
+so they are read from there instead: located without importing ``bpe_openai``
+(its import builds three tokenizers, about a second), checked against the
+sha256 tiktoken expects, and turned into a ``tiktoken.Encoding``. Only the
+encoding a call needs is built, once per process (about 0.2 s).
+
+When tiktoken or the files are missing the counter falls back to an estimate
+of one token per four characters (at least one token per word), which is what
+OpenAI documents as the English average; the fallback is logged.
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
+import hashlib
 import logging
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
 
 logger = logging.getLogger(__name__)
 
 #: Model name fragments that use the ``o200k_base`` encoding.
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 _WORD_RE = re.compile(r"\S+")
+
+
+class _EncodingDefinition(NamedTuple):
+    """What tiktoken's ``tiktoken_ext.openai_public`` says about one encoding."""
+
+    pat_str: str
+    special_tokens: dict[str, int]
+    #: sha256 of the uncompressed ``.tiktoken`` file (tiktoken's ``expected_hash``).
+    sha256: str
+
+
+#: The encodings akasha counts with, as tiktoken defines them (a test compares the two).
+ENCODINGS: dict[str, _EncodingDefinition] = {
+    "cl100k_base": _EncodingDefinition(
+        pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        special_tokens={
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": _EncodingDefinition(
+        pat_str="|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+
+#: The package whose data folder holds ``<name>.tiktoken.gz`` for every encoding above.
+_DATA_PACKAGE = "bpe_openai"
 
 
 def encoding_name_for(model: object) -> str:
@@ -35,14 +88,59 @@ def encoding_name_for(model: object) -> str:
     return "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
 
 
-@functools.lru_cache(maxsize=4)
-def _encoding(name: str):
+def encoding_file(name: str) -> Path | None:
+    """The packaged ``<name>.tiktoken.gz`` (from bpe-openai's data folder), or ``None`` when absent.
+
+    ``importlib.util.find_spec`` finds the package folder without running its ``__init__``.
+    """
+    import importlib.util
+
     try:
-        import bpe_openai
-    except ImportError:
-        logger.info("bpe-openai is not installed; token counts are estimated (4 characters per token)")
+        spec = importlib.util.find_spec(_DATA_PACKAGE)
+    except (ImportError, ValueError):
         return None
-    return bpe_openai.get_encoding(name)
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        candidate = Path(location) / "data" / f"{name}.tiktoken.gz"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_mergeable_ranks(path: Path, sha256: str | None = None) -> dict[bytes, int]:
+    """The ``token bytes -> rank`` table of a gzipped ``.tiktoken`` file (base64 token, space, rank per line).
+
+    With ``sha256``, the uncompressed file must have that digest (ValueError otherwise).
+    """
+    import binascii
+
+    data = gzip.decompress(path.read_bytes())
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError(f"{path} is not the {path.name.split('.')[0]} file tiktoken expects (sha256 differs)")
+    parts = data.split()
+    decode = binascii.a2b_base64
+    return {decode(token): int(rank) for token, rank in zip(parts[::2], parts[1::2])}
+
+
+@functools.lru_cache(maxsize=4)
+def _encoding(name: str) -> Any:
+    """The ``tiktoken.Encoding`` called ``name``, or ``None`` (logged) when it cannot be built offline."""
+    try:
+        import tiktoken
+    except ImportError:
+        logger.warning("tiktoken is not installed; token counts are estimated (4 characters per token)")
+        return None
+    definition = ENCODINGS[name]
+    path = encoding_file(name)
+    if path is None:
+        logger.warning("%s.tiktoken.gz not found (install bpe-openai); token counts are estimated", name)
+        return None
+    try:
+        ranks = read_mergeable_ranks(path, definition.sha256)
+    except (OSError, ValueError) as exc:
+        logger.warning("cannot read %s (%s); token counts are estimated", path, exc)
+        return None
+    return tiktoken.Encoding(name, pat_str=definition.pat_str, mergeable_ranks=ranks,
+                             special_tokens=dict(definition.special_tokens))
 
 
 def estimate_tokens(text: str) -> int:
@@ -60,6 +158,7 @@ class TokenCounter:
 
     @property
     def exact(self) -> bool:
+        """True when counts come from the real encoding, False when they are estimates."""
         return _encoding(self.encoding_name) is not None
 
     def count(self, text: str) -> int:
@@ -69,7 +168,7 @@ class TokenCounter:
         encoding = _encoding(self.encoding_name)
         if encoding is None:
             return estimate_tokens(text)
-        return len(encoding.encode(text, disallowed_special=()))
+        return len(encoding.encode_ordinary(text))
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` that has at most ``max_tokens`` tokens."""
@@ -83,7 +182,7 @@ class TokenCounter:
             while cut and estimate_tokens(cut) > max_tokens:
                 cut = cut[: int(len(cut) * 0.9)]
             return cut
-        ids = encoding.encode(text, disallowed_special=())
+        ids = encoding.encode_ordinary(text)
         if len(ids) <= max_tokens:
             return text
         cut = encoding.decode(ids[:max_tokens])
@@ -104,4 +203,5 @@ def count_tokens(text: str, model: object = None) -> int:
     return counter_for(model).count(text)
 
 
-__all__ = ["TokenCounter", "count_tokens", "counter_for", "encoding_name_for", "estimate_tokens"]
+__all__ = ["ENCODINGS", "TokenCounter", "count_tokens", "counter_for", "encoding_file", "encoding_name_for",
+           "estimate_tokens", "read_mergeable_ranks"]

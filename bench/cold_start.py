@@ -1,0 +1,190 @@
+"""Cold start: what a new user waits for, as ratios to ``python -c "import numpy"`` measured in the same run.
+
+    python -m bench.cold_start [--runs 3] [--chunks 300] [--skip-indexing]
+
+Figures (each the median of ``--runs`` fresh processes, all measured in one run so the
+ratios compare like with like on a loaded machine):
+
+* ``import numpy``: wall time of ``python -c "import numpy"`` (interpreter start included);
+  the yardstick for the ratios.
+* ``import akasha``: the import itself, timed inside a fresh interpreter (target <= 150 ms).
+* ``first ask``: the README's offline question (``akasha ask examples/docs ...``) in a fresh
+  process on an empty cache folder: read, chunk, embed with the packaged MiniLM, index,
+  answer (target <= 12x numpy).
+* ``re-ask``: the same command again in a fresh process, the cache now built (target <= 3x).
+* indexing throughput: in one fresh process, ``CorpusIndex.sync`` over ``--chunks`` files of
+  one ~1,000-character chunk each with ``hf:all-MiniLM-L6-v2`` (embedder construction and
+  model load included), then sentence-transformers on the same texts in the same process
+  (``import sentence_transformers`` + ``SentenceTransformer(folder)`` + ``encode``). Two
+  ratios: against sentence-transformers including its import (what a process that has not
+  loaded it yet pays) and excluding it (torch already imported). Target >= 1.5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+QUESTION = "What caused the seal failure on P-102?"
+TARGETS = {"re-ask": 3.0, "first ask": 12.0}
+IMPORT_TARGET_MS = 150.0
+THROUGHPUT_TARGET = 1.5
+
+#: Run in a fresh interpreter by :func:`indexing_throughput`; prints one JSON line.
+_THROUGHPUT_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+folder = Path(sys.argv[1])
+timings = {}
+start = time.perf_counter()
+from akasha.embeddings import resolve_embedder
+from akasha.index import CorpusIndex
+index = CorpusIndex(resolve_embedder("hf:all-MiniLM-L6-v2"), cache_dir=":memory:")
+report = index.sync(folder)
+timings["akasha_s"] = time.perf_counter() - start
+timings["akasha_chunks"] = report.chunks
+timings["akasha_embedded"] = report.embedded
+timings["torch_loaded_by_akasha"] = "torch" in sys.modules
+texts = [index._chunks[key].text for key in index._chunks]
+from akasha.embeddings.local import packaged_model_dir
+start = time.perf_counter()
+import sentence_transformers
+imported = time.perf_counter()
+model = sentence_transformers.SentenceTransformer(str(packaged_model_dir()), device="cpu")
+model.encode(texts, normalize_embeddings=True, show_progress_bar=False)
+done = time.perf_counter()
+timings["st_import_s"] = imported - start
+timings["st_load_encode_s"] = done - imported
+timings["st_texts"] = len(texts)
+print(json.dumps(timings))
+"""
+
+
+def _env(cache: Path | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    if cache is not None:
+        env["AKASHA_CACHE_DIR"] = str(cache)
+    return env
+
+
+def _wall(argv: list[str], env: dict[str, str], cwd: Path = REPO) -> float:
+    """Seconds one command takes, start to exit; raises if it fails."""
+    start = time.perf_counter()
+    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({result.returncode}): {result.stderr[-2000:]}")
+    return seconds
+
+
+def import_akasha_ms(env: dict[str, str]) -> float:
+    """Milliseconds of ``import akasha`` alone, in a fresh interpreter."""
+    code = "import time; t = time.perf_counter(); import akasha; print((time.perf_counter() - t) * 1000)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def ask_times(runs: int, work: Path) -> dict[str, list[float]]:
+    """Wall times of the README question on an empty cache, then again on the built cache."""
+    argv = [sys.executable, "-m", "akasha", "ask", "examples/docs", QUESTION]
+    times: dict[str, list[float]] = {"numpy": [], "first ask": [], "re-ask": [], "import akasha ms": []}
+    plain = _env()
+    for run in range(runs):
+        cache = work / f"cache{run}"
+        times["numpy"].append(_wall([sys.executable, "-c", "import numpy"], plain))
+        times["import akasha ms"].append(import_akasha_ms(plain))
+        times["first ask"].append(_wall(argv, _env(cache)))
+        times["re-ask"].append(_wall(argv, _env(cache)))
+        shutil.rmtree(cache, ignore_errors=True)
+    return times
+
+
+def write_corpus(folder: Path, chunks: int, seed: int = 0) -> None:
+    """``chunks`` files of about 1,000 characters each (sentences of examples/docs' English files, shuffled)."""
+    sentences: list[str] = []
+    for name in ("pump-maintenance-guide.md", "incident-notes.txt"):
+        text = (REPO / "examples" / "docs" / name).read_text(encoding="utf-8")
+        sentences.extend(s.strip() + "." for s in text.replace("\n", " ").split(". ") if len(s.strip()) > 20)
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(chunks):
+        parts = [f"Record {n}."]
+        while sum(len(p) + 1 for p in parts) < 940:
+            parts.append(rng.choice(sentences))
+        (folder / f"record{n:04d}.txt").write_text(" ".join(parts)[:990], encoding="utf-8")
+
+
+def indexing_throughput(chunks: int, work: Path) -> dict[str, float]:
+    """One fresh process: akasha indexes the corpus, then sentence-transformers encodes the same texts."""
+    folder = work / "corpus"
+    if not folder.exists():
+        write_corpus(folder, chunks)
+    out = subprocess.run([sys.executable, "-c", _THROUGHPUT_CHILD, str(folder)], cwd=REPO, env=_env(),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"throughput run failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--chunks", type=int, default=300)
+    parser.add_argument("--skip-indexing", action="store_true", help="only the process timings")
+    args = parser.parse_args(argv)
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="akasha-cold-") as tmp:
+        work = Path(tmp)
+        times = ask_times(args.runs, work)
+        numpy_s = statistics.median(times["numpy"])
+        print(f"| figure | median | runs | ratio to `import numpy` | target | |\n|---|---|---|---|---|---|")
+        print(f"| `python -c \"import numpy\"` | {numpy_s:.3f} s | "
+              f"{', '.join(f'{t:.2f}' for t in times['numpy'])} | 1.0x | | |")
+        import_ms = statistics.median(times["import akasha ms"])
+        met = import_ms <= IMPORT_TARGET_MS
+        ok &= met
+        print(f"| `import akasha` | {import_ms:.0f} ms | "
+              f"{', '.join(f'{t:.0f}' for t in times['import akasha ms'])} | | <= {IMPORT_TARGET_MS:.0f} ms | "
+              f"{'met' if met else 'MISSED'} |")
+        for name in ("re-ask", "first ask"):
+            median = statistics.median(times[name])
+            ratio = median / numpy_s
+            met = ratio <= TARGETS[name]
+            ok &= met
+            print(f"| {name} (`akasha ask examples/docs ...`) | {median:.3f} s | "
+                  f"{', '.join(f'{t:.2f}' for t in times[name])} | {ratio:.1f}x | <= {TARGETS[name]:.0f}x | "
+                  f"{'met' if met else 'MISSED'} |")
+        if not args.skip_indexing:
+            t = indexing_throughput(args.chunks, work)
+            akasha_rate = t["akasha_chunks"] / t["akasha_s"]
+            st_cold = t["st_texts"] / (t["st_import_s"] + t["st_load_encode_s"])
+            st_warm = t["st_texts"] / t["st_load_encode_s"]
+            print(f"\nindexing {t['akasha_chunks']} chunks ({t['akasha_embedded']} embedded), model load included; "
+                  f"torch imported by akasha: {t['torch_loaded_by_akasha']}")
+            print("| system | seconds | chunks/s | akasha's throughput ratio | target | |\n|---|---|---|---|---|---|")
+            print(f"| akasha CorpusIndex.sync | {t['akasha_s']:.2f} | {akasha_rate:.1f} | | | |")
+            for label, seconds, rate in (
+                ("sentence-transformers, import included", t["st_import_s"] + t["st_load_encode_s"], st_cold),
+                ("sentence-transformers, torch already imported", t["st_load_encode_s"], st_warm),
+            ):
+                ratio = akasha_rate / rate
+                met = ratio >= THROUGHPUT_TARGET
+                print(f"| {label} | {seconds:.2f} | {rate:.1f} | {ratio:.2f}x | >= {THROUGHPUT_TARGET}x | "
+                      f"{'met' if met else 'MISSED'} |")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
