@@ -258,9 +258,22 @@ class RAG:
         result = self.last_result
         return result.sync if result is not None else None
 
+    # The caches of earlier releases, by their old private names (tests and debugging tools read them).
     @property
     def _indexes(self) -> dict[Any, Any]:
         return self.components.indexes
+
+    @property
+    def _models(self) -> dict[Any, Any]:
+        return self.components.models
+
+    @property
+    def _embedders(self) -> dict[Any, Any]:
+        return self.components.embedders
+
+    @property
+    def _rerankers(self) -> dict[Any, Any]:
+        return self.components.rerankers
 
     def _publish(self, answer: Answer) -> Answer:
         """Make ``answer`` this thread's (and task's) last call, and the instance's most recent one."""
@@ -506,7 +519,9 @@ class RAG:
 
             spec_conflicts(self._spec, overrides)
         options = self.options.merged(**overrides)
-        return self.pipeline(options).index.prune(vacuum=vacuum)
+        pipeline = self.pipeline(options)
+        with pipeline.locked():
+            return pipeline.index.prune(vacuum=vacuum)
 
     @property
     def model_name(self) -> str:
