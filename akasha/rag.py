@@ -35,7 +35,7 @@ from akasha.assemble import Components, display_name, from_options, generation_f
 from akasha.llm.base import Message
 from akasha.options import DEFAULT_EMBEDDINGS, DEFAULT_MODEL, DEFAULT_RERANKER_MODEL, RAGOptions
 from akasha.pipeline import Answer, DataSource, Pipeline
-from akasha.trace import Trace, describe
+from akasha.trace import Trace
 from akasha.types import Hit, hits_to_html
 
 logger = logging.getLogger(__name__)
@@ -331,19 +331,17 @@ class RAG:
         return self._spec_pipeline.derive(**changes)
 
     def _failed(self, question: str, exc: BaseException, answer: Answer | None = None) -> None:
-        """Publish a failed call: its trace (with the error) and no docs or response."""
+        """Publish a failed call: its trace (the failing stage's entry has the error) and no docs or response."""
         trace = answer.trace if answer is not None else Trace()
-        if trace and "error" not in trace[-1] and isinstance(exc, Exception):
-            trace[-1]["error"] = describe(exc)
         self._publish(Answer(question, trace=trace, error=exc, sync=answer.sync if answer is not None else None))
 
     def _answer(self, options: RAGOptions, data_source: DataSource, prompt: str,
                 history: Sequence[object] | None, selfask: bool) -> str | Iterator[str]:
-        trace_holder: dict[str, Any] = {}
+        holder: dict[str, Any] = {}
         try:
-            pipeline, answer = self._prepare_tracked(options, data_source, prompt, history, selfask, trace_holder)
+            pipeline, answer = self._prepare_tracked(options, data_source, prompt, history, selfask, holder)
         except BaseException as exc:
-            self._failed(prompt, exc, trace_holder.get("answer"))
+            self._failed(prompt, exc, holder.get("answer"))
             raise
         self._publish(answer)
         if options.stream:
@@ -359,7 +357,7 @@ class RAG:
     def _prepare_tracked(self, options: RAGOptions, data_source: DataSource, prompt: str,
                          history: Sequence[object] | None, selfask: bool,
                          holder: dict[str, Any]) -> tuple[Pipeline, Answer]:
-        """:meth:`_prepare`, keeping the trace of a call that fails part way in ``holder``."""
+        """The call's pipeline and its prepared Answer; ``holder["answer"]`` keeps the trace if a stage fails."""
         pipeline = self.pipeline(options, data_source)
         answer = Answer(prompt)
         holder["answer"] = answer
