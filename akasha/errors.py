@@ -27,17 +27,20 @@ class SpecError(AkashaError, ValueError):
     """A ``kind: RAGPipeline`` document is malformed or names unknown components."""
 
 
+#: The name akasha is published under on the package index (``import akasha`` and the ``akasha``
+#: command keep the short name; ``akasha`` itself is an unrelated package there).
+DISTRIBUTION = "akasha-rag"
+
+
 class MissingExtraError(AkashaError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
     def __init__(self, package: str, extra: str, purpose: str = "") -> None:
         self.package = package
         self.extra = extra
+        self.install = f"pip install '{DISTRIBUTION}[{extra}]'"
         what = f" for {purpose}" if purpose else ""
-        super().__init__(
-            f"{package} is required{what} but is not installed. "
-            f"Install it with: pip install 'akasha[{extra}]'"
-        )
+        super().__init__(f"{package} is required{what} but is not installed. Install it with: {self.install}")
 
 
 class StageError(AkashaError):

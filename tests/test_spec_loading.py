@@ -191,7 +191,7 @@ def test_bad_retrieval_values_fail_at_build(retrieval):
 )
 def test_missing_extra_is_raised_by_build(monkeypatch, backend, module, extra):
     monkeypatch.setitem(sys.modules, module, None)  # the package is "not installed"
-    with pytest.raises(MissingExtraError, match=rf"pip install 'akasha\[{extra}\]'"):
+    with pytest.raises(MissingExtraError, match=rf"pip install 'akasha-rag\[{extra}\]'"):
         build(load_spec(body(vector_store={"backend": backend, "url": ":memory:"})))
 
 
@@ -201,14 +201,14 @@ def test_missing_sentence_transformers_is_raised_by_build(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
-    with pytest.raises(MissingExtraError, match=r"akasha\[full\]"):
+    with pytest.raises(MissingExtraError, match=r"akasha-rag\[full\]"):
         build(load_spec(body(embeddings={"provider": "sentence_transformers"})))
 
 
 def test_pgvector_checks_its_driver_on_first_use_not_at_build(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)
     pipeline = build(load_spec(body(vector_store={"backend": "pgvector"})))  # builds fine
-    with pytest.raises(MissingExtraError, match=r"pip install 'akasha\[pgvector\]'"):
+    with pytest.raises(MissingExtraError, match=r"pip install 'akasha-rag\[pgvector\]'"):
         pipeline.ingest_sync(["some text"])
     with pytest.raises(MissingExtraError, match="psycopg"):
         pipeline.query_sync("a question")
