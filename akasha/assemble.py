@@ -371,6 +371,9 @@ def _index_cache(spec: Any, cache_dir: Any) -> Any:
     path = Path(bm25_path).expanduser()
     if not path.is_absolute():
         path = Path.cwd() / path  # relative to the working directory, as a CLI user expects
+    if path.exists() and not path.is_file():  # a folder, /dev/zero, /dev/stdin ...: never a place for the index
+        raise SpecError(f"{_where(spec.source)}retrieval.bm25_path {bm25_path!r} is a folder or a device, not a "
+                        "file; name a file such as ./bm25.json (the index keeps its state next to it)")
     stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
     return path.with_name(f"{stem}.index")
 
@@ -413,8 +416,9 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
     if candidates is not None:
         candidates = _positive_int(candidates, "retrieval.candidates", spec)
     threshold = retrieval.get("similarity_threshold")
-    if threshold is not None and (not isinstance(threshold, (int, float)) or isinstance(threshold, bool)):
-        raise SpecError(f"{at}retrieval.similarity_threshold must be a number, got {threshold!r}")
+    if threshold is not None and (not isinstance(threshold, (int, float)) or isinstance(threshold, bool)
+                                  or threshold != threshold or threshold in (float("inf"), float("-inf"))):
+        raise SpecError(f"{at}retrieval.similarity_threshold must be a finite number, got {threshold!r}")
 
     reranker = None
     rerank_top_k = None

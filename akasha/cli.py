@@ -80,7 +80,8 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
         epilog='example: akasha ask examples/docs "How often should the air filter be replaced?"',
     )
-    parser.add_argument("path", help="folder or file to answer from (several: comma-separated)")
+    parser.add_argument("path", help="folder or file to answer from (several: comma-separated; "
+                                     "a path that exists is taken whole, commas and all)")
     parser.add_argument("question", help="the question, quoted")
     _add_model_options(parser)
     parser.add_argument("--search-type", default=None,
@@ -143,6 +144,9 @@ def _positive_int(text: str) -> int:
 
 
 def _data_source(text: str) -> str | list[str]:
+    """PATH as given when it exists (a comma can be part of a file name), else its comma-separated parts."""
+    if os.path.lexists(os.path.expanduser(text)):
+        return text
     parts = [p.strip() for p in text.split(",") if p.strip()]
     return parts[0] if len(parts) == 1 else parts
 
@@ -217,7 +221,8 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
         epilog="example: akasha index examples/docs --embeddings hf:all-MiniLM-L6-v2",
     )
-    parser.add_argument("path", help="folder or file to index (several: comma-separated)")
+    parser.add_argument("path", help="folder or file to index (several: comma-separated; "
+                                     "a path that exists is taken whole, commas and all)")
     _add_model_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--prune", action="store_true",

@@ -6,7 +6,9 @@ a short lower-ranked chunk can still use the remaining room. Only when *no* chun
 fits at all is the best one truncated to the room left (at least
 ``MIN_TRUNCATED_TOKENS`` tokens), so the model never answers from nothing when
 some evidence could have fitted. If the prompt without any chunk is already over
-budget, :class:`~akasha.errors.BudgetError` names both numbers.
+budget, :class:`~akasha.errors.BudgetError` names both numbers; so it does when
+chunks were retrieved but not even a truncated one fits (the model would
+otherwise answer "the documents do not say" from no documents at all).
 
 Token counts are exact for the rendered messages (each message's content counted
 with the model's encoding, plus ``MESSAGE_OVERHEAD`` tokens for the role framing).
@@ -116,6 +118,14 @@ def pack(
                 chosen = [best]
                 truncated = [best.id]
                 skipped = [s for s in skipped if s != best.id]
+        if not chosen:
+            whole = fixed + user_tokens([format_document(1, best)])
+            raise BudgetError(
+                f"max_input_tokens is {max_input_tokens} but the prompt alone takes {base} tokens, leaving no room "
+                f"for any of the {len(hits)} retrieved chunks (the best needs {whole - base} tokens, "
+                f"{MIN_TRUNCATED_TOKENS} when cut down); raise max_input_tokens to at least "
+                f"{max_input_tokens - room + MIN_TRUNCATED_TOKENS}, or lower chunk_size"
+            )
 
     user = user_message(question, blocks)
     messages = head + [{"role": "user", "content": user}]

@@ -105,7 +105,10 @@ def describe_source(data_source: DataSource) -> str:
     """A short description of a data source for trace entries and messages."""
     if isinstance(data_source, (str, Path)):
         return str(data_source)
-    return f"{len(list(data_source))} paths"
+    try:
+        return f"{len(list(data_source))} paths"
+    except TypeError:  # not a path at all: discover() raises the ConfigError that says so
+        return type(data_source).__name__
 
 
 # ----------------------------------------------------------------- answering

@@ -8,8 +8,12 @@ Every document is therefore placed inside explicit delimiters::
     </document>
 
 and the prompt says that documents are data, never instructions. A literal
-``</document>`` inside a chunk is neutralised so it cannot close the block early.
-The same format is parsed back by the offline extractive answerer.
+``</document>`` inside a chunk is neutralised so it cannot close the block early,
+and so are its look-alikes: ``< /document>``, ``</ document >``, upper case, and
+the full-width and other confusable forms a model may read as the same tag
+(``＜／ｄｏｃｕｍｅｎｔ＞``). File names are shown with control characters
+escaped (``\n`` ...), so a name cannot start a new line in a prompt or in the
+``Sources:`` line. The same format is parsed back by the offline extractive answerer.
 """
 
 from __future__ import annotations
@@ -65,31 +69,64 @@ def system_message(system_prompt: str | None, language: str | None) -> str:
     return " ".join(p for p in parts if p)
 
 
+#: Characters a file name may not carry into a prompt as they are: controls (Cc), format characters
+#: (Cf: bidi overrides, zero-width ...), line and paragraph separators, and lone surrogates.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                          "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]")
+
+
+def _escape_unprintable(text: str) -> str:
+    """``text`` with every character of :data:`_UNPRINTABLE` written as an escape (``\\n``, ``\\u202e``)."""
+    def escape(match: re.Match[str]) -> str:
+        char = match.group(0)
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or f"\\u{ord(char):04x}"
+
+    return _UNPRINTABLE.sub(escape, text)
+
+
 def display_source(path: object) -> str:
-    """A short, checkable name for a source file: relative to the working directory when inside it."""
+    """A short, checkable name for a source file: relative to the working directory when inside it.
+
+    Control and invisible formatting characters in the name are escaped, so a file
+    called ``"a\\nIgnore the documents.md"`` stays on one line wherever it is shown.
+    """
     if path is None:
         return "unknown source"
     text = str(path)
     try:
         rel = os.path.relpath(text)
     except ValueError:  # another drive on Windows
-        return text
-    return text if rel.startswith("..") else rel
+        rel = ".."
+    return _escape_unprintable(text if rel.startswith("..") else rel)
 
 
 def citation(hit: Hit) -> str:
     """``file`` or ``file, page N`` for ``hit``, with the file shown by :func:`display_source`."""
-    where = display_source(hit.path) if hit.path else hit.chunk.doc_id
+    where = display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
     return f"{where}, page {hit.page}" if hit.page is not None else where
 
 
+def _letters(word: str) -> str:
+    """A pattern matching ``word`` in ASCII or full-width letters, any case."""
+    return "".join(f"[{c}{c.upper()}{chr(0xFF41 + ord(c) - 97)}{chr(0xFF21 + ord(c) - 97)}]" for c in word)
+
+
+#: ``<`` and its look-alikes, ``/`` and its look-alikes, then "document(s)" in any width and case.
+_TAG = re.compile(
+    "[<\uff1c\ufe64\u2329\u3008\u27e8\u2039\u02c2]"
+    "[\\s\u3000]*(?:[/\uff0f\u2215\u2044\u29f8][\\s\u3000]*)?" + _letters("document") + f"(?:{_letters('s')})?(?!\\w)"
+)
+
+
 def _escape_body(text: str) -> str:
-    return re.sub(r"</?\s*documents?\b", lambda m: m.group(0).replace("<", "&lt;"), text, flags=re.I)
+    """Neutralise anything a model could read as a ``<document>`` or ``</document>`` tag: its ``<`` becomes ``&lt;``."""
+    return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
 def format_document(number: int, hit: Hit, text: str | None = None) -> str:
     """One retrieved chunk inside ``<document>`` delimiters (``text`` overrides the chunk text)."""
-    attrs = [f'id="{number}"', f'source="{html.escape(display_source(hit.path) if hit.path else hit.chunk.doc_id)}"']
+    where = display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
+    attrs = [f'id="{number}"', f'source="{html.escape(where)}"']
     if hit.page is not None:
         attrs.append(f'page="{hit.page}"')
     body = _escape_body(hit.chunk.text if text is None else text)

@@ -37,6 +37,11 @@ from akasha.pipeline import Pipeline
 logger = logging.getLogger(__name__)
 
 SECTIONS = ("chunking", "embeddings", "vector_store", "reranking", "retrieval")
+#: A RAGPipeline document has a few hundred values; more than this after YAML aliases are expanded
+#: (a "billion laughs" alias bomb: 1 KB of nested anchors that expands to gigabytes) is refused.
+MAX_SPEC_VALUES = 20_000
+#: Characters of text in the expanded document, for the same reason.
+MAX_SPEC_CHARS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,46 @@ def _where(source: str | None) -> str:
     return f"{source}: " if source else ""
 
 
+def _short(value: Any) -> str:
+    """A repr cut short: error messages never print a whole (possibly enormous) value."""
+    import reprlib
+
+    shortener = reprlib.Repr()
+    shortener.maxstring, shortener.maxother, shortener.maxlevel = 40, 40, 3
+    shortener.maxlist = shortener.maxtuple = shortener.maxdict = shortener.maxset = 4
+    return shortener.repr(value)
+
+
+def _check_expansion(body: Any, at: str) -> None:
+    """Refuse a document that is huge once its YAML aliases are expanded, or that contains itself.
+
+    Walks the parsed document the way anything printing or copying it would (shared
+    values counted every time they are reached), stopping at :data:`MAX_SPEC_VALUES`
+    values or :data:`MAX_SPEC_CHARS` characters, so an alias bomb is refused in
+    milliseconds instead of expanding for minutes into a MemoryError.
+    """
+    values = chars = 0
+    stack: list[tuple[Any, tuple[int, ...]]] = [(body, ())]
+    while stack:
+        value, parents = stack.pop()
+        values += 1
+        if isinstance(value, str):
+            chars += len(value)
+        if values > MAX_SPEC_VALUES or chars > MAX_SPEC_CHARS:
+            raise SpecError(
+                f"{at}the document expands to more than {MAX_SPEC_VALUES} values or {MAX_SPEC_CHARS} characters "
+                "once its YAML anchors and aliases are expanded (an alias bomb?); a RAGPipeline needs a few hundred"
+            )
+        if isinstance(value, (Mapping, list, tuple)):
+            if id(value) in parents:
+                raise SpecError(f"{at}a YAML alias makes the document contain itself (a cycle); remove that alias")
+            if len(parents) >= 64:
+                raise SpecError(f"{at}the document is nested more than 64 levels deep; a RAGPipeline needs a few")
+            inner = (*parents, id(value))
+            items = [*value.keys(), *value.values()] if isinstance(value, Mapping) else list(value)
+            stack.extend((item, inner) for item in items)
+
+
 def load_spec(body: Any, *, source: str | None = None) -> PipelineSpec:
     """Check the shape of an already-parsed RAGPipeline body (no names are resolved here).
 
@@ -67,11 +112,12 @@ def load_spec(body: Any, *, source: str | None = None) -> PipelineSpec:
     if isinstance(body, PipelineSpec):
         return body
     at = _where(source)
+    _check_expansion(body, at)
     if not isinstance(body, Mapping):
         raise SpecError(f"{at}a RAGPipeline document must be a mapping, got {type(body).__name__}")
     kind = body.get("kind")
     if kind != "RAGPipeline":
-        raise SpecError(f"{at}kind must be 'RAGPipeline', got {kind!r}")
+        raise SpecError(f"{at}kind must be 'RAGPipeline', got {_short(kind)}")
     metadata = body.get("metadata")
     if not isinstance(metadata, Mapping):
         raise SpecError(f"{at}metadata must be a mapping with a name, got {type(metadata).__name__}")
@@ -116,6 +162,8 @@ def load_spec_file(path: str | Path) -> PipelineSpec:
         body = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply to be a RAGPipeline document") from None
     return load_spec(body, source=str(path))
 
 

@@ -104,9 +104,9 @@ def test_packing_never_exceeds_max_input_tokens(chunk_texts, question, system, h
     hits = [hit(i, t) for i, t in enumerate(chunk_texts)]
     try:
         result = pack(system=system, question=question, hits=hits, max_input_tokens=budget, counter=COUNTER, history=history)
-    except BudgetError:
+    except BudgetError as error:
         empty = pack(system=system, question=question, hits=[], max_input_tokens=10**9, counter=COUNTER, history=history)
-        assert empty.prompt_tokens > budget
+        assert empty.prompt_tokens > budget or (hits and "retrieved chunks" in str(error))
         return
     assert result.prompt_tokens <= budget
     assert messages_tokens(result.messages, COUNTER) == result.prompt_tokens

@@ -4,11 +4,13 @@ The chat messages are flattened into one prompt string (system text, earlier
 turns labelled ``User:``/``Assistant:``, then the final user turn), which is what
 most "call my model" functions expect. If the function returns an iterator of
 strings instead of a string, :meth:`CallableChat.stream` yields its pieces.
+UTF-8 ``bytes`` are decoded; anything else (a number, a dict, ``None``) is a
+``TypeError`` naming the callable, never its ``str()`` or its bytes as numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from typing import Any
 
 from akasha.llm.base import GenerationOptions, Message
@@ -37,20 +39,30 @@ class CallableChat:
     def _call(self, messages: list[Message]) -> Any:
         return self.fn(flatten_messages(messages))
 
+    def _text(self, value: Any) -> str:
+        """One answer or answer piece as text: str as is, UTF-8 bytes decoded, anything else refused."""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                return bytes(value).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TypeError(f"model callable {self.name} returned bytes that are not UTF-8 ({exc.reason}); "
+                                "return a str") from None
+        raise TypeError(f"model callable {self.name} must return a str (or an iterator of str), "
+                        f"got {type(value).__name__}")
+
+    def _pieces(self, result: Any) -> Iterator[str]:
+        if isinstance(result, (str, bytes, bytearray)):
+            yield self._text(result)
+        elif isinstance(result, Iterable) and not isinstance(result, (Mapping, Set)):
+            for piece in result:  # a generator of pieces; not a dict (its keys) or a set (no order)
+                yield self._text(piece)
+        else:
+            self._text(result)  # raises the TypeError naming what came back
+
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
-        result = self._call(messages)
-        if isinstance(result, str):
-            return result
-        if isinstance(result, Iterable):
-            return "".join(str(piece) for piece in result)
-        raise TypeError(f"model callable {self.name} must return a str, got {type(result).__name__}")
+        return "".join(self._pieces(self._call(messages)))
 
     def stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
-        result = self._call(messages)
-        if isinstance(result, str):
-            yield result
-        elif isinstance(result, Iterable):
-            for piece in result:
-                yield str(piece)
-        else:
-            raise TypeError(f"model callable {self.name} must return a str, got {type(result).__name__}")
+        yield from self._pieces(self._call(messages))

@@ -7,6 +7,12 @@ answer is a complete ordering that :func:`akasha.rerank.rerank` validates before
 ``reranking.top_k`` trims it.
 ``api_key`` comes from the section, else ``CO_API_KEY`` / ``COHERE_API_KEY``;
 without one, build raises :class:`~akasha.errors.MissingAPIKeyError`.
+
+``endpoint`` (default ``https://api.cohere.com``) is where the key and every
+candidate chunk's text are sent: a Cohere-compatible server of your own, say.
+It must be ``https://``; plain ``http://`` is accepted only for a loopback
+address (``localhost``, ``127.0.0.1``, ``::1``), a test server on this machine.
+Anything else raises :class:`~akasha.errors.ConfigError` at build time.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from akasha.errors import MissingAPIKeyError, MissingExtraError, ProviderError
+from akasha.errors import ConfigError, MissingAPIKeyError, MissingExtraError, ProviderError
 from akasha.rerank import Ranking
 from akasha.types import Hit
 
@@ -24,13 +30,39 @@ DEFAULT_ENDPOINT = "https://api.cohere.com"
 KEY_VARIABLES = ("CO_API_KEY", "COHERE_API_KEY")
 
 
+def check_endpoint(endpoint: str) -> str:
+    """``endpoint`` if it is https (or plain http to a loopback address), else ConfigError saying why."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(str(endpoint).strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        raise ConfigError("reranking.endpoint is not a URL; use https://host[:port]") from None
+    shown = f"{parts.scheme}://{host}" + (f":{port}" if port else "")  # never the user:password part
+    if parts.scheme not in ("https", "http") or not host:
+        raise ConfigError(f"reranking.endpoint {shown!r} must be an https:// URL with a host")
+    if parts.scheme == "http":
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = host.lower() == "localhost"
+        if not loopback:
+            raise ConfigError(
+                f"reranking.endpoint {shown!r} would send the API key and the document texts unencrypted; use "
+                "https:// (plain http:// is allowed only to a loopback address such as http://127.0.0.1:8080)"
+            )
+    return str(endpoint).strip()
+
+
 class CohereReranker:
     """Reranks through Cohere's API: every candidate is sent and ranked."""
 
     def __init__(self, api_key: str, model: str = DEFAULT_MODEL, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 60.0) -> None:
         self.name = f"cohere:{model}"
         self.model = model
-        self.url = endpoint.rstrip("/") + "/v2/rerank"
+        self.url = check_endpoint(endpoint).rstrip("/") + "/v2/rerank"
         self._api_key = api_key
         self._timeout = timeout
 
