@@ -37,3 +37,17 @@ def test_rag_call_shows_the_embedding_bar_when_indexing_is_long(tmp_path, capsys
     assert "embedding" in capsys.readouterr().err
     rag(docs, "grease interval of P-2?")  # nothing left to embed: no bar
     assert "embedding" not in capsys.readouterr().err
+
+
+def test_an_unchanged_folder_draws_no_bar_even_when_asked(tmp_path, capsys, monkeypatch):
+    """Bars are for work (reading changed files, parsing, embedding), not for the unchanged stat check."""
+    monkeypatch.setattr(corpus_module, "_RACY_SECONDS", -1.0)  # trust the stat cache for files written just now
+    docs = write_files(tmp_path / "docs", 5)
+    cache = tmp_path / "cache"
+    CorpusIndex(HashEmbedder(), cache_dir=cache).sync(docs, progress=True)
+    assert "indexing" in capsys.readouterr().err
+    CorpusIndex(HashEmbedder(), cache_dir=cache).sync(docs, progress=True)  # a new process: nothing to do
+    assert capsys.readouterr().err == ""
+    (docs / "note002.txt").write_text("Note 2: pump P-2 now needs grease every 9 hours.")
+    CorpusIndex(HashEmbedder(), cache_dir=cache).sync(docs, progress=True)  # one file to parse: the bar is back
+    assert "indexing" in capsys.readouterr().err

@@ -532,12 +532,20 @@ class CorpusIndex:
         files: dict[str, str] = {}
         fresh_stats = []
         now = time.time()
-        iterator: Any = paths
-        if progress or (progress is None and len(paths) > LONG_FILES):
-            from tqdm.auto import tqdm
+        show = bool(progress or (progress is None and len(paths) > LONG_FILES))
+        bar: Any = None
 
-            iterator = tqdm(paths, desc="indexing", unit="file")
-        for path in iterator:
+        def working(position: int) -> None:
+            """A file must be read or parsed: the bar shows from here on (never for an unchanged check)."""
+            nonlocal bar
+            if show and bar is None:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=len(paths), initial=position, desc="indexing", unit="file")
+
+        for position, path in enumerate(paths):
+            if bar is not None:
+                bar.update(1)
             key = str(path)
             try:
                 st = path.stat()
@@ -550,6 +558,7 @@ class CorpusIndex:
                         st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):  # ctime/inode: mtime can be put back
                     content = cached[2]
                 else:
+                    working(position)
                     data = path.read_bytes()
                     content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
                     if now - max(st.st_mtime, st.st_ctime) > _RACY_SECONDS:
@@ -559,6 +568,7 @@ class CorpusIndex:
                 continue
             status = parsed.get(content)
             if status is None or (status[0] == "skipped" and limit_changed(status[1])):  # over a limit since raised
+                working(position)
                 status = self._parse(path, content, data)
                 if status[0] != "error":
                     parsed[content] = status
@@ -566,6 +576,9 @@ class CorpusIndex:
                 self._skip(report, key, status[1] or "unreadable")
                 continue
             files[key] = content
+        if bar is not None:
+            bar.update(1)
+            bar.close()
         self._manifest.remember_stats(fresh_stats)
         return files
 
