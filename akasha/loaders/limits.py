@@ -31,6 +31,7 @@ killed the reader, the reader process could not start) are
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -88,26 +89,9 @@ class LoaderLimits:
 
         Raises :class:`~akasha.errors.ConfigError` naming a variable whose value is not a number.
         """
-        environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        for name, variable in ENVIRONMENT.items():
-            raw = environ.get(variable)
-            if raw is None or not raw.strip():
-                continue
-            raw = raw.strip()
-            if name == "isolate":
-                if raw.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
-                    raise ConfigError(f"{variable}={raw!r}: use 1 (read PDF/.docx in a child process) or 0")
-                values[name] = raw.lower() in ("1", "true", "yes", "on")
-                continue
-            try:
-                number = float(raw)
-            except ValueError:
-                raise ConfigError(f"{variable}={raw!r} is not a number; unset it or give a number (0: no limit)") from None
-            if not number >= 0 or number == float("inf"):
-                raise ConfigError(f"{variable}={raw!r} must be a finite number >= 0 (0: no limit)")
-            values[name] = int(number) if name in ("max_pages", "max_chars") else number
-        return replace(cls(**values), **overrides)  # type: ignore[arg-type]
+        source = os.environ if environ is None else environ
+        # Parsed once per distinct setting (a load is called per file; this stays a few microseconds).
+        return _from_values(cls, tuple(map(source.get, ENVIRONMENT.values())), **overrides)
 
     # ------------------------------------------------------------------ checks
     @property
@@ -122,6 +106,38 @@ class LoaderLimits:
             limit = self.max_inflated_bytes
         if limit and amount > limit:
             raise LoaderLimitError(path, name, getattr(self, name), what)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(cls: type[LoaderLimits], raw_values: tuple[str | None, ...]) -> LoaderLimits:
+    return _parse(cls, raw_values)
+
+
+def _from_values(cls: type[LoaderLimits], raw_values: tuple[str | None, ...], **overrides: object) -> LoaderLimits:
+    limits = _cached(cls, raw_values)
+    return replace(limits, **overrides) if overrides else limits  # type: ignore[arg-type]
+
+
+def _parse(cls: type[LoaderLimits], raw_values: tuple[str | None, ...]) -> LoaderLimits:
+    """The limits the ``AKASHA_LOADER_*`` values (in :data:`ENVIRONMENT` order) describe."""
+    values: dict[str, object] = {}
+    for (name, variable), raw in zip(ENVIRONMENT.items(), raw_values):
+        if raw is None or not raw.strip():
+            continue
+        raw = raw.strip()
+        if name == "isolate":
+            if raw.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+                raise ConfigError(f"{variable}={raw!r}: use 1 (read PDF/.docx in a child process) or 0")
+            values[name] = raw.lower() in ("1", "true", "yes", "on")
+            continue
+        try:
+            number = float(raw)
+        except ValueError:
+            raise ConfigError(f"{variable}={raw!r} is not a number; unset it or give a number (0: no limit)") from None
+        if not number >= 0 or number == float("inf"):
+            raise ConfigError(f"{variable}={raw!r} must be a finite number >= 0 (0: no limit)")
+        values[name] = int(number) if name in ("max_pages", "max_chars") else number
+    return cls(**values)  # type: ignore[arg-type]
 
 
 def _shown(value: float) -> str:
