@@ -423,7 +423,10 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
     reranker = None
     rerank_top_k = None
     reranking = spec.reranking
-    if reranking.get("enabled", False):
+    enabled = reranking.get("enabled", False)
+    if not isinstance(enabled, bool):  # YAML "false" (quoted) is a string, and a truthy one
+        raise SpecError(f"{at}reranking.enabled must be true or false (unquoted), got {enabled!r}")
+    if enabled:
         from akasha.rerank import as_reranker
 
         reranker = as_reranker(_component("reranker", "reranking", "provider", reranking, context, spec))

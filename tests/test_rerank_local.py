@@ -98,3 +98,16 @@ def test_a_missing_model_says_what_to_do(tmp_path):
     reranker = LocalReranker(str(tmp_path / "no-such-model"))
     with pytest.raises(ConfigError, match="could not load reranker model"):
         reranker.rank("q", hits())
+
+
+def test_local_reranker_without_torch_raises_missing_extra(monkeypatch):
+    import sys
+
+    from akasha.errors import MissingExtraError
+    from akasha.rerank.local import LocalReranker
+    from akasha.types import Chunk, Hit
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # torch "not installed"
+    reranker = LocalReranker("BAAI/bge-reranker-base")
+    with pytest.raises(MissingExtraError, match="full"):
+        reranker.rank("q", [Hit(Chunk("a#0", "text"), 1.0)])

@@ -227,7 +227,7 @@ def test_missing_httpx_is_raised_by_build(monkeypatch, sections):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "httpx" else real(name, *a))
-    with pytest.raises(MissingExtraError, match=r"httpx.*akasha\[light\]"):
+    with pytest.raises(MissingExtraError, match=r"httpx.*akasha-rag\[light\]"):
         build(load_spec(body(**sections)))
 
 
@@ -235,3 +235,10 @@ def test_remote_stores_are_not_contacted_at_build():
     # nothing listens on these ports; build must still succeed (the first use reports the connection)
     build(load_spec(body(vector_store={"backend": "qdrant", "url": "http://127.0.0.1:9"})))
     build(load_spec(body(vector_store={"backend": "pgvector", "dsn": "postgresql://x@127.0.0.1:9/db"})))
+
+
+@pytest.mark.parametrize("enabled", ["false", "true", 1, 0, "no"])
+def test_reranking_enabled_must_be_a_boolean(enabled):
+    with pytest.raises(SpecError, match="reranking.enabled must be true or false"):
+        build(load_spec(body(reranking={"enabled": enabled, "provider": "cross_encoder"})))
+    assert build(load_spec(body(reranking={"enabled": False}))).reranker is None

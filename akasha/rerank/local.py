@@ -66,9 +66,9 @@ class LocalReranker:
 
     def scores(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance score per text (the single logit, or the last class's logit)."""
+        self._load()  # MissingExtraError (not a bare ModuleNotFoundError) when torch/transformers are missing
         import torch
 
-        self._load()
         out: list[float] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
