@@ -485,7 +485,7 @@ def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
         "embeddings": (_ANY, f"embeddings.provider: {spec.embeddings.get('provider', DEFAULTS['embeddings.provider'])}"),
         "k": (retrieval.get("top_k", 5), f"retrieval.top_k: {retrieval.get('top_k', 5)}"),
     }
-    if reranking.get("enabled", False):
+    if reranking.get("enabled", False) is True:
         provider = reranking.get("provider", DEFAULTS["reranking.provider"])
         values["reranker"] = (_ANY, f"reranking.provider: {provider}")
         values["reranker_model"] = (_ANY, f"reranking.provider: {provider}")
