@@ -1,19 +1,14 @@
-"""The index's two uses of Chroma folders: a collection beside the cache, and existing collections to search.
+"""Searching an existing Chroma folder, whoever wrote it (akasha, plain chromadb, LangChain).
 
-``CorpusIndex(..., store="chroma")`` writes the corpus into a Chroma collection
-in ``<cache_dir>/chroma`` (:func:`mirror_collection`), one plain record per chunk,
-so chromadb, LangChain's ``Chroma`` or any other Chroma tool can read it.
-
-:func:`open_chroma_index` (the facade's ``use_chroma=True``) opens an existing
-Chroma folder, whoever wrote it (akasha, plain chromadb, LangChain), and returns
-an index serving every search type over its records: BM25 from the stored texts,
+:func:`open_chroma_index` (the facade's ``use_chroma=True``) returns an index
+serving every search type over the folder's records: BM25 from the stored texts,
 cosine over the stored vectors, nothing embedded but the question. It never
-creates anything: a folder without ``chroma.sqlite3`` is refused.
+creates anything: a folder without ``chroma.sqlite3`` is refused. (The collection
+``CorpusIndex(..., store="chroma")`` writes is :mod:`akasha.index.mirror`.)
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from pathlib import Path
@@ -23,21 +18,6 @@ from akasha.embeddings.base import Embedder
 from akasha.errors import IndexMismatchError, SourceNotFoundError
 
 log = logging.getLogger(__name__)
-
-
-def collection_name(model: str, settings: dict[str, Any]) -> str:
-    """A Chroma-safe collection name unique to (model, chunk settings); the same as earlier releases used."""
-    key = f"{model}|{sorted(settings.items())}"
-    return "akasha-" + hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def mirror_collection(cache_dir: Path | None, model: str, chunk_size: int, chunk_overlap: int) -> Any:
-    """The Chroma store ``store="chroma"`` writes: ``<cache_dir>/chroma``, or memory without a cache folder."""
-    from akasha.stores.chroma import ChromaStore
-
-    name = collection_name(model, {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap})
-    where = cache_dir / "chroma" if cache_dir is not None else None
-    return ChromaStore(name, path=where, create=True, embedder=model)
 
 
 def chroma_folder_of(path: str | os.PathLike[str]) -> Path:
@@ -86,4 +66,4 @@ def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, colle
     return index
 
 
-__all__ = ["collection_name", "chroma_folder_of", "mirror_collection", "open_chroma_index"]
+__all__ = ["chroma_folder_of", "open_chroma_index"]
