@@ -19,6 +19,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 SYSTEMS = {
     "akasha": "peer_akasha.py",
+    # akasha at another revision, for before/after ratios in one run: a checkout named by
+    # $AKASHA_BASELINE_SRC (e.g. `git worktree add /tmp/akasha-before <rev>`), same interpreter.
+    "akasha_baseline": "peer_akasha.py",
     "akasha_terminal": "peer_akasha_terminal.py",
     "langchain": "peer_langchain.py",
     "llamaindex": "peer_llamaindex.py",
@@ -27,7 +30,7 @@ SYSTEMS = {
 
 def python_for(system: str) -> Path:
     """akasha runs in the project's interpreter; every peer in its own venv (created on first use)."""
-    return Path(sys.executable) if system == "akasha" else ensure_venv(system)
+    return Path(sys.executable) if system in ("akasha", "akasha_baseline") else ensure_venv(system)
 
 
 def run_phase(system: str, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -39,6 +42,12 @@ def run_phase(system: str, job: dict[str, Any], timeout_s: float) -> dict[str, A
     env.pop("PYTHONPATH", None)
     if system == "akasha":  # only akasha sees the repo: akasha-terminal's package is also named "akasha"
         env["PYTHONPATH"] = str(REPO)
+    elif system == "akasha_baseline":
+        baseline = os.environ.get("AKASHA_BASELINE_SRC")
+        if not baseline or not (Path(baseline) / "akasha" / "__init__.py").is_file():
+            return {"error": "set AKASHA_BASELINE_SRC to a checkout of the baseline revision "
+                             "(git worktree add /tmp/akasha-before <rev>)"}
+        env["PYTHONPATH"] = str(Path(baseline).resolve())
     with tempfile.TemporaryDirectory() as tmp:
         job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
         job_file.write_text(json.dumps(job))
