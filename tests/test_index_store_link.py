@@ -136,3 +136,18 @@ def test_an_object_that_is_not_a_store_is_refused(tmp_path: Path):
 
     with pytest.raises(ConfigError, match="not an akasha Store"):
         CorpusIndex(HashEmbedder(), cache_dir=":memory:", store=object())
+
+
+def test_restore_rebuilds_the_last_corpus_from_the_store_alone(tmp_path: Path):
+    write(tmp_path / "docs")
+    store = MemoryStore()
+    make(":memory:", store).sync(tmp_path / "docs")
+    embedder = CountingEmbedder()
+    fresh = make(":memory:", store, embedder)  # a restart with an in-memory cache: only the store remembers
+    hits = fresh.bm25_search("topic 21 is explained", 1)
+    assert hits and hits[0][0].text.startswith("File 2 paragraph 1")
+    assert embedder.embedded == 0
+    (tmp_path / "docs" / "f0.txt").unlink()
+    report = fresh.sync(tmp_path / "docs")  # the restored corpus is the baseline of the next sync
+    assert report.embedded == 0 and report.removed == 1
+    assert store.count() == len(fresh)

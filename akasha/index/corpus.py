@@ -377,15 +377,36 @@ class CorpusIndex:
         """
         if self._state_key is not None:
             return True
-        get_meta = getattr(self._manifest, "get_meta", None)  # server manifests keep no such pointer
-        source_key = get_meta(f"last:{self.namespace}") if get_meta is not None else None
+        source_key = self._manifest.get_meta(f"last:{self.namespace}")
         committed = self._manifest.corpus(source_key, self.namespace) if source_key else None
         if committed is None:
-            return False
+            return self._restore_from_store()
         with self._write_lock():
             if self._state_key is None:
                 self._apply(source_key, dict(committed[1]), SyncReport())  # type: ignore[arg-type]
         return self._state_key is not None
+
+    def _restore_from_store(self) -> bool:
+        """A cache that never held this corpus (a new machine, an in-memory cache after a restart):
+        rebuild the last corpus committed into the store from the store's own records and vectors."""
+        if self._link is None:
+            return False
+        source_key = self._link.last_source()
+        stored = self._link.load_state(source_key) if source_key else None
+        if stored is None or not stored[1]:
+            return False
+        chunks, matrix = self._link.records_of(stored[1])
+        if not chunks:
+            return False
+        ids = [c.id for c in chunks]
+        bm25 = BM25Index(tokenizer=self._tokenizer)
+        bm25.add(ids, [c.text for c in chunks])
+        self._bm25, self._dense = bm25, DenseIndex.from_matrix(ids, matrix)
+        self._chunks = {c.id: c for c in chunks}
+        self._files, self._state_key, self._source = dict(stored[1]), stored[0], source_key
+        self._committed = (source_key, stored[0])  # type: ignore[assignment]
+        log.info("restored %d chunks of the last corpus committed into %s", len(chunks), self._link.name)
+        return True
 
     def vector_search(self, query: str | np.ndarray, k: int, filters: Mapping[str, Any] | None = None
                       ) -> list[tuple[Chunk, float]]:

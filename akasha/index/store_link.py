@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: Records written per store call (Chroma refuses very large batches).
 WRITE_BATCH = 1000
+#: The source key under which the store points at the corpus committed last.
+LAST = "__last__"
 
 
 def state_key_for(namespace: str, source_key: str) -> str:
@@ -89,9 +91,29 @@ class StoreLink:
             log.debug("store %s: wrote %d records, removed %d", self.name, len(fresh), len(stale))
 
     def save_state(self, source_key: str, state_key: str, files: Mapping[str, str]) -> None:
+        """Save one corpus's committed state, then point "the last committed corpus" at it."""
         self.store.save_state(state_key_for(self.namespace, source_key),
                               {"namespace": self.namespace, "source": source_key, "state": state_key,
                                "embedder": self.embedder_name, "files": dict(files)})
+        self.store.save_state(state_key_for(self.namespace, LAST), {"namespace": self.namespace, "source": source_key})
+
+    def last_source(self) -> str | None:
+        """The source key of the corpus committed last into the store (for this embedder and chunking)."""
+        pointer = self.store.load_state(state_key_for(self.namespace, LAST))
+        if not pointer or pointer.get("namespace") != self.namespace:
+            return None
+        return str(pointer.get("source") or "") or None
+
+    def records_of(self, files: Mapping[str, str]) -> tuple[list[Chunk], np.ndarray]:
+        """Every stored record of these files (by document id), with its vector: a corpus rebuilt from the store."""
+        chunks: list[Chunk] = []
+        blocks: list[np.ndarray] = []
+        for part, vectors in self.store.scan():
+            keep = [i for i, c in enumerate(part) if c.doc_id in files]
+            chunks.extend(part[i] for i in keep)
+            blocks.append(np.asarray(vectors, dtype=np.float32).reshape(len(part), -1)[keep])
+        matrix = np.concatenate(blocks, axis=0) if blocks else np.zeros((0, 0), dtype=np.float32)
+        return chunks, matrix
 
     def record(self, chunk: Chunk) -> Chunk:
         """The chunk as the store keeps it: metadata names its source, document and embedder."""
