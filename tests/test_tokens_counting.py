@@ -111,6 +111,12 @@ def test_counting_neither_imports_bpe_openai_nor_builds_unused_encodings():
     assert out == ["2", "False", "1"]
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_verified_files_list_their_tokens_in_rank_order(name):
+    path = tokens.encoding_file(name)
+    assert tokens.read_mergeable_ranks(path, tokens.ENCODINGS[name].sha256) == tokens.read_mergeable_ranks(path)
+
+
 def test_a_file_with_the_wrong_digest_is_refused(tmp_path, monkeypatch, caplog):
     bad = tmp_path / "cl100k_base.tiktoken.gz"
     bad.write_bytes(gzip.compress(b"IQ== 0\nIg== 1\n"))
