@@ -35,7 +35,6 @@ never see another call's corpus half-way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import inspect
 import logging
@@ -675,14 +674,15 @@ class Pipeline:
 
     # ----------------------------------------------------------------- close
     def close(self) -> None:
-        """Release the index's database and the store's connections."""
-        with contextlib.suppress(Exception):
-            closer = getattr(self.index, "close", None)
-            if closer is not None:
+        """Release the index's database and the store's connections (a failure to close is logged, not raised)."""
+        for part in (self.index, self.store):
+            closer = getattr(part, "close", None)
+            if closer is None or inspect.iscoroutinefunction(closer):
+                continue
+            try:
                 closer()
-        closer = getattr(self.store, "close", None)
-        if closer is not None and not inspect.iscoroutinefunction(closer):
-            closer()
+            except Exception as exc:  # closing must not hide the caller's own error or stop the other close
+                logger.warning("could not close %s: %s", type(part).__name__, describe(exc))
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
