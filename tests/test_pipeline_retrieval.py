@@ -395,8 +395,6 @@ def test_ingest_accepts_a_single_document_and_concurrent_reingests_leave_one_ver
     assert count == indexed == 2 + len(hits)
 
 
-@pytest.mark.xfail(strict=True, reason="index: add_documents after a restart with an empty local cache starts from "
-                   "an empty documents corpus and drops the store's earlier records (/work/notes/requests.md item 1)")
 def test_a_restart_over_a_persistent_store_keeps_earlier_documents(tmp_path):
     pytest.importorskip("chromadb")
     store = {"backend": "chroma", "collection": "restart", "persist_directory": str(tmp_path / "chroma")}
