@@ -405,6 +405,13 @@ class ChromaStore(BaseStore):
             if plain:
                 found.update(dict.fromkeys(self._call("looking up documents", lambda: self.collection.get(
                     ids=plain, include=[]))["ids"]))
+            # The previous release's store="chroma" collection wrote "<path>#<seq>" records with a source but
+            # no doc_id: found by source, kept only when the id names the same document.
+            wanted = set(part)
+            older = self._call("looking up documents", lambda: self.collection.get(
+                where={"source": {"$in": part}}, include=["metadatas"]))
+            found.update(dict.fromkeys(i for i, meta in zip(older["ids"], _rows(older["metadatas"]), strict=True)
+                                       if "doc_id" not in (meta or {}) and i.rpartition("#")[0] in wanted))
         return list(found)
 
     def _count(self) -> int:
