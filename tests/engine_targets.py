@@ -1,18 +1,22 @@
-"""Store targets for the engine contract suite, buildable in this process and in a child process.
+"""Store targets and doors for the engine contract suite, buildable in this process and in a child process.
 
 A target is a small JSON-able recipe (``{"kind": "chroma-folder", "path": ...}``)
-so a test can rebuild the same store in a new Python process (``python -m
-engine_targets RECIPE CACHE FOLDER``), the way a user's next run would. Run as a
-script it syncs FOLDER into an index over that store and prints the sync report
-as JSON; with ``--slow`` its embedder sleeps per batch and ``--progress=FILE``
-appends a line per batch, so a test can kill it part way.
+and a door is how a user reaches the engine: ``index`` (CorpusIndex), ``rag``
+(the ``akasha.RAG`` facade) or ``yaml`` (a ``kind: RAGPipeline`` spec). A test can
+rebuild the same store behind the same door in a new Python process
+(``python engine_targets.py RECIPE DOOR CACHE FOLDER``), the way a user's next
+run would: the script syncs FOLDER and prints the sync report as JSON. With
+``--slow`` its embedder sleeps per batch and ``--progress=FILE`` appends a line
+per batch, so a test can kill it part way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from akasha.embeddings.hash import HashEmbedder
 
 #: Chunking used by every contract test: small chunks, no overlap, so edits touch few chunks.
 CHUNK_SIZE = 50
+DOORS = ("index", "rag", "yaml")
 
 
 class CountingEmbedder(HashEmbedder):
@@ -28,9 +33,9 @@ class CountingEmbedder(HashEmbedder):
     def __init__(self, *, delay: float = 0.0, fail_after: int | None = None, progress: str | None = None) -> None:
         super().__init__()
         self.embedded = 0
-        self.progress = progress
         self.delay = delay
         self.fail_after = fail_after
+        self.progress = progress
         self.batch_size = 4
 
     def embed_documents(self, texts):
@@ -46,7 +51,7 @@ class CountingEmbedder(HashEmbedder):
 
 
 def build_store(recipe: dict[str, Any]) -> Any:
-    """The store a recipe names (None for the local default store)."""
+    """The store (or URL) a recipe names for the index and facade doors; None for the local default store."""
     kind = recipe["kind"]
     if kind == "local":
         return None
@@ -71,20 +76,97 @@ def build_store(recipe: dict[str, Any]) -> Any:
     raise ValueError(f"unknown target kind {kind!r}")
 
 
-def open_index(recipe: dict[str, Any], cache: Path | str, embedder: Any = None) -> Any:
-    from akasha.index import CorpusIndex
+def yaml_store(recipe: dict[str, Any]) -> dict[str, Any]:
+    """The ``vector_store`` section a RAGPipeline file writes for the same store."""
+    kind = recipe["kind"]
+    if kind in ("memory", "faiss"):
+        return {"backend": kind}
+    if kind == "chroma-folder":
+        return {"backend": "chroma", "persist_directory": recipe["path"], "collection": recipe["collection"]}
+    if kind == "url" and recipe["url"].startswith("chroma://"):
+        host_port, _, name = recipe["url"][len("chroma://"):].partition("/")
+        host, _, port = host_port.partition(":")
+        return {"backend": "chroma", "host": host, "port": int(port), "collection": name}
+    if kind == "url" and recipe["url"].startswith("postgresql://"):
+        dsn, _, query = recipe["url"].partition("?")
+        return {"backend": "pgvector", "dsn": dsn, "collection": query.split("table=", 1)[1]}
+    raise ValueError(f"no RAGPipeline vector_store for {kind!r}")
 
-    return CorpusIndex(embedder or CountingEmbedder(), chunk_size=CHUNK_SIZE, chunk_overlap=0, cache_dir=cache,
-                       vector_store=build_store(recipe))
+
+class Door:
+    """One way into the engine over one store: sync a folder, search it, count what was embedded."""
+
+    def __init__(self, door: str, recipe: dict[str, Any], cache: Path | str, embedder: CountingEmbedder | None,
+                 store: Any) -> None:
+        self.door = door
+        self.embedder = embedder or CountingEmbedder()
+        if door == "index":
+            from akasha.index import CorpusIndex
+
+            self.engine: Any = CorpusIndex(self.embedder, chunk_size=CHUNK_SIZE, chunk_overlap=0, cache_dir=cache,
+                                           vector_store=store)
+        elif door == "rag":
+            import akasha
+
+            self.engine = akasha.RAG(model="extractive", embeddings=self.embedder, chunk_size=CHUNK_SIZE,
+                                     chunk_overlap=0, cache_dir=cache, vector_store=store)
+        elif door == "yaml":
+            from akasha import registry, spec
+
+            name = f"contract-counting-{id(self.embedder)}"
+            registry.register("embedder", name, lambda config, context: self.embedder, replace=True)
+            body = {"kind": "RAGPipeline", "metadata": {"name": "contract"}, "spec": {
+                "chunking": {"strategy": "recursive", "chunk_size": CHUNK_SIZE, "overlap": 0},
+                "embeddings": {"provider": name, "dimension": self.embedder.dimension},
+                "vector_store": yaml_store(recipe),
+                "retrieval": {"pattern": "hybrid", "top_k": 5}}}
+            self.engine = spec.build(body, cache_dir=cache)
+        else:
+            raise ValueError(f"unknown door {door!r}; known: {', '.join(DOORS)}")
+
+    def sync(self, folder: Path | str) -> Any:
+        """The door's sync report (SyncReport), after bringing the engine in line with ``folder``."""
+        if self.door == "index":
+            return self.engine.sync(folder)
+        if self.door == "rag":
+            return self.engine.index(folder)
+        return self.engine.sync(folder)
+
+    def search(self, folder: Path | str, question: str, k: int = 5, search_type: str = "bm25") -> list[Any]:
+        """The best hits for ``question`` over ``folder`` (synced first by the doors that always sync)."""
+        if self.door == "index":
+            return self.engine.search(question, k=k, search_type=search_type)
+        if self.door == "rag":
+            return list(self.engine.search(folder, question, k=k, search_type=search_type))
+        return list(self.engine.query_sync(question, k=k).hits)
+
+    def close(self) -> None:
+        closer = getattr(self.engine, "close", None)
+        if closer is not None:
+            closer()
+
+
+@contextlib.contextmanager
+def open_door(door: str, recipe: dict[str, Any], cache: Path | str, embedder: CountingEmbedder | None = None,
+              store: Any = None) -> Iterator[Door]:
+    """A door over ``recipe``'s store (``store`` reuses an object built before); closed on exit."""
+    built = store if store is not None else (build_store(recipe) if door != "yaml" else None)
+    handle = Door(door, recipe, cache, embedder, built)
+    try:
+        yield handle
+    finally:
+        handle.close()
+        if store is None and built is not None and not isinstance(built, str):
+            built.close()
 
 
 def main(argv: list[str]) -> int:
-    recipe, cache, folder = json.loads(argv[0]), argv[1], argv[2]
+    recipe, door, cache, folder = json.loads(argv[0]), argv[1], argv[2], argv[3]
     progress = next((a.split("=", 1)[1] for a in argv if a.startswith("--progress=")), None)
     embedder = CountingEmbedder(delay=0.2 if "--slow" in argv else 0.0, progress=progress)
-    with open_index(recipe, cache, embedder) as index:
-        report = index.sync(folder)
-        hits = index.search("spare wheel boot", k=1, search_type="bm25")
+    with open_door(door, recipe, cache, embedder) as handle:
+        report = handle.sync(folder)
+        hits = handle.search(folder, "spare wheel boot", k=1)
     print(json.dumps({"embedded": report.embedded, "chunks": report.chunks, "unchanged": report.unchanged,
                       "indexed": report.indexed, "top": hits[0].path if hits else None}))
     return 0
