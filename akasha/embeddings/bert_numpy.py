@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -32,8 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-log = logging.getLogger(__name__)
 
 _SUPPORTED_MODULES = ("models.Transformer", "models.Pooling", "models.Normalize")
 #: safetensors dtype names -> numpy dtypes this reader accepts (float16 is widened on use).
@@ -130,6 +127,7 @@ class BertFolder:
         self.tokenizer.enable_truncation(max_length=max_length)
         self._tensors = read_safetensors(self.root / "model.safetensors")
         self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self._tensors else ""
+        self._embedding: tuple[np.ndarray, ...] | None = None
 
     def tensor(self, name: str) -> np.ndarray:
         """The weight ``name`` (e.g. ``"encoder.layer.0.output.dense.bias"``) as float32, memory-mapped when it is."""
@@ -165,6 +163,21 @@ class BertFolder:
             out[rows] = self.pool(forward(ids, types, mask), mask)
         return out
 
+    def embed(self, ids: np.ndarray, types: np.ndarray) -> np.ndarray:
+        """BERT's input embeddings of a batch, ``(batch * length, hidden)``: word + position + token type, LayerNorm.
+
+        Only the rows of the words present are read from the (memory-mapped) word-embedding table.
+        """
+        if self._embedding is None:
+            self._embedding = (self.tensor("embeddings.word_embeddings.weight"),
+                               self.tensor("embeddings.position_embeddings.weight"),
+                               self.tensor("embeddings.token_type_embeddings.weight"),
+                               self.tensor("embeddings.LayerNorm.weight"), self.tensor("embeddings.LayerNorm.bias"))
+        word, position, token_type, weight, bias = self._embedding
+        length = ids.shape[1]
+        x = (word[ids] + position[:length][None, :, :] + token_type[types]).reshape(-1, self.hidden)
+        return _layer_norm(x, weight, bias, self.eps)
+
     def pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Mean over real tokens, then L2-normalised when the folder has a Normalize module."""
         weights = mask.astype(np.float32)[:, :, None]
@@ -194,10 +207,6 @@ class NumpyBertEncoder:
         self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
         f = self.folder
         self.dimension = f.hidden
-        self.word = f.tensor("embeddings.word_embeddings.weight")
-        self.position = f.tensor("embeddings.position_embeddings.weight")
-        self.token_type = f.tensor("embeddings.token_type_embeddings.weight")
-        self.embed_norm = (f.tensor("embeddings.LayerNorm.weight"), f.tensor("embeddings.LayerNorm.bias"))
         self.layers: list[dict[str, Any]] = []
         for i in range(f.layers):
             at = f"encoder.layer.{i}."
@@ -226,8 +235,7 @@ class NumpyBertEncoder:
         hidden, heads, eps = self.dimension, self.folder.heads, self.folder.eps
         head = hidden // heads
         # Dense layers work on one (batch * length, hidden) matrix: one BLAS call each.
-        x = (self.word[ids] + self.position[:length][None, :, :] + self.token_type[types]).reshape(-1, hidden)
-        x = _layer_norm(x, *self.embed_norm, eps)
+        x = self.folder.embed(ids, types)
         attention_bias = ((1.0 - mask.astype(np.float32)) * np.finfo(np.float32).min)[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(head))
 

@@ -3,27 +3,29 @@
 Indexing a folder embeds every chunk once; through sentence-transformers that
 first imports torch and transformers (several seconds) and then runs torch's
 CPU kernels. onnxruntime (installed with chromadb, and by the ``full`` extra)
-has fused CPU kernels for exactly this model: embeddings + LayerNorm in one
-step, multi-head attention in one step, bias + GELU in one step, residual +
-LayerNorm in one step. This module writes that graph itself, from the weights
-of a sentence-transformers BERT folder (see :class:`~akasha.embeddings.bert_numpy.BertFolder`),
-so no ONNX export, no torch and no download is needed:
+has fused CPU kernels for exactly this model: multi-head attention in one step,
+bias + GELU in one step, residual + LayerNorm in one step. This module writes
+that graph itself, from the weights of a sentence-transformers BERT folder (see
+:class:`~akasha.embeddings.bert_numpy.BertFolder`), so no ONNX export, no torch
+and no download is needed:
 
-    EmbedLayerNormalization -> [Attention -> MatMul -> SkipLayerNormalization
-                                -> MatMul -> BiasGelu -> MatMul -> SkipLayerNormalization] x layers
+    [Attention -> MatMul -> SkipLayerNormalization
+     -> MatMul -> BiasGelu -> MatMul -> SkipLayerNormalization] x layers
+
+The input embeddings (a gather and a LayerNorm) are computed in numpy from the
+memory-mapped word-embedding table, so its 47 MB never enter the graph; mean
+pooling and normalisation run in numpy on the last hidden state, as for the
+numpy encoder. The vectors agree with sentence-transformers' to about 1e-6.
 
 The ONNX file format is a protocol buffer; the few message types the graph needs
 (ModelProto, GraphProto, NodeProto, TensorProto, AttributeProto, ValueInfoProto)
 are written below rather than by the ``onnx`` package, which would be one more
 dependency (and import) for about eighty lines, and which copies the weights at
-every level of nesting. Mean pooling and
-normalisation run in numpy on the last hidden state, as for the numpy encoder.
-The vectors agree with sentence-transformers' to about 1e-6.
+every level of nesting.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import struct
 from collections.abc import Sequence
@@ -33,8 +35,6 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.bert_numpy import BertFolder
-
-log = logging.getLogger(__name__)
 
 #: Texts per onnxruntime call (grouped by token length, so padding stays small).
 BATCH = 32
@@ -147,8 +147,14 @@ def _value_info(name: str, element_type: int, dims: Sequence[int | str]) -> _Blo
 
 
 def bert_graph(folder: BertFolder) -> bytes:
-    """The serialized ONNX model of ``folder``'s BERT encoder: inputs ``input_ids``, ``token_type_ids``,
-    ``attention_mask`` (int32, batch x sequence), output ``last_hidden_state`` (float32)."""
+    """The serialized ONNX model of ``folder``'s BERT layers.
+
+    Inputs: ``embeddings`` (float32, batch x sequence x hidden: the input embeddings after their
+    LayerNorm, see :meth:`BertFolder.embed`) and ``mask_index`` (int32, batch: the number of real
+    tokens of each right-padded row). Output: ``last_hidden_state`` (float32, batch x sequence x hidden).
+    The word-embedding table (half of MiniLM's weights) stays out of the graph: numpy reads the
+    rows a batch needs from the memory-mapped file.
+    """
     nodes: list[_Blob] = []
     initializers: list[_Blob] = []
 
@@ -158,17 +164,7 @@ def bert_graph(folder: BertFolder) -> bytes:
 
     t = folder.tensor
     eps = folder.eps
-    nodes.append(_node(
-        "EmbedLayerNormalization",
-        ["input_ids", "token_type_ids",
-         weight("word_embeddings", t("embeddings.word_embeddings.weight")),
-         weight("position_embeddings", t("embeddings.position_embeddings.weight")),
-         weight("token_type_embeddings", t("embeddings.token_type_embeddings.weight")),
-         weight("embeddings_norm_weight", t("embeddings.LayerNorm.weight")),
-         weight("embeddings_norm_bias", t("embeddings.LayerNorm.bias")),
-         "attention_mask"],
-        ["hidden0", "mask_index"], _MS, epsilon=eps))
-    x = "hidden0"
+    x = "embeddings"
     for i in range(folder.layers):
         at = f"encoder.layer.{i}."
         # Linear layers store (out, in); ONNX MatMul wants (in, out).
@@ -202,8 +198,8 @@ def bert_graph(folder: BertFolder) -> bytes:
         *(_message(1, n) for n in nodes),
         _text(2, "bert"),
         *(_message(5, i) for i in initializers),
-        *(_message(11, _value_info(name, _INT32, ["batch", "sequence"]))
-          for name in ("input_ids", "token_type_ids", "attention_mask")),
+        _message(11, _value_info("embeddings", _FLOAT, ["batch", "sequence", folder.hidden])),
+        _message(11, _value_info("mask_index", _INT32, ["batch"])),
         _message(12, _value_info("last_hidden_state", _FLOAT, ["batch", "sequence", folder.hidden])),
     ])
     # ModelProto: ir_version = 1, producer_name = 2, graph = 7, opset_import = 8 (domain = 1, version = 2)
@@ -245,7 +241,8 @@ class OnnxBertEncoder:
         return self.folder.encode(texts, self._forward, BATCH)
 
     def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        feed = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+        embeddings = self.folder.embed(ids, types).reshape(ids.shape[0], ids.shape[1], self.dimension)
+        feed = {"embeddings": embeddings, "mask_index": mask.sum(axis=1, dtype=np.int32)}
         return self.session.run(["last_hidden_state"], feed)[0]
 
 
