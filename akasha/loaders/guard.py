@@ -309,7 +309,7 @@ def _exchange(worker: _Worker, path: Path, suffix: str, header: dict[str, Any], 
         code = worker.process.wait(timeout=5.0)
     except subprocess.TimeoutExpired:
         code = None
-    if code is not None and code < 0 and -code != signal.SIGKILL:
+    if code is not None and code < 0 and -code != getattr(signal, "SIGKILL", 9):
         raise LoaderLimitError(
             path, "max_memory_mb", limits.max_memory_mb,
             f"the {suffix.lstrip('.').upper()} reader crashed ({_signal_name(-code)}) on it, "
