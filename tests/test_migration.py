@@ -102,6 +102,31 @@ def assert_same_corpus_and_answers(index: CorpusIndex, root: Path) -> None:
             assert found == expected, (query, search_type)
 
 
+def expected_vectors(tmp_path: Path) -> dict[str, np.ndarray]:
+    """content hash -> the HashEmbedder vector of that chunk text (what the old code stored)."""
+    embedder = HashEmbedder(FACTS["dimension"])
+    with CorpusIndex(embedder, chunk_size=FACTS["chunk_size"], chunk_overlap=FACTS["chunk_overlap"],
+                     cache_dir=":memory:") as index:
+        index.sync(corpus_copy(tmp_path / "expected"))
+        texts = {c.metadata["content_hash"]: c.text for c in index.chunks}
+    return dict(zip(texts, embedder.embed_documents(list(texts.values())), strict=True))
+
+
+def assert_vectors_for_finds_the_old_vectors(store, tmp_path: Path) -> None:
+    """The store's ``vectors_for`` reads the previous release's vectors, by content hash and model only."""
+    import hashlib
+
+    expected = expected_vectors(tmp_path)
+    assert sorted(expected) == FACTS["content_hashes"]
+    absent = hashlib.sha256(b"a text nobody indexed").hexdigest()
+    found = store.vectors_for([*expected, absent], FACTS["embedder"])
+    assert set(found) == set(expected)
+    for content_hash, vector in expected.items():
+        np.testing.assert_allclose(found[content_hash], vector, atol=1e-6)
+    assert store.vectors_for(list(expected), "another-model") == {}
+    assert store.count() == 0  # reading wrote nothing
+
+
 def test_fixtures_are_small_and_from_the_previous_release():
     total = sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file())
     assert total < 1_000_000
@@ -227,6 +252,15 @@ def test_chroma_server_layout_gives_its_vectors_to_the_new_collection(legacy_chr
     assert embedder.texts == 0
 
 
+@pytest.mark.integration
+def test_chroma_server_layout_vectors_are_found_by_content_hash(legacy_chroma_server, tmp_path):
+    from akasha.stores.urls import open_store
+
+    store = open_store(legacy_chroma_server.url(FACTS["chroma_collection"]))
+    assert_vectors_for_finds_the_old_vectors(store, tmp_path)
+    store.close()
+
+
 # --------------------------------------------------------------- PostgreSQL
 @pytest.fixture
 def legacy_database(pg_server):  # noqa: F811
@@ -269,3 +303,12 @@ def test_postgres_layout_gives_its_vectors_to_the_new_table(legacy_database, tmp
         assert second.sync(corpus).embedded == 0
         assert_same_corpus_and_answers(second, corpus)
     assert embedder.texts == 0
+
+
+@pytest.mark.integration
+def test_postgres_layout_vectors_are_found_by_content_hash(legacy_database, tmp_path):
+    from akasha.stores.urls import open_store
+
+    store = open_store(legacy_database[1])
+    assert_vectors_for_finds_the_old_vectors(store, tmp_path)
+    store.close()

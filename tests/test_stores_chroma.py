@@ -212,24 +212,6 @@ def test_large_state_is_split_and_replaced_whole(tmp_path):
 
 
 @pytest.mark.integration
-def test_vectors_of_the_previous_server_release_are_reused(chroma_server):  # noqa: F811
-    """An index written by the current release's chroma:// backend: its vectors are found, nothing re-embedded."""
-    from akasha.index.servers import open_backend
-    from akasha.stores.urls import open_store
-
-    name = f"legacy-{uuid.uuid4().hex[:8]}"
-    backend = open_backend(chroma_server.url(name))
-    hashes = [sha("one"), sha("two")]
-    backend.store_vectors(EMBEDDER, hashes, np.array([[3, 0, 0, 0], [0, 0, 2, 0]], dtype=np.float32))
-    backend.close()
-    store = open_store(chroma_server.url(name))
-    found = store.vectors_for(hashes + [sha("three")], EMBEDDER)
-    assert set(found) == set(hashes)
-    np.testing.assert_allclose(found[hashes[1]], [0, 0, 1, 0], atol=1e-6)
-    assert store.vectors_for(hashes, "another-model") == {}
-
-
-@pytest.mark.integration
 def test_token_auth_on_a_server_behind_a_token_proxy(chroma_server, monkeypatch):  # noqa: F811
     """Token from token=, from the URL (Bearer or X-Chroma-Token) or $CHROMA_AUTH_TOKEN; a refused one fails fast."""
     import time
@@ -254,6 +236,32 @@ def test_token_auth_on_a_server_behind_a_token_proxy(chroma_server, monkeypatch)
         with pytest.raises(ServerAuthError) as info:
             open_store(proxy.url(name), token="wrong", retry=Retry(attempts=5, base=1.0))
         assert time.perf_counter() - started < 5 and "team/token" not in str(info.value)
+    finally:
+        proxy.close()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_missing_or_refused_token_is_a_clear_error_without_retries(chroma_server, monkeypatch, token):  # noqa: F811
+    """No token, or a wrong one: ServerAuthError at once (no backoff), naming the server and where a token goes."""
+    import time
+
+    from servers_fixtures import ChromaAuthProxy
+
+    from akasha.errors import ServerAuthError
+    from akasha.stores.retry import Retry
+    from akasha.stores.urls import open_store
+
+    proxy = ChromaAuthProxy(chroma_server.port, "team-token-123")
+    try:
+        monkeypatch.delenv("CHROMA_AUTH_TOKEN", raising=False)
+        started = time.perf_counter()
+        with pytest.raises(ServerAuthError) as info:
+            open_store(proxy.url("authdocs"), token=token, retry=Retry(attempts=5, base=1.0))
+        assert time.perf_counter() - started < 5
+        message = str(info.value)
+        assert f"127.0.0.1:{proxy.port}/authdocs" in message and "CHROMA_AUTH_TOKEN" in message
+        assert "wrong-token" not in message and "team-token-123" not in message
     finally:
         proxy.close()
 

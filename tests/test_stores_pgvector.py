@@ -116,6 +116,39 @@ def test_lock_serialises_writers_across_connections(pg_server):  # noqa: F811
     second.close()
 
 
+def test_a_waiting_writer_proceeds_once_the_first_releases(pg_server):  # noqa: F811
+    """Writers on two machines are serialised: the second waits for the advisory lock, then writes."""
+    url = pg_server.dsn(table=table())
+    first, second = open_store(url), open_store(url)
+    order: list[str] = []
+    with first.lock(timeout=5):
+
+        def wait_then_write() -> None:
+            with second.lock(timeout=10):
+                order.append("second")
+
+        thread = threading.Thread(target=wait_then_write)
+        thread.start()
+        time.sleep(0.4)
+        order.append("first")
+    thread.join(10)
+    assert order == ["first", "second"]
+    first.close()
+    second.close()
+
+
+def test_wrong_password_is_refused_at_once_and_redacted(pg_server):  # noqa: F811
+    from akasha.errors import ServerAuthError
+    from akasha.stores.retry import Retry
+
+    started = time.perf_counter()
+    with pytest.raises(ServerAuthError) as info:
+        open_store(pg_server.dsn(password="not-the-password"), retry=Retry(attempts=5, base=1.0))
+    assert time.perf_counter() - started < 5  # no backoff for a refused login
+    message = str(info.value)
+    assert "not-the-password" not in message and "postgres:***@" in message and "PGPASSWORD" in message
+
+
 def test_table_of_the_previous_yaml_store_is_upgraded_in_place(pg_server):  # noqa: F811
     name = table()
     sql(pg_server, f"CREATE TABLE {name} (id text PRIMARY KEY, doc_id text NOT NULL, content text NOT NULL, "
@@ -127,23 +160,6 @@ def test_table_of_the_previous_yaml_store_is_upgraded_in_place(pg_server):  # no
     assert chunk.text == "old text" and chunk.metadata["topic"] == "x"
     assert sql(pg_server, f"SELECT source, page, chunk_index FROM {name}") == [("d.txt", 2, 0)]
     assert store.nearest(np.array([1, 0, 0, 0]), 1, {"topic": "x"})[0][0].id == "d#0"
-    store.close()
-
-
-def test_vectors_of_the_previous_server_release_are_reused(pg_server):  # noqa: F811
-    """An index written by the current release's postgresql:// backend: its vectors are found by text hash."""
-    from akasha.index.servers import open_backend
-
-    prefix = table()
-    backend = open_backend(pg_server.dsn(table=prefix))
-    hashes = [sha("one"), sha("two")]
-    backend.store_vectors(EMBEDDER, hashes, np.array([[3, 0, 0, 0], [0, 0, 2, 0]], dtype=np.float32))
-    backend.close()
-    store = open_store(pg_server.dsn(table=prefix))
-    found = store.vectors_for(hashes + [sha("three")], EMBEDDER)
-    assert set(found) == set(hashes)
-    np.testing.assert_allclose(found[hashes[1]], [0, 0, 1, 0], atol=1e-6)
-    assert store.vectors_for(hashes, "another-model") == {}
     store.close()
 
 

@@ -85,11 +85,51 @@ def test_qdrant_urls():
 
 
 def test_old_names_still_import_from_index_servers():
+    import importlib.util
+
     import akasha.index.servers as servers
     import akasha.stores.urls as urls
 
     assert servers.parse_vector_store is urls.parse_vector_store and servers.ServerURL is urls.ServerURL
-    assert servers.open_store is urls.open_store and callable(servers.open_backend)
+    assert servers.open_store is urls.open_store
+    # the previous release's shared-index backends are gone: every URL opens a store
+    assert not hasattr(servers, "open_backend") and importlib.util.find_spec("akasha.index.backends") is None
+
+
+def test_chroma_url_parts_and_defaults():
+    spec = parse_vector_store("chroma://db.example:9000/team-docs")
+    assert (spec.kind, spec.host, spec.port, spec.name, spec.ssl, spec.token) == (
+        "chroma", "db.example", 9000, "team-docs", False, None)
+    assert parse_vector_store("chroma://db.example/team-docs").port == 8000
+    tls = parse_vector_store("chromas://db.example/team-docs?tenant=t1&database=d1")
+    assert (tls.ssl, tls.port, tls.options) == (True, 443, {"tenant": "t1", "database": "d1"})
+
+
+def test_postgres_url_gives_libpq_its_options_but_not_the_table():
+    spec = parse_vector_store("postgresql://alice:pw123@pg.local:5433/rag?table=team_idx&sslmode=require")
+    assert (spec.kind, spec.name, spec.port) == ("postgresql", "team_idx", 5433)
+    assert "table=" not in spec.dsn and "sslmode=require" in spec.dsn and "pw123" in spec.dsn
+    assert "pw123" not in spec.display and "alice:***@" in spec.display
+    assert parse_vector_store("postgres://h/db").name == "akasha"
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("redis://localhost:6379/x", ["unknown vector_store scheme", "chroma://", "postgresql://"]),
+        ("./folder", ["not a server URL"]),
+        ("chroma://localhost:8000/", ["collection name"]),
+        ("chroma://localhost:8000/a b", ["collection name"]),
+        ("chroma://localhost:8000/docs?colour=red", ["unknown option", "colour"]),
+        ("postgresql://u:p@h/db?table=drop;table", ["plain SQL identifier"]),
+    ],
+)
+def test_bad_urls_raise_config_error_saying_what_is_expected(url, words):
+    with pytest.raises(ConfigError) as info:
+        parse_vector_store(url)
+    for word in words:
+        assert word in str(info.value)
+    assert "p@" not in str(info.value) or "u:***@" in str(info.value)
 
 
 def test_stores_never_import_the_index():
@@ -122,5 +162,5 @@ def test_unreachable_postgres_is_a_clear_bounded_error():
     with pytest.raises(ServerUnavailableError) as info:
         open_store(f"postgresql://u:hunter2@127.0.0.1:{port}/db?sslpassword=tok-9",
                    retry=Retry(attempts=2, base=0.01))
-    assert f"127.0.0.1:{port}/db" in str(info.value)
+    assert f"127.0.0.1:{port}/db" in str(info.value) and "Start the server" in str(info.value)
     assert_no_secret(str(info.value))

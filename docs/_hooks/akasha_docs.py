@@ -164,8 +164,8 @@ def error_classes() -> list[type[BaseException]]:
 def error_class_names(package: Path = PACKAGE) -> list[str]:
     """Every error class a user can meet: akasha/errors.py, plus their subclasses elsewhere.
 
-    Subclasses defined in other modules (say ``ServerUnavailableError`` in
-    akasha/index/backends/base.py) are found by reading the source, so a new error
+    Subclasses defined in other modules (say a loader's own error class) are
+    found by reading the source, so a new error
     class anywhere in the package needs a troubleshooting section too.
     """
     names = [c.__name__ for c in error_classes()]

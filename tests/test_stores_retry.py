@@ -1,0 +1,67 @@
+"""Retry: bounded backoff for a server that is briefly away, refused logins at once (no server needed)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from akasha.errors import ServerAuthError, ServerUnavailableError
+from akasha.stores.retry import Retry
+
+
+def test_retry_backs_off_then_names_the_server():
+    calls = []
+
+    def down():
+        calls.append(time.perf_counter())
+        raise ConnectionError("refused")
+
+    retry = Retry(attempts=4, base=0.02, max_delay=0.05)
+    with pytest.raises(ServerUnavailableError) as info:
+        retry.run(down, server="the Chroma server chroma://h:1/x", what="reading", transient=(ConnectionError,))
+    assert len(calls) == 4
+    gaps = [b - a for a, b in zip(calls, calls[1:])]
+    assert all(0.01 <= g < 1.0 for g in gaps)
+    message = str(info.value)
+    assert "chroma://h:1/x" in message and "after 4 attempts" in message and "run the same call again" in message
+    assert isinstance(info.value, ConnectionError)  # callers catching ConnectionError still do
+
+
+def test_retry_recovers_when_the_server_comes_back():
+    state = {"n": 0, "reconnects": 0}
+
+    def flaky():
+        state["n"] += 1
+        if state["n"] < 3:
+            raise ConnectionError("refused")
+        return "ok"
+
+    def reconnect():
+        state["reconnects"] += 1
+
+    assert Retry(attempts=5, base=0.01).run(flaky, server="s", what="w", transient=(ConnectionError,),
+                                            on_retry=reconnect) == "ok"
+    assert (state["n"], state["reconnects"]) == (3, 2)
+
+
+def test_auth_errors_are_not_retried_and_other_errors_pass_through():
+    calls = []
+
+    def refused():
+        calls.append(1)
+        raise PermissionError("401 Unauthorized")
+
+    with pytest.raises(ServerAuthError, match="refused the credentials.*Pass the token"):
+        Retry(attempts=5, base=0.01).run(refused, server="s", what="w", transient=(ConnectionError, PermissionError),
+                                         auth=lambda exc: "401" in str(exc), hint="Pass the token.")
+    assert calls == [1]
+    with pytest.raises(KeyError):
+        Retry(attempts=5, base=0.01).run(lambda: {}["x"], server="s", what="w", transient=(ConnectionError,))
+
+
+def test_delays_grow_and_are_capped():
+    delays = list(Retry(attempts=6, base=0.5, max_delay=2.0).delays())
+    assert len(delays) == 5
+    assert delays[0] == pytest.approx(0.5, rel=0.21) and all(d <= 2.0 * 1.2 for d in delays)
+    assert delays[-1] >= 2.0 * 0.8
