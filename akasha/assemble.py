@@ -157,21 +157,20 @@ class Components:
     def chroma(self, options: RAGOptions, data_source: DataSource) -> Any:
         """Existing Chroma-backed stores named by ``data_source`` (``use_chroma=True``), each opened once.
 
-        Each path is a Chroma directory, or an akasha cache folder built with
-        ``store="chroma"`` (its ``chroma/`` subfolder is used). A store built with
-        another embedding model raises IndexMismatchError.
+        Each path is a Chroma directory, an akasha cache folder built with
+        ``store="chroma"`` (its ``chroma/`` subfolder is used), or a
+        ``chroma://host:port/collection`` URL. A store built with another embedding
+        model raises IndexMismatchError.
         """
-        from akasha.index.chroma import open_chroma_index
+        from akasha.index.chroma import chroma_folder_of, is_chroma_url, open_chroma_index
 
         with self._lock:
             embedder = self.embedder(options.embeddings)
             paths = [data_source] if isinstance(data_source, (str, Path)) else list(data_source)
             stores = []
             for path in paths:
-                where = Path(path).expanduser()
-                if (where / "chroma").is_dir() and not (where / "chroma.sqlite3").exists():
-                    where = where / "chroma"
-                key = ("chroma", embedder.name, str(where.resolve()))
+                where: Any = path if is_chroma_url(path) else chroma_folder_of(path)
+                key = ("chroma", embedder.name, where if is_chroma_url(where) else str(where.resolve()))
                 if key not in self.indexes:
                     self.indexes[key] = open_chroma_index(where, embedder)
                 stores.append(self.indexes[key])

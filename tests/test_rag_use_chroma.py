@@ -12,6 +12,7 @@ pytest.importorskip("chromadb")
 import akasha  # noqa: E402
 from akasha.embeddings.hash import HashEmbedder  # noqa: E402
 from akasha.errors import AkashaError  # noqa: E402
+from servers_fixtures import chroma_server  # noqa: E402, F401
 
 TEXTS = {
     "brakes.md": "Brake pads are replaced below 3 mm of lining.",
@@ -61,3 +62,22 @@ def test_use_chroma_on_a_documents_folder_is_refused_and_writes_nothing(tmp_path
     with pytest.raises(AkashaError, match="not a Chroma folder"):
         rag(docs, "brake pads?")
     assert sorted(p.name for p in docs.iterdir()) == before  # no chroma.sqlite3 appeared
+
+
+@pytest.mark.integration
+def test_use_chroma_searches_a_collection_on_a_server_without_creating_one(chroma_server):  # noqa: F811
+    import chromadb
+
+    embedder = HashEmbedder()
+    client = chromadb.HttpClient(host="127.0.0.1", port=chroma_server.port)
+    collection = client.create_collection("plain-notes")
+    collection.add(ids=["a", "b", "c"], documents=list(TEXTS.values()),
+                   metadatas=[{"source": name} for name in TEXTS],
+                   embeddings=np.asarray(embedder.embed_documents(list(TEXTS.values()))))
+    rag = akasha.RAG(model="extractive", embeddings=HashEmbedder(), use_chroma=True, cache_dir=":memory:")
+    hits = rag.search(chroma_server.url("plain-notes"), "tyre pressure bar", k=1)
+    assert hits[0].path == "tyres.md"
+    with pytest.raises(AkashaError, match="no Chroma collection 'missing-notes'"):
+        rag.search(chroma_server.url("missing-notes"), "tyre pressure", k=1)
+    names = [c if isinstance(c, str) else c.name for c in client.list_collections()]
+    assert "missing-notes" not in names

@@ -20,6 +20,11 @@ from akasha.errors import IndexMismatchError, SourceNotFoundError
 log = logging.getLogger(__name__)
 
 
+def is_chroma_url(path: object) -> bool:
+    """True for ``chroma://`` and ``chromas://`` URLs (a collection on a server), False for folders."""
+    return isinstance(path, str) and path.strip().lower().startswith(("chroma://", "chromas://"))
+
+
 def chroma_folder_of(path: str | os.PathLike[str]) -> Path:
     """The Chroma folder ``path`` names: itself, or the ``chroma/`` folder of an akasha cache folder."""
     where = Path(os.fspath(path)).expanduser()
@@ -30,7 +35,7 @@ def chroma_folder_of(path: str | os.PathLike[str]) -> Path:
 
 def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, collection: str | None = None,
                       tokenizer: str = "auto") -> Any:
-    """Open an existing Chroma folder and return a searchable :class:`~akasha.index.CorpusIndex` over it.
+    """Open an existing Chroma folder (or ``chroma://host:port/collection``) as a searchable index.
 
     Picks the collection built with ``embedder.name`` (or the one named
     ``collection``; a folder with a single collection of unknown origin is used
@@ -41,6 +46,14 @@ def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, colle
     from akasha.index.corpus import CorpusIndex
     from akasha.stores.chroma import MODEL_KEY, ChromaStore, open_chroma_folder
 
+    if is_chroma_url(path):  # a collection on a Chroma server: opened as it is, never created
+        from akasha.stores.urls import open_store
+
+        server = open_store(str(path), embedder=embedder.name, create_collection=False)
+        index = CorpusIndex(embedder, cache_dir=":memory:", store=server, tokenizer=tokenizer)
+        report = index.load_store()
+        log.info("opened %s (%d chunks)", server.name, report.chunks)
+        return index
     where = chroma_folder_of(path)
     if not where.is_dir():
         raise SourceNotFoundError(f"Chroma store {str(where)!r} does not exist; build it first with "
@@ -66,4 +79,4 @@ def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, colle
     return index
 
 
-__all__ = ["chroma_folder_of", "open_chroma_index"]
+__all__ = ["chroma_folder_of", "is_chroma_url", "open_chroma_index"]
