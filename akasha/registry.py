@@ -71,6 +71,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
     "embedder": {
         "ollama": "akasha.assemble:make_ollama_embedder",
         "hf": "akasha.embeddings.hf_api:make_hf_api_embedder",
+        "hf_api": "akasha.embeddings.hf_api:make_hf_api_embedder",
         "sentence_transformers": "akasha.assemble:make_sentence_transformers_embedder",
         "sentence_transformer": "akasha.assemble:make_sentence_transformers_embedder",
         "hash": "akasha.assemble:make_hash_embedder",

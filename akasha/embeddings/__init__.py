@@ -1,7 +1,9 @@
 """Embedding model strings -> :class:`~akasha.embeddings.base.Embedder` objects.
 
 ``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"``,
-``"hf:<name-or-path>"`` (sentence-transformers), ``"hash"``/``"hash:<dim>"``
+``"hf:<name-or-path>"`` or ``"sentence_transformers:<name-or-path>"`` (local
+sentence-transformers), ``"hf_api:<model>"`` (the Hugging Face Inference API, as
+``provider: hf`` in a RAGPipeline file), ``"hash"``/``"hash:<dim>"``
 (deterministic, for tests), a callable ``list[str] -> vectors``, or any object
 with ``embed_documents``/``embed_query`` (LangChain embeddings included).
 
@@ -24,6 +26,10 @@ EMBEDDING_PROVIDERS: dict[str, str] = {
     "gemini": "akasha.embeddings.gemini:GeminiEmbedder",
     "ollama": "akasha.embeddings.ollama:OllamaEmbedder",
     "hf": "akasha.embeddings.local:SentenceTransformerEmbedder",
+    # The same names as RAGPipeline files use, each meaning one thing in every door:
+    # local sentence-transformers, and the Hugging Face Inference API (or a TEI server).
+    "sentence_transformers": "akasha.embeddings.local:SentenceTransformerEmbedder",
+    "hf_api": "akasha.embeddings.hf_api:make_hf_api_from_string",
     "hash": "akasha.embeddings.hash:make_hash_embedder",
 }
 

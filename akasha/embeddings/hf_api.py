@@ -103,4 +103,9 @@ def make_hf_api_embedder(config: dict[str, Any], context: Any = None) -> HFInfer
     )
 
 
-__all__ = ["HFInferenceEmbedder", "endpoint_url", "make_hf_api_embedder", "INFERENCE_API"]
+def make_hf_api_from_string(rest: str = "", **options: Any) -> HFInferenceEmbedder:
+    """``embeddings="hf_api:<model>"`` in the facade: the same embedder as ``provider: hf`` in a RAGPipeline."""
+    return HFInferenceEmbedder(rest.strip() or DEFAULT_MODEL, **options)
+
+
+__all__ = ["HFInferenceEmbedder", "endpoint_url", "make_hf_api_embedder", "make_hf_api_from_string", "INFERENCE_API"]
