@@ -6,6 +6,7 @@ import akasha
 from akasha.embeddings.hash import HashEmbedder
 from akasha.index import CorpusIndex
 from akasha.index import corpus as corpus_module
+from akasha.index import sources as sources_module
 
 
 def write_files(folder, n):
@@ -41,7 +42,7 @@ def test_rag_call_shows_the_embedding_bar_when_indexing_is_long(tmp_path, capsys
 
 def test_an_unchanged_folder_draws_no_bar_even_when_asked(tmp_path, capsys, monkeypatch):
     """Bars are for work (reading changed files, parsing, embedding), not for the unchanged stat check."""
-    monkeypatch.setattr(corpus_module, "_RACY_SECONDS", -1.0)  # trust the stat cache for files written just now
+    monkeypatch.setattr(sources_module, "RACY_SECONDS", -1.0)  # trust the stat cache for files written just now
     docs = write_files(tmp_path / "docs", 5)
     cache = tmp_path / "cache"
     CorpusIndex(HashEmbedder(), cache_dir=cache).sync(docs, progress=True)

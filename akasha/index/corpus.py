@@ -1,37 +1,37 @@
-"""CorpusIndex: a folder of files in, a persistent content-keyed hybrid index out.
+"""CorpusIndex: a data source in, a persistent content-keyed hybrid index out, over any store.
 
 Everything is keyed by content, never by path or mtime:
 
 * a file is identified by the sha256 of its bytes (plus its extension, which
-  picks the loader); a ``(path, size, mtime_ns, ctime_ns, inode)`` stat cache only
-  saves re-reading files whose stat is unchanged;
+  picks the loader); reading, hashing and parsing live in :mod:`akasha.index.sources`;
 * its chunks are stored per (file hash, chunk settings), so a touched, copied
   or renamed file is never parsed or embedded again;
 * vectors are stored per (embedder name, chunk-text sha256), so two models
   never mix vectors and an edited file re-embeds only the chunks whose text changed.
 
-The default store is SQLite (see :mod:`akasha.index.manifest` for why) plus an
-``.npz`` snapshot of the search structures per corpus state, so a new process
-on an unchanged corpus reloads without re-tokenising or embedding anything.
-``store="chroma"`` additionally mirrors the corpus into a Chroma collection
-(see :mod:`akasha.index.chroma`).
+The local cache is SQLite (see :mod:`akasha.index.manifest` for why) plus a
+snapshot of the search structures per corpus state, so a new process on an
+unchanged corpus reloads without re-tokenising or embedding anything. An
+external store (``vector_store=`` a URL or an :mod:`akasha.stores` object, or
+``store="chroma"``) receives every chunk as a plain record with its vector and
+the committed corpus state, through :mod:`akasha.index.store_link`; another
+machine sharing it embeds nothing.
 
-Crash safety: embeddings are committed in batches of ``embedder.batch_size``;
-the in-memory search structures and the committed corpus state are replaced
-only after every vector is available, so an exception part way (say the
-provider fails on file 7 of 10) leaves the previous state usable and the next
-call resumes from the committed vectors. Writers hold a file lock.
+Crash safety: embeddings are committed to the local cache in batches of
+``embedder.batch_size``; the store, the in-memory search structures and the
+committed corpus state are replaced only after every vector is available, so
+an exception part way (say the provider fails on file 7 of 10) leaves the
+previous state usable and the next call resumes from the committed vectors.
+Writers hold a file lock, and the store's lock where it has one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import re
-import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,15 +41,15 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import Embedder, as_matrix
-from akasha.errors import AkashaError, EmptySourceError, LoaderError
+from akasha.errors import AkashaError, EmptySourceError
 from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.lock import IndexLock
-from akasha.index.manifest import Manifest, StoredChunk
+from akasha.index.manifest import Manifest
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
-from akasha.loaders.limits import limit_changed
+from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreDense, StoreLink
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -63,15 +63,13 @@ STORES = ("sqlite", "chroma")
 #: What an external store object must offer (see akasha.stores.base.Store).
 _STORE_METHODS = ("upsert", "remove", "fetch", "vectors_for", "nearest", "ids_of_documents", "load_state",
                   "save_state")
-#: With ``progress=None``, bars appear when a sync reads more files or embeds more texts than this.
-LONG_FILES = 200
+#: With ``progress=None``, the embedding bar appears when a sync embeds more texts than this
+#: (the file bar's threshold is :data:`akasha.index.sources.LONG_FILES`).
 LONG_TEXTS = 500
 #: The source key of the corpus built by :meth:`CorpusIndex.add_documents`.
 DOCUMENTS_SOURCE = "documents"
 #: Content keys of documents end with this (files end with their extension).
 DOCUMENT_SUFFIX = ".doc"
-#: Files modified this recently are not stat-cached (their mtime may not yet tell edits apart).
-_RACY_SECONDS = 2.0
 
 
 @dataclass
@@ -176,7 +174,6 @@ class CorpusIndex:
         self._link: StoreLink | None = None  # the external store, when there is one (set below)
         self._store_behind = False  # the external store lacks records of the in-memory corpus
         self._progress: bool | None = False  # the current sync's progress setting
-        self._warned: set[tuple[str, str]] = set()
         if cache_dir is not None and str(cache_dir) == MEMORY:
             self.cache_dir: Path | None = None
             self._manifest = Manifest(MEMORY)
@@ -188,6 +185,7 @@ class CorpusIndex:
                 raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
+        self._sources = SourceReader(self._manifest, self.settings_key, self._split)
         try:
             if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store
@@ -287,11 +285,13 @@ class CorpusIndex:
             files = self._documents_corpus()
             parsed = self._manifest.parsed_status(self.settings_key)
             for key, document in wanted.items():
-                content = _digest(json.dumps([document.text, document.metadata], ensure_ascii=False, sort_keys=True,
+                content = digest(json.dumps([document.text, document.metadata], ensure_ascii=False, sort_keys=True,
                                              default=str)) + DOCUMENT_SUFFIX
-                if content not in parsed:
-                    self._store_document_chunks(key, content, document)
-                    parsed[content] = ("ok", None)
+                status = parsed.get(content) or self._sources.parse_document(key, content, document)
+                parsed[content] = status
+                if status[0] != "ok":
+                    self._sources.skip(report, key, status[1] or "no text")
+                    continue
                 files[key] = content
             self._apply(DOCUMENTS_SOURCE, files, report)
         report.seconds = time.perf_counter() - started
@@ -316,17 +316,6 @@ class CorpusIndex:
             return dict(self._files)
         committed = self._manifest.corpus(DOCUMENTS_SOURCE, self.namespace)
         return dict(committed[1]) if committed is not None else {}
-
-    def _store_document_chunks(self, key: str, content: str, document: Document) -> None:
-        pieces = self._split([Document(document.text, dict(document.metadata), id=key)])
-        stored: list[StoredChunk] = []
-        for piece in pieces:
-            if not piece.text.strip():
-                continue
-            meta = {k: v for k, v in piece.metadata.items() if k != "chunk_id"}
-            meta["content_hash"] = meta.get("content_hash") or _digest(piece.text)
-            stored.append((len(stored), meta["content_hash"], piece.text, meta))
-        self._manifest.store_parsed(content, self.settings_key, stored)
 
     def load_store(self) -> SyncReport:
         """Serve every record already in the attached store as the corpus, embedding nothing.
@@ -363,7 +352,7 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, DenseIndex.from_matrix(ids, matrix), chunks
         self._files = {str(c.metadata.get("source") or c.doc_id): str(c.metadata.get("content_hash", ""))
                        for c in chunks.values()}
-        self._state_key = "store:" + _digest(json.dumps(sorted(ids)))
+        self._state_key = "store:" + digest(json.dumps(sorted(ids)))
         self._source = "store"
         report = SyncReport(unchanged=len(self._files), chunks=len(chunks))
         report.seconds = time.perf_counter() - started
@@ -494,7 +483,7 @@ class CorpusIndex:
 
     def _sync_locked(self, data_source: DataSource, paths: list[Path], progress: bool | None) -> SyncReport:
         report = SyncReport()
-        files = self._hash_and_parse(paths, progress, report)
+        files = self._sources.read(paths, progress, report)
         if not files:
             detail = "; ".join(f"{p}: {r}" for p, r in report.skipped_files[:5])
             raise EmptySourceError(
@@ -502,7 +491,7 @@ class CorpusIndex:
                 + (f" (unreadable files: {detail})" if detail else " (no supported files found)")
                 + "; point it at .txt, .md, .pdf, .docx, .csv or .html files with text in them"
             )
-        source_key = _digest(json.dumps(sorted(_describe_each(data_source))))
+        source_key = digest(json.dumps(sorted(_describe_each(data_source))))
         self._apply(source_key, files, report)
         return report
 
@@ -513,7 +502,7 @@ class CorpusIndex:
         what no cache holds, writes the difference into the external store (if
         any), and commits the manifest row last.
         """
-        state_key = _digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
+        state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
         fresh_process = self._state_key is None
         previous = self._files
         committed = self._manifest.corpus(source_key, self.namespace)
@@ -547,69 +536,6 @@ class CorpusIndex:
             self._commit(source_key, state_key, files)
         report.chunks = len(self._chunks)
 
-    def _hash_and_parse(self, paths: list[Path], progress: bool | None, report: SyncReport) -> dict[str, str]:
-        stats = self._manifest.stat_cache()
-        parsed = self._manifest.parsed_status(self.settings_key)
-        files: dict[str, str] = {}
-        fresh_stats = []
-        now = time.time()
-        show = bool(progress or (progress is None and len(paths) > LONG_FILES))
-        bar: Any = None
-
-        def working(position: int) -> None:
-            """A file must be read or parsed: the bar shows from here on (never for an unchanged check)."""
-            nonlocal bar
-            if show and bar is None:
-                from tqdm.auto import tqdm
-
-                bar = tqdm(total=len(paths), initial=position, desc="indexing", unit="file")
-
-        for position, path in enumerate(paths):
-            if bar is not None:
-                bar.update(1)
-            key = str(path)
-            try:
-                st = path.stat()
-                if not stat.S_ISREG(st.st_mode):  # a FIFO would block read_bytes() forever
-                    self._skip(report, key, "not a regular file (a pipe, device or folder); nothing was read")
-                    continue
-                cached = stats.get(key)
-                data = None
-                if cached is not None and tuple(cached[:2]) + tuple(cached[3:5]) == (
-                        st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):  # ctime/inode: mtime can be put back
-                    content = cached[2]
-                else:
-                    working(position)
-                    data = path.read_bytes()
-                    content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
-                    if now - max(st.st_mtime, st.st_ctime) > _RACY_SECONDS:
-                        fresh_stats.append((key, st.st_size, st.st_mtime_ns, content, st.st_ctime_ns, st.st_ino))
-            except OSError as exc:
-                self._skip(report, key, f"cannot read file: {exc.strerror or exc}")
-                continue
-            status = parsed.get(content)
-            if status is None or (status[0] == "skipped" and limit_changed(status[1])):  # over a limit since raised
-                working(position)
-                status = self._parse(path, content, data)
-                if status[0] != "error":
-                    parsed[content] = status
-            if status[0] != "ok":
-                self._skip(report, key, status[1] or "unreadable")
-                continue
-            files[key] = content
-        if bar is not None:
-            bar.update(1)
-            bar.close()
-        self._manifest.remember_stats(fresh_stats)
-        return files
-
-    def _skip(self, report: SyncReport, path: str, reason: str) -> None:
-        report.skipped += 1
-        report.skipped_files.append((path, reason))
-        if (path, reason) not in self._warned:
-            self._warned.add((path, reason))
-            log.warning("skipping %s: %s", path, reason)
-
     def _split(self, documents: list[Document]) -> list[Chunk]:
         """Chunk loaded documents with the index's chunker (the recursive splitter unless one was given)."""
         if self.chunker is not None:
@@ -617,37 +543,6 @@ class CorpusIndex:
         from akasha.chunking import chunk_documents
 
         return chunk_documents(documents, chunk_size=self.chunk_size, overlap=self.chunk_overlap)
-
-    def _parse(self, path: Path, content: str, data: bytes | None) -> tuple[str, str | None]:
-        """Load and chunk one file, storing the result under its content key."""
-        from akasha.loaders import load_file
-
-        try:
-            if data is None:
-                data = path.read_bytes()
-            documents = load_file(path, data)
-            pieces = self._split(documents)
-        except LoaderError as exc:
-            if getattr(exc, "transient", False):  # the machine's fault, not the file's: retried next time
-                return "error", exc.reason
-            self._manifest.store_parsed(content, self.settings_key, [], "skipped", exc.reason)
-            return "skipped", exc.reason
-        except Exception as exc:  # a loader bug or a transient error (MemoryError ...): skip now, retry next time
-            log.debug("loader failed on %s", path, exc_info=True)
-            return "error", f"{type(exc).__name__}: {exc}"
-        stored: list[StoredChunk] = []
-        for seq, piece in enumerate(pieces):
-            if not piece.text.strip():
-                continue
-            meta = {k: v for k, v in piece.metadata.items() if k not in ("source", "chunk_id")}
-            text_hash = meta.get("content_hash") or _digest(piece.text)
-            meta["content_hash"] = text_hash
-            stored.append((len(stored), text_hash, piece.text, meta))
-        if not stored:
-            self._manifest.store_parsed(content, self.settings_key, [], "skipped", "no text")
-            return "skipped", "no text"
-        self._manifest.store_parsed(content, self.settings_key, stored)
-        return "ok", None
 
     def _materialise(self, files: dict[str, str]) -> tuple[Mapping[str, Chunk], list[str]]:
         """Chunks of the corpus ``files`` and the ids of those read from the manifest.
@@ -826,10 +721,6 @@ def _embedding_bar(total: int, progress: bool | None) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc="embedding", unit="text")
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _describe_each(data_source: DataSource) -> list[str]:

@@ -1,0 +1,160 @@
+"""Reading a data source for the index: scan each file, hash it, and parse (load + chunk) what is new.
+
+A file is known by the sha256 of its bytes plus its extension (the *content
+key*); a ``(path, size, mtime, ctime, inode)`` stat cache only saves re-reading
+files whose stat is unchanged. Parsing stores a file's chunks in the manifest
+under (content key, chunk settings), so a touched, copied or renamed file is
+never parsed again. Format errors are remembered (the file is skipped until it
+changes); anything else (a loader bug, a MemoryError, a killed worker) is
+retried on the next sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import stat
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from akasha.errors import LoaderError
+from akasha.index.manifest import Manifest, StoredChunk
+from akasha.loaders.limits import limit_changed
+from akasha.types import Chunk, Document
+
+log = logging.getLogger(__name__)
+
+#: With ``progress=None``, the bar appears when a sync reads more files than this.
+LONG_FILES = 200
+#: Files modified this recently are not stat-cached (their mtime may not yet tell edits apart).
+RACY_SECONDS = 2.0
+
+#: (status, reason): "ok", "skipped" (remembered) or "error" (retried next time).
+ParseStatus = tuple[str, "str | None"]
+
+
+def digest(text: str) -> str:
+    """sha256 hex of a text (surrogates kept, so any decoded file can be hashed)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class SourceReader:
+    """Turns paths into content keys, parsing each new file version once into ``manifest``."""
+
+    def __init__(self, manifest: Manifest, settings_key: str, split: Callable[[list[Document]], list[Chunk]]) -> None:
+        self.manifest = manifest
+        self.settings_key = settings_key
+        self.split = split
+        self._warned: set[tuple[str, str]] = set()
+
+    def read(self, paths: Sequence[Path], progress: bool | None, report: Any) -> dict[str, str]:
+        """path -> content key of every readable file with text; the rest are counted in ``report`` as skipped.
+
+        ``progress=True`` shows a bar once a file must actually be read or parsed
+        (``None``: only for more than :data:`LONG_FILES` files); an unchanged check never draws one.
+        """
+        stats = self.manifest.stat_cache()
+        parsed = self.manifest.parsed_status(self.settings_key)
+        files: dict[str, str] = {}
+        fresh_stats = []
+        now = time.time()
+        show = bool(progress or (progress is None and len(paths) > LONG_FILES))
+        bar: Any = None
+
+        def working(position: int) -> None:
+            """A file must be read or parsed: the bar shows from here on (never for an unchanged check)."""
+            nonlocal bar
+            if show and bar is None:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=len(paths), initial=position, desc="indexing", unit="file")
+
+        for position, path in enumerate(paths):
+            if bar is not None:
+                bar.update(1)
+            key = str(path)
+            try:
+                st = path.stat()
+                if not stat.S_ISREG(st.st_mode):  # a FIFO would block read_bytes() forever
+                    self.skip(report, key, "not a regular file (a pipe, device or folder); nothing was read")
+                    continue
+                cached = stats.get(key)
+                data = None
+                if cached is not None and tuple(cached[:2]) + tuple(cached[3:5]) == (
+                        st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):  # ctime/inode: mtime can be put back
+                    content = cached[2]
+                else:
+                    working(position)
+                    data = path.read_bytes()
+                    content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
+                    if now - max(st.st_mtime, st.st_ctime) > RACY_SECONDS:
+                        fresh_stats.append((key, st.st_size, st.st_mtime_ns, content, st.st_ctime_ns, st.st_ino))
+            except OSError as exc:
+                self.skip(report, key, f"cannot read file: {exc.strerror or exc}")
+                continue
+            status = parsed.get(content)
+            if status is None or (status[0] == "skipped" and limit_changed(status[1])):  # over a limit since raised
+                working(position)
+                status = self.parse_file(path, content, data)
+                if status[0] != "error":
+                    parsed[content] = status
+            if status[0] != "ok":
+                self.skip(report, key, status[1] or "unreadable")
+                continue
+            files[key] = content
+        if bar is not None:
+            bar.update(1)
+            bar.close()
+        self.manifest.remember_stats(fresh_stats)
+        return files
+
+    def skip(self, report: Any, path: str, reason: str) -> None:
+        """Count a skipped file in ``report``; warn once per (file, reason) in this index's life."""
+        report.skipped += 1
+        report.skipped_files.append((path, reason))
+        if (path, reason) not in self._warned:
+            self._warned.add((path, reason))
+            log.warning("skipping %s: %s", path, reason)
+
+    def parse_file(self, path: Path, content: str, data: bytes | None) -> ParseStatus:
+        """Load and chunk one file, storing the result under its content key."""
+        from akasha.loaders import load_file
+
+        try:
+            if data is None:
+                data = path.read_bytes()
+            pieces = self.split(load_file(path, data))
+        except LoaderError as exc:
+            if getattr(exc, "transient", False):  # the machine's fault, not the file's: retried next time
+                return "error", exc.reason
+            self.manifest.store_parsed(content, self.settings_key, [], "skipped", exc.reason)
+            return "skipped", exc.reason
+        except Exception as exc:  # a loader bug or a transient error (MemoryError ...): skip now, retry next time
+            log.debug("loader failed on %s", path, exc_info=True)
+            return "error", f"{type(exc).__name__}: {exc}"
+        # The path is not part of a file version's chunks: the index adds it per path.
+        return self._store(content, pieces, drop=("source", "chunk_id"))
+
+    def parse_document(self, key: str, content: str, document: Document) -> ParseStatus:
+        """Chunk one in-memory document (id ``key``) and store its chunks under ``content``."""
+        pieces = self.split([Document(document.text, dict(document.metadata), id=key)])
+        return self._store(content, pieces, drop=("chunk_id",))
+
+    def _store(self, content: str, pieces: Sequence[Chunk], drop: tuple[str, ...]) -> ParseStatus:
+        stored: list[StoredChunk] = []
+        for piece in pieces:
+            if not piece.text.strip():
+                continue
+            meta = {k: v for k, v in piece.metadata.items() if k not in drop}
+            meta["content_hash"] = meta.get("content_hash") or digest(piece.text)
+            stored.append((len(stored), meta["content_hash"], piece.text, meta))
+        if not stored:
+            self.manifest.store_parsed(content, self.settings_key, [], "skipped", "no text")
+            return "skipped", "no text"
+        self.manifest.store_parsed(content, self.settings_key, stored)
+        return "ok", None
+
+
+__all__ = ["LONG_FILES", "RACY_SECONDS", "SourceReader", "digest"]
