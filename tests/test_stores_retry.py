@@ -65,3 +65,21 @@ def test_delays_grow_and_are_capped():
     assert len(delays) == 5
     assert delays[0] == pytest.approx(0.5, rel=0.21) and all(d <= 2.0 * 1.2 for d in delays)
     assert delays[-1] >= 2.0 * 0.8
+
+
+def test_lock_is_held_during_each_attempt_and_released_while_waiting():
+    import threading
+
+    lock = threading.Lock()
+    seen = []
+
+    def flaky():
+        seen.append(("attempt", lock.locked()))
+        if len([e for e in seen if e[0] == "attempt"]) < 3:
+            raise ConnectionError("refused")
+        return "ok"
+
+    assert Retry(attempts=3, base=0.01).run(flaky, server="s", what="w", transient=(ConnectionError,), lock=lock,
+                                            on_retry=lambda: seen.append(("waiting", lock.locked()))) == "ok"
+    assert seen == [("attempt", True), ("waiting", False), ("attempt", True), ("waiting", False), ("attempt", True)]
+    assert not lock.locked()

@@ -216,15 +216,10 @@ class ChromaStore(BaseStore):
         if not self._server:
             with self._lock:
                 return fn()
-
-        def attempt() -> T:
-            with self._lock:
-                return fn()
-
         hint = ("Pass the server's token: token=..., chroma://:TOKEN@host:port/collection or $CHROMA_AUTH_TOKEN "
                 "(see docs/servers.md)")
-        return self.retry.run(attempt, server=f"the Chroma server {self.name}", what=what,
-                              transient=self._transient, auth=_is_auth_error, hint=hint)
+        return self.retry.run(fn, server=f"the Chroma server {self.name}", what=what, transient=self._transient,
+                              auth=_is_auth_error, hint=hint, lock=self._lock)
 
     def _get_collection(self, name: str) -> Any:
         try:

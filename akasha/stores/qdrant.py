@@ -160,14 +160,10 @@ class QdrantStore(BaseStore):
         import httpx
         from qdrant_client.http.exceptions import ResponseHandlingException
 
-        def attempt() -> T:
-            with self._lock:
-                return fn()
-
-        return self.retry.run(attempt, server=f"the Qdrant server {self.name}", what=what,
+        return self.retry.run(fn, server=f"the Qdrant server {self.name}", what=what,
                               transient=(httpx.TransportError, ConnectionError, ResponseHandlingException),
                               auth=_is_auth_error, hint="Pass the API key: token=..., qdrant://:KEY@host:port/"
-                              "collection or $QDRANT_API_KEY")
+                              "collection or $QDRANT_API_KEY", lock=self._lock)
 
     def _open(self) -> None:
         """Check an existing collection (width, distance, recorded embedder), or create one when the width is known."""

@@ -13,8 +13,9 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from akasha.errors import ServerAuthError, ServerError, ServerUnavailableError
 
@@ -41,12 +42,19 @@ class Retry:
 
     def run(self, fn: Callable[[], T], *, server: str, what: str, transient: tuple[type[BaseException], ...],
             auth: Callable[[BaseException], bool] = lambda exc: False, on_retry: Callable[[], None] | None = None,
-            hint: str = "") -> T:
-        """Call ``fn``; retry on ``transient`` errors, raise ServerAuthError / ServerUnavailableError."""
+            hint: str = "", lock: AbstractContextManager[Any] | None = None) -> T:
+        """Call ``fn``; retry on ``transient`` errors, raise ServerAuthError / ServerUnavailableError.
+
+        ``lock`` (a client that one thread at a time may use) is held during each
+        attempt and released while waiting, so other threads are not held up by an outage wait.
+        """
         delays = self.delays()
         while True:
             try:
-                return fn()
+                if lock is None:
+                    return fn()
+                with lock:
+                    return fn()
             except ServerError:
                 raise
             except BaseException as exc:

@@ -1,0 +1,96 @@
+"""The bookkeeping of the stores that live inside the process (memory, faiss).
+
+Both keep their vectors in rows (a numpy matrix, a faiss index) and need the
+same look-ups beside them: chunk id -> row, row -> chunk, the chunks of each
+document and of each content hash, and the index's state. :class:`InProcessStore`
+keeps those and answers the contract methods that need nothing else; a subclass
+stores and searches the vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from akasha.stores.base import BaseStore, doc_id_of, json_state
+from akasha.types import Chunk
+
+
+class InProcessStore(BaseStore):
+    """A store whose records and state are Python objects; subclasses hold the vectors by row number."""
+
+    def __init__(self, embedder: str | None = None) -> None:
+        self.dimension = None
+        self.embedder = None
+        self._expected = embedder
+        self._row_of: dict[str, int] = {}  # chunk id -> row
+        self._chunk_at: dict[int, Chunk] = {}  # row -> chunk
+        self._by_doc: dict[str, set[str]] = {}  # doc id -> chunk ids
+        self._by_hash: dict[str, set[str]] = {}  # content hash -> chunk ids
+        self._states: dict[str, dict[str, Any]] = {}
+
+    # ------------------------------------------------ for the subclasses
+    def _put(self, chunk: Chunk, row: int) -> None:
+        """Record a copy of ``chunk`` at ``row`` (any earlier record of its id was dropped with :meth:`_drop`)."""
+        stored = Chunk(chunk.id, chunk.text, dict(chunk.metadata))
+        self._row_of[chunk.id] = row
+        self._chunk_at[row] = stored
+        self._by_doc.setdefault(doc_id_of(stored), set()).add(chunk.id)
+        content_hash = stored.metadata.get("content_hash")
+        if isinstance(content_hash, str):
+            self._by_hash.setdefault(content_hash, set()).add(chunk.id)
+
+    def _drop(self, ids: Iterable[str]) -> list[int]:
+        """Forget the records with these ids; the rows they held (ids without a record are skipped)."""
+        rows = []
+        for chunk_id in ids:
+            row = self._row_of.pop(chunk_id, None)
+            if row is None:
+                continue
+            chunk = self._chunk_at.pop(row)
+            for table, key in ((self._by_doc, doc_id_of(chunk)), (self._by_hash, chunk.metadata.get("content_hash"))):
+                found = table.get(key) if isinstance(key, str) else None
+                if found is not None:
+                    found.discard(chunk_id)
+                    if not found:
+                        del table[key]
+            rows.append(row)
+        return rows
+
+    def _rows_for(self, hashes: list[str], embedder: str) -> dict[str, int]:
+        """content hash -> the row of one record of that text made by ``embedder``.
+
+        A record that names no embedder belongs to the store's own one.
+        """
+        out: dict[str, int] = {}
+        for content_hash in hashes:
+            for chunk_id in sorted(self._by_hash.get(content_hash, ())):
+                row = self._row_of[chunk_id]
+                if self._chunk_at[row].metadata.get("embedder", self.embedder) == embedder:
+                    out[content_hash] = row
+                    break
+        return out
+
+    def _rows(self) -> list[int]:
+        """Every row holding a record, in row order (the order :meth:`scan` gives)."""
+        return sorted(self._chunk_at)
+
+    # ------------------------------------------------ the contract methods
+    def _fetch(self, ids: list[str]) -> list[Chunk]:
+        return [self._chunk_at[self._row_of[i]] for i in ids if i in self._row_of]
+
+    def _ids_of_documents(self, doc_ids: list[str]) -> list[str]:
+        return [i for d in doc_ids for i in sorted(self._by_doc.get(d, ()))]
+
+    def _count(self) -> int:
+        return len(self._row_of)
+
+    def _load_state(self, key: str) -> dict[str, Any] | None:
+        found = self._states.get(key)
+        return json_state(key, found) if found is not None else None
+
+    def _save_state(self, key: str, state: dict[str, Any]) -> None:
+        self._states[key] = state
+
+
+__all__ = ["InProcessStore"]
