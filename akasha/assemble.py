@@ -154,6 +154,19 @@ class Components:
                     self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model)
             return self.rerankers[key]
 
+    def close(self) -> None:
+        """Close every index built here and forget it (the next call builds it again); failures are logged."""
+        with self._lock:
+            indexes, self.indexes = list(self.indexes.values()), {}
+        for index in indexes:
+            closer = getattr(index, "close", None)
+            if closer is None:
+                continue
+            try:
+                closer()
+            except Exception as exc:
+                logger.warning("could not close %s: %s: %s", type(index).__name__, type(exc).__name__, exc)
+
     def chroma(self, options: RAGOptions, data_source: DataSource) -> Any:
         """Existing Chroma-backed stores named by ``data_source`` (``use_chroma=True``), each opened once.
 

@@ -521,6 +521,15 @@ class RAG:
         with pipeline.locked():
             return pipeline.index.prune(vacuum=vacuum)
 
+    def close(self) -> None:
+        """Release every index this instance opened (database connections, stores it opened from URLs).
+
+        The instance can still be used afterwards: the next call opens what it needs again.
+        """
+        if self._spec_pipeline is not None:
+            self._spec_pipeline.close()
+        self.components.close()
+
     @property
     def model_name(self) -> str:
         """The answer model's display name."""

@@ -377,3 +377,13 @@ def test_verbose_logs_each_stage(corpus, caplog):
 def test_from_options_round_trips():
     rag = make_rag(rerank_top_k=3, language="ja")
     assert akasha.RAG.from_options(rag.options).options == rag.options
+
+
+def test_close_releases_the_indexes_and_the_next_call_reopens(corpus, tmp_path):
+    rag = make_rag(cache_dir=tmp_path / "cache")
+    rag(corpus, "brake pads?")
+    index = next(iter(rag._indexes.values()))
+    rag.close()
+    assert rag._indexes == {}
+    rag(corpus, "brake pads?")
+    assert next(iter(rag._indexes.values())) is not index and rag.last_sync.unchanged == 4
