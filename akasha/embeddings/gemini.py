@@ -31,7 +31,8 @@ class GeminiEmbedder(RemoteEmbedder):
     """Embedder over Gemini ``embed_content``; normalised float32 rows.
 
     Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (bool),
-    plus ``api_key``, ``base_url``, ``api_version``, ``timeout`` and the retry options.
+    plus ``api_key``, ``base_url``, ``api_version``, ``timeout`` (plus ``timeout_per_text``
+    seconds per text in a request, default 0.25) and the retry options.
     """
 
     def __init__(
@@ -68,7 +69,9 @@ class GeminiEmbedder(RemoteEmbedder):
 
     def _request(self, texts: Sequence[str], task: str) -> dict[str, Any]:
         _, types = import_genai()
-        config: dict[str, Any] = {}
+        # google-genai takes the per-request timeout in milliseconds
+        limit_ms = max(1, int(self.request_timeout(len(texts)) * 1000))
+        config: dict[str, Any] = {"http_options": types.HttpOptions(timeout=limit_ms)}
         if self.output_dimensionality:
             config["output_dimensionality"] = self.output_dimensionality
         if self.task_types:
@@ -89,7 +92,8 @@ class GeminiEmbedder(RemoteEmbedder):
         parts = []
         for start, end in plan_batches(texts, self.batch_size):
             request = self._request(texts[start:end], task)
-            response = call_with_retry(lambda: client.models.embed_content(**request), **self._retry_kwargs())
+            response = call_with_retry(lambda: client.models.embed_content(**request),
+                                       **self._retry_kwargs(self.request_timeout(end - start)))
             parts.append(self._rows(response, end - start))
         return self._finish(parts)
 
@@ -101,7 +105,8 @@ class GeminiEmbedder(RemoteEmbedder):
         parts = []
         for start, end in plan_batches(texts, self.batch_size):
             request = self._request(texts[start:end], task)
-            response = await acall_with_retry(lambda: models.embed_content(**request), **self._retry_kwargs())
+            response = await acall_with_retry(lambda: models.embed_content(**request),
+                                              **self._retry_kwargs(self.request_timeout(end - start)))
             parts.append(self._rows(response, end - start))
         return self._finish(parts)
 

@@ -24,7 +24,8 @@ from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_
 class OllamaEmbedder(RemoteEmbedder):
     """Embedder over Ollama ``/api/embed``; normalised float32 rows.
 
-    Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout``, ``batch_size``,
+    Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (plus ``timeout_per_text``
+    seconds per text in a request, default 0.25), ``batch_size``,
     ``truncate`` (default True, Ollama's own default), ``keep_alive``, and the retry options.
     """
 
@@ -77,7 +78,9 @@ class OllamaEmbedder(RemoteEmbedder):
         parts = []
         for start, end in plan_batches(texts, self.batch_size):
             payload = self._payload(texts[start:end])
-            reply = call_with_retry(lambda: self.connection.post("/api/embed", payload), **self._retry_kwargs())
+            limit = self.request_timeout(end - start)
+            reply = call_with_retry(lambda: self.connection.post("/api/embed", payload, timeout=limit),
+                                    **self._retry_kwargs(limit))
             parts.append(self._rows(reply, end - start))
         return self._finish(parts)
 
@@ -89,8 +92,9 @@ class OllamaEmbedder(RemoteEmbedder):
         parts = []
         for start, end in plan_batches(texts, self.batch_size):
             payload = self._payload(texts[start:end])
-            reply = await acall_with_retry(lambda: self.connection.apost("/api/embed", payload),
-                                           **self._retry_kwargs())
+            limit = self.request_timeout(end - start)
+            reply = await acall_with_retry(lambda: self.connection.apost("/api/embed", payload, timeout=limit),
+                                           **self._retry_kwargs(limit))
             parts.append(self._rows(reply, end - start))
         return self._finish(parts)
 

@@ -33,8 +33,9 @@ class OpenAIEmbedder(RemoteEmbedder):
     """Embedder over ``/v1/embeddings``; normalised float32 rows.
 
     Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048),
-    ``max_batch_chars`` (default 250 000), plus the connection and retry options of
-    :class:`akasha.llm.openai.OpenAIChat`.
+    ``max_batch_chars`` (default 250 000), ``timeout_per_text`` (seconds added to
+    ``timeout`` per text in a request, default 0.25), plus the connection and retry
+    options of :class:`akasha.llm.openai.OpenAIChat`.
     """
 
     def __init__(
@@ -74,7 +75,8 @@ class OpenAIEmbedder(RemoteEmbedder):
         return f"OpenAIEmbedder(name={self.name!r}, connection={self.connection!r})"
 
     def _params(self, texts: Sequence[str]) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": self.model, "input": list(texts), "encoding_format": "float"}
+        params: dict[str, Any] = {"model": self.model, "input": list(texts), "encoding_format": "float",
+                                  "timeout": self.request_timeout(len(texts))}
         if self.dimensions:
             params["dimensions"] = self.dimensions
         return params
@@ -94,7 +96,8 @@ class OpenAIEmbedder(RemoteEmbedder):
         parts = []
         for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
             params = self._params(texts[start:end])
-            response = call_with_retry(lambda: client.embeddings.create(**params), **self._retry_kwargs())
+            response = call_with_retry(lambda: client.embeddings.create(**params),
+                                       **self._retry_kwargs(params["timeout"]))
             parts.append(self._rows(response, end - start))
         return self._finish(parts)
 
@@ -110,7 +113,8 @@ class OpenAIEmbedder(RemoteEmbedder):
         parts = []
         for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
             params = self._params(texts[start:end])
-            response = await acall_with_retry(lambda: client.embeddings.create(**params), **self._retry_kwargs())
+            response = await acall_with_retry(lambda: client.embeddings.create(**params),
+                                              **self._retry_kwargs(params["timeout"]))
             parts.append(self._rows(response, end - start))
         return self._finish(parts)
 

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from akasha.providers.retry import Fault, is_retryable_status, parse_retry_after
+from akasha.providers.retry import Fault, is_retryable, parse_retry_after
 
 _TRANSPORT_PACKAGES = {"httpx", "httpx2", "httpcore", "httpcore2", "aiohttp", "requests", "urllib3", "h11"}
 
@@ -62,7 +62,7 @@ def http_fault(exc: BaseException, timeout: float | None = None) -> Fault | None
         return Fault(
             exc.message,
             status=exc.status,
-            retryable=is_retryable_status(exc.status),
+            retryable=is_retryable(exc.status, exc.message),
             retry_after=parse_retry_after(exc.headers),
         )
     return transport_fault(exc, timeout)
@@ -84,10 +84,11 @@ def openai_fault(exc: BaseException, timeout: float | None = None) -> Fault | No
         if isinstance(body, dict):
             inner = body.get("error", body)
             message = inner.get("message") if isinstance(inner, dict) else str(inner)
+        text = str(message or exc.message)
         return Fault(
-            str(message or exc.message),
+            text,
             status=exc.status_code,
-            retryable=is_retryable_status(exc.status_code),
+            retryable=is_retryable(exc.status_code, text),
             retry_after=parse_retry_after(_headers_of(exc.response)),
         )
     if isinstance(exc, openai.APIError):  # e.g. an error event inside a stream
@@ -107,7 +108,7 @@ def genai_fault(exc: BaseException, timeout: float | None = None) -> Fault | Non
         return Fault(
             message,
             status=code,
-            retryable=is_retryable_status(code),
+            retryable=is_retryable(code, message),
             retry_after=parse_retry_after(_headers_of(getattr(exc, "response", None))),
         )
     return transport_fault(exc, timeout)

@@ -124,15 +124,23 @@ class OllamaConnection:
         return client
 
     # -- requests ---------------------------------------------------------------
-    def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST JSON and return the JSON reply; error statuses raise HTTPFault."""
-        response = self.client().post(path, json=payload)
+    def _timeout(self, seconds: float | None) -> Any:
+        """An httpx timeout for one request (the connection's own when ``seconds`` is None)."""
+        return _import_httpx().Timeout(self.timeout if seconds is None else float(seconds))
+
+    def post(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """POST JSON and return the JSON reply; error statuses raise HTTPFault.
+
+        ``timeout`` overrides the connection's limit for this request (a large embedding batch).
+        """
+        response = self.client().post(path, json=payload, timeout=self._timeout(timeout))
         if response.status_code >= 400:
             raise _fault(response, response.content)
         return response.json()
 
-    async def apost(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        response = await self.async_client().post(path, json=payload)
+    async def apost(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Async twin of :meth:`post`."""
+        response = await self.async_client().post(path, json=payload, timeout=self._timeout(timeout))
         if response.status_code >= 400:
             raise _fault(response, response.content)
         return response.json()

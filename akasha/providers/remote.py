@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.providers.retry import Fault, RetryPolicy
+from akasha.providers.retry import DEFAULT_TIMEOUT_PER_TEXT, Fault, RetryPolicy, scaled_timeout
 
 
 class RemoteProvider:
@@ -45,18 +45,48 @@ class RemoteProvider:
             )
         self.timeout = float(timeout)
         self.connection = connection
+        self._fault = fault
         self._translate = functools.partial(fault, timeout=self.timeout)
 
-    def _retry_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams."""
-        return {"provider": self.name, "policy": self.retry, "translate": self._translate,
+    def _retry_kwargs(self, timeout: float | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams.
+
+        ``timeout``: the limit this request was sent with, when it differs from
+        ``self.timeout`` (a scaled embedding batch), so a timeout error names it.
+        """
+        translate = self._translate if timeout is None else functools.partial(self._fault, timeout=timeout)
+        return {"provider": self.name, "policy": self.retry, "translate": translate,
                 "secrets": self.connection.secrets()}
 
 
 class RemoteEmbedder(RemoteProvider):
-    """A :class:`RemoteProvider` that returns normalised float32 rows and learns its dimension."""
+    """A :class:`RemoteProvider` that returns normalised float32 rows and learns its dimension.
+
+    Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for
+    every text in a request: see :meth:`request_timeout`.
+    """
 
     dimension: int | None
+    timeout_per_text: float = DEFAULT_TIMEOUT_PER_TEXT
+
+    def _setup_calls(
+        self,
+        connection: Any,
+        fault: Callable[..., Fault | None],
+        timeout: float,
+        options: dict[str, Any],
+    ) -> None:
+        """As :meth:`RemoteProvider._setup_calls`, also reading ``timeout_per_text``."""
+        per_text = options.pop("timeout_per_text", None)
+        if per_text is not None:
+            if float(per_text) < 0:
+                raise ValueError(f"timeout_per_text must be >= 0 seconds, got {per_text}")
+            self.timeout_per_text = float(per_text)
+        super()._setup_calls(connection, fault, timeout, options)
+
+    def request_timeout(self, texts: int) -> float:
+        """Seconds a request embedding ``texts`` texts may take (``timeout + timeout_per_text * texts``)."""
+        return scaled_timeout(self.timeout, texts, self.timeout_per_text)
 
     def _finish(self, parts: list[np.ndarray]) -> np.ndarray:
         """Stack the per-batch rows, record the dimension, and normalise (an empty call gives 0 rows)."""

@@ -5,7 +5,19 @@ httpx not at all), so akasha switches their retries off (``max_retries=0``, no
 ``retry_options``) and retries here. Every provider then retries the same faults
 (HTTP 429, 5xx, timeouts, dropped connections) the same bounded number of times,
 waits at least as long as the server's ``Retry-After`` asks, and reports the
-provider's own message once it gives up. Other 4xx answers fail at once.
+provider's own message once it gives up.
+
+Deterministic answers are never retried, because asking again cannot change
+them: every 4xx but 408/409/429 (bad request, bad key, no permission, unknown
+model, unprocessable input), 501 Not Implemented and 505, and any answer whose
+message says the server or model does not support the operation (llama.cpp
+started without ``--embeddings``, an Ollama chat model asked for embeddings).
+They fail at once with the server's own message.
+
+Request timeouts scale with the work a request carries: an embedding batch gets
+``timeout + timeout_per_text * len(batch)`` seconds (:func:`scaled_timeout`), so a
+2,048-text batch to a CPU server is not abandoned (and resent) after the 60 s a
+single question needs.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ import asyncio
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +42,16 @@ T = TypeVar("T")
 
 #: Seconds a single request may take before it is abandoned (option ``timeout``).
 DEFAULT_TIMEOUT = 60.0
+#: Seconds added to ``timeout`` per text in an embedding request (option ``timeout_per_text``).
+DEFAULT_TIMEOUT_PER_TEXT = 0.25
+
+#: Statuses that say "this request will never work here" although they are 5xx.
+_DETERMINISTIC_5XX = frozenset({501, 505})
+#: Messages that say the server or model lacks the operation; no retry can change that.
+_UNSUPPORTED = re.compile(
+    r"(does not|doesn't|do not|cannot|can't) support|not supported|unsupported|not implemented|not_supported",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -117,8 +140,30 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 def is_retryable_status(status: int | None) -> bool:
-    """HTTP 408, 409 (lock timeout), 429 and every 5xx are worth another try."""
-    return status is not None and (status in (408, 409, 429) or status >= 500)
+    """HTTP 408, 409 (lock timeout), 429 and 5xx except 501/505 are worth another try."""
+    return status is not None and (status in (408, 409, 429) or (status >= 500 and status not in _DETERMINISTIC_5XX))
+
+
+def is_retryable(status: int | None, message: str | None = None) -> bool:
+    """Whether an error answer with ``status`` and ``message`` may succeed when sent again.
+
+    A retryable status is still not retried when the message says the operation is
+    unsupported (some servers answer "does not support embeddings" with a 500).
+    """
+    if not is_retryable_status(status):
+        return False
+    return not (message and _UNSUPPORTED.search(message))
+
+
+def scaled_timeout(timeout: float, items: int, per_item: float = DEFAULT_TIMEOUT_PER_TEXT) -> float:
+    """Seconds one request carrying ``items`` texts may take: ``timeout + per_item * items``.
+
+    ``timeout`` is what a one-text request needs (connection, model load, queueing);
+    ``per_item`` is the extra time each further text may cost on a slow server.
+    """
+    if timeout <= 0 or per_item < 0:
+        raise ValueError(f"timeout must be > 0 and timeout_per_text >= 0, got {timeout} and {per_item}")
+    return float(timeout) + float(per_item) * max(0, int(items))
 
 
 def _give_up(provider: str, fault: Fault, attempts: int, secrets: Iterable[str | None]) -> ProviderError:
@@ -224,10 +269,13 @@ async def acall_with_retry(
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "DEFAULT_TIMEOUT_PER_TEXT",
     "Fault",
     "RetryPolicy",
     "acall_with_retry",
     "call_with_retry",
+    "is_retryable",
     "is_retryable_status",
     "parse_retry_after",
+    "scaled_timeout",
 ]
