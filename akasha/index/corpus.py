@@ -503,6 +503,12 @@ class CorpusIndex:
         any), and commits the manifest row last.
         """
         state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
+        if (state_key == self._state_key and source_key == self._source and not self._store_behind
+                and self._committed == (source_key, state_key)):
+            # The corpus in memory, already committed here and in the store: a question over an
+            # unchanged folder costs no database or store round trip.
+            report.unchanged, report.chunks = len(files), len(self._chunks)
+            return
         fresh_process = self._state_key is None
         previous = self._files
         committed = self._manifest.corpus(source_key, self.namespace)
