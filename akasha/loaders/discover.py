@@ -119,15 +119,18 @@ class _Walk:
                 is_dir = entry.is_dir()  # follows symlinks; False for broken or looping links
             except OSError:
                 is_dir = False
+            # Not a link: its real path is the folder's plus its name (no realpath() per entry,
+            # which costs a system call per path component).
+            real_path = target if link else os.path.join(real, entry.name)
             if is_dir:
-                if os.path.realpath(path) in self.excluded:
+                if real_path in self.excluded:
                     continue
                 if link and _within(target, root):
                     self.deferred.append((path, root))  # its target is (probably) walked on its own
                     continue
                 self.folder(path, root, via_link or link)
             elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
-                self.found.append((path, os.path.realpath(path), via_link or link))
+                self.found.append((path, real_path, via_link or link))
             else:
                 logger.info("%s: unsupported file type %r; skipped", path, path.suffix or "(none)")
 
