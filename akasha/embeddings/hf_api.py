@@ -5,7 +5,10 @@ feature-extraction shape); token-level answers (one vector per token) are
 mean-pooled. ``endpoint`` defaults to the Inference API URL of ``model``
 (BAAI/bge-small-en-v1.5); an endpoint with no path (``http://tei:8080``) is a
 TEI server and gets ``/embed`` appended; any other URL is used as given.
-``api_key`` is sent as a bearer token and never appears in names or errors.
+``api_key`` is sent as a bearer token and never appears in names or errors. The
+embedder's ``name`` is ``hf-api:<model>`` for the Inference API and
+``hf-api:<model>@<endpoint>`` for any other endpoint, so vectors from two servers
+are never mixed in one cache.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from akasha.embeddings.base import as_matrix
 from akasha.errors import MissingExtraError, ProviderError
+from akasha.providers.endpoints import endpoint_label, identity_suffix
 
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 INFERENCE_API = "https://router.huggingface.co/hf-inference/models/{model}/pipeline/feature-extraction"
@@ -42,7 +46,10 @@ class HFInferenceEmbedder:
                  dimension: int | None = None, timeout: float = 60.0) -> None:
         self.model = model
         self.url = endpoint_url(model, endpoint)
-        self.name = f"hf-api:{model}"
+        # The Inference API keeps the plain name (existing indexes stay valid); a TEI server
+        # or other endpoint is part of the identity, since it decides the vectors.
+        default = self.url == INFERENCE_API.format(model=model)
+        self.name = f"hf-api:{model}" + ("" if default else identity_suffix(endpoint_label(self.url)))
         self.dimension = dimension
         self._api_key = api_key
         self._timeout = timeout

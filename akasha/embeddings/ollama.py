@@ -47,7 +47,7 @@ class OllamaEmbedder(RemoteEmbedder):
             raise ConfigError("ollama embeddings need a model name, e.g. 'ollama:nomic-embed-text'")
         if int(batch_size) <= 0:
             raise ConfigError(f"ollama embeddings batch_size must be positive, got {batch_size}")
-        self.name = f"ollama:{self.model}"
+        self.base_name = f"ollama:{self.model}"
         self.dimension: int | None = None
         self.batch_size = int(batch_size)
         self.truncate = truncate

@@ -5,7 +5,9 @@ Inputs go out in requests of at most 2048 texts (the API's limit) and at most
 Each request is retried like any provider call; if one still fails, the whole call
 raises and returns nothing, so the index never stores a half-embedded document.
 Works with any OpenAI-compatible embeddings server (TEI, vLLM, Ollama /v1) via
-``base_url``.
+``base_url``. The embedder's ``name`` carries that server
+(``openai:<model>@http://host:port/v1``; api.openai.com adds nothing), so two servers
+answering for one model name never share cached vectors.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         if not 0 < int(batch_size) <= MAX_INPUTS:
             raise ConfigError(f"openai embeddings batch_size must be 1..{MAX_INPUTS}, got {batch_size}")
         self.dimensions = int(dimensions) if dimensions else None
-        self.name = f"openai:{self.model}" + (f"@{self.dimensions}" if self.dimensions else "")
+        self.base_name = f"openai:{self.model}" + (f"@{self.dimensions}" if self.dimensions else "")
         self.dimension: int | None = self.dimensions or KNOWN_DIMENSIONS.get(self.model)
         self.batch_size = int(batch_size)
         self.max_batch_chars = max_batch_chars

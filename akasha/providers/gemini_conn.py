@@ -15,6 +15,7 @@ import weakref
 from typing import Any
 
 from akasha.errors import MissingExtraError
+from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
 from akasha.providers.retry import DEFAULT_TIMEOUT
 
@@ -54,6 +55,12 @@ class GeminiConnection:
 
     def __repr__(self) -> str:
         return f"GeminiConnection(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
+
+    def endpoint_identity(self) -> str | None:
+        """The address requests go to (``base_url``, else ``GOOGLE_GEMINI_BASE_URL``, which the
+        client also reads), as an embedder name carries it; None for Google's public endpoint."""
+        base_url = self.base_url or env_value("GOOGLE_GEMINI_BASE_URL")
+        return None if is_public_endpoint("gemini", base_url) else endpoint_label(base_url)
 
     def secrets(self) -> tuple[str, ...]:
         found = [self._api_key, *(env_value(name) for name in KEY_VARIABLES)]

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from akasha.errors import MissingExtraError
+from akasha.providers.endpoints import endpoint_label, is_default_ollama
 from akasha.providers.env import env_value
 from akasha.providers.faults import HTTPFault, StreamErrorEvent
 from akasha.providers.retry import DEFAULT_TIMEOUT
@@ -96,6 +97,12 @@ class OllamaConnection:
     def base_url(self) -> str:
         """The resolved address (reads ``OLLAMA_HOST`` when no host was given)."""
         return normalize_host(self._host or env_value("OLLAMA_HOST"))
+
+    def endpoint_identity(self) -> str | None:
+        """The resolved address as an embedder name carries it; None for Ollama's default
+        (``localhost:11434``), so indexes built against a local Ollama keep their name."""
+        url = self.base_url
+        return None if is_default_ollama(url) else endpoint_label(url)
 
     def secrets(self) -> tuple[str, ...]:
         return tuple(s for s in (self._api_key, env_value("OLLAMA_API_KEY")) if s)

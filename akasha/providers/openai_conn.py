@@ -20,6 +20,7 @@ import weakref
 from typing import Any
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
+from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
 from akasha.providers.retry import DEFAULT_TIMEOUT
 
@@ -71,10 +72,8 @@ class OpenAIConnection:
         return f"OpenAIConnection(base_url={target!r}, api_key={'***' if self._api_key else None})"
 
     # -- settings -----------------------------------------------------------
-    def resolve(self) -> dict[str, Any]:
-        """Read explicit settings and the environment; raise MissingAPIKeyError if no key."""
-        if self._resolved is not None:
-            return self._resolved
+    def _target(self) -> tuple[bool, str | None, str | None]:
+        """``(use_azure, base_url, azure_endpoint)`` from explicit settings and the environment."""
         base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
         endpoint = self.azure_endpoint or env_value("AZURE_OPENAI_ENDPOINT")
         use_azure = self.azure
@@ -82,6 +81,30 @@ class OpenAIConnection:
             use_azure = bool(
                 not base_url and endpoint and (self._api_key or env_value("AZURE_OPENAI_API_KEY"))
             )
+        return bool(use_azure), base_url, endpoint
+
+    def endpoint_identity(self) -> str | None:
+        """The address requests go to, as an embedder name carries it; None for api.openai.com.
+
+        Azure answers at ``azure_endpoint`` (the model name is the deployment). Reads the
+        same settings as :meth:`resolve` (the resolved ones once a client exists) but
+        needs no key and never raises.
+        """
+        if self._resolved is not None:
+            settings = self._resolved
+            use_azure = settings["kind"] == "azure"
+            base_url, endpoint = settings.get("base_url"), settings.get("azure_endpoint")
+        else:
+            use_azure, base_url, endpoint = self._target()
+        if use_azure:
+            return endpoint_label(endpoint)
+        return None if is_public_endpoint("openai", base_url) else endpoint_label(base_url)
+
+    def resolve(self) -> dict[str, Any]:
+        """Read explicit settings and the environment; raise MissingAPIKeyError if no key."""
+        if self._resolved is not None:
+            return self._resolved
+        use_azure, base_url, endpoint = self._target()
         if use_azure:
             if not endpoint:
                 raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_ENDPOINT"], "or pass azure_endpoint=...")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
+from akasha.providers.endpoints import identity_suffix
 from akasha.providers.retry import DEFAULT_TIMEOUT_PER_TEXT, Fault, RetryPolicy, scaled_timeout
 
 
@@ -63,11 +64,26 @@ class RemoteEmbedder(RemoteProvider):
     """A :class:`RemoteProvider` that returns normalised float32 rows and learns its dimension.
 
     Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for
-    every text in a request: see :meth:`request_timeout`.
+    every text in a request: see :meth:`request_timeout`. Its :attr:`name` names the
+    endpoint too, so two servers answering for one model never share cached vectors.
     """
 
     dimension: int | None
     timeout_per_text: float = DEFAULT_TIMEOUT_PER_TEXT
+    #: ``provider:model[@dimensions]``; :attr:`name` adds the endpoint.
+    base_name: str
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """Identity that keys the vector cache: ``base_name`` plus ``@<endpoint>`` unless the
+        provider's default public endpoint answers (so those names stay as they always were).
+
+        Read from the current settings each time: ``OPENAI_BASE_URL`` set after the
+        embedder was built still counts, as it does for the requests.
+        """
+        connection = getattr(self, "connection", None)
+        label = connection.endpoint_identity() if connection is not None else None
+        return self.base_name + identity_suffix(label)
 
     def _setup_calls(
         self,

@@ -1,0 +1,88 @@
+"""Endpoint labels for embedder identities: where vectors come from, without secrets.
+
+An embedder's ``name`` keys the vector cache, so two servers that answer for the
+same model name (a llama.cpp server with mean pooling and a vLLM one with CLS
+pooling, say) must not share vectors. Remote embedders therefore add the address
+they talk to, as :func:`endpoint_label` writes it, to their name. The provider's
+own public endpoint adds nothing, so indexes built before endpoints were part of
+the name stay valid.
+
+A label keeps scheme, host, a non-default port and the path; it drops user
+names, passwords, query strings and fragments (places where keys are put), and
+letter case and trailing slashes that do not change the address.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+#: Hosts of the providers' own public endpoints; an address on one of these adds nothing to a name.
+PUBLIC_HOSTS = {
+    "openai": frozenset({"api.openai.com"}),
+    "gemini": frozenset({"generativelanguage.googleapis.com"}),
+}
+#: Ollama's default hosts: this machine, and ``ollama`` (the RAGPipeline format's Docker default).
+_OLLAMA_DEFAULT_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "ollama"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def endpoint_label(url: str | None) -> str | None:
+    """``url`` reduced to ``scheme://host[:port][/path]`` with no credentials or query; None when empty.
+
+    A value without a scheme (``gpu-box:8080``) is read as ``http://``. A value
+    that cannot be parsed comes back stripped, with anything after ``?`` or ``#`` cut.
+    """
+    value = (url or "").strip()
+    if not value:
+        return None
+    if "://" not in value:
+        value = "http://" + value
+    try:
+        parts = urlsplit(value)
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:
+        return value.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    scheme = parts.scheme.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None or _DEFAULT_PORTS.get(scheme) == port else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def host_of(label: str | None) -> str | None:
+    """The lower-case host name of an address (brackets removed), or None."""
+    if not label:
+        return None
+    try:
+        return urlsplit(label if "://" in label else "http://" + label).hostname
+    except ValueError:
+        return None
+
+
+def is_public_endpoint(provider: str, url: str | None) -> bool:
+    """True when ``url`` is empty or on ``provider``'s own public host (so it adds nothing to a name)."""
+    if not (url or "").strip():
+        return True
+    return host_of(url) in PUBLIC_HOSTS.get(provider, frozenset())
+
+
+def is_default_ollama(url: str | None, default_port: int = 11434) -> bool:
+    """True for Ollama's default addresses: port 11434 on this machine (``localhost``, ``127.0.0.1``,
+    ``::1``) or on ``ollama``, the RAGPipeline format's default endpoint ``http://ollama:11434``."""
+    if not (url or "").strip():
+        return True
+    try:
+        parts = urlsplit(url if "://" in str(url) else "http://" + str(url))
+        return parts.hostname in _OLLAMA_DEFAULT_HOSTS and parts.port == default_port and not parts.path.strip("/")
+    except ValueError:
+        return False
+
+
+def identity_suffix(label: str | None) -> str:
+    """``"@<label>"`` to append to an embedder name, or ``""`` when there is no label."""
+    return f"@{label}" if label else ""
+
+
+__all__ = ["PUBLIC_HOSTS", "endpoint_label", "host_of", "identity_suffix", "is_default_ollama",
+           "is_public_endpoint"]
