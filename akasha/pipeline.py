@@ -282,15 +282,12 @@ class Pipeline:
         docs = [as_document(item) for item in documents]
         if not docs:
             return 0
-        from akasha.chunking import document_id
-
-        ids = {document_id(doc) for doc in docs}
         name = f"index({getattr(self.embedder, 'name', '?')})"
         with self.locked(), Trace().stage("index", name, len(docs)) as entry:
             report = self.index.add_documents(docs)
             self._loaded = True
             entry["out"] = getattr(report, "chunks", None)
-            return sum(1 for chunk in self.index.chunks if chunk.doc_id in ids)
+            return int(report.written)
 
     def delete_sync(self, doc_ids: Sequence[str]) -> int:
         """Remove documents by id; returns how many chunks went."""

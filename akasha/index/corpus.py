@@ -80,7 +80,8 @@ class SyncReport:
     copied), ``unchanged`` files already indexed at the same path with the same
     content, ``skipped`` files that could not be read (``skipped_files`` lists
     ``(path, reason)``), ``removed`` files gone since the last sync, ``embedded``
-    texts sent to the embedder, ``chunks`` in the index now.
+    texts sent to the embedder, ``chunks`` in the index now; for
+    :meth:`CorpusIndex.add_documents`, ``written`` chunks the given documents have.
     """
 
     indexed: int = 0
@@ -91,6 +92,7 @@ class SyncReport:
     skipped_files: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     seconds: float = 0.0
+    written: int = 0
 
 
 @dataclass
@@ -171,6 +173,8 @@ class CorpusIndex:
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
         self._source: str | None = None  # the source key of the corpus in memory
         self._server_dense: StoreDense | None = None
+        self._by_doc: tuple[Mapping[str, Chunk], dict[str, list[str]]] | None = None  # see _doc_chunk_ids
+        self._since_snapshot = 0  # documents changed since the last snapshot was written
         self._link: StoreLink | None = None  # the external store, when there is one (set below)
         self._store_behind = False  # the external store lacks records of the in-memory corpus
         self._progress: bool | None = False  # the current sync's progress setting
@@ -282,33 +286,104 @@ class CorpusIndex:
             wanted[key] = document
         report = SyncReport()
         with self._write_lock():
-            files = self._documents_corpus()
-            parsed = self._manifest.parsed_status(self.settings_key)
-            for key, document in wanted.items():
-                content = digest(json.dumps([document.text, document.metadata], ensure_ascii=False, sort_keys=True,
-                                             default=str)) + DOCUMENT_SUFFIX
-                status = parsed.get(content) or self._sources.parse_document(key, content, document)
+            contents = {key: digest(json.dumps([doc.text, doc.metadata], ensure_ascii=False, sort_keys=True,
+                                               default=str)) + DOCUMENT_SUFFIX for key, doc in wanted.items()}
+            parsed = self._manifest.parsed_status_of(self.settings_key, list(contents.values()))
+            upserts: dict[str, str] = {}
+            for key, content in contents.items():
+                status = parsed.get(content) or self._sources.parse_document(key, content, wanted[key])
                 parsed[content] = status
                 if status[0] != "ok":
                     self._sources.skip(report, key, status[1] or "no text")
                     continue
-                files[key] = content
-            self._apply(DOCUMENTS_SOURCE, files, report)
+                upserts[key] = content
+            if self._source == DOCUMENTS_SOURCE and not self._store_behind:
+                self._apply_documents(upserts, (), report)  # the corpus is in memory: apply the difference
+            else:
+                files = self._documents_corpus()
+                files.update(upserts)
+                self._apply(DOCUMENTS_SOURCE, files, report)
+            counts = self._doc_chunk_ids()
+            report.written = sum(len(counts.get(key, ())) for key in upserts)
         report.seconds = time.perf_counter() - started
         return report
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents added with :meth:`add_documents`; returns how many chunks went."""
         with self._write_lock():
-            files = self._documents_corpus()
-            gone = [d for d in doc_ids if d in files]
+            if self._source != DOCUMENTS_SOURCE or self._store_behind:
+                self._apply(DOCUMENTS_SOURCE, self._documents_corpus(), SyncReport())
+            gone = [d for d in dict.fromkeys(doc_ids) if d in self._files]
             if not gone:
                 return 0
             before = len(self._chunks)
-            for doc_id in gone:
-                del files[doc_id]
-            self._apply(DOCUMENTS_SOURCE, files, SyncReport())
+            self._apply_documents({}, gone, SyncReport())
             return before - len(self._chunks)
+
+    def _apply_documents(self, upserts: Mapping[str, str], removals: Sequence[str], report: SyncReport) -> None:
+        """Apply a few documents' changes to the documents corpus in memory, at a cost that grows with
+        the change, not with the corpus (a YAML pipeline ingests ten documents at a time into thousands).
+
+        Embeds first and swaps last, as :meth:`_rebuild` does. The manifest row and the store's state
+        still name every document; the snapshot is rewritten only once a tenth of the corpus changed
+        since the last one (a restart in between rebuilds from the cache, embedding nothing).
+        """
+        changed = {k: c for k, c in upserts.items() if self._files.get(k) != c}
+        report.unchanged, report.indexed = len(upserts) - len(changed), len(changed)
+        report.removed = len(removals)
+        if not changed and not removals:
+            report.chunks = len(self._chunks)
+            return
+        by_doc = self._doc_chunk_ids()
+        stored = self._manifest.load_chunks_many(list(set(changed.values())), self.settings_key)
+        fresh: dict[str, Chunk] = {}
+        for key, content in changed.items():
+            for seq, _text_hash, text, meta in stored[content]:
+                chunk_id = f"{key}#{seq}"
+                fresh[chunk_id] = Chunk(chunk_id, text, {"source": key, **meta, "chunk_id": chunk_id})
+        chunks = self._chunks
+        added = [c for c in fresh.values()
+                 if c.id not in chunks or chunks[c.id].metadata["content_hash"] != c.metadata["content_hash"]]
+        old = [cid for key in (*changed, *removals) for cid in by_doc.get(key, ())]
+        replaced = [cid for cid in old if cid not in fresh] + [c.id for c in added if c.id in chunks]
+        vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
+        if self._link is not None:
+            self._link.publish(added, vectors, sorted({*changed, *removals}), keep=set(fresh))
+        if not isinstance(chunks, dict):  # a snapshot's lazily decoded chunks: decode once, then edit in place
+            chunks = {cid: chunks[cid] for cid in chunks}
+        self._bm25.remove(replaced)
+        self._dense.remove(replaced)
+        if added:
+            ids = [c.id for c in added]
+            self._bm25.add(ids, [c.text for c in added])
+            self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]))
+        for cid in old:
+            chunks.pop(cid, None)
+        chunks.update(fresh)
+        for key in (*changed, *removals):
+            by_doc.pop(key, None)
+        for cid in fresh:
+            by_doc.setdefault(cid.rsplit("#", 1)[0], []).append(cid)
+        files = self._files  # edited in place: a copy per call would cost as much as the corpus
+        for key in removals:
+            files.pop(key, None)
+        files.update(changed)
+        self._chunks = chunks
+        self._by_doc = (chunks, by_doc)
+        self._state_key = digest(json.dumps([self._state_key, sorted(changed.items()), sorted(removals)]))
+        self._since_snapshot += len(changed) + len(removals)
+        snapshot = self._since_snapshot * 10 >= len(files)
+        self._commit(DOCUMENTS_SOURCE, self._state_key, files, snapshot=snapshot)
+        report.chunks = len(chunks)
+
+    def _doc_chunk_ids(self) -> dict[str, list[str]]:
+        """document id -> its chunk ids in the corpus in memory (kept up to date by _apply_documents)."""
+        if self._by_doc is None or self._by_doc[0] is not self._chunks:
+            by_doc: dict[str, list[str]] = {}
+            for chunk_id in self._chunks:
+                by_doc.setdefault(chunk_id.rsplit("#", 1)[0], []).append(chunk_id)
+            self._by_doc = (self._chunks, by_doc)
+        return self._by_doc[1]
 
     def _documents_corpus(self) -> dict[str, str]:
         """The documents corpus to update: the one in memory, else the last committed one."""
@@ -366,7 +441,7 @@ class CorpusIndex:
         """
         if self._state_key is not None:
             return True
-        source_key = self._manifest.get_meta(f"last:{self.namespace}")
+        source_key = self._manifest.last_source(self.namespace)
         committed = self._manifest.corpus(source_key, self.namespace) if source_key else None
         if committed is None:
             return self._restore_from_store()
@@ -654,22 +729,24 @@ class CorpusIndex:
             raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self._manifest.path}")
         return vectors
 
-    def _commit(self, source_key: str, state_key: str, files: dict[str, str]) -> None:
-        """Persist the in-memory state: snapshot file first, then the manifest row naming it."""
-        snapshot = None
-        if self.cache_dir is not None:
+    def _commit(self, source_key: str, state_key: str, files: dict[str, str], *, snapshot: bool = True) -> None:
+        """Persist the in-memory state: snapshot file first (unless ``snapshot=False``), then the
+        manifest row naming it, and the store's state."""
+        name = None
+        if self.cache_dir is not None and snapshot:
+            self._since_snapshot = 0
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.embedder.name)[:40]
-            snapshot = f"{slug}-{state_key[:32]}{SNAPSHOT_SUFFIX}"
+            name = f"{slug}-{state_key[:32]}{SNAPSHOT_SUFFIX}"
             try:
-                write_snapshot(self.cache_dir / "snapshots" / snapshot, state_key, self._bm25, self._dense,
+                write_snapshot(self.cache_dir / "snapshots" / name, state_key, self._bm25, self._dense,
                                self._chunks)
             except OSError as exc:  # the next sync retries; the in-memory index is complete and usable
                 raise storage_error(self.cache_dir, exc) from exc
         if self._link is not None:
             self._link.save_state(source_key, state_key, files)
-        self._manifest.store_corpus(source_key, self.namespace, state_key, files, snapshot)
+        self._manifest.store_corpus(source_key, self.namespace, state_key, files, name)
         self._committed = (source_key, state_key)
-        if self.cache_dir is not None:
+        if name is not None:
             self._drop_stale_snapshots()
 
     def _drop_stale_snapshots(self) -> None:

@@ -155,6 +155,16 @@ class Manifest:
         rows = self._query("SELECT file_hash, status, reason FROM parsed WHERE settings=?", (settings,))
         return {h: (s, r) for h, s, r in rows}
 
+    def parsed_status_of(self, settings: str, file_hashes: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """:meth:`parsed_status` for these file hashes only (a few documents need not read every row)."""
+        out: dict[str, tuple[str, str | None]] = {}
+        for part in _batches(list(dict.fromkeys(file_hashes)), 500):
+            marks = ",".join("?" * len(part))
+            for h, s, r in self._query(f"SELECT file_hash, status, reason FROM parsed WHERE settings=? "
+                                       f"AND file_hash IN ({marks})", [settings, *part]):
+                out[h] = (s, r)
+        return out
+
     def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[StoredChunk],
                      status: str = "ok", reason: str | None = None) -> None:
         """Record one file's chunks (or why it was skipped) in one commit."""
@@ -219,6 +229,18 @@ class Manifest:
             )
 
     # ----------------------------------------------------------------- corpora
+    def last_source(self, namespace: str) -> str | None:
+        """The source committed last in ``namespace`` (None when none was).
+
+        A cache written before that was recorded tells it by row order: every commit
+        is an INSERT OR REPLACE, which gives the committed row the largest rowid.
+        """
+        recorded = self.get_meta(f"last:{namespace}")
+        if recorded is not None:
+            return recorded
+        rows = self._query("SELECT source_key FROM corpora WHERE namespace=? ORDER BY rowid DESC LIMIT 1", (namespace,))
+        return rows[0][0] if rows else None
+
     def corpus(self, source_key: str, namespace: str) -> tuple[str, dict[str, str], str | None] | None:
         """(state_key, {path: file_hash}, snapshot name) last committed for this source, or None."""
         rows = self._query("SELECT state_key, files, snapshot FROM corpora WHERE source_key=? AND namespace=?",
