@@ -122,3 +122,21 @@ def test_a_chunker_object_decides_the_chunks_and_the_cache_key(tmp_path: Path):
     index.add_documents([Document("One sentence. Two sentences. Three.", id="d")])
     assert [c.text for c in index.chunks] == ["One sentence.", "Two sentences.", "Three."]
     assert index.settings_key == "test-sentences-v1"
+
+
+def test_many_small_ingests_restore_completely_without_embedding(tmp_path: Path):
+    """Snapshots are rewritten only once a tenth of the corpus changed; a restart in between still
+    serves every document (rebuilt from the cache) and embeds nothing."""
+    index = make(tmp_path / "cache")
+    docs = [Document(f"Note {i}: valve {i} is checked by team {i % 3}.", id=f"note-{i}") for i in range(40)]
+    for doc in docs:
+        assert index.add_documents([doc]).written == 1
+    index.add_documents([Document("Note 7 was rewritten: valve 7 is retired.", id="note-7")])
+    assert index.delete_documents(["note-3"]) == 1
+    embedder = CountingEmbedder()
+    again = make(tmp_path / "cache", embedder)
+    assert again.restore()
+    assert {c.doc_id for c in again.chunks} == {f"note-{i}" for i in range(40)} - {"note-3"}
+    assert "Note 7 was rewritten: valve 7 is retired." in [c.text for c in again.chunks]
+    assert again.bm25_search("valve 7 retired", 1)[0][0].id == "note-7#0"
+    assert embedder.embedded == 0
