@@ -138,18 +138,19 @@ class Components:
                 self.models[key] = resolve_chat_model(spec)
             return self.models[key]
 
-    def reranker(self, spec: Any, reranker_model: Any) -> Any:
-        """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model``, shared with the model cache."""
+    def reranker(self, spec: Any, reranker_model: Any, max_input_tokens: int | None = None) -> Any:
+        """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model``, shared with the model
+        cache, in requests that fit ``max_input_tokens``."""
         if spec is None:
             return None
         from akasha.rerank import is_llm, resolve_reranker
 
         with self._lock:
             llm = is_llm(spec)
-            key = ("llm", self._remember(reranker_model)) if llm else (self._remember(spec), None)
+            key = ("llm", self._remember(reranker_model), max_input_tokens) if llm else (self._remember(spec), None)
             if key not in self.rerankers:
                 if llm:
-                    self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self)
+                    self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self, max_input_tokens)
                 else:
                     self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model)
             return self.rerankers[key]
@@ -193,10 +194,10 @@ class Components:
 class _SharedModelLLMReranker:
     """The ``"llm"`` reranker, building its chat model through the instance's model cache."""
 
-    def __init__(self, model: Any, components: Components) -> None:
+    def __init__(self, model: Any, components: Components, max_input_tokens: int | None = None) -> None:
         from akasha.rerank.llm import LLMReranker
 
-        self._inner = LLMReranker(model)
+        self._inner = LLMReranker(model, max_input_tokens=max_input_tokens)
         self._components = components
         self.name = self._inner.name
 
@@ -246,7 +247,7 @@ def from_options(options: RAGOptions, components: Components, *, data_source: Da
         index,
         name="rag",
         pattern=search_type_pattern(options.search_type),
-        reranker=components.reranker(options.reranker, options.reranker_model),
+        reranker=components.reranker(options.reranker, options.reranker_model, options.max_input_tokens),
         rerank_top_k=options.rerank_top_k,
         top_k=options.k,
         candidates=options.k,

@@ -6,19 +6,35 @@ Providers translate that into their own wire format.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, str]
 
 
 @dataclass(frozen=True)
 class GenerationOptions:
-    """Per-request generation settings shared by all providers."""
+    """Per-request generation settings shared by all providers.
+
+    ``json_schema``: ask for a JSON reply matching this JSON Schema through the
+    provider's structured-output switch (OpenAI-compatible ``response_format``,
+    Gemini ``response_mime_type``/``response_json_schema``, Ollama ``format``,
+    llama.cpp's ``response_format``). Providers without one ignore it, so callers
+    must still validate the reply.
+    """
 
     max_output_tokens: int | None = None
     temperature: float = 0.0
+    json_schema: Mapping[str, Any] | None = None
+
+
+def context_window(model: object) -> int | None:
+    """The model's context size in tokens when it is known (a ``context_window`` attribute), else None."""
+    value = getattr(model, "context_window", None)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
 
 
 @runtime_checkable

@@ -87,6 +87,10 @@ class GeminiChat(RemoteProvider):
             config["temperature"] = options.temperature
         if options.max_output_tokens is not None:
             config["max_output_tokens"] = options.max_output_tokens
+        if options.json_schema is not None:
+            config["response_mime_type"] = "application/json"
+            if "response_json_schema" in types.GenerateContentConfig.model_fields:
+                config["response_json_schema"] = dict(options.json_schema)
         return {"model": self.model, "contents": contents, "config": types.GenerateContentConfig(**config)}
 
     def _answer(self, response: Any) -> str:

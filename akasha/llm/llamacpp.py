@@ -89,7 +89,14 @@ class LlamaCppChat:
         request: dict[str, Any] = {"messages": messages, "temperature": options.temperature, "stream": stream}
         if options.max_output_tokens:
             request["max_tokens"] = options.max_output_tokens
+        if options.json_schema is not None:  # llama.cpp turns the schema into a grammar
+            request["response_format"] = {"type": "json_schema", "json_schema": {"schema": dict(options.json_schema)}}
         return request
+
+    @property
+    def context_window(self) -> int:
+        """The context size the model is loaded with (``n_ctx``)."""
+        return self.n_ctx
 
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
         result = self._load().handle_chat_completions(self._request(messages, options, False))

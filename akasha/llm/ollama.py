@@ -64,9 +64,17 @@ class OllamaChat(RemoteProvider):
         }
         if model_options:
             payload["options"] = model_options
+        if options.json_schema is not None:
+            payload["format"] = dict(options.json_schema)  # Ollama 0.5+: a JSON schema constrains the reply
         if self.keep_alive is not None:
             payload["keep_alive"] = self.keep_alive
         return payload
+
+    @property
+    def context_window(self) -> int | None:
+        """``num_ctx`` when given in ``model_options`` (Ollama's own default is not known here)."""
+        value = self.model_options.get("num_ctx")
+        return value if isinstance(value, int) and value > 0 else None
 
     @staticmethod
     def _answer(reply: dict[str, Any]) -> str:

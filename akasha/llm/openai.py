@@ -59,6 +59,8 @@ class OpenAIChat(RemoteProvider):
         self._setup_calls(connection, openai_fault, timeout, options)
         #: set once a server refuses ``temperature`` (reasoning models accept only the default)
         self._omit_temperature = False
+        #: set once a server refuses ``response_format`` (structured output)
+        self._omit_response_format = False
 
     def __repr__(self) -> str:
         return f"OpenAIChat(name={self.name!r}, connection={self.connection!r})"
@@ -71,9 +73,26 @@ class OpenAIChat(RemoteProvider):
         if options.max_output_tokens is not None:
             key = "max_completion_tokens" if self.connection.is_official else "max_tokens"
             params[key] = options.max_output_tokens
+        if options.json_schema is not None and not self._omit_response_format:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "akasha_reply", "schema": dict(options.json_schema), "strict": True},
+            }
         if stream:
             params["stream"] = True
         return params
+
+    def _refused_response_format(self, error: ProviderError, options: GenerationOptions | None) -> bool:
+        """True (once) when a server rejected ``response_format``: later requests go without it."""
+        if self._omit_response_format or options is None or options.json_schema is None:
+            return False
+        text = str(error).lower()
+        if error.status not in (400, 422, 501) or not any(
+                word in text for word in ("response_format", "json_schema", "schema", "structured")):
+            return False
+        logger.info("%s does not accept response_format; asking for JSON in the prompt only", self.name)
+        self._omit_response_format = True
+        return True
 
     def _text(self, completion: Any) -> str:
         choices = getattr(completion, "choices", None)
@@ -97,7 +116,7 @@ class OpenAIChat(RemoteProvider):
             params = self._params(messages, options, stream=False)
             completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
         except ProviderError as error:
-            if not self._refused_temperature(error):
+            if not (self._refused_temperature(error) or self._refused_response_format(error, options)):
                 raise
             params = self._params(messages, options, stream=False)
             completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
@@ -128,7 +147,7 @@ class OpenAIChat(RemoteProvider):
             completion = await acall_with_retry(lambda: client.chat.completions.create(**params),
                                                 **self._retry_kwargs())
         except ProviderError as error:
-            if not self._refused_temperature(error):
+            if not (self._refused_temperature(error) or self._refused_response_format(error, options)):
                 raise
             params = self._params(messages, options, stream=False)
             completion = await acall_with_retry(lambda: client.chat.completions.create(**params),

@@ -6,6 +6,25 @@ must reply with exactly ``{"order": [ids]}`` naming every id once, best first.
 Anything else raises :class:`~akasha.errors.OrderingError` (a ``ValueError``):
 invalid JSON, another shape, omitted, duplicate or out-of-range ids.
 
+Budget. The request must fit ``max_input_tokens`` (the RAG option, 3000 by
+default) and, when the model's context size is known (``llama-cpp:`` models,
+``ollama:`` with ``num_ctx``, or ``context_window=``), that context less the
+reply. When every candidate fits, one request ranks them all. Otherwise the
+candidates are ranked in windows, RankGPT-style: a window of as many candidates
+as fit slides from the end of the first-stage order to the front, overlapping
+the previous window by half, so the best candidates move forward window by
+window; the result is one complete ordering. Each window's reply is validated
+exactly like a single request's (its ids are 0..w-1), so an invalid reply in
+any window raises ``ValueError``. Tokens are counted with akasha's offline
+counter times ``token_margin`` (1.25: another model's tokenizer can count 20%
+more than cl100k), and a candidate longer than half the room is shortened.
+
+Structured output. The request carries the ``{"order": [int]}`` JSON schema in
+:attr:`~akasha.llm.base.GenerationOptions.json_schema`, which each provider
+turns into its own switch (OpenAI ``response_format``, Gemini
+``response_mime_type``, Ollama ``format``, llama.cpp's JSON-schema grammar), so
+small models comply more often; the reply is validated all the same.
+
 The chat model is resolved on the first :meth:`LLMReranker.rank` call, so a
 ``RAG`` with the default ``reranker_model="gemini:gemini-2.5-flash"`` never
 creates a Gemini client unless reranking actually runs.
@@ -14,11 +33,13 @@ creates a Gemini client unless reranking actually runs.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from akasha.llm.base import ChatModel, GenerationOptions, Message
+from akasha.errors import BudgetError
+from akasha.llm.base import ChatModel, GenerationOptions, Message, context_window
 from akasha.rerank import Ranking
 from akasha.rerank.ordering import parse_order_json
 from akasha.types import Hit
@@ -27,6 +48,32 @@ logger = logging.getLogger(__name__)
 
 #: Each candidate's text is cut to this many characters in the ranking prompt.
 MAX_CANDIDATE_CHARS = 1500
+#: The prompt budget when none is given (the RAG option ``max_input_tokens`` defaults to it too).
+DEFAULT_MAX_INPUT_TOKENS = 3000
+#: Counted tokens are multiplied by this: the offline counter is not every model's tokenizer.
+DEFAULT_TOKEN_MARGIN = 1.25
+#: Tokens a chat request spends around its message texts (role markers, chat template).
+MESSAGE_OVERHEAD_TOKENS = 16
+#: A candidate is never cut below this many tokens; a budget that cannot hold two such is refused.
+MIN_CANDIDATE_TOKENS = 24
+
+#: The reply's JSON schema, passed to providers' structured-output switches.
+ORDER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"order": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["order"],
+    "additionalProperties": False,
+}
+
+
+
+def order_schema(n: int) -> dict[str, Any]:
+    """:data:`ORDER_SCHEMA` bounded to ``n`` ids in 0..n-1, so a grammar-constrained model
+    (llama.cpp, Ollama) stops after the last id instead of counting on past the window."""
+    item = {"type": "integer", "minimum": 0, "maximum": max(0, n - 1)}
+    order = {"type": "array", "items": item, "minItems": n, "maxItems": n}
+    return {**ORDER_SCHEMA, "properties": {"order": order}}
+
 
 RERANK_SYSTEM = (
     "You rank documents by how useful they are for answering a question. "
@@ -35,34 +82,77 @@ RERANK_SYSTEM = (
     "most useful first."
 )
 
+_DELIMITER_RE = re.compile(r"</?\s*candidate\b", re.I)
 
-def rerank_messages(query: str, hits: Sequence[Hit], max_chars: int = MAX_CANDIDATE_CHARS) -> list[Message]:
-    """The ranking request: question, numbered candidates in delimiters, the reply format."""
-    blocks = []
-    for i, hit in enumerate(hits):
-        text = hit.chunk.text[:max_chars]
-        text = re.sub(r"</?\s*candidate\b", lambda m: m.group(0).replace("<", "&lt;"), text, flags=re.I)
-        blocks.append(f'<candidate id="{i}">\n{text}\n</candidate>')
-    n = len(hits)
+
+def _clean(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` with candidate delimiters inside it neutralised."""
+    return _DELIMITER_RE.sub(lambda m: m.group(0).replace("<", "&lt;"), text[:max_chars])
+
+
+def _block(i: int, text: str) -> str:
+    return f'<candidate id="{i}">\n{text}\n</candidate>'
+
+
+def _messages(query: str, texts: Sequence[str]) -> list[Message]:
+    n = len(texts)
     user = (
-        f"Question: {query}\n\nCandidates:\n" + "\n\n".join(blocks) + "\n\n"
+        f"Question: {query}\n\nCandidates:\n" + "\n\n".join(_block(i, t) for i, t in enumerate(texts)) + "\n\n"
         f'Return {{"order": [...]}} containing each of the {n} ids 0..{n - 1} exactly once, most useful first.'
     )
     return [{"role": "system", "content": RERANK_SYSTEM}, {"role": "user", "content": user}]
 
 
-class LLMReranker:
-    """Orders candidates with a chat model built lazily from ``model`` (a string, callable or ChatModel)."""
+def rerank_messages(query: str, hits: Sequence[Hit], max_chars: int = MAX_CANDIDATE_CHARS) -> list[Message]:
+    """The ranking request: question, numbered candidates in delimiters, the reply format."""
+    return _messages(query, [_clean(hit.chunk.text, max_chars) for hit in hits])
 
-    def __init__(self, model: Any, *, max_output_tokens: int | None = None, **model_options: Any) -> None:
+
+def reply_tokens(n: int) -> int:
+    """Tokens to reserve for ``{"order": [...]}`` naming ``n`` ids (generous: up to 4 per id)."""
+    return 16 + 4 * n
+
+
+class LLMReranker:
+    """Orders candidates with a chat model built lazily from ``model`` (a string, callable or ChatModel).
+
+    ``max_input_tokens``: prompt budget per request (default 3000). ``context_window``:
+    the model's context in tokens when the model object does not say (the reply is
+    reserved inside it). ``token_margin``: factor on counted tokens (default 1.25).
+    ``structured_output``: pass the reply's JSON schema to the provider (default True).
+    Other keyword options build the chat model.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        max_output_tokens: int | None = None,
+        max_input_tokens: int | None = None,
+        context_window: int | None = None,
+        token_margin: float = DEFAULT_TOKEN_MARGIN,
+        structured_output: bool = True,
+        **model_options: Any,
+    ) -> None:
         from akasha.llm import validate_model
 
         validate_model(model)
+        for label, value in (("max_input_tokens", max_input_tokens), ("context_window", context_window)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ValueError(f"llm reranker {label} must be a positive integer, got {value!r}")
+        if not token_margin >= 1.0:
+            raise ValueError(f"llm reranker token_margin must be >= 1.0, got {token_margin!r}")
         self.model_spec = model
         self.model_options = model_options
         self.max_output_tokens = max_output_tokens
+        self.max_input_tokens = max_input_tokens or DEFAULT_MAX_INPUT_TOKENS
+        self.context_window = context_window
+        self.token_margin = float(token_margin)
+        self.structured_output = structured_output
         self._model: ChatModel | None = None
         self.name = f"llm:{model if isinstance(model, str) else getattr(model, '__name__', type(model).__name__)}"
+        #: How many model requests the last :meth:`rank` call made (1 when every candidate fitted).
+        self.last_requests = 0
 
     @property
     def model(self) -> ChatModel:
@@ -74,10 +164,95 @@ class LLMReranker:
             self._model = resolve_chat_model(self.model_spec, **self.model_options)
         return self._model
 
+    # -- budget ---------------------------------------------------------------
+    def _counter(self) -> Any:
+        from akasha.tokens import counter_for
+
+        spec = self.model_spec if isinstance(self.model_spec, str) else getattr(self._model, "name", None)
+        return counter_for(spec)
+
+    def _limits(self, n: int) -> tuple[int, int | None, int | None]:
+        """``(prompt budget, context size or None, max_output_tokens to send)`` for ``n`` candidates."""
+        context = self.context_window or context_window(self.model)
+        if context is None:
+            return self.max_input_tokens, None, self.max_output_tokens
+        reserve = self.max_output_tokens or reply_tokens(n)
+        return min(self.max_input_tokens, context - reserve), context, reserve
+
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
+        """A complete ordering of ``hits``: one request when they all fit the budget, else sliding windows."""
+        self.last_requests = 0
         if not hits:
             return Ranking([])
-        reply = self.model.generate(
-            rerank_messages(query, hits), GenerationOptions(max_output_tokens=self.max_output_tokens, temperature=0.0)
+        n = len(hits)
+        budget, context, out_tokens = self._limits(n)
+        counter = self._counter()
+
+        def tokens(text: str) -> int:
+            return math.ceil(counter.count(text) * self.token_margin)
+
+        texts = [_clean(hit.chunk.text, MAX_CANDIDATE_CHARS) for hit in hits]
+        bare = _messages(query, [])
+        # the instruction names n and the ids' range: 8 tokens of room for longer numbers
+        fixed = tokens(bare[0]["content"]) + tokens(bare[1]["content"]) + MESSAGE_OVERHEAD_TOKENS + 8
+        room = budget - fixed
+        cap = room // 2 if n > 1 else room  # any two candidates fit one window
+        if cap < MIN_CANDIDATE_TOKENS:
+            where = f"the model's {context}-token context less the reply, " if context else ""
+            raise BudgetError(
+                f"the llm reranker cannot fit the question and two candidates into {budget} tokens "
+                f"({where}max_input_tokens={self.max_input_tokens}); the question alone takes about {fixed}. "
+                "Raise max_input_tokens (or the model's context), or shorten the question"
+            )
+        costs = []
+        for i, text in enumerate(texts):
+            cost = tokens(_block(i, text)) + 2
+            if cost > cap:  # shorten a long candidate so that two always fit
+                wrapper = tokens(_block(i, "")) + 2
+                texts[i] = counter.truncate(text, max(1, int((cap - wrapper) / self.token_margin) - 1))
+                cost = tokens(_block(i, texts[i])) + 2
+            costs.append(cost)
+
+        order = list(range(n))
+
+        def window_start(end: int) -> int:
+            """The first position of the largest window ending at ``end`` that fits (two at least)."""
+            start, used = end, fixed
+            while start > 0 and used + costs[order[start - 1]] <= budget:
+                start -= 1
+                used += costs[order[start]]
+            return min(start, end - min(2, end))
+
+        end, previous = n, None
+        while True:
+            start = window_start(end)
+            # carry fewer from the last window when otherwise no new candidate would fit
+            while previous is not None and start >= previous and end > previous + 1:
+                end -= 1
+                start = window_start(end)
+            window = order[start:end]
+            local = self._rank_window(query, [texts[i] for i in window], out_tokens, len(window) < n)
+            order[start:end] = [window[j] for j in local]
+            if start == 0:
+                break
+            previous = start
+            end = start + math.ceil(len(window) / 2)  # overlap: this window's best half goes on forward
+        if self.last_requests > 1:
+            logger.info("%s ranked %d candidates in %d windows (budget %d tokens)", self.name, n,
+                        self.last_requests, budget)
+        return Ranking(order)
+
+    def _rank_window(self, query: str, texts: list[str], out_tokens: int | None, windowed: bool) -> list[int]:
+        """Ask the model to order ``texts`` (ids 0..len-1); the reply is validated as a complete ordering."""
+        self.last_requests += 1
+        options = GenerationOptions(
+            max_output_tokens=out_tokens, temperature=0.0,
+            json_schema=order_schema(len(texts)) if self.structured_output else None,
         )
-        return Ranking(parse_order_json(reply, len(hits), self.name))
+        reply = self.model.generate(_messages(query, texts), options)
+        who = f"{self.name} (window {self.last_requests})" if windowed else self.name
+        return parse_order_json(reply, len(texts), who)
+
+
+__all__ = ["DEFAULT_MAX_INPUT_TOKENS", "LLMReranker", "ORDER_SCHEMA", "order_schema", "rerank_messages",
+           "reply_tokens"]
