@@ -1,0 +1,108 @@
+"""A LangChain retriever over a :class:`akasha.RAG`: ``rag.as_langchain_retriever(data_source, k=4)``.
+
+The retriever indexes ``data_source`` on each call (an unchanged folder costs a
+stat check and embeds nothing), runs akasha's first stage (vector, BM25 or
+fusion, as configured) and its reranker when one is set, and returns the ``k``
+best chunks as ``langchain_core.documents.Document`` objects:
+
+- ``page_content``: the chunk text;
+- ``metadata``: the chunk's own metadata (``source`` path, ``page`` for PDFs,
+  ``chunk_index``, ...) plus ``id`` (the chunk id), ``score`` (the last stage's
+  score), ``scores`` (every score collected: ``vector``, ``bm25``, ``rrf``,
+  ``rerank``, ...) and ``retriever`` (which first-stage retrievers found it).
+
+It is a real ``BaseRetriever``, so it works in LCEL chains (``retriever |
+format_docs``), with ``invoke``/``ainvoke``/``batch`` and LangChain callbacks.
+Needs ``langchain-core`` (``pip install 'akasha-rag[langchain]'``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from akasha.errors import MissingExtraError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from akasha.rag import RAG
+    from akasha.types import Hit
+
+
+def _import_langchain() -> tuple[Any, Any]:
+    """``(BaseRetriever, Document)`` from langchain-core, or MissingExtraError naming the extra."""
+    try:
+        from langchain_core.documents import Document
+        from langchain_core.retrievers import BaseRetriever
+    except ImportError as exc:
+        raise MissingExtraError("langchain-core", "langchain", "rag.as_langchain_retriever()") from exc
+    return BaseRetriever, Document
+
+
+def hit_to_document(hit: Hit) -> Any:
+    """One akasha hit as a LangChain ``Document`` (see the module docstring for the metadata)."""
+    _, document = _import_langchain()
+    metadata = dict(hit.chunk.metadata)
+    metadata.update(
+        id=hit.chunk.id,
+        score=float(hit.score),
+        scores={name: float(value) for name, value in hit.details.items()},
+        retriever=hit.source,
+    )
+    metadata.setdefault("source", hit.chunk.doc_id)
+    metadata.setdefault("page", None)
+    return document(page_content=hit.chunk.text, metadata=metadata, id=hit.chunk.id)
+
+
+_RETRIEVER_CLASS: Any = None
+
+
+def _retriever_class() -> Any:
+    """The ``BaseRetriever`` subclass, defined once langchain-core is importable."""
+    global _RETRIEVER_CLASS
+    if _RETRIEVER_CLASS is not None:
+        return _RETRIEVER_CLASS
+    base, _ = _import_langchain()
+    from pydantic import ConfigDict
+
+    class AkashaRetriever(base):  # type: ignore[misc, valid-type]
+        """LangChain retriever that answers with a :class:`akasha.RAG`'s retrieval (and reranking)."""
+
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+
+        rag: Any
+        """The :class:`akasha.RAG` whose index, search settings and reranker are used."""
+        data_source: Any
+        """What to search: a folder, file, list of paths, or documents, as for ``rag(...)``."""
+        k: int = 4
+        """How many documents each call returns."""
+        overrides: dict[str, Any] = {}
+        """RAG options for these calls only (``search_type``, ``reranker``, ...)."""
+
+        def _pipeline(self) -> Any:
+            options = self.rag.options.merged(**self.overrides)
+            return self.rag.pipeline(options, self.data_source)
+
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+            hits = self._pipeline().retrieve(self.data_source, query, self.k)
+            return [hit_to_document(hit) for hit in hits]
+
+        async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+            hits = await self._pipeline().aretrieve(self.data_source, query, self.k)
+            return [hit_to_document(hit) for hit in hits]
+
+    _RETRIEVER_CLASS = AkashaRetriever
+    return AkashaRetriever
+
+
+def langchain_retriever(rag: RAG, data_source: Any, k: int = 4, overrides: Mapping[str, Any] | None = None) -> Any:
+    """A ``langchain_core`` ``BaseRetriever`` returning ``rag``'s ``k`` best chunks of ``data_source``.
+
+    ``overrides`` are checked by the caller (:meth:`akasha.RAG.as_langchain_retriever`).
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer (documents per call), got {k!r}")
+    cls = _retriever_class()
+    return cls(rag=rag, data_source=data_source, k=k, overrides=dict(overrides or {}), tags=["akasha"])
+
+
+__all__ = ["hit_to_document", "langchain_retriever"]
