@@ -1,7 +1,10 @@
 """The akasha eval subcommand: retrieval quality of a folder against a JSONL of questions.
 
 ``akasha eval DOCS QUESTIONS.jsonl --search-types auto,bm25,knn --embeddings hf:all-MiniLM-L6-v2 --report eval.html``
-prints recall@1, recall@5, MRR@10 and nDCG@10 per search type and reranker.
+prints recall@1, recall@5, MRR@10 and nDCG@10 per search type and reranker, and, for
+questions with a reference ``answer``, answer@80 (share of replies of ``--model``, default
+the offline ``extractive`` answerer, that quote 80 characters of the reference) and the
+replies' mean length (answer_chars); ``--no-answers`` skips them.
 :func:`add_parser` registers it on the main CLI's subparsers; :func:`main`
 runs it standalone (``python -m akasha.cli_eval``).
 """
@@ -34,6 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("-k", type=int, default=10, help="results per question (>= 10)")
     parser.add_argument("--chunk-size", type=int, default=1000, help="chunk size in characters (default 1000)")
     parser.add_argument("--cache-dir", default=":memory:", help="index cache folder (default: in memory)")
+    parser.add_argument("--model", default="extractive",
+                        help="answer model for answer@80 and answer_chars (default extractive, offline)")
+    parser.add_argument("--no-answers", action="store_true", help="retrieval metrics only: do not answer the questions")
     parser.add_argument("--report", help="write an HTML report with a plot to this path")
     parser.add_argument("--metric", default="mrr@10", help="metric highlighted in the report")
     parser.add_argument(
@@ -68,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
             reranker_model=args.reranker_model,
             report=args.report,
             metric=args.metric,
+            model=args.model,
+            answers=not args.no_answers,
         )
     except (AkashaError, ValueError, FileNotFoundError, KeyError) as error:
         print(f"akasha eval: error: {error}", file=sys.stderr)

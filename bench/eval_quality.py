@@ -1,15 +1,29 @@
-"""Answer-finding quality on the Python FAQ set, per search type, plus an offline fusion study.
+"""Answer-finding and answer quality on several real question sets, per search type, plus a fusion study.
 
-    apt-get update && apt-get install -y python3.11-doc    # once
-    python -m bench.eval_quality                           # MiniLM embeddings (packaged, offline)
+    apt-get update && apt-get install -y python3.11-doc debian-faq debian-reference-en \\
+        debian-faq-zh-cn debian-reference-zh-cn debian-faq-ja          # once
+    python -m bench.eval_quality                                       # every set, MiniLM (packaged, offline)
+    python -m bench.eval_quality --sets python-faq --no-study          # one set, tables only
 
-Builds the set with bench/build_eval_set.py if it is missing, indexes it once
-with akasha (vectors cached under bench/.data/eval-cache, so a second run
-embeds nothing), prints recall@1/5, MRR@10 and nDCG@10 per search_type, writes
-bench/results/eval_quality.html, checks the issue's rule (auto >= max(bm25,
-knn) - 0.005 on MRR@10) and then scores alternative fusions computed offline
-from the bm25 and knn rankings the index returns (RRF with several k, weighted
-RRF, min-max weighted sums), so a fusion change can be chosen on real data.
+The sets (built on first use by their builders, kept in the gitignored bench/.data/):
+
+* ``python-faq``: the Python FAQ (python3.11-doc) among the tutorial, HOWTOs, language
+  reference and "using" manuals (bench/build_eval_set.py);
+* ``debian-faq-en``: the Debian FAQ among the Debian Reference chapters (bench/build_debian_faq.py);
+  the tuning set: fusion settings were explored on it first, then checked on all others;
+* ``debian-faq-zh-cn``: the same in Simplified Chinese (the packaged MiniLM does not read Chinese);
+* ``debian-faq-ja``: the Japanese Debian FAQ alone (no Japanese Debian Reference installed by default).
+
+For every set it indexes the corpus once through ``akasha.evaluation.evaluate`` (the
+pipeline ``akasha.RAG`` runs; vectors cached under bench/.data/eval-cache/<set>, so a
+second run embeds nothing) and prints recall@1/5, MRR@10 and nDCG@10 per search type,
+then answers every question with the offline ``extractive`` model over the default
+``auto`` search (answer@80: share of replies quoting 80 characters of the reference;
+answer_chars: mean reply length), checks the issue's rules (auto >= max(bm25, knn, hybrid)
+on recall@5 and MRR@10) and, unless ``--no-study``, scores fusions computed offline from
+the same bm25 and knn rankings (RRF variants, min-max sums, akasha's adaptive fusion
+with its coverage signal switched off), so a fusion change is chosen on every set at once.
+Results land in bench/results/eval_quality.json and one HTML report per set.
 """
 
 from __future__ import annotations
@@ -19,12 +33,36 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from bench.build_eval_set import OUT, build
-
 RESULTS = Path(__file__).resolve().parent / "results"
+DATA = Path(__file__).resolve().parent / ".data"
 log = logging.getLogger("bench.eval_quality")
+
+
+def _build_python_faq(out: Path) -> dict:
+    from bench.build_eval_set import build
+
+    return build(out=out)
+
+
+def _debian(lang: str, distractors: bool = True) -> Callable[[Path], dict]:
+    def run(out: Path) -> dict:
+        from bench.build_debian_faq import build
+
+        return build(lang, out, distractors)
+
+    return run
+
+
+SETS: dict[str, Callable[[Path], dict]] = {
+    "python-faq": _build_python_faq,
+    "debian-faq-en": _debian("en"),
+    "debian-faq-zh-cn": _debian("zh-cn"),
+    "debian-faq-ja": _debian("ja", distractors=False),
+}
+TUNING_SET = "debian-faq-en"
 
 
 class _Hit:
@@ -35,14 +73,26 @@ class _Hit:
         self.path = chunk.metadata.get("source")
 
 
-def fusion_study(index, questions, folder: Path, depth: int = 50) -> list[tuple[str, float, float]]:
-    """MRR@10, nDCG@10, recall@1/5 of alternative fusions of the index's bm25 and knn rankings.
-
-    ``depth`` candidates per retriever, as the index's "auto" takes (SearchSettings.candidates),
-    so "rrf k=60" here reproduces "auto" and the other rows are drop-in alternatives.
-    """
-    from akasha.evaluation.runner import evaluate_search
+def fusion_variants() -> dict[str, Callable]:
+    """name -> fuse(query, bm25 list, knn list, corpus size) over (id, score) lists, best first."""
     from akasha.retrieval import fusion
+
+    variants: dict[str, Callable] = {"bm25 only": lambda q, b, v, n: b, "knn only": lambda q, b, v, n: v}
+    for k in (10, 60):
+        variants[f"rrf k={k}"] = lambda q, b, v, n, k=k: fusion.rrf([v, b], k=k)
+    for w in (0.2, 0.4, 0.6):
+        variants[f"rrf k=10 bm25 w={w}"] = lambda q, b, v, n, w=w: fusion.rrf([v, b], k=10, weights=[1 - w, w])
+    for w in (0.3, 0.5, 0.7):
+        variants[f"minmax bm25 w={w}"] = lambda q, b, v, n, w=w: fusion.weighted([v, b], [1 - w, w])
+    variants["adaptive (auto)"] = lambda q, b, v, n: fusion.adaptive(q, v, b, n)
+    for signal in fusion.ADAPTIVE_SIGNALS:
+        variants[f"adaptive without {signal}"] = lambda q, b, v, n, s=signal: fusion.adaptive(q, v, b, n, disable=(s,))
+    return variants
+
+
+def fusion_study(index, questions, folder: Path, depth: int = 50) -> list[dict]:
+    """recall@1/5, MRR@10, nDCG@10 of each fusion of the index's own bm25 and knn rankings (``depth`` each)."""
+    from akasha.evaluation.runner import evaluate_search
 
     chunks = {c.id: c for c in index.chunks}
     rankings = {}
@@ -50,74 +100,95 @@ def fusion_study(index, questions, folder: Path, depth: int = 50) -> list[tuple[
         bm25 = [(h.id, h.score) for h in index.search(q.question, k=depth, search_type="bm25")]
         knn = [(h.id, h.score) for h in index.search(q.question, k=depth, search_type="knn")]
         rankings[q.question] = (bm25, knn)
-
-    variants = {"bm25 only": lambda b, v: b, "knn only": lambda b, v: v}
-    for k in (1, 5, 10, 20, 30, 60, 100):
-        variants[f"rrf k={k}"] = lambda b, v, k=k: fusion.rrf([b, v], k=k)
-    for w in (0.3, 0.4, 0.6, 0.7):
-        variants[f"rrf k=60 bm25 w={w}"] = lambda b, v, w=w: fusion.rrf([b, v], k=60, weights=[w, 1 - w])
-        variants[f"rrf k=10 bm25 w={w}"] = lambda b, v, w=w: fusion.rrf([b, v], k=10, weights=[w, 1 - w])
-    for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-        variants[f"minmax bm25 w={w}"] = lambda b, v, w=w: fusion.weighted([b, v], [w, 1 - w])
-    out = []
-    for name, fuse in variants.items():
+    rows = []
+    for name, fuse in fusion_variants().items():
         def search(question, _type, _reranker, k, fuse=fuse):
             b, v = rankings[question]
-            return [_Hit(chunks[item]) for item, _ in fuse(b, v)[:k]]
+            return [_Hit(chunks[item]) for item, _ in fuse(question, b, v, len(chunks))[:k]]
 
         row = evaluate_search(search, questions, search_types=[name], folder=folder).rows[0]
-        out.append((name, row["mrr@10"], row["ndcg@10"], row["recall@1"], row["recall@5"]))
+        rows.append({"fusion": name, **{m: row[m] for m in ("recall@1", "recall@5", "mrr@10", "ndcg@10")}})
+    return rows
+
+
+def check_rules(table) -> list[str]:
+    """The issue's rules: auto >= each single retriever and hybrid on recall@5 and MRR@10."""
+    lines = []
+    auto = table.row("auto")
+    names = {r["search_type"] for r in table.rows}
+    for metric in ("recall@5", "mrr@10"):
+        rivals = {name: table.row(name)[metric] for name in ("bm25", "knn", "hybrid") if name in names}
+        best_name, best = max(rivals.items(), key=lambda pair: pair[1])
+        verdict = "MET " if auto[metric] >= best - 1e-9 else "MISS"
+        lines.append(f"{verdict} auto {metric} {auto[metric]:.4f} vs best of {', '.join(rivals)} ({best_name}) {best:.4f}")
+    return lines
+
+
+def run_set(name: str, args: argparse.Namespace) -> dict:
+    """Evaluate one set; return its tables as JSON-ready data."""
+    from akasha.evaluation.relevance import load_questions
+    from akasha.evaluation.runner import evaluate
+
+    root = DATA / name
+    if not (root / "questions.jsonl").exists():
+        log.info("building %s: %s", name, SETS[name](root))
+    folder, questions_file = root / "corpus", root / "questions.jsonl"
+    cache = DATA / "eval-cache" / name
+    common = dict(embeddings=args.embeddings, cache_dir=cache, chunk_size=1000)
+    start = time.perf_counter()
+    table = evaluate(folder, questions_file, search_types=args.search_types.split(","), answers=False,
+                     report=RESULTS / f"eval_quality-{name}.html", **common)
+    log.info("%s: retrieval table in %.1f s", name, time.perf_counter() - start)
+    questions = load_questions(questions_file)
+    print(f"\n### {name}: {len(questions)} questions, {table.info['chunks']:,} chunks, {args.embeddings}"
+          f"{' (tuning set)' if name == TUNING_SET else ''}\n")
+    print(table.to_markdown())
+    print()
+    for line in check_rules(table):
+        print(line)
+    out: dict = {"set": name, "questions": len(questions), "chunks": table.info["chunks"], "rows": table.rows}
+    if not args.no_answers:
+        start = time.perf_counter()
+        answered = evaluate(folder, questions_file, search_types=args.answer_types.split(","), answers=True, **common)
+        log.info("%s: answers in %.1f s", name, time.perf_counter() - start)
+        print("\n| search_type | answer@80 | answer_chars |\n|---|---|---|")
+        for row in answered.rows:
+            print(f"| {row['search_type']} | {row['answer@80']:.4f} | {row['answer_chars']:.0f} |")
+        out["answers"] = [{k: row[k] for k in ("search_type", "answer@80", "answer_chars")} for row in answered.rows]
+    if not args.no_study:
+        from akasha.embeddings import resolve_embedder
+        from akasha.index import CorpusIndex
+
+        with CorpusIndex(resolve_embedder(args.embeddings), chunk_size=1000, cache_dir=cache) as index:
+            index.sync(folder, progress=False)
+            study = fusion_study(index, questions, folder, args.depth)
+        print(f"\n#### Fusion study on {name} (the same bm25/knn rankings, top {args.depth} each)\n")
+        print("| fusion | recall@1 | recall@5 | MRR@10 | nDCG@10 |\n|---|---|---|---|---|")
+        for row in study:
+            print(f"| {row['fusion']} | {row['recall@1']:.4f} | {row['recall@5']:.4f} | {row['mrr@10']:.4f} | {row['ndcg@10']:.4f} |")
+        out["fusion_study"] = study
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, from {', '.join(SETS)}")
     parser.add_argument("--embeddings", default="hf:all-MiniLM-L6-v2")
     parser.add_argument("--search-types", default="auto,bm25,knn,hybrid,mmr")
-    parser.add_argument("--set", type=Path, default=OUT, help="evaluation set folder (built if missing)")
-    parser.add_argument("--cache-dir", type=Path, default=OUT.parent / "eval-cache")
+    parser.add_argument("--answer-types", default="auto", help="search types whose answers are scored (default auto)")
     parser.add_argument("--depth", type=int, default=50, help="candidates per retriever in the fusion study")
+    parser.add_argument("--no-answers", action="store_true", help="skip answering (retrieval metrics only)")
     parser.add_argument("--no-study", action="store_true", help="skip the offline fusion study")
+    parser.add_argument("--out", type=Path, default=RESULTS / "eval_quality.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    if not (args.set / "questions.jsonl").exists():
-        log.info("building the evaluation set: %s", build(out=args.set))
-    from akasha.embeddings import resolve_embedder
-    from akasha.evaluation.relevance import load_questions
-    from akasha.evaluation.report import write_html_report
-    from akasha.evaluation.runner import evaluate_search
-    from akasha.index import CorpusIndex
-
-    folder = args.set / "corpus"
-    questions = load_questions(args.set / "questions.jsonl")
-    embedder = resolve_embedder(args.embeddings)
-    index = CorpusIndex(embedder, chunk_size=1000, cache_dir=args.cache_dir)
-    start = time.perf_counter()
-    report = index.sync(folder, progress=False)
-    log.info("indexed %s chunks in %.1f s (%s embedded)", len(index), time.perf_counter() - start, getattr(report, "embedded", "?"))
-
-    def search(question, search_type, _reranker, k):
-        return index.search(question, k=k, search_type=search_type)
-
-    table = evaluate_search(search, questions, search_types=args.search_types.split(","), folder=folder)
-    table.info = {"set": str(args.set), "embeddings": args.embeddings, "chunks": len(index), "chunk_size": 1000}
-    print(f"\n### Python FAQ set: {len(questions)} questions, {len(index):,} chunks, {args.embeddings}\n")
-    print(table.to_markdown())
+    unknown = [name for name in args.sets.split(",") if name not in SETS]
+    if unknown:
+        parser.error(f"unknown set(s) {', '.join(unknown)}; known: {', '.join(SETS)}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = write_html_report(table, RESULTS / "eval_quality.html")
-    (RESULTS / "eval_quality.json").write_text(table.to_json())
-    best_input = max(table.row("bm25")["mrr@10"], table.row("knn")["mrr@10"])
-    auto = table.row("auto")["mrr@10"]
-    verdict = "MET " if auto >= best_input - 0.005 else "MISS"
-    print(f"\n{verdict} auto MRR@10 {auto:.4f} vs max(bm25, knn) {best_input:.4f} - 0.005 (margin {auto - best_input + 0.005:+.4f})")
-    print(f"(report: {path})")
-    if not args.no_study:
-        print(f"\n### Offline fusion study (same bm25/knn rankings, top {args.depth} each)\n")
-        print("| fusion | MRR@10 | nDCG@10 | recall@1 | recall@5 |\n|---|---|---|---|---|")
-        study = fusion_study(index, questions, folder, args.depth)
-        for name, mrr, ndcg, r1, r5 in study:
-            print(f"| {name} | {mrr:.4f} | {ndcg:.4f} | {r1:.4f} | {r5:.4f} |")
-        (RESULTS / "fusion_study.json").write_text(json.dumps(study, indent=1))
+    results = [run_set(name, args) for name in args.sets.split(",")]
+    args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+    print(f"\n(results: {args.out})")
     return 0
 
 

@@ -13,14 +13,23 @@ second chunk of an already-found source adds nothing.
 - nDCG@k: a result gains 1 when it finds at least one new unit, else 0;
   DCG = sum gain_i / log2(i + 1) over ranks i = 1..k; the ideal DCG puts
   min(n_relevant, k) gains at ranks 1, 2, ...; nDCG = DCG / ideal DCG.
+
+Answers are judged by :func:`contains_span`: does the reply quote at least
+``SPAN_CHARS`` (80) consecutive characters of the reference answer, compared
+after :func:`normalize_text` (case, accents, punctuation and markup ignored)?
 """
 
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections.abc import Collection, Sequence
 
 Matches = Sequence[Collection[str]]
+
+SPAN_CHARS = 80
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 
 def _check(n_relevant: int, k: int) -> None:
@@ -73,3 +82,26 @@ def ndcg_at_k(matches: Matches, n_relevant: int, k: int = 10) -> float:
 def mean(values: Sequence[float]) -> float:
     """Arithmetic mean; 0.0 for no values (an empty question set scores nothing)."""
     return sum(values) / len(values) if values else 0.0
+
+
+def normalize_text(text: str) -> str:
+    """Lowercased, accent-folded text with every run of punctuation, markup or space as one space."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return _NON_WORD.sub(" ", folded).strip()
+
+
+def contains_span(reply: str, reference: str, span: int = SPAN_CHARS) -> bool:
+    """True when ``reply`` holds ``span`` consecutive characters of ``reference`` (both normalised).
+
+    A reference shorter than ``span`` must appear whole. Markup, case and
+    punctuation do not count, so a quote of a reStructuredText answer matches.
+    """
+    if span <= 0:
+        raise ValueError(f"span must be positive, got {span}")
+    gold, text = normalize_text(reference), normalize_text(reply)
+    if not gold or not text:
+        return False
+    if len(gold) <= span:
+        return gold in text
+    return any(gold[i : i + span] in text for i in range(len(gold) - span + 1))

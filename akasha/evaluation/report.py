@@ -109,12 +109,11 @@ def render_html(table: EvalTable, metric: str = "mrr@10", use_matplotlib: bool |
         plot = f'<img alt="{html.escape(metric)} by configuration" src="data:image/png;base64,{encoded}">'
     else:
         plot = svg_plot(table, metric)
-    head = ["search_type", "reranker", *table.metrics, "ms/query"]
+    head, body = table._cells()  # the same columns as the text table, answer metrics included
     best = table.best(metric) if table.rows else None
     rows = []
-    for row in table.rows:
+    for row, cells in zip(table.rows, body, strict=True):
         style = ' style="font-weight:bold"' if row is best else ""
-        cells = [row["search_type"], row["reranker"], *(f"{row[m]:.4f}" for m in table.metrics), f"{row['ms_per_query']:.2f}"]
         rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     info = "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in table.info.items())
     return (
@@ -126,7 +125,8 @@ def render_html(table: EvalTable, metric: str = "mrr@10", use_matplotlib: bool |
         f"<h2>{html.escape(metric)} by configuration</h2>{plot}"
         "<p>recall@k: share of the relevant units (reference answer, or each relevant source) found in the top k; "
         "MRR@10: mean of 1/rank of the first relevant chunk; nDCG@10: binary gains, a chunk gains when it finds a "
-        "new unit.</p></body></html>"
+        "new unit; answer@80: share of replies quoting 80 characters of the reference answer; answer_chars: mean "
+        "reply length.</p></body></html>"
     )
 
 

@@ -5,7 +5,11 @@ pipeline :mod:`akasha.assemble` builds for ``akasha.RAG``'s options, so the
 evaluated engine is the one users run), then asks every question under every
 (search_type, reranker) configuration and reports
 recall@1, recall@5, MRR@10 and nDCG@10 (definitions in
-:mod:`akasha.evaluation.metrics` and :mod:`akasha.evaluation.relevance`).
+:mod:`akasha.evaluation.metrics` and :mod:`akasha.evaluation.relevance`), and,
+for questions with a reference answer, how often the answer model's reply
+quotes the reference (``answer@80``: it contains an 80-character span of it,
+see :func:`akasha.evaluation.metrics.contains_span`) and its mean length in
+characters (``answer_chars``).
 :func:`evaluate_search` is the same loop over any search function, which is
 what the benchmarks use to score alternative fusions offline.
 """
@@ -20,18 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from akasha.evaluation.metrics import mean, ndcg_at_k, reciprocal_rank, recall_at_k
+from akasha.evaluation.metrics import SPAN_CHARS, contains_span, mean, ndcg_at_k, reciprocal_rank, recall_at_k
 from akasha.evaluation.relevance import Question, load_questions, matcher_for
 
 log = logging.getLogger(__name__)
 
 METRICS = ("recall@1", "recall@5", "mrr@10", "ndcg@10")
+ANSWER_METRICS = ("answer@80", "answer_chars")
 DEFAULT_SEARCH_TYPES = ("auto", "bm25", "knn")
 
 #: search(question, search_type, reranker, k) -> hits (objects with .text and .path)
 SearchFn = Callable[[str, str, Any, int], Sequence[Any]]
 #: reranker(question, hits) -> hits in the new order
 RerankFn = Callable[[str, list[Any]], list[Any]]
+#: answer(question, search_type, reranker) -> the answer model's reply
+AnswerFn = Callable[[str, str, Any], str]
 
 
 @dataclass
@@ -62,9 +69,11 @@ class EvalTable:
         return json.dumps({"questions": self.questions, "info": self.info, "rows": self.rows}, indent=2)
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
-        head = ["search_type", "reranker", *self.metrics, "ms/query"]
+        answers = [m for m in ANSWER_METRICS if any(m in row for row in self.rows)]
+        head = ["search_type", "reranker", *self.metrics, *answers, "ms/query"]
         body = [
-            [row["search_type"], row["reranker"], *(f"{row[m]:.4f}" for m in self.metrics), f"{row['ms_per_query']:.2f}"]
+            [row["search_type"], row["reranker"], *(f"{row[m]:.4f}" for m in self.metrics),
+             *(_answer_cell(row.get(m), m) for m in answers), f"{row['ms_per_query']:.2f}"]
             for row in self.rows
         ]
         return head, body
@@ -82,6 +91,12 @@ class EvalTable:
         lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
         lines += [fmt.format(*cells) for cells in body]
         return "\n".join(lines) + f"\n({self.questions} questions)"
+
+
+def _answer_cell(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if metric == "answer_chars" else f"{value:.4f}"
 
 
 def _reranker_name(reranker: Any) -> str:
@@ -113,8 +128,14 @@ def evaluate_search(
     rerankers: Sequence[Any] = (None,),
     k: int = 10,
     folder: str | Path | None = None,
+    answer: AnswerFn | None = None,
 ) -> EvalTable:
-    """Ask every question under every (search_type, reranker) and average the metrics."""
+    """Ask every question under every (search_type, reranker) and average the metrics.
+
+    With ``answer``, every question that has a reference answer is also answered
+    and the row gains ``answer@80`` (share of replies quoting an 80-character span
+    of the reference) and ``answer_chars`` (mean reply length).
+    """
     if k < 10:
         raise ValueError(f"k must be at least 10 to report MRR@10 and nDCG@10, got {k}")
     if not questions:
@@ -134,9 +155,25 @@ def evaluate_search(
             row = {"search_type": str(search_type), "reranker": _reranker_name(reranker)}
             row.update({name: mean(values) for name, values in per_metric.items()})
             row["ms_per_query"] = 1000 * mean(elapsed)
+            if answer is not None:
+                row.update(score_answers(answer, questions, search_type, reranker))
             table.rows.append(row)
             log.info("%s/%s: %s", row["search_type"], row["reranker"], {m: round(row[m], 4) for m in METRICS})
     return table
+
+
+def score_answers(answer: AnswerFn, questions: Sequence[Question], search_type: str, reranker: Any) -> dict[str, float]:
+    """``answer@80`` and ``answer_chars`` over the questions that have a reference answer (empty if none has)."""
+    quoted, lengths = [], []
+    for question in questions:
+        if not question.answer:
+            continue
+        reply = answer(question.question, search_type, reranker)
+        quoted.append(1.0 if contains_span(reply, question.answer, SPAN_CHARS) else 0.0)
+        lengths.append(float(len(reply)))
+    if not quoted:
+        return {}
+    return {"answer@80": mean(quoted), "answer_chars": mean(lengths)}
 
 
 def resolve_reranker(spec: Any, reranker_model: Any = None) -> RerankFn | None:
@@ -166,6 +203,8 @@ def evaluate(
     reranker_model: Any = None,
     report: str | Path | None = None,
     metric: str = "mrr@10",
+    model: Any = "extractive",
+    answers: bool = True,
 ) -> EvalTable:
     """Index ``folder`` once and report recall@1/5, MRR@10 and nDCG@10 per search_type and reranker.
 
@@ -174,6 +213,11 @@ def evaluate(
     are reranked and the top ``k`` scored; ``reranker_model`` is the chat model of
     the "llm" reranker (as in ``akasha.RAG``). ``report`` writes an HTML report with
     a plot of ``metric`` by configuration.
+
+    With ``answers`` (default), the questions that have a reference answer are also
+    answered by ``model`` (default ``"extractive"``, offline) through the same
+    pipeline ``akasha.RAG`` runs with default ``k``, ``rerank_top_k`` and
+    ``max_input_tokens``, adding ``answer@80`` and ``answer_chars`` to each row.
     """
     from akasha.assemble import Components, from_options
     from akasha.options import DEFAULT_RERANKER_MODEL, RAGOptions
@@ -183,7 +227,7 @@ def evaluate(
         validate_search_type(search_type)
     questions = load_questions(questions_jsonl)
     components = Components()  # one index, embedder and reranker cache for every configuration
-    base = RAGOptions(model="extractive", embeddings=embeddings, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+    base = RAGOptions(model=model, embeddings=embeddings, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                       cache_dir=cache_dir, reranker_model=reranker_model or DEFAULT_RERANKER_MODEL)
     pipelines: dict[tuple[str, str], Any] = {}
 
@@ -205,7 +249,17 @@ def evaluate(
     def search(question: str, search_type: str, reranker: Any, top: int) -> list[Any]:
         return pipeline_for(search_type, reranker, top).retrieve(None, question)[:top]
 
-    table = evaluate_search(search, questions, search_types=search_types, rerankers=rerankers, k=k, folder=folder)
+    answerers: dict[tuple[str, str], Any] = {}
+
+    def answer(question: str, search_type: str, reranker: Any) -> str:
+        key = (str(search_type), _reranker_name(reranker))
+        if key not in answerers:  # the options a user gets: default k, rerank_top_k, max_input_tokens
+            spec = None if reranker in (None, "none") else reranker
+            answerers[key] = from_options(base.merged(search_type=search_type, reranker=spec), components)
+        return str(answerers[key].answer(question).response)
+
+    table = evaluate_search(search, questions, search_types=search_types, rerankers=rerankers, k=k, folder=folder,
+                            answer=answer if answers else None)
     table.info = {
         "folder": str(folder),
         "questions_file": str(questions_jsonl),
@@ -214,6 +268,7 @@ def evaluate(
         "chunks": getattr(sync, "chunks", None),
         "index_seconds": round(index_s, 3),
         "k": k,
+        "model": getattr(model, "name", str(model)) if answers else None,
     }
     if report is not None:
         from akasha.evaluation.report import write_html_report

@@ -3,11 +3,13 @@
 RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
 (rank starting at 1), so it needs no score calibration. Weighted fusion
 min-max normalises each list to 0..1 (a list whose scores are all equal
-normalises to 1.0) and adds the weighted scores.
+normalises to 1.0) and adds the weighted scores. Adaptive fusion (the ``auto``
+search type) is weighted RRF whose weights follow each question (:func:`adaptive`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
 
 RRF_K = 60
@@ -46,3 +48,76 @@ def weighted(lists: Sequence[Ranked], weights: Sequence[float]) -> list[tuple[Ha
         for item, score in min_max(ranked):
             scores[item] = scores.get(item, 0.0) + weight * score
     return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+
+#: The signals :func:`adaptive` weighs the lists by; each can be switched off (for ablations).
+ADAPTIVE_SIGNALS = ("coverage",)
+ADAPTIVE_K = 10
+#: Weights (vector, bm25) when both lists are informative: the dense list leads.
+ADAPTIVE_WEIGHTS = (0.6, 0.4)
+#: A question with at least this share of Chinese/Japanese/Korean characters among its
+#: letters and digits is checked for coverage.
+CJK_SHARE = 0.1
+#: ... and its dense list counts only when the two top-``AGREEMENT_DEPTH`` lists share at
+#: least this many times the items two random lists would share.
+MIN_LIFT = 5.0
+AGREEMENT_DEPTH = 50
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_WORD_RE = re.compile(r"\w", re.UNICODE)
+
+
+def cjk_share(text: str) -> float:
+    """Share of Chinese, Japanese or Korean characters among the letters and digits of ``text``."""
+    letters = len(_WORD_RE.findall(text))
+    return len(_CJK_RE.findall(text)) / letters if letters else 0.0
+
+
+def agreement_lift(a: Ranked, b: Ranked, population: int, depth: int = AGREEMENT_DEPTH) -> float:
+    """How many times more items the two top-``depth`` lists share than two random lists would.
+
+    Two retrievers that both understand a question agree far above chance; a dense list
+    from a model that cannot read the question's language agrees with BM25 about as
+    often as chance does. ``population`` is the number of items ranked (the corpus size).
+    """
+    top_a = {item for item, _ in a[:depth]}
+    top_b = {item for item, _ in b[:depth]}
+    if not top_a or not top_b or population <= 0:
+        return 0.0
+    expected = len(top_a) * len(top_b) / population
+    return len(top_a & top_b) / expected
+
+
+def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: int, *,
+                     weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = ()) -> tuple[float, float]:
+    """(vector, bm25) weights for one question.
+
+    ``coverage``: a question written mostly in Chinese, Japanese or Korean whose dense
+    list agrees with BM25 less than :data:`MIN_LIFT` times chance is one the embedder
+    does not read (MiniLM and other English-only models); its dense list is near-random
+    and gets weight 0, so the answer rests on BM25. A multilingual embedder agrees with
+    BM25 well above chance and keeps its weight. Measured on four question sets
+    (docs/quality.md), this was the only per-question signal that helped on all of them;
+    flat score distributions did not tell a blind embedder from a seeing one.
+    """
+    unknown = set(disable) - set(ADAPTIVE_SIGNALS)
+    if unknown:
+        raise ValueError(f"unknown adaptive fusion signal(s) {sorted(unknown)}; known: {', '.join(ADAPTIVE_SIGNALS)}")
+    if not vector or not lexical:
+        return (1.0, 0.0) if vector else (0.0, 1.0)
+    w_vec, w_lex = float(weights[0]), float(weights[1])
+    if ("coverage" not in disable and cjk_share(query) >= CJK_SHARE
+            and agreement_lift(vector, lexical, population) < MIN_LIFT):
+        w_vec = 0.0
+    total = w_vec + w_lex
+    return (w_vec / total, w_lex / total) if total > 0 else (0.5, 0.5)
+
+
+def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k: int = ADAPTIVE_K,
+             weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = ()) -> list[tuple[Hashable, float]]:
+    """Weighted RRF (``k`` = 10) of a dense and a BM25 list, weights per question (:func:`adaptive_weights`).
+
+    ``population`` is the number of chunks searched. Returns (id, fused score), best first.
+    """
+    w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, disable=disable)
+    return rrf([vector, lexical], k=k, weights=[w_vec, w_lex])

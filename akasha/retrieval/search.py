@@ -2,8 +2,12 @@
 
 ``search_type`` is one of :data:`SEARCH_TYPES` or a callable:
 
-* ``"auto"``   hybrid: BM25 and dense candidates fused with reciprocal-rank fusion
-  (RRF needs no score calibration, so it is the safe default);
+* ``"auto"``   hybrid: BM25 and dense candidates fused by *adaptive* reciprocal-rank
+  fusion (:func:`akasha.retrieval.fusion.adaptive`): RRF needs no score calibration, and
+  weighted RRF (k=10, vector 0.6 / bm25 0.4) whose dense weight drops to 0 for a
+  Chinese/Japanese/Korean question whose dense list agrees with BM25 no better than
+  chance (an embedder that cannot read the language); ``SearchSettings.auto_fusion="rrf"``
+  restores plain RRF (k=60);
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
 * ``"mmr"``    maximal marginal relevance over the dense candidates;
@@ -62,7 +66,10 @@ class SearchSettings:
     """Knobs of the search types; the defaults suit corpora of a few to a million chunks."""
 
     candidates: int = 50  # per retriever, before fusion (at least 4 * k)
-    rrf_k: int = fusion.RRF_K
+    rrf_k: int = fusion.RRF_K  # plain RRF (auto_fusion="rrf")
+    auto_fusion: str = "adaptive"  # "adaptive" or "rrf"
+    adaptive_k: int = fusion.ADAPTIVE_K
+    adaptive_weights: tuple[float, float] = fusion.ADAPTIVE_WEIGHTS  # (vector, bm25) before the signals
     hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25)
     mmr_lambda: float = 0.5
     mmr_fetch: int = 20  # candidates for mmr (at least 4 * k)
@@ -97,7 +104,12 @@ def search(
     n_cand = max(settings.candidates, 4 * k)
     vec = dense.search(query_vector, n_cand)
     lex = bm25.search(query, n_cand)
-    if search_type == "auto":
+    if search_type == "auto" and settings.auto_fusion == "adaptive":
+        fused = fusion.adaptive(query, vec, lex, len(chunks), k=settings.adaptive_k, weights=settings.adaptive_weights)
+        key = "rrf"
+    elif search_type == "auto":
+        if settings.auto_fusion != "rrf":
+            raise ConfigError(f"unknown auto_fusion {settings.auto_fusion!r}; known: adaptive, rrf")
         fused = fusion.rrf([vec, lex], k=settings.rrf_k)
         key = "rrf"
     else:
