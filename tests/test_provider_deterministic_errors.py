@@ -166,6 +166,8 @@ def test_default_timeout_for_a_full_openai_batch_is_minutes_not_sixty_seconds():
     (505, "HTTP version", False),
     (500, '"llama3.2" does not support embeddings', False),
     (500, "embeddings are not supported by this model", False),
+    (500, "input is too large to process. increase the physical batch size", False),
+    (500, "the request exceeds the available context size, try increasing it", False),
     (400, "bad request", False),
     (422, "unprocessable", False),
     (None, "no status", False),
