@@ -109,17 +109,22 @@ class PruneReport:
 
 
 class CorpusIndex:
-    """A persistent hybrid (BM25 + dense) index over the files of a data source.
+    """A persistent hybrid (BM25 + dense) index over a data source's files, or over documents.
 
     ``cache_dir``: ``None`` -> :func:`~akasha.index.paths.default_cache_dir`,
     ``":memory:"`` -> nothing written to disk (tests, notebooks).
-    ``store``: ``"sqlite"`` (default) or ``"chroma"`` (also mirrors into Chroma).
+    ``store``: ``"sqlite"`` (the local cache only, default), ``"chroma"`` (also a
+    Chroma collection in ``<cache_dir>/chroma``), or a :class:`~akasha.stores.base.Store`.
     ``tokenizer``: BM25 tokenizer name (``"auto"``: jieba when installed, else bigrams).
     ``lock_timeout``: seconds to wait for another writer before IndexLockError.
-    ``vector_store``: a shared index on a server that several machines use,
-    ``"chroma://host:port/collection"`` or ``"postgresql://user:pass@host:port/db?table=name"``
-    (see docs/servers.md); ``vector_store_options`` go to its backend (``token``, ``retry``,
-    ``server_knn`` ...). The local cache folder then keeps only the stat cache and snapshots.
+    ``vector_store``: a store every machine sharing it uses, as a URL
+    (``"chroma://host:port/collection"``, ``"qdrant://host:port/collection"``,
+    ``"postgresql://user:pass@host:port/db?table=name"``, see docs/servers.md) or a Store
+    object; ``vector_store_options`` go to :func:`akasha.stores.urls.open_store`
+    (``token``, ``retry`` ...), except ``server_knn=True``, which answers the dense half of
+    searches with the store's ANN index instead of the exact local one.
+    ``chunker``: an object with ``split_documents(documents)`` and a ``settings_key``
+    string (default: the recursive splitter with ``chunk_size``/``chunk_overlap``).
     """
 
     def __init__(
@@ -129,11 +134,11 @@ class CorpusIndex:
         chunk_size: int = 1000,
         chunk_overlap: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
-        store: str = "sqlite",
+        store: Any = "sqlite",
         tokenizer: str = "auto",
         lock_timeout: float = 600.0,
         search_settings: SearchSettings | None = None,
-        vector_store: str | None = None,
+        vector_store: Any = None,
         vector_store_options: dict[str, Any] | None = None,
         chunker: Any = None,
     ) -> None:
@@ -251,8 +256,8 @@ class CorpusIndex:
 
         ``progress=True`` shows progress bars (``tqdm.auto``, so notebooks get a widget)
         for reading files and for embedding; ``None`` shows them only when the work is
-        long (more than :data:`LONG_FILES` files to read or :data:`LONG_TEXTS` texts to
-        embed), which is what ``RAG`` calls use. Raises SourceNotFoundError for a path
+        long (more than :data:`akasha.index.sources.LONG_FILES` files to read or
+        :data:`LONG_TEXTS` texts to embed), which is what ``RAG`` calls use. Raises SourceNotFoundError for a path
         that does not exist and EmptySourceError when nothing readable is found.
         """
         from akasha.loaders import discover
