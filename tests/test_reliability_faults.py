@@ -115,7 +115,8 @@ def test_openai_embedder_timing_out_keeps_the_previous_index(tmp_path):
     with serve(app) as srv:
         embedder = resolve_embedder("openai:text-embedding-3-small", api_key="sk-test-timeout",
                                     base_url=srv.url + "/v1", timeout=0.5, max_retries=1,
-                                    retry_initial_delay=0.001, retry_jitter=0.0)
+                                    retry_initial_delay=0.001, retry_jitter=0.0,
+                                    timeout_per_text=0.0)  # the limit is 0.5 s, however many texts
         index = CorpusIndex(embedder, cache_dir=cache, **SETTINGS)
         index.sync(docs)
         before = top(index, search_type="bm25"), top(index, search_type="knn")
