@@ -37,7 +37,8 @@ MANUAL = [
 def test_quotes_the_supporting_sentences_with_sources_in_document_order():
     answer = resolve_chat_model("extractive").generate(messages_for("How often must the pump be serviced?", MANUAL), OPTS)
     lines = answer.splitlines()
-    assert lines[0] == "The pump must be serviced every 500 operating hours. (manual.pdf, page 4)"
+    # A sentence under 80 characters brings the next sentence of its document along (a sentence window).
+    assert lines[0] == "The pump must be serviced every 500 operating hours. Wear gloves when opening it. (manual.pdf, page 4)"
     assert all("office" not in line and "Lunch" not in line for line in lines)
     # Nothing invented: every quoted sentence occurs verbatim in a document.
     texts = " ".join(t for _, t, _ in MANUAL)
@@ -83,3 +84,50 @@ def test_end_to_end_with_the_facade_gives_useful_answers(tmp_path):
         assert expected in answer, (question, answer)
         assert "(" in answer and any(name in answer for name in CORPUS)
         assert "Sources:" not in answer  # the extractive answer already cites inline
+
+
+class KeywordEmbedder:
+    """Two-dimensional vectors: (mentions maintenance, mentions anything else); counts its calls."""
+
+    name = "keyword-test"
+
+    def __init__(self) -> None:
+        self.documents = 0
+
+    def _vector(self, text: str) -> list[float]:
+        hit = any(word in text.lower() for word in ("maintenance", "overhaul", "inspect"))
+        return [1.0, 0.0] if hit else [0.0, 1.0]
+
+    def embed_documents(self, texts):
+        self.documents += len(texts)
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+DOCS = [
+    ("a.md", "The office is closed on Sundays and opens at nine on weekdays for everyone.", None),
+    ("b.md", "A full overhaul of the gearbox is due after 2,000 hours of operation in normal service.", None),
+]
+
+
+def test_the_embedder_finds_a_sentence_that_shares_no_word_with_the_question():
+    question = "maintenance schedule?"
+    assert ExtractiveAnswerer(embedder=False).generate(messages_for(question, DOCS), OPTS) == NO_ANSWER
+    embedder = KeywordEmbedder()
+    model = ExtractiveAnswerer(embedder=embedder)
+    answer = model.generate(messages_for(question, DOCS), OPTS)
+    assert answer.startswith("A full overhaul of the gearbox") and "office" not in answer
+    calls = embedder.documents
+    model.generate(messages_for(question, DOCS), OPTS)
+    assert embedder.documents == calls  # sentence vectors are cached per answerer
+
+
+def test_repeated_sentences_are_quoted_once_and_answers_stay_short():
+    long_doc = " ".join(f"Pump check {i}: the pump must be serviced every 500 operating hours, no matter what." for i in range(12))
+    docs = [("a.md", long_doc, None), ("b.md", "The pump must be serviced every 500 operating hours, as the manual says.", None)]
+    answer = ExtractiveAnswerer("10", embedder=False).generate(messages_for("How often must the pump be serviced?", docs), OPTS)
+    quoted = [line.rsplit(" (", 1)[0] for line in answer.splitlines()]
+    assert len(quoted) == 1  # the others say the same thing
+    assert sum(len(q) for q in quoted) <= 500

