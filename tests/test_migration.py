@@ -204,6 +204,8 @@ def test_chroma_cache_upgraded_in_place_embeds_nothing_and_keeps_one_collection(
         assert len(records) == FACTS["chunks"]
         assert {m["source"] for _d, m in records.values()} == {str(corpus / f) for f in FACTS["files"]}
         assert all(d and m["content_hash"] in FACTS["content_hashes"] for d, m in records.values())
+        # the previous release's records are rewritten in the idiomatic form (document id, embedder)
+        assert all(m["doc_id"] == m["source"] and m["embedder"] == FACTS["embedder"] for _d, m in records.values())
         (corpus / "notes" / "gamma.txt").unlink()
         with index_over(embedder, cache, store="chroma") as index:
             assert index.sync(corpus).removed == 1

@@ -124,13 +124,15 @@ class StoreLink:
         return Chunk(chunk.id, chunk.text, meta)
 
     def _not_yet_stored(self, added: Sequence[Chunk]) -> list[Chunk]:
-        """``added`` minus chunks the store already holds with the same text (a second machine's first sync)."""
+        """``added`` minus chunks the store already holds with the same text (a second machine's first sync);
+        records an earlier release wrote (no ``doc_id``) count as missing, so they are rewritten in full."""
         if not added:
             return []
         stored: dict[str, str] = {}
         for start in range(0, len(added), WRITE_BATCH):
             for chunk in self.store.fetch([c.id for c in added[start : start + WRITE_BATCH]]):
-                stored[chunk.id] = str(chunk.metadata.get("content_hash", ""))
+                if chunk.metadata.get("doc_id") is not None:  # an earlier release's record lacks it: rewrite
+                    stored[chunk.id] = str(chunk.metadata.get("content_hash", ""))
         return [c for c in added if stored.get(c.id) != c.metadata["content_hash"]]
 
 
