@@ -133,6 +133,7 @@ def test_many_small_ingests_restore_completely_without_embedding(tmp_path: Path)
         assert index.add_documents([doc]).written == 1
     index.add_documents([Document("Note 7 was rewritten: valve 7 is retired.", id="note-7")])
     assert index.delete_documents(["note-3"]) == 1
+    index.close()  # commits what a stream of small ingests left pending (flush() does it too)
     embedder = CountingEmbedder()
     again = make(tmp_path / "cache", embedder)
     assert again.restore()
@@ -140,3 +141,23 @@ def test_many_small_ingests_restore_completely_without_embedding(tmp_path: Path)
     assert "Note 7 was rewritten: valve 7 is retired." in [c.text for c in again.chunks]
     assert again.bm25_search("valve 7 retired", 1)[0][0].id == "note-7#0"
     assert embedder.embedded == 0
+
+
+def test_a_stream_of_small_ingests_commits_at_least_every_twentieth_of_the_corpus(tmp_path: Path):
+    index = make(tmp_path / "cache")
+    index.add_documents([Document(f"Seed note {i} about pumps.", id=f"seed-{i}") for i in range(100)])
+    for i in range(4):  # 4 changes in a corpus of 104: below a twentieth, so not committed yet
+        index.add_documents([Document(f"Late note {i} about valves.", id=f"late-{i}")])
+    other = make(tmp_path / "cache")
+    other.restore()
+    assert len(other) == 100  # another instance sees the last commit
+    for i in (4, 5):  # 6 changes in a corpus of 106: a twentieth, so committed
+        index.add_documents([Document(f"Late note {i} about valves.", id=f"late-{i}")])
+    again = make(tmp_path / "cache")
+    again.restore()
+    assert len(again) == 106
+    index.add_documents([Document("Late note 6 about valves.", id="late-6")])
+    index.flush()
+    last = make(tmp_path / "cache")
+    last.restore()
+    assert len(last) == 107

@@ -66,6 +66,10 @@ _STORE_METHODS = ("upsert", "remove", "fetch", "vectors_for", "nearest", "ids_of
 #: With ``progress=None``, the embedding bar appears when a sync embeds more texts than this
 #: (the file bar's threshold is :data:`akasha.index.sources.LONG_FILES`).
 LONG_TEXTS = 500
+#: add_documents commits once 1/COMMIT_SHARE of the corpus, COMMIT_EVERY documents or COMMIT_SECONDS passed.
+COMMIT_SHARE = 20
+COMMIT_EVERY = 500
+COMMIT_SECONDS = 2.0
 #: The source key of the corpus built by :meth:`CorpusIndex.add_documents`.
 DOCUMENTS_SOURCE = "documents"
 #: Content keys of documents end with this (files end with their extension).
@@ -180,6 +184,8 @@ class CorpusIndex:
         self._server_dense: StoreDense | None = None
         self._by_doc: tuple[Mapping[str, Chunk], dict[str, list[str]]] | None = None  # see _doc_chunk_ids
         self._since_snapshot = 0  # documents changed since the last snapshot was written
+        self._pending = 0  # documents changed since the last commit (see flush)
+        self._last_commit = time.monotonic()
         self._link: StoreLink | None = None  # the external store, when there is one (set below)
         self._store_behind = False  # the external store lacks records of the in-memory corpus
         self._progress: bool | None = False  # the current sync's progress setting
@@ -230,7 +236,12 @@ class CorpusIndex:
         return len(self._chunks)
 
     def close(self) -> None:
-        """Release the database connection, and the store connection when the index opened it (a URL)."""
+        """Commit what :meth:`flush` holds, then release the database connection, and the store
+        connection when the index opened it (a URL)."""
+        try:
+            self.flush()
+        except Exception:  # closing must not raise over a failed last commit; the data is in the cache
+            log.warning("could not commit the last documents while closing the index", exc_info=True)
         self._manifest.close()
         if self._link is not None and self._owns_store:
             self._link.store.close()
@@ -377,9 +388,30 @@ class CorpusIndex:
         self._by_doc = (chunks, by_doc)
         self._state_key = digest(json.dumps([self._state_key, sorted(changed.items()), sorted(removals)]))
         self._since_snapshot += len(changed) + len(removals)
-        snapshot = self._since_snapshot * 10 >= len(files)
-        self._commit(DOCUMENTS_SOURCE, self._state_key, files, snapshot=snapshot)
+        self._pending += len(changed) + len(removals)
+        if (self._pending * COMMIT_SHARE >= len(files) or self._pending >= COMMIT_EVERY
+                or time.monotonic() - self._last_commit >= COMMIT_SECONDS):
+            self._flush_locked()
         report.chunks = len(chunks)
+
+    def flush(self) -> None:
+        """Commit documents added or deleted since the last commit (``close()`` does it too).
+
+        Committing writes the whole corpus's file list (manifest row, store state), so a
+        stream of small ingests commits once a twentieth of the corpus changed, every
+        500 documents or every 2 seconds. Until then the documents are searchable in
+        this process, their chunks and vectors are already cached and in the store; a
+        crash before the commit only means the next run ingests them again, embedding nothing.
+        """
+        if self._pending:
+            with self._write_lock():
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._pending or self._source != DOCUMENTS_SOURCE or self._state_key is None:
+            return
+        snapshot = self._since_snapshot * 10 >= len(self._files)
+        self._commit(DOCUMENTS_SOURCE, self._state_key, self._files, snapshot=snapshot)
 
     def _doc_chunk_ids(self) -> dict[str, list[str]]:
         """document id -> its chunk ids in the corpus in memory (kept up to date by _apply_documents)."""
@@ -582,6 +614,7 @@ class CorpusIndex:
         what no cache holds, writes the difference into the external store (if
         any), and commits the manifest row last.
         """
+        self._flush_locked()  # documents waiting for their commit are committed before the corpus moves on
         state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
         if (state_key == self._state_key and source_key == self._source and not self._store_behind
                 and self._committed == (source_key, state_key)):
@@ -737,6 +770,7 @@ class CorpusIndex:
     def _commit(self, source_key: str, state_key: str, files: dict[str, str], *, snapshot: bool = True) -> None:
         """Persist the in-memory state: snapshot file first (unless ``snapshot=False``), then the
         manifest row naming it, and the store's state."""
+        self._pending, self._last_commit = 0, time.monotonic()
         name = None
         if self.cache_dir is not None and snapshot:
             self._since_snapshot = 0
