@@ -442,29 +442,18 @@ class CorpusIndex:
         if self._link is None:
             raise ConfigError("load_store() needs CorpusIndex(..., store=<a Store>) or vector_store=")
         started = time.perf_counter()
-        chunks: dict[str, Chunk] = {}
-        blocks: list[np.ndarray] = []
-        for part, vectors in self._link.store.scan():
-            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(part), -1)
-            keep = [i for i, c in enumerate(part) if c.id not in chunks]
-            for i in keep:
-                chunks[part[i].id] = part[i]
-            blocks.append(matrix[keep])
+        chunks, matrix = self._link.records_of(None)
         if not chunks:
             raise EmptySourceError(f"the store {self._link.name} holds no records to search")
-        matrix = np.concatenate(blocks, axis=0)
         width = getattr(self.embedder, "dimension", None)
         if isinstance(width, int) and width > 0 and matrix.shape[1] != width:
             raise IndexMismatchError(f"the store {self._link.name} holds {matrix.shape[1]}-dimensional vectors; "
                                      f"{self.embedder.name!r} makes {width}-dimensional ones: use the embeddings "
                                      "the collection was built with")
-        ids = list(chunks)
-        bm25 = BM25Index(tokenizer=self._tokenizer)
-        bm25.add(ids, [c.text for c in chunks.values()])
-        self._bm25, self._dense, self._chunks = bm25, DenseIndex.from_matrix(ids, matrix), chunks
+        self._serve(chunks, matrix)
         self._files = {str(c.metadata.get("source") or c.doc_id): str(c.metadata.get("content_hash", ""))
-                       for c in chunks.values()}
-        self._state_key = "store:" + digest(json.dumps(sorted(ids)))
+                       for c in chunks}
+        self._state_key = "store:" + digest(json.dumps(sorted(self._chunks)))
         self._source = "store"
         report = SyncReport(unchanged=len(self._files), chunks=len(chunks))
         report.seconds = time.perf_counter() - started
@@ -499,15 +488,19 @@ class CorpusIndex:
         chunks, matrix = self._link.records_of(stored[1])
         if not chunks:
             return False
+        self._serve(chunks, matrix)
+        self._files, self._state_key, self._source = dict(stored[1]), stored[0], source_key
+        self._committed = (source_key, stored[0])  # type: ignore[assignment]
+        log.info("restored %d chunks of the last corpus committed into %s", len(chunks), self._link.name)
+        return True
+
+    def _serve(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
+        """Make stored records (with their vectors, row for row) the searchable corpus: BM25 over the texts."""
         ids = [c.id for c in chunks]
         bm25 = BM25Index(tokenizer=self._tokenizer)
         bm25.add(ids, [c.text for c in chunks])
         self._bm25, self._dense = bm25, DenseIndex.from_matrix(ids, matrix)
         self._chunks = {c.id: c for c in chunks}
-        self._files, self._state_key, self._source = dict(stored[1]), stored[0], source_key
-        self._committed = (source_key, stored[0])  # type: ignore[assignment]
-        log.info("restored %d chunks of the last corpus committed into %s", len(chunks), self._link.name)
-        return True
 
     def vector_search(self, query: str | np.ndarray, k: int, filters: Mapping[str, Any] | None = None
                       ) -> list[tuple[Chunk, float]]:

@@ -104,12 +104,18 @@ class StoreLink:
             return None
         return str(pointer.get("source") or "") or None
 
-    def records_of(self, files: Mapping[str, str]) -> tuple[list[Chunk], np.ndarray]:
-        """Every stored record of these files (by document id), with its vector: a corpus rebuilt from the store."""
+    def records_of(self, files: Mapping[str, str] | None) -> tuple[list[Chunk], np.ndarray]:
+        """Every stored record of these files (by document id; ``None``: all), each id once, with its vectors
+        row for row: a corpus rebuilt from the store."""
         chunks: list[Chunk] = []
+        seen: set[str] = set()
         blocks: list[np.ndarray] = []
         for part, vectors in self.store.scan():
-            keep = [i for i, c in enumerate(part) if c.doc_id in files]
+            keep = []
+            for i, chunk in enumerate(part):
+                if chunk.id not in seen and (files is None or chunk.doc_id in files):
+                    seen.add(chunk.id)
+                    keep.append(i)
             chunks.extend(part[i] for i in keep)
             blocks.append(np.asarray(vectors, dtype=np.float32).reshape(len(part), -1)[keep])
         matrix = np.concatenate(blocks, axis=0) if blocks else np.zeros((0, 0), dtype=np.float32)
