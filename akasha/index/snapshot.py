@@ -37,6 +37,7 @@ import logging
 import os
 import re
 import struct
+import threading
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -214,15 +215,6 @@ def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict
     parts.sort()
     layout_size = _PREAMBLE.size + header_size + sum(size for _offset, size, _name, _raw in parts)
     _check(layout_size <= file_size, f"its parts claim {layout_size} bytes; the file has {file_size} (truncated?)")
-    texts: dict[str, Any] = {}
-    expected = 0
-    for offset, size, name, is_raw in parts:  # back to back, in file order
-        _check(offset == expected, f"part {name!r} is not where the header says")
-        expected += size
-        blob = handle.read(size)
-        _check(len(blob) == size, "the file is shorter than its header says (truncated)")
-        _check(zlib.crc32(blob) == checksums.get(name), f"part {name!r} fails its checksum (damaged or edited)")
-        texts[name] = blob if is_raw else json.loads(blob)
     start = _aligned(layout_size)
     arrays_layout = layout["arrays"]
     total = 0
@@ -239,14 +231,85 @@ def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict
     # Sizes are checked against the file before anything is allocated: a header cannot make us allocate 6 GB.
     _check(start + total <= file_size, f"its arrays claim {total} bytes; the file has {max(file_size - start, 0)} "
                                        "after its header (truncated or edited)")
-    handle.seek(start)
-    buffer = bytearray(total)  # writable, so the indexes can update the arrays later
-    _check(handle.readinto(buffer) == total, "the file is shorter than its header says (truncated)")
-    view = memoryview(buffer)
-    arrays = {}
-    for name, (kind, shape, offset, nbytes) in arrays_layout.items():
-        _check(zlib.crc32(view[offset : offset + nbytes]) == checksums.get(name),
-               f"array {name!r} fails its checksum (damaged or edited)")
-        count = nbytes // np.dtype(kind).itemsize
-        arrays[name] = np.frombuffer(buffer, dtype=kind, count=count, offset=offset).reshape(shape)
+    # The arrays (most of the bytes) are read and checksummed on a second thread while this one reads and
+    # parses the JSON parts: positional reads and zlib.crc32 release the GIL, so a re-run pays for the
+    # checksums (issue 14's tamper check) in parallel instead of on top of the reads.
+    pending = _ArrayReader(handle.fileno(), start, total, arrays_layout, checksums)
+    pending.begin(threaded=bool(parts))
+    try:
+        texts: dict[str, Any] = {}
+        expected = 0
+        for offset, size, name, is_raw in parts:  # back to back, in file order
+            _check(offset == expected, f"part {name!r} is not where the header says")
+            expected += size
+            blob = handle.read(size)
+            _check(len(blob) == size, "the file is shorter than its header says (truncated)")
+            _check(zlib.crc32(blob) == checksums.get(name), f"part {name!r} fails its checksum (damaged or edited)")
+            texts[name] = blob if is_raw else json.loads(blob)
+    finally:
+        arrays = pending.result()
     return texts, arrays
+
+
+class _ArrayReader:
+    """Reads a snapshot's array section into one writable buffer and checks every array's CRC-32."""
+
+    def __init__(self, fd: int, start: int, total: int, layout: dict[str, Any], checksums: dict[str, Any]) -> None:
+        self._fd, self._start, self._total = fd, start, total
+        self._layout, self._checksums = layout, checksums
+        self._arrays: dict[str, np.ndarray] = {}
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def begin(self, *, threaded: bool) -> None:
+        """Start reading on a second thread where the platform has positional reads; else result() reads."""
+        if threaded and hasattr(os, "preadv"):
+            self._thread = threading.Thread(target=self._run, name="akasha-snapshot-read", daemon=True)
+            self._thread.start()
+
+    def result(self) -> dict[str, np.ndarray]:
+        """The arrays by name; raises what reading or checking raised."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        elif not self._arrays and self._error is None:
+            self._run()  # no second thread: read now, after the caller is done with the file position
+        if self._error is not None:
+            raise self._error
+        return self._arrays
+
+    def _run(self) -> None:
+        try:
+            self._arrays = self._read_and_check()
+        except BaseException as exc:  # handed to result(), re-raised on the caller's thread
+            self._error = exc
+
+    def _read_and_check(self) -> dict[str, np.ndarray]:
+        # np.empty, not bytearray: no zero-fill pass over memory the read overwrites anyway. The arrays stay
+        # writable, so the indexes can update them in place later.
+        buffer = np.empty(self._total, dtype=np.uint8)
+        view = memoryview(buffer)
+        _check(_read_at(self._fd, view, self._start) == self._total,
+               "the file is shorter than its header says (truncated)")
+        arrays = {}
+        for name, (kind, shape, offset, nbytes) in self._layout.items():
+            _check(zlib.crc32(view[offset : offset + nbytes]) == self._checksums.get(name),
+                   f"array {name!r} fails its checksum (damaged or edited)")
+            arrays[name] = buffer[offset : offset + nbytes].view(kind).reshape(shape)
+        return arrays
+
+
+def _read_at(fd: int, view: memoryview, offset: int) -> int:
+    """Fill ``view`` from ``fd`` at ``offset``; positional reads where the platform has them (threads share ``fd``)."""
+    done = 0
+    if not hasattr(os, "preadv"):
+        os.lseek(fd, offset, os.SEEK_SET)
+    while done < len(view):
+        if hasattr(os, "preadv"):
+            got = os.preadv(fd, [view[done:]], offset + done)
+        else:
+            got = os.readv(fd, [view[done:]])
+        if got <= 0:
+            break
+        done += got
+    return done
