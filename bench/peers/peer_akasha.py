@@ -17,6 +17,11 @@ import protocol  # noqa: E402
 from akasha.embeddings.wrappers import CallableEmbedder  # noqa: E402
 from akasha.index import CorpusIndex  # noqa: E402
 
+try:  # akasha imports its chunker's library only when a file must be chunked; the peers import theirs
+    import langchain_text_splitters  # noqa: E402, F401  (before the clock, so akasha is timed the same way)
+except ImportError:  # an older akasha (the baseline tree) chunks without it
+    pass
+
 
 def open_system(job, embedder):
     wrapped = CallableEmbedder(embedder.embed, name=f"bench-{job['embedding'].get('kind', 'hash')}")
