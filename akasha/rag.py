@@ -508,6 +508,19 @@ class RAG:
         self._call_options("retriever", overrides)  # an unknown or conflicting option fails here, not in a chain
         return langchain_retriever(self, data_source, k=k, overrides=overrides)
 
+    def as_llamaindex_retriever(self, data_source: DataSource, k: int = 4, **overrides: Any) -> Any:
+        """This RAG's retrieval (and reranker) over ``data_source`` as a llama-index-core ``BaseRetriever``.
+
+        Each call returns the ``k`` best chunks as ``NodeWithScore`` objects (a ``TextNode`` with the
+        chunk text; metadata ``source``, ``page``, ``score``, ``scores``, ...); ``overrides`` are RAG
+        options for its calls, checked now. Needs the ``llamaindex`` extra; see
+        :mod:`akasha.adapters.llamaindex`.
+        """
+        from akasha.adapters.llamaindex import llamaindex_retriever
+
+        self._call_options("retriever", overrides)  # an unknown or conflicting option fails here, not in an engine
+        return llamaindex_retriever(self, data_source, k=k, overrides=overrides)
+
     def index(self, data_source: DataSource, *, progress: bool = False, **overrides: Any) -> Any:
         """Bring the index for ``data_source`` up to date and return the index's sync report."""
         if self._spec is not None:

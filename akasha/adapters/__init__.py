@@ -1,5 +1,5 @@
-"""Adapters that hand akasha's retrieval to other frameworks (LangChain).
+"""Adapters that hand akasha's retrieval to other frameworks (LangChain, LlamaIndex).
 
 Each adapter module imports its framework only when it is used, so
-``import akasha`` never imports LangChain.
+``import akasha`` never imports LangChain or LlamaIndex.
 """

@@ -1,0 +1,122 @@
+"""A LlamaIndex retriever over a :class:`akasha.RAG`: ``rag.as_llamaindex_retriever(data_source, k=4)``.
+
+The retriever indexes ``data_source`` on each call (an unchanged folder costs a
+stat check and embeds nothing), runs akasha's first stage (vector, BM25 or
+fusion, as configured) and its reranker when one is set, and returns the ``k``
+best chunks as ``llama_index.core.schema.NodeWithScore`` objects:
+
+- ``node``: a ``TextNode`` whose ``id_`` is the chunk id and whose ``text`` is the chunk text;
+- ``node.metadata``: the chunk's own metadata (``source`` path, ``page`` for PDFs,
+  ``chunk_index``, ...) plus ``score`` (the last stage's score), ``scores`` (every
+  score collected: ``vector``, ``bm25``, ``rrf``, ``rerank``, ...) and
+  ``retriever`` (which first-stage retrievers found it);
+- ``score``: the last stage's score, as LlamaIndex postprocessors expect.
+
+akasha's bookkeeping keys (``scores``, ``retriever``, ``chunk_id``,
+``content_hash``, ``chunk_index``) are hidden from the text LlamaIndex puts in a
+prompt (``excluded_llm_metadata_keys``), so a query engine's prompt shows
+``source`` and ``page`` with each chunk, not score dictionaries.
+
+It is a real ``BaseRetriever``, so it works in ``RetrieverQueryEngine``,
+``retrieve``/``aretrieve`` and LlamaIndex callbacks and instrumentation.
+Needs ``llama-index-core`` (``pip install 'akasha-rag[llamaindex]'``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from akasha.errors import MissingExtraError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from akasha.rag import RAG
+    from akasha.types import Hit
+
+#: Metadata keys kept on the node but left out of the text a LlamaIndex LLM or embedder sees.
+HIDDEN_KEYS = ("scores", "retriever", "chunk_id", "content_hash", "chunk_index", "score")
+
+
+def _import_llamaindex() -> tuple[Any, Any, Any]:
+    """``(BaseRetriever, NodeWithScore, TextNode)`` from llama-index-core, or MissingExtraError naming the extra."""
+    try:
+        from llama_index.core.retrievers import BaseRetriever
+        from llama_index.core.schema import NodeWithScore, TextNode
+    except ImportError as exc:
+        raise MissingExtraError("llama-index-core", "llamaindex", "rag.as_llamaindex_retriever()") from exc
+    return BaseRetriever, NodeWithScore, TextNode
+
+
+def hit_to_node(hit: Hit) -> Any:
+    """One akasha hit as a LlamaIndex ``NodeWithScore`` (see the module docstring for the metadata)."""
+    _, node_with_score, text_node = _import_llamaindex()
+    metadata = dict(hit.chunk.metadata)
+    metadata.update(
+        score=float(hit.score),
+        scores={name: float(value) for name, value in hit.details.items()},
+        retriever=hit.source,
+    )
+    metadata.setdefault("source", hit.chunk.doc_id)
+    metadata.setdefault("page", None)
+    hidden = [key for key in HIDDEN_KEYS if key in metadata]
+    node = text_node(
+        id_=hit.chunk.id,
+        text=hit.chunk.text,
+        metadata=metadata,
+        excluded_llm_metadata_keys=hidden,
+        excluded_embed_metadata_keys=hidden,
+    )
+    return node_with_score(node=node, score=float(hit.score))
+
+
+_RETRIEVER_CLASS: Any = None
+
+
+def _retriever_class() -> Any:
+    """The ``BaseRetriever`` subclass, defined once llama-index-core is importable."""
+    global _RETRIEVER_CLASS
+    if _RETRIEVER_CLASS is not None:
+        return _RETRIEVER_CLASS
+    base, _, _ = _import_llamaindex()
+
+    class AkashaLlamaIndexRetriever(base):  # type: ignore[misc, valid-type]
+        """LlamaIndex retriever that answers with a :class:`akasha.RAG`'s retrieval (and reranking)."""
+
+        def __init__(self, rag: Any, data_source: Any, k: int, overrides: dict[str, Any], **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.rag = rag
+            self.data_source = data_source
+            self.k = k
+            self.overrides = overrides
+
+        def _pipeline(self) -> Any:
+            options = self.rag.options.merged(**self.overrides)
+            return self.rag.pipeline(options, self.data_source)
+
+        def _retrieve(self, query_bundle: Any) -> list[Any]:
+            hits = self._pipeline().retrieve(self.data_source, query_bundle.query_str, self.k)
+            return [hit_to_node(hit) for hit in hits]
+
+        async def _aretrieve(self, query_bundle: Any) -> list[Any]:
+            hits = await self._pipeline().aretrieve(self.data_source, query_bundle.query_str, self.k)
+            return [hit_to_node(hit) for hit in hits]
+
+    _RETRIEVER_CLASS = AkashaLlamaIndexRetriever
+    return AkashaLlamaIndexRetriever
+
+
+def llamaindex_retriever(
+    rag: RAG, data_source: Any, k: int = 4, overrides: Mapping[str, Any] | None = None, **retriever_options: Any
+) -> Any:
+    """A ``llama_index.core`` ``BaseRetriever`` returning ``rag``'s ``k`` best chunks of ``data_source``.
+
+    ``overrides`` are checked by the caller (:meth:`akasha.RAG.as_llamaindex_retriever`);
+    ``retriever_options`` go to ``BaseRetriever`` (``callback_manager``, ``verbose``).
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer (nodes per call), got {k!r}")
+    cls = _retriever_class()
+    return cls(rag, data_source, k, dict(overrides or {}), **retriever_options)
+
+
+__all__ = ["HIDDEN_KEYS", "hit_to_node", "llamaindex_retriever"]
