@@ -22,6 +22,7 @@ memory and re-embeds nothing. The registry factories of the built-in embedders
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -101,20 +102,25 @@ class Components:
             self._keep.append(spec)
         return _spec_key(spec)
 
-    def embedder(self, spec: Any) -> Any:
-        """The embedder for ``spec`` (an embedder object is used as it is)."""
+    def embedder(self, spec: Any, device: str = "auto") -> Any:
+        """The embedder for ``spec`` (an embedder object is used as it is); a local model loads on ``device``."""
+        from akasha.device import device_options
+
         with self._lock:
             key = self._remember(spec)
+            local = device_options("embeddings", spec, device)
+            if local:
+                key = (key, local["device"])
             if key not in self.embedders:
                 from akasha.embeddings import resolve_embedder
 
-                self.embedders[key] = resolve_embedder(spec)
+                self.embedders[key] = resolve_embedder(spec, **local)
             return self.embedders[key]
 
     def index(self, options: RAGOptions) -> Any:
         """The CorpusIndex for these embeddings, chunk settings, cache folder and server (built once)."""
         with self._lock:
-            embedder = self.embedder(options.embeddings)
+            embedder = self.embedder(options.embeddings, options.device)
             cache = options.cache_dir if options.cache_dir in (None, ":memory:") else str(
                 Path(options.cache_dir).expanduser())
             key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache,
@@ -128,31 +134,41 @@ class Components:
                 )
             return self.indexes[key]
 
-    def chat_model(self, spec: Any) -> Any:
-        """The chat model for ``spec`` (answer model, reranker model), built once."""
+    def chat_model(self, spec: Any, device: str = "auto") -> Any:
+        """The chat model for ``spec`` (answer model, reranker model), built once; a local one loads on ``device``."""
+        from akasha.device import device_options
+
         with self._lock:
             key = self._remember(spec)
+            local = device_options("model", spec, device)
+            if local:
+                key = (key, local["device"])
             if key not in self.models:
                 from akasha.llm import resolve_chat_model
 
-                self.models[key] = resolve_chat_model(spec)
+                self.models[key] = resolve_chat_model(spec, **local)
             return self.models[key]
 
-    def reranker(self, spec: Any, reranker_model: Any, max_input_tokens: int | None = None) -> Any:
+    def reranker(self, spec: Any, reranker_model: Any, max_input_tokens: int | None = None,
+                 device: str = "auto") -> Any:
         """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model``, shared with the model
-        cache, in requests that fit ``max_input_tokens``."""
+        cache, in requests that fit ``max_input_tokens``; a local one (``"local"``, ``"bge"``) loads on ``device``."""
         if spec is None:
             return None
         from akasha.rerank import is_llm, resolve_reranker
 
         with self._lock:
             llm = is_llm(spec)
-            key = ("llm", self._remember(reranker_model), max_input_tokens) if llm else (self._remember(spec), None)
+            from akasha.device import device_options
+
+            local = {} if llm else device_options("reranker", spec, device)
+            key = ("llm", self._remember(reranker_model), max_input_tokens) if llm else (
+                self._remember(spec), local.get("device"))
             if key not in self.rerankers:
                 if llm:
                     self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self, max_input_tokens)
                 else:
-                    self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model)
+                    self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model, **local)
             return self.rerankers[key]
 
     def close(self) -> None:
@@ -179,7 +195,7 @@ class Components:
         from akasha.index.chroma import chroma_folder_of, is_chroma_url, open_chroma_index
 
         with self._lock:
-            embedder = self.embedder(options.embeddings)
+            embedder = self.embedder(options.embeddings, options.device)
             paths = [data_source] if isinstance(data_source, (str, Path)) else list(data_source)
             stores = []
             for path in paths:
@@ -222,7 +238,8 @@ class MergedStores:
 def generation_for(options: RAGOptions, components: Components) -> Generation:
     """The answer settings of ``options`` (the model is built on first use)."""
     return Generation(
-        model=options.model, resolve=components.chat_model, max_input_tokens=options.max_input_tokens,
+        model=options.model, resolve=functools.partial(components.chat_model, device=options.device),
+        max_input_tokens=options.max_input_tokens,
         system_prompt=options.system_prompt, language=options.language,
         max_output_tokens=options.max_output_tokens, temperature=float(options.temperature),
     )
@@ -247,7 +264,8 @@ def from_options(options: RAGOptions, components: Components, *, data_source: Da
         index,
         name="rag",
         pattern=search_type_pattern(options.search_type),
-        reranker=components.reranker(options.reranker, options.reranker_model, options.max_input_tokens),
+        reranker=components.reranker(options.reranker, options.reranker_model, options.max_input_tokens,
+                                     options.device),
         rerank_top_k=options.rerank_top_k,
         top_k=options.k,
         candidates=options.k,

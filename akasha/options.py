@@ -73,6 +73,10 @@ class RAGOptions:
     #: ("chroma://host:port/collection", "postgresql://user:pass@host/db?table=name", "qdrant://host:port/name")
     #: or a Store object from akasha.stores (memory, faiss, chroma, qdrant, pgvector).
     vector_store: Any = None
+    #: Where local models run (hf:/sentence_transformers: embeddings, "local"/"bge" rerankers, hf: chat
+    #: models): "auto" (AKASHA_DEVICE, else CUDA, then Apple MPS, then CPU), "cpu", "cuda", "cuda:<n>", "mps".
+    #: An index keeps the embedder it was built with; the device never changes an embedder's name.
+    device: str = "auto"
 
     def __post_init__(self) -> None:
         validate_options(self)
@@ -146,6 +150,9 @@ def validate_options(options: RAGOptions) -> None:
             f"vector_store must be a URL (chroma://host:port/collection, postgresql://user:pass@host/db?table=name, "
             f"qdrant://host:port/collection) or a Store from akasha.stores, got {type(options.vector_store).__name__}"
         )
+    from akasha.device import validate_device
+
+    validate_device(options.device)
     for flag in ("use_chroma", "stream", "verbose", "keep_logs"):
         if not isinstance(getattr(options, flag), bool):
             raise ConfigError(f"{flag} must be True or False, got {getattr(options, flag)!r}")

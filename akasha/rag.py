@@ -98,6 +98,7 @@ class RAG:
         chunk_overlap: int | None = None,
         k: int = 20,
         vector_store: str | None = None,
+        device: str = "auto",
     ) -> None:
         self.options = RAGOptions(
             model=model, embeddings=embeddings, chunk_size=chunk_size, search_type=search_type,
@@ -105,7 +106,7 @@ class RAG:
             max_input_tokens=max_input_tokens, use_chroma=use_chroma, stream=stream,
             max_output_tokens=max_output_tokens, temperature=temperature, system_prompt=system_prompt,
             language=language, verbose=verbose, keep_logs=keep_logs, cache_dir=cache_dir,
-            chunk_overlap=chunk_overlap, k=k, vector_store=vector_store,
+            chunk_overlap=chunk_overlap, k=k, vector_store=vector_store, device=device,
         )
         #: One record per finished call when ``keep_logs=True``.
         self.logs: list[dict[str, Any]] = []
@@ -150,7 +151,7 @@ class RAG:
             from akasha.index.paths import default_cache_dir
 
             cache_dir = default_cache_dir()
-        llm = rag.components.chat_model(rag.options.model) if needs_llm else None
+        llm = rag.components.chat_model(rag.options.model, rag.options.device) if needs_llm else None
         rag._spec = spec
         rag._spec_pipeline = from_spec(spec, llm=llm, cache_dir=cache_dir)
         return rag
@@ -327,7 +328,7 @@ class RAG:
         if self._spec_pipeline.reranker is None and options.reranker is not None:
             # The spec does not rerank: the facade's reranker may (never on top of the spec's own).
             changes["reranker"] = self.components.reranker(options.reranker, options.reranker_model,
-                                                           options.max_input_tokens)
+                                                           options.max_input_tokens, options.device)
             changes["rerank_top_k"] = options.rerank_top_k
         return self._spec_pipeline.derive(**changes)
 

@@ -1,9 +1,11 @@
-"""``hf:<name-or-path>``: a local transformers chat model (CPU by default).
+"""``hf:<name-or-path>``: a local transformers chat model (on the accelerator when there is one).
 
 A local folder (``hf:./models/my-chat``) loads from disk with no network; any other
 name is resolved by transformers (the hub, or its cache when ``HF_HUB_OFFLINE=1``).
 The model loads on the first request. The tokenizer's chat template formats the
 messages; a tokenizer without one gets a plain ``Role: text`` transcript.
+The device is ``"auto"`` unless given: ``AKASHA_DEVICE``, else CUDA, then Apple MPS,
+then the CPU (:mod:`akasha.device`).
 Streaming uses ``TextIteratorStreamer`` with generation on a worker thread; an
 error in that thread ends the stream with StreamInterruptedError (never a hang).
 """
@@ -17,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from akasha.device import resolve_device, validate_device
 from akasha.errors import ConfigError, MissingExtraError, StreamInterruptedError
 from akasha.llm.base import GenerationOptions, Message
 
@@ -34,7 +37,7 @@ def plain_transcript(messages: list[Message]) -> str:
 class TransformersChat:
     """Chat with ``AutoModelForCausalLM`` + the tokenizer's chat template.
 
-    Options: ``device`` ("cpu"), ``dtype`` (e.g. "bfloat16"), ``max_new_tokens`` (default
+    Options: ``device`` ("auto": see :mod:`akasha.device`), ``dtype`` (e.g. "bfloat16"), ``max_new_tokens`` (default
     when a call sets no max_output_tokens, 512), ``trust_remote_code`` (False),
     ``generation_kwargs`` (extra ``model.generate`` arguments), ``stream_timeout``
     (seconds to wait for the next streamed piece, default 300).
@@ -44,7 +47,7 @@ class TransformersChat:
         self,
         rest: str,
         *,
-        device: str = "cpu",
+        device: str = "auto",
         dtype: str | None = None,
         max_new_tokens: int = 512,
         trust_remote_code: bool = False,
@@ -59,7 +62,7 @@ class TransformersChat:
         path = Path(self.model_name).expanduser()
         self.location = str(path.resolve()) if path.is_dir() else self.model_name
         self.local = path.is_dir()
-        self.device = device
+        self.device = validate_device(device)
         self.dtype = dtype
         self.max_new_tokens = int(max_new_tokens)
         self.trust_remote_code = trust_remote_code
@@ -106,7 +109,9 @@ class TransformersChat:
                 "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
                 "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE)."
             ) from exc
-        model.to(self.device)
+        device = resolve_device(self.device)
+        logger.info("%s runs on %s", self.name, device)
+        model.to(device)
         model.eval()
         return tokenizer, model
 

@@ -105,7 +105,7 @@ def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any
             return LLMReranker(reranker_model, **options)
         from akasha.rerank.local import LocalReranker
 
-        return LocalReranker(local_model_name(spec))
+        return LocalReranker(local_model_name(spec), **options)  # device=..., batch_size=...
     from akasha.rerank.callable import CallableReranker
 
     return CallableReranker(spec)  # type: ignore[arg-type]

@@ -1,7 +1,8 @@
 """``reranking.provider: cross_encoder``: a sentence-transformers CrossEncoder scores (query, chunk) pairs.
 
 The model (default ``cross-encoder/ms-marco-MiniLM-L-6-v2``, or a local folder)
-is loaded at build so a bad name fails there, not at the first query. Needs the
+is loaded at build so a bad name fails there, not at the first query, onto ``device``
+(default ``"auto"``: ``AKASHA_DEVICE``, else CUDA, MPS, CPU; see :mod:`akasha.device`). Needs the
 ``full`` extra (sentence-transformers). Like every reranker it returns a complete
 :class:`~akasha.rerank.Ranking` of the candidates, which :func:`akasha.rerank.rerank`
 validates before keeping ``top_k``: the rerank score replaces ``Hit.score`` and
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from akasha.device import resolve_device
 from akasha.errors import MissingExtraError
 from akasha.rerank import Ranking
 from akasha.types import Hit
@@ -40,7 +42,7 @@ def rescore(hits: Sequence[Hit], scores: Sequence[float], top_k: int) -> list[Hi
 class CrossEncoderReranker:
     """Scores every candidate with a cross-encoder and keeps the best ``top_k``."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32, device: str = "auto") -> None:
         try:
             from sentence_transformers import CrossEncoder
         except ImportError:
@@ -48,7 +50,8 @@ class CrossEncoderReranker:
         self.name = f"cross_encoder:{model}"
         self.model_name = model
         self.batch_size = batch_size
-        self._model = CrossEncoder(model, device="cpu")
+        self.device = resolve_device(device)
+        self._model = CrossEncoder(model, device=self.device)
 
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
         """Every candidate, highest cross-encoder score first (ties keep the retrieval order)."""

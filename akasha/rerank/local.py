@@ -1,8 +1,9 @@
 """A local cross-encoder reranker (``"local"``, ``"bge"``, ``"local:<model>"``, ``"bge:<model>"``).
 
 Any Hugging Face sequence-classification model (hub name or local folder) scores
-each (question, chunk) pair; candidates are sorted by that score. Runs on CPU in
-batches under ``torch.inference_mode``. The model is loaded on the first
+each (question, chunk) pair; candidates are sorted by that score. Runs in batches
+under ``torch.inference_mode`` on ``device`` (default ``"auto"``: ``AKASHA_DEVICE``, else
+CUDA, then Apple MPS, then the CPU; see :mod:`akasha.device`). The model is loaded on the first
 :meth:`LocalReranker.rank` call and kept. ``trust_remote_code`` stays False unless
 the caller asks for it. Needs the ``full`` extra (torch, transformers).
 """
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from akasha.device import resolve_device, validate_device
 from akasha.errors import ConfigError, MissingExtraError
 from akasha.rerank import Ranking
 from akasha.types import Hit
@@ -29,7 +31,7 @@ class LocalReranker:
         *,
         batch_size: int = 16,
         max_length: int = 512,
-        device: str = "cpu",
+        device: str = "auto",
         trust_remote_code: bool = False,
     ) -> None:
         if batch_size < 1:
@@ -37,7 +39,9 @@ class LocalReranker:
         self.model_name = model
         self.batch_size = batch_size
         self.max_length = max_length
-        self.device = device
+        self.device = validate_device(device)
+        #: The device the model was loaded onto (``device`` with "auto" resolved), once loaded.
+        self.loaded_device: str | None = None
         self.trust_remote_code = trust_remote_code
         self.name = f"local:{model}"
         self._tokenizer: Any = None
@@ -61,8 +65,10 @@ class LocalReranker:
                 f"could not load reranker model {self.model_name!r}: {exc}. Give a local folder or a "
                 "Hugging Face model name that is downloaded (or allow downloads: unset HF_HUB_OFFLINE)"
             ) from exc
-        self._model = model.to(self.device).eval()
-        logger.info("loaded reranker model %s on %s", self.model_name, self.device)
+        device = resolve_device(self.device)
+        self._model = model.to(device).eval()
+        self.loaded_device = device
+        logger.info("loaded reranker model %s on %s", self.model_name, device)
 
     def scores(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance score per text (the single logit, or the last class's logit)."""
@@ -75,7 +81,7 @@ class LocalReranker:
             encoded = self._tokenizer(
                 [query] * len(batch), batch, padding=True, truncation=True,
                 max_length=self.max_length, return_tensors="pt",
-            ).to(self.device)
+            ).to(self.loaded_device)
             with torch.inference_mode():
                 logits = self._model(**encoded).logits
             column = logits[:, 0] if logits.shape[-1] == 1 else logits[:, -1]
