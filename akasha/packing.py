@@ -10,8 +10,11 @@ budget, :class:`~akasha.errors.BudgetError` names both numbers; so it does when
 chunks were retrieved but not even a truncated one fits (the model would
 otherwise answer "the documents do not say" from no documents at all).
 
-Token counts are exact for the rendered messages (each message's content counted
-with the model's encoding, plus ``MESSAGE_OVERHEAD`` tokens for the role framing).
+Token counts are those of the answer model's counter (:func:`akasha.tokens.counter_for`:
+its own tokenizer where akasha can have it, else tiktoken with a safety margin) for each
+message's content, plus ``MESSAGE_OVERHEAD`` tokens for the role framing. The pipeline
+passes ``min(max_input_tokens, context - max_output_tokens - TEMPLATE_RESERVE)`` as the
+budget when the model's context size is known.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from akasha.types import Hit
 MESSAGE_OVERHEAD = 4
 #: A truncated chunk shorter than this is not worth sending.
 MIN_TRUNCATED_TOKENS = 32
+#: Tokens kept free inside a known context window for what a chat template adds beyond
+#: ``MESSAGE_OVERHEAD`` per message (ChatML spends 5 per message and 3 to open the reply).
+TEMPLATE_RESERVE = 16
 
 
 @dataclass
@@ -67,8 +73,16 @@ def pack(
     max_input_tokens: int,
     counter: TokenCounter,
     history: Sequence[object] | None = None,
+    budget_name: str | None = None,
 ) -> PackResult:
-    """Build the chat messages for ``question`` with as many ``hits`` as fit the budget."""
+    """Build the chat messages for ``question`` with as many ``hits`` as fit the budget.
+
+    ``max_input_tokens`` is the budget; ``budget_name`` says where it came from in error
+    messages when it is not the ``max_input_tokens`` option itself (a model context less
+    the reply). ``counter`` is any counter with ``count`` and ``truncate``.
+    """
+    limit = f"max_input_tokens is {max_input_tokens}" if budget_name is None else (
+        f"{budget_name} is {max_input_tokens}")
     head: list[Message] = [{"role": "system", "content": system}] if system else []
     head += _normalise_history(history)
     fixed = messages_tokens(head, counter) + MESSAGE_OVERHEAD
@@ -80,7 +94,8 @@ def pack(
     if base > max_input_tokens:
         raise BudgetError(
             f"the prompt alone (system prompt, history and question) needs {base} tokens but "
-            f"max_input_tokens is {max_input_tokens}; shorten the question or history, or raise max_input_tokens"
+            f"{limit}; shorten the question or history, or raise max_input_tokens"
+            + ("" if budget_name is None else " (and the model's context, or lower max_output_tokens)")
         )
 
     blocks: list[str] = []
@@ -121,7 +136,7 @@ def pack(
         if not chosen:
             whole = fixed + user_tokens([format_document(1, best)])
             raise BudgetError(
-                f"max_input_tokens is {max_input_tokens} but the prompt alone takes {base} tokens, leaving no room "
+                f"{limit} but the prompt alone takes {base} tokens, leaving no room "
                 f"for any of the {len(hits)} retrieved chunks (the best needs {whole - base} tokens, "
                 f"{MIN_TRUNCATED_TOKENS} when cut down); raise max_input_tokens to at least "
                 f"{max_input_tokens - room + MIN_TRUNCATED_TOKENS}, or lower chunk_size"
@@ -134,4 +149,4 @@ def pack(
     return PackResult(messages, chosen, prompt_tokens, doc_tokens, skipped, truncated)
 
 
-__all__ = ["MESSAGE_OVERHEAD", "PackResult", "messages_tokens", "pack"]
+__all__ = ["MESSAGE_OVERHEAD", "TEMPLATE_RESERVE", "PackResult", "messages_tokens", "pack"]

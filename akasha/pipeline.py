@@ -42,15 +42,15 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from akasha.errors import ConfigError, EmptySourceError, StageError, StreamInterruptedError
-from akasha.llm.base import ChatModel, GenerationOptions, Message
-from akasha.packing import PackResult, pack
+from akasha.errors import BudgetError, ConfigError, EmptySourceError, StageError, StreamInterruptedError
+from akasha.llm.base import ChatModel, GenerationOptions, GenerationReport, Message
+from akasha.packing import TEMPLATE_RESERVE, PackResult, pack
 from akasha.prompts import mentions_sources, sources_line, system_message
 from akasha.retrieval.fusion import rrf, weighted
 from akasha.retrieval.patterns import IndexSearch, Pattern
@@ -143,11 +143,33 @@ class Generation:
     def options(self) -> GenerationOptions:
         return GenerationOptions(max_output_tokens=self.max_output_tokens, temperature=float(self.temperature))
 
+    def request_options(self) -> tuple[GenerationOptions, GenerationReport]:
+        """:attr:`options` with a fresh report for one request (the provider fills in its finish reason)."""
+        report = GenerationReport()
+        return replace(self.options, report=report), report
+
     def counter(self) -> Any:
-        """The token counter of the answer model."""
+        """The token counter of the answer model: its own tokenizer where akasha can have it, else
+        tiktoken with a safety margin (:func:`akasha.tokens.counter_for`)."""
         from akasha.tokens import counter_for
 
-        return counter_for(self.model)
+        return counter_for(self.chat_model if not isinstance(self.model, str) or ":" in self.model else self.model)
+
+    def prompt_budget(self) -> tuple[int, int | None]:
+        """``(budget, context)``: the prompt may take ``min(max_input_tokens, context - max_output_tokens -
+        TEMPLATE_RESERVE)`` tokens when the model's context size is known, else ``max_input_tokens``."""
+        from akasha.llm.base import context_window
+
+        context = context_window(self.chat_model) if not isinstance(self.model, str) or ":" in self.model else None
+        if context is None:
+            return self.max_input_tokens, None
+        room = context - (self.max_output_tokens or 0) - TEMPLATE_RESERVE
+        if room <= 0:
+            raise BudgetError(
+                f"the model's context is {context} tokens and max_output_tokens is {self.max_output_tokens}, "
+                f"which leaves no room for a prompt; lower max_output_tokens below {context - TEMPLATE_RESERVE}"
+            )
+        return min(self.max_input_tokens, room), context
 
 
 @dataclass
@@ -533,13 +555,21 @@ class Pipeline:
         generation = self._generation()
         trace = Trace() if trace is None else trace
         with trace.stage("pack", f"max_input_tokens={generation.max_input_tokens}", len(hits)) as entry:
+            budget, context = generation.prompt_budget()
+            counter = generation.counter()
+            entry["counter"] = getattr(counter, "source", type(counter).__name__)
+            if context is not None:
+                entry["budget"], entry["context"] = budget, context
             packed = pack(
                 system=system_message(generation.system_prompt, generation.language),
                 question=question,
                 hits=list(hits),
-                max_input_tokens=generation.max_input_tokens,
-                counter=generation.counter(),
+                max_input_tokens=budget,
+                counter=counter,
                 history=history,
+                budget_name=None if budget == generation.max_input_tokens else (
+                    f"the prompt budget ({context}-token context less max_output_tokens="
+                    f"{generation.max_output_tokens} and {TEMPLATE_RESERVE} for the chat template)"),
             )
             entry["out"] = len(packed.hits)
             entry["tokens"] = packed.prompt_tokens
@@ -566,11 +596,13 @@ class Pipeline:
         generation = self._generation()
         model = generation.chat_model
         trace = Trace() if trace is None else trace
+        options, report = generation.request_options()
         with trace.stage("generate", model.name, prompt_tokens) as entry:
-            text = model.generate(messages, generation.options)
+            text = model.generate(messages, options)
             if not isinstance(text, str):
                 raise TypeError(f"the answer model {model.name!r} returned {type(text).__name__}, not a string")
             entry["out"] = len(text)
+            _record_finish(entry, report)
         return text
 
     def generate(self, answer: Answer) -> str:
@@ -582,12 +614,14 @@ class Pipeline:
         """:meth:`generate` with the provider's async client when it has one."""
         generation = self._generation()
         model = generation.chat_model
+        options, report = generation.request_options()
         with answer.trace.stage("generate", model.name, answer.prompt_tokens) as entry:
             if hasattr(model, "agenerate"):
-                text = await model.agenerate(answer.messages, generation.options)
+                text = await model.agenerate(answer.messages, options)
             else:
-                text = await asyncio.to_thread(model.generate, answer.messages, generation.options)
+                text = await asyncio.to_thread(model.generate, answer.messages, options)
             entry["out"] = len(text)
+            _record_finish(entry, report)
         return self.finish(answer, with_sources(text, answer.docs))
 
     def stream(self, answer: Answer) -> Iterator[str]:
@@ -599,8 +633,9 @@ class Pipeline:
         generation = self._generation()
         model = generation.chat_model
         recorder = _StreamRecorder(answer, model.name)
+        options, recorder.report = generation.request_options()
         try:
-            for piece in model.stream(answer.messages, generation.options):
+            for piece in model.stream(answer.messages, options):
                 if piece:
                     recorder.add(piece)
                     yield piece
@@ -617,8 +652,9 @@ class Pipeline:
         generation = self._generation()
         model = generation.chat_model
         recorder = _StreamRecorder(answer, model.name)
+        options, recorder.report = generation.request_options()
         try:
-            async for piece in _async_pieces(model, answer.messages, generation.options):
+            async for piece in _async_pieces(model, answer.messages, options):
                 if piece:
                     recorder.add(piece)
                     yield piece
@@ -707,6 +743,7 @@ class _StreamRecorder:
         self.pieces: list[str] = []
         self.entry = answer.trace.record("generate", model_name, answer.prompt_tokens, 0)
         self.start = time.perf_counter()
+        self.report: GenerationReport | None = None
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
@@ -730,6 +767,16 @@ class _StreamRecorder:
     def close(self) -> None:
         self.entry["ms"] = round((time.perf_counter() - self.start) * 1000, 3)
         self.entry["out"] = len(self.answer.response)
+        _record_finish(self.entry, self.report)
+
+
+def _record_finish(entry: dict[str, Any], report: GenerationReport | None) -> None:
+    """Put the provider's finish reason in a generate trace entry: ``finish_reason`` when the
+    provider gave one, and ``truncated`` (True when the output limit cut the answer)."""
+    if report is None or report.finish_reason is None:
+        return
+    entry["finish_reason"] = report.finish_reason
+    entry["truncated"] = report.truncated
 
 
 async def _async_pieces(model: ChatModel, messages: list[Message], options: GenerationOptions) -> AsyncIterator[str]:

@@ -6,11 +6,31 @@ Providers translate that into their own wire format.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+logger = logging.getLogger("akasha.llm")
+
 Message = dict[str, str]
+
+#: Finish reasons (lower-cased) that mean the reply hit the output limit: OpenAI-compatible servers,
+#: Ollama and llama.cpp say ``length``, Gemini ``MAX_TOKENS``, Anthropic ``max_tokens``.
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+@dataclass
+class GenerationReport:
+    """What a provider said about how one reply ended, filled in while the reply is read.
+
+    ``finish_reason`` is the provider's own word (``"stop"``, ``"length"``,
+    ``"MAX_TOKENS"``...), None when it gave none; ``truncated`` is True when the
+    reply was cut by the output limit (``max_output_tokens``).
+    """
+
+    finish_reason: str | None = None
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -22,11 +42,36 @@ class GenerationOptions:
     Gemini ``response_mime_type``/``response_json_schema``, Ollama ``format``,
     llama.cpp's ``response_format``). Providers without one ignore it, so callers
     must still validate the reply.
+
+    ``report``: a :class:`GenerationReport` the provider fills with the reply's
+    finish reason (one per request; the pipeline copies it into the trace).
     """
 
     max_output_tokens: int | None = None
     temperature: float = 0.0
     json_schema: Mapping[str, Any] | None = None
+    report: GenerationReport | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+def note_finish(model_name: str, options: GenerationOptions | None, reason: object) -> None:
+    """Record how a reply ended: fill ``options.report``, and log a WARNING when the output limit cut it.
+
+    Providers call this once per reply with their finish reason (an enum's value or
+    a string; None when the reply carried none).
+    """
+    if reason is None or reason == "":
+        return
+    reason = str(getattr(reason, "value", None) or reason)
+    truncated = reason.lower() in TRUNCATED_REASONS
+    report = options.report if options is not None else None
+    if report is not None:
+        report.finish_reason = reason
+        report.truncated = truncated
+    if truncated:
+        limit = options.max_output_tokens if options is not None else None
+        logger.warning(
+            "%s stopped at the output limit (finish reason %r, max_output_tokens=%s): the answer is cut short; "
+            "raise max_output_tokens to let it finish", model_name, reason, limit)
 
 
 def context_window(model: object) -> int | None:

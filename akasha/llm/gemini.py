@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from akasha.errors import ConfigError, ProviderError
-from akasha.llm.base import GenerationOptions, Message
+from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteProvider
@@ -50,7 +50,10 @@ class GeminiChat(RemoteProvider):
     """Chat model over ``models.generate_content`` (sync and async, whole or streamed).
 
     Options: ``api_key``, ``base_url``, ``api_version``, ``timeout`` (seconds), ``headers``,
-    and the retry options (``max_retries``, ``retry_initial_delay``, ...).
+    ``context_window`` (tokens, when you want requests kept inside a smaller window), and
+    the retry options (``max_retries``, ``retry_initial_delay``, ...). A reply cut by the
+    output limit (``finishReason`` ``MAX_TOKENS``) is logged at WARNING and recorded in
+    ``GenerationOptions.report``.
     """
 
     def __init__(
@@ -62,11 +65,17 @@ class GeminiChat(RemoteProvider):
         api_version: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         headers: dict[str, str] | None = None,
+        context_window: int | None = None,
         **options: Any,
     ) -> None:
         self.model = rest.strip()
         if not self.model:
             raise ConfigError("gemini: needs a model name, for example 'gemini:gemini-2.5-flash'")
+        if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
+                                           or context_window <= 0):
+            raise ConfigError(f"gemini: context_window must be a positive number of tokens, got {context_window!r}")
+        #: the context size when given (Gemini's own windows are large and not looked up)
+        self.context_window = context_window
         self.name = f"gemini:{self.model}"
         connection = GeminiConnection(
             api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
@@ -93,8 +102,9 @@ class GeminiChat(RemoteProvider):
                 config["response_json_schema"] = dict(options.json_schema)
         return {"model": self.model, "contents": contents, "config": types.GenerateContentConfig(**config)}
 
-    def _answer(self, response: Any) -> str:
+    def _answer(self, response: Any, options: GenerationOptions | None) -> str:
         text, finish = _text_and_finish(response)
+        note_finish(self.name, options, finish)
         if not text and finish not in _OK_FINISH:
             feedback = getattr(response, "prompt_feedback", None)
             reason = finish or getattr(feedback, "block_reason", None) or "no candidates"
@@ -105,12 +115,13 @@ class GeminiChat(RemoteProvider):
         client = self.connection.client()
         request = self._request(messages, options)
         response = call_with_retry(lambda: client.models.generate_content(**request), **self._retry_kwargs())
-        return self._answer(response)
+        return self._answer(response, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         def open_stream() -> Iterator[tuple[str, bool]]:
             client = self.connection.client()
-            return _pieces(client.models.generate_content_stream(**self._request(messages, options)))
+            return _pieces(client.models.generate_content_stream(**self._request(messages, options)),
+                           lambda reason: note_finish(self.name, options, reason))
 
         return retrying_stream(open_stream, **self._retry_kwargs())
 
@@ -118,25 +129,30 @@ class GeminiChat(RemoteProvider):
         models = self.connection.async_models()
         request = self._request(messages, options)
         response = await acall_with_retry(lambda: models.generate_content(**request), **self._retry_kwargs())
-        return self._answer(response)
+        return self._answer(response, options)
 
     def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         async def open_stream() -> AsyncIterator[tuple[str, bool]]:
             models = self.connection.async_models()
-            return _apieces(await models.generate_content_stream(**self._request(messages, options)))
+            return _apieces(await models.generate_content_stream(**self._request(messages, options)),
+                            lambda reason: note_finish(self.name, options, reason))
 
         return aretrying_stream(open_stream, **self._retry_kwargs())
 
 
-def _pieces(responses: Iterator[Any]) -> Iterator[tuple[str, bool]]:
+def _pieces(responses: Iterator[Any], on_finish: Any) -> Iterator[tuple[str, bool]]:
     for response in responses:
         text, finish = _text_and_finish(response)
+        if finish is not None:
+            on_finish(finish)
         yield text, finish is not None
 
 
-async def _apieces(responses: AsyncIterator[Any]) -> AsyncIterator[tuple[str, bool]]:
+async def _apieces(responses: AsyncIterator[Any], on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
     async for response in responses:
         text, finish = _text_and_finish(response)
+        if finish is not None:
+            on_finish(finish)
         yield text, finish is not None
 
 

@@ -6,6 +6,9 @@ never imported here: the object brings its own code. OpenAI-shaped messages are
 passed as LangChain message objects (SystemMessage, HumanMessage, AIMessage).
 Generation settings (max tokens, temperature) stay as configured on the object.
 A stream that fails part way raises StreamInterruptedError with the partial text.
+A reply whose ``response_metadata`` says it hit the output limit (``finish_reason``
+``length``, ``done_reason`` ``length``, ``stop_reason`` ``max_tokens``...) is logged at
+WARNING and recorded in ``GenerationOptions.report``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from akasha.errors import StreamInterruptedError
-from akasha.llm.base import GenerationOptions, Message
+from akasha.llm.base import GenerationOptions, Message, note_finish
 
 _ROLES = {"assistant": "ai", "user": "human", "system": "system"}
 
@@ -28,6 +31,18 @@ def to_langchain(messages: list[Message]) -> list[Any]:
         return [(_ROLES.get(m.get("role", "user"), "human"), m.get("content", "")) for m in messages]
     kinds = {"system": SystemMessage, "assistant": AIMessage}
     return [kinds.get(m.get("role", "user"), HumanMessage)(content=m.get("content", "")) for m in messages]
+
+
+def finish_reason(result: Any) -> str | None:
+    """The finish reason in a LangChain message's ``response_metadata`` (None when it has none)."""
+    metadata = getattr(result, "response_metadata", None)
+    if not isinstance(metadata, dict):
+        return None
+    for key in ("finish_reason", "done_reason", "stop_reason"):
+        value = metadata.get(key)
+        if value:
+            return str(value)
+    return None
 
 
 def content_text(result: Any) -> str:
@@ -62,8 +77,12 @@ class LangChainChat:
         """The error for a LangChain stream that raised ``exc`` after yielding ``received``."""
         return StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received))
 
+    def _reply(self, result: Any, options: GenerationOptions | None) -> str:
+        note_finish(self.name, options, finish_reason(result))
+        return content_text(result)
+
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
-        return content_text(self.obj.invoke(to_langchain(messages)))
+        return self._reply(self.obj.invoke(to_langchain(messages)), options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         if not hasattr(self.obj, "stream"):
@@ -72,7 +91,7 @@ class LangChainChat:
         received: list[str] = []
         try:
             for chunk in self.obj.stream(to_langchain(messages)):
-                text = content_text(chunk)
+                text = self._reply(chunk, options)
                 if text:
                     received.append(text)
                     yield text
@@ -81,7 +100,7 @@ class LangChainChat:
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         if hasattr(self.obj, "ainvoke"):
-            return content_text(await self.obj.ainvoke(to_langchain(messages)))
+            return self._reply(await self.obj.ainvoke(to_langchain(messages)), options)
         import asyncio
 
         return await asyncio.to_thread(self.generate, messages, options)
@@ -93,7 +112,7 @@ class LangChainChat:
         received: list[str] = []
         try:
             async for chunk in self.obj.astream(to_langchain(messages)):
-                text = content_text(chunk)
+                text = self._reply(chunk, options)
                 if text:
                     received.append(text)
                     yield text
@@ -101,4 +120,4 @@ class LangChainChat:
             raise self._interrupted(exc, received) from exc
 
 
-__all__ = ["LangChainChat", "content_text", "to_langchain"]
+__all__ = ["LangChainChat", "content_text", "finish_reason", "to_langchain"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from akasha.errors import ConfigError, MissingExtraError, ProviderError
-from akasha.llm.base import GenerationOptions, Message
+from akasha.llm.base import GenerationOptions, Message, note_finish
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +98,19 @@ class LlamaCppChat:
         """The context size the model is loaded with (``n_ctx``)."""
         return self.n_ctx
 
+    def token_counter(self) -> Any:
+        """The GGUF's own vocabulary as a token counter; None when it cannot be rebuilt (a SentencePiece
+        vocabulary), and :func:`akasha.tokens.counter_for` then counts with tiktoken and its safety margin."""
+        from akasha.model_tokens import gguf_counter
+
+        return gguf_counter(self.path)
+
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
         result = self._load().handle_chat_completions(self._request(messages, options, False))
         _raise_for_error(self.name, result)
-        return result["choices"][0]["message"]["content"] or ""
+        choice = result["choices"][0]
+        note_finish(self.name, options, choice.get("finish_reason"))
+        return choice["message"]["content"] or ""
 
     def stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         server = self._load()
@@ -130,6 +139,7 @@ class LlamaCppChat:
                 item = json.loads(item)
             _raise_for_error(self.name, item)
             for choice in item.get("choices", ()):
+                note_finish(self.name, options, choice.get("finish_reason"))
                 text = (choice.get("delta") or {}).get("content")
                 if text:
                     yield text

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from akasha.errors import ConfigError
-from akasha.llm.base import GenerationOptions, Message
+from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteProvider
@@ -23,7 +23,9 @@ class OllamaChat(RemoteProvider):
     """Chat model over Ollama's HTTP API (sync and async, whole or streamed).
 
     Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (seconds, default 60),
-    ``model_options`` (dict), ``keep_alive``, and the retry options.
+    ``model_options`` (dict), ``keep_alive``, and the retry options. A reply cut by the
+    output limit (``done_reason`` ``"length"``) is logged at WARNING and recorded in
+    ``GenerationOptions.report``.
     """
 
     def __init__(
@@ -80,44 +82,55 @@ class OllamaChat(RemoteProvider):
     def _answer(reply: dict[str, Any]) -> str:
         return str((reply.get("message") or {}).get("content") or "")
 
+    def _finished(self, reply: dict[str, Any], options: GenerationOptions | None) -> str:
+        """The reply's text, its ``done_reason`` noted."""
+        note_finish(self.name, options, reply.get("done_reason"))
+        return self._answer(reply)
+
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         payload = self._payload(messages, options, stream=False)
         reply = call_with_retry(lambda: self.connection.post("/api/chat", payload), **self._retry_kwargs())
-        return self._answer(reply)
+        return self._finished(reply, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         payload = self._payload(messages, options, stream=True)
 
         def open_stream() -> Iterator[tuple[str, bool]]:
-            return _pieces(self.connection.stream_lines("/api/chat", payload))
+            return _pieces(self.connection.stream_lines("/api/chat", payload),
+                           lambda reason: note_finish(self.name, options, reason))
 
         return retrying_stream(open_stream, **self._retry_kwargs())
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         payload = self._payload(messages, options, stream=False)
         reply = await acall_with_retry(lambda: self.connection.apost("/api/chat", payload), **self._retry_kwargs())
-        return self._answer(reply)
+        return self._finished(reply, options)
 
     def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         payload = self._payload(messages, options, stream=True)
 
         def open_stream() -> AsyncIterator[tuple[str, bool]]:
-            return _apieces(self.connection.astream_lines("/api/chat", payload))
+            return _apieces(self.connection.astream_lines("/api/chat", payload),
+                            lambda reason: note_finish(self.name, options, reason))
 
         return aretrying_stream(open_stream, **self._retry_kwargs())
 
 
-def _pieces(lines: Iterator[dict[str, Any]]) -> Iterator[tuple[str, bool]]:
+def _pieces(lines: Iterator[dict[str, Any]], on_finish: Any) -> Iterator[tuple[str, bool]]:
     try:
         for obj in lines:
+            if obj.get("done"):
+                on_finish(obj.get("done_reason"))
             yield OllamaChat._answer(obj), bool(obj.get("done"))
     finally:
         lines.close()  # type: ignore[attr-defined]
 
 
-async def _apieces(lines: AsyncIterator[dict[str, Any]]) -> AsyncIterator[tuple[str, bool]]:
+async def _apieces(lines: AsyncIterator[dict[str, Any]], on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
     try:
         async for obj in lines:
+            if obj.get("done"):
+                on_finish(obj.get("done_reason"))
             yield OllamaChat._answer(obj), bool(obj.get("done"))
     finally:
         await lines.aclose()

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from akasha.errors import ConfigError, ProviderError, StreamInterruptedError
-from akasha.llm.base import GenerationOptions, Message
+from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteProvider
@@ -29,9 +29,16 @@ class OpenAIChat(RemoteProvider):
 
     Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure``
     (True/False/None=auto), ``azure_endpoint``, ``api_version``, ``organization``,
-    ``default_headers``, and the retry options of
+    ``default_headers``, ``context_window`` (the model's context in tokens, when the
+    server does not report it), and the retry options of
     :meth:`akasha.providers.retry.RetryPolicy.from_options` (``max_retries``,
     ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``, ``retry_max_wait``).
+
+    Against a self-hosted server (any ``base_url`` but api.openai.com), tokens are
+    counted through the server's ``/tokenize`` (llama.cpp, vLLM) and the context size
+    is read from ``/props`` or ``/v1/models`` (see :meth:`token_counter` and
+    :attr:`context_window`). A reply cut by the output limit (``finish_reason``
+    ``"length"``) is logged at WARNING and recorded in ``GenerationOptions.report``.
     """
 
     def __init__(
@@ -46,11 +53,17 @@ class OpenAIChat(RemoteProvider):
         api_version: str | None = None,
         organization: str | None = None,
         default_headers: dict[str, str] | None = None,
+        context_window: int | None = None,
         **options: Any,
     ) -> None:
         self.model = rest.strip()
         if not self.model:
             raise ConfigError("openai: needs a model name, for example 'openai:gpt-4o-mini'")
+        if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
+                                           or context_window <= 0):
+            raise ConfigError(f"openai: context_window must be a positive number of tokens, got {context_window!r}")
+        self._context_window = context_window
+        self._counter: Any = None
         self.name = f"openai:{self.model}"
         connection = OpenAIConnection(
             api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
@@ -64,6 +77,34 @@ class OpenAIChat(RemoteProvider):
 
     def __repr__(self) -> str:
         return f"OpenAIChat(name={self.name!r}, connection={self.connection!r})"
+
+    @property
+    def context_window(self) -> int | None:
+        """The context one request may fill: ``context_window=`` when given, else what a self-hosted
+        server reports (llama.cpp ``/props``, vLLM ``/v1/models``, probed once), else None."""
+        if self._context_window is not None:
+            return self._context_window
+        return self.connection.server_context_window(self.model)
+
+    def token_counter(self) -> Any:
+        """The counter for this model's tokens (built once).
+
+        api.openai.com / Azure: tiktoken, exact for OpenAI model names, with the
+        safety margin for other names. A self-hosted server: its ``POST /tokenize``
+        (exact), falling back to tiktoken with the margin when it has none.
+        """
+        if self._counter is None:
+            from akasha.model_tokens import ServerTokenCounter
+            from akasha.tokens import TokenCounter, encoding_name_for, fallback_counter, is_openai_model_name
+
+            root = self.connection.server_root()
+            if root is None:
+                self._counter = (TokenCounter(encoding_name_for(self.name)) if is_openai_model_name(self.model)
+                                 else fallback_counter(self.name))
+            else:
+                self._counter = ServerTokenCounter(f"{root}/tokenize", self.model, fallback_counter(self.name),
+                                                   headers=self.connection.server_headers())
+        return self._counter
 
     def _params(self, messages: list[Message], options: GenerationOptions | None, stream: bool) -> dict[str, Any]:
         options = options or GenerationOptions()
@@ -94,10 +135,11 @@ class OpenAIChat(RemoteProvider):
         self._omit_response_format = True
         return True
 
-    def _text(self, completion: Any) -> str:
+    def _text(self, completion: Any, options: GenerationOptions | None) -> str:
         choices = getattr(completion, "choices", None)
         if not choices:
             raise ProviderError(self.name, "the reply contained no choices")
+        note_finish(self.name, options, getattr(choices[0], "finish_reason", None))
         return choices[0].message.content or ""
 
     def _refused_temperature(self, error: ProviderError) -> bool:
@@ -107,6 +149,10 @@ class OpenAIChat(RemoteProvider):
         logger.info("%s does not accept a temperature setting; sending requests without it", self.name)
         self._omit_temperature = True
         return True
+
+    def _finisher(self, options: GenerationOptions | None) -> Any:
+        """The callback a stream calls with its finish reason."""
+        return lambda reason: note_finish(self.name, options, reason)
 
     # -- sync -----------------------------------------------------------------
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
@@ -120,14 +166,15 @@ class OpenAIChat(RemoteProvider):
                 raise
             params = self._params(messages, options, stream=False)
             completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
-        return self._text(completion)
+        return self._text(completion, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         """Yield answer pieces; a broken stream raises StreamInterruptedError with the partial text."""
 
         def open_stream() -> Iterator[tuple[str, bool]]:
             client = self.connection.client()
-            return _pieces(client.chat.completions.create(**self._params(messages, options, stream=True)))
+            return _pieces(client.chat.completions.create(**self._params(messages, options, stream=True)),
+                           self._finisher(options))
 
         started = False
         try:
@@ -152,13 +199,13 @@ class OpenAIChat(RemoteProvider):
             params = self._params(messages, options, stream=False)
             completion = await acall_with_retry(lambda: client.chat.completions.create(**params),
                                                 **self._retry_kwargs())
-        return self._text(completion)
+        return self._text(completion, options)
 
     async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         async def open_stream() -> AsyncIterator[tuple[str, bool]]:
             client = self.connection.async_client()
             stream = await client.chat.completions.create(**self._params(messages, options, stream=True))
-            return _apieces(stream)
+            return _apieces(stream, self._finisher(options))
 
         started = False
         try:
@@ -172,20 +219,27 @@ class OpenAIChat(RemoteProvider):
                 yield piece
 
 
-def _pieces(stream: Any) -> Iterator[tuple[str, bool]]:
+def _piece(choice: Any, on_finish: Any) -> tuple[str, bool]:
+    """``(text, finished)`` of one streamed choice; the finish reason goes to ``on_finish``."""
+    if choice.finish_reason is not None:
+        on_finish(choice.finish_reason)
+    return (choice.delta.content or "") if choice.delta else "", choice.finish_reason is not None
+
+
+def _pieces(stream: Any, on_finish: Any) -> Iterator[tuple[str, bool]]:
     try:
         for chunk in stream:
             for choice in chunk.choices or ():
-                yield (choice.delta.content or "") if choice.delta else "", choice.finish_reason is not None
+                yield _piece(choice, on_finish)
     finally:
         stream.close()
 
 
-async def _apieces(stream: Any) -> AsyncIterator[tuple[str, bool]]:
+async def _apieces(stream: Any, on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
     try:
         async for chunk in stream:
             for choice in chunk.choices or ():
-                yield (choice.delta.content or "") if choice.delta else "", choice.finish_reason is not None
+                yield _piece(choice, on_finish)
     finally:
         await stream.close()
 

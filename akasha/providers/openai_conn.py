@@ -66,6 +66,8 @@ class OpenAIConnection:
         self._client: Any = None
         self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        #: what a self-hosted server said about itself (``"context"``), probed once
+        self._probed: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         target = self.base_url or self.azure_endpoint or "(from environment)"
@@ -129,6 +131,84 @@ class OpenAIConnection:
         logger.debug("openai connection: %s endpoint %s", settings["kind"],
                      settings.get("base_url") or settings.get("azure_endpoint") or "api.openai.com")
         return settings
+
+    # -- self-hosted servers ---------------------------------------------------
+    def server_url(self) -> str | None:
+        """The base URL of a self-hosted OpenAI-compatible server; None for api.openai.com and Azure.
+
+        Needs no key and never raises (reads the same settings as :meth:`resolve`).
+        """
+        use_azure, base_url, _ = self._target()
+        if use_azure or not base_url or is_public_endpoint("openai", base_url):
+            return None
+        return base_url.rstrip("/")
+
+    def server_root(self) -> str | None:
+        """:meth:`server_url` without a trailing ``/v1``: where llama.cpp and vLLM serve ``/tokenize`` and ``/props``."""
+        url = self.server_url()
+        if url is None:
+            return None
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    def server_headers(self) -> dict[str, str]:
+        """Headers for the server's own endpoints: the key as a Bearer token when one is set, and default_headers."""
+        headers = dict(self.default_headers)
+        key = self._api_key or env_value("OPENAI_API_KEY")
+        if key and key != NO_KEY:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def server_context_window(self, model: str, timeout: float = 5.0) -> int | None:
+        """The context a self-hosted server gives one request, or None when it does not say (cached).
+
+        llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx`` (the per-slot
+        context), else ``GET /v1/models`` -> the model's ``meta.n_ctx``; vLLM: ``GET
+        /v1/models`` -> ``max_model_len``. One probe per connection; failures are logged
+        at DEBUG and give None.
+        """
+        with self._lock:
+            if "context" in self._probed:
+                return self._probed["context"]
+        value = self._probe_context(model, timeout)
+        with self._lock:
+            self._probed["context"] = value
+        if value is not None:
+            logger.info("%s serves %s with a %d-token context per request", self.server_url(), model, value)
+        return value
+
+    def _probe_context(self, model: str, timeout: float) -> int | None:
+        root, url = self.server_root(), self.server_url()
+        if root is None or url is None:
+            return None
+        try:
+            import httpx
+        except ImportError:
+            return None
+
+        def get(address: str) -> Any:
+            try:
+                response = httpx.get(address, timeout=timeout, headers=self.server_headers())
+                return response.json() if response.status_code == 200 else None
+            except (httpx.HTTPError, ValueError) as exc:
+                logger.debug("no context size from %s: %s", address, exc)
+                return None
+
+        props = get(f"{root}/props")
+        if isinstance(props, dict):
+            n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+            if isinstance(n_ctx, int) and n_ctx > 0:
+                return n_ctx
+        models = get(f"{url}/models")
+        entries = models.get("data") if isinstance(models, dict) else None
+        if not isinstance(entries, list) or not entries:
+            return None
+        chosen = [e for e in entries if isinstance(e, dict) and e.get("id") == model] or (
+            entries if len(entries) == 1 else [])
+        for entry in chosen:
+            for value in ((entry.get("meta") or {}).get("n_ctx"), entry.get("max_model_len")):
+                if isinstance(value, int) and value > 0:
+                    return value
+        return None
 
     @property
     def is_official(self) -> bool:

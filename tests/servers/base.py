@@ -4,6 +4,16 @@
 :class:`StreamReply` (a list of already-framed events sent with chunked transfer
 encoding). The base class applies scripted faults first, records requests, and
 can cut a stream part way by closing the socket without the final chunk.
+
+Model calls (POST) are recorded in ``requests`` and take the scripted faults; GET
+requests (a client asking a server about itself, e.g. llama.cpp's ``/props`` for its
+context size) are recorded in ``probes`` only, so they neither count as model calls
+nor use up a fault scripted for one.
+
+``limit_output``: replies longer than the request's output limit (OpenAI
+``max_tokens``/``max_completion_tokens``, Gemini ``maxOutputTokens``, Ollama
+``num_predict``; one word counts as one token) are cut to that many words and end
+with the provider's "output limit" finish reason (``length``, ``MAX_TOKENS``).
 """
 
 from __future__ import annotations
@@ -94,6 +104,8 @@ class ProviderApp:
         self.break_stream_after: int | None = None  # send N events, then drop the connection
         self.omit_stream_end = False  # finish the HTTP body cleanly but without the end marker
         self.error_event_after: int | None = None  # send N events, then an in-stream error event
+        self.limit_output = False  # cut replies to the request's output limit (in words), finish reason "length"
+        self.probes: list[Request] = []  # GET requests (not model calls)
         self._faults: deque[ScriptedFault] = deque()
         self._lock = threading.Lock()
 
@@ -122,6 +134,15 @@ class ProviderApp:
         reply = self.chat_reply
         return reply(request) if callable(reply) else reply
 
+    def limited(self, text: str, limit: object) -> tuple[str, bool]:
+        """``(text, cut)``: with :attr:`limit_output` on, ``text`` cut to ``limit`` words when longer."""
+        if not self.limit_output or not isinstance(limit, int) or limit <= 0:
+            return text, False
+        words = text.split(" ")
+        if len(words) <= limit:
+            return text, False
+        return " ".join(words[:limit]), True
+
     def request_count(self, fragment: str = "") -> int:
         return sum(1 for r in self.requests if fragment in r.path)
 
@@ -147,8 +168,8 @@ class ProviderApp:
 
     def handle(self, request: Request) -> Reply | StreamReply:
         with self._lock:
-            self.requests.append(request)
-        fault = self.take_fault(request)
+            (self.probes if request.method == "GET" else self.requests).append(request)
+        fault = self.take_fault(request) if request.method != "GET" else None
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)

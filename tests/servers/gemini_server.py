@@ -58,16 +58,23 @@ class GeminiApp(ProviderApp):
     def generate(self, request: Request, model: str) -> Reply:
         if not (request.body or {}).get("contents"):
             return self.error_reply(400, "* GenerateContentRequest.contents: contents is not specified")
-        return Reply(200, self._response(model, self.reply_text(request), "STOP"))
+        text, cut = self.limited(self.reply_text(request), self._limit(request))
+        return Reply(200, self._response(model, text, "MAX_TOKENS" if cut else "STOP"))
+
+    @staticmethod
+    def _limit(request: Request) -> object:
+        return ((request.body or {}).get("generationConfig") or {}).get("maxOutputTokens")
 
     def stream(self, request: Request, model: str) -> StreamReply:
         if not (request.body or {}).get("contents"):
             return StreamReply([], status=400)
-        pieces = split_pieces(self.reply_text(request))
+        text, cut = self.limited(self.reply_text(request), self._limit(request))
+        pieces = split_pieces(text)
+        finish = "MAX_TOKENS" if cut else "STOP"
         events = []
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1 and not self.omit_stream_end
-            events.append(f"data: {json.dumps(self._response(model, piece, 'STOP' if last else None))}\r\n\r\n".encode())
+            events.append(f"data: {json.dumps(self._response(model, piece, finish if last else None))}\r\n\r\n".encode())
         if self.error_event_after is not None:
             events = events[: self.error_event_after]
             events.append(b'data: {"error": {"code": 500, "message": "An internal error has occurred.", '

@@ -50,12 +50,13 @@ class OllamaApp(ProviderApp):
     def chat(self, request: Request, body: dict) -> Reply | StreamReply:
         if not isinstance(body.get("messages"), list):
             return self.error_reply(400, "messages must be a list")
-        text = self.reply_text(request)
+        text, cut = self.limited(self.reply_text(request), (body.get("options") or {}).get("num_predict"))
+        done_reason = "length" if cut else "stop"
         model = body["model"]
         if body.get("stream") is False:
             return Reply(200, {"model": model, "created_at": STAMP,
                                "message": {"role": "assistant", "content": text},
-                               "done_reason": "stop", "done": True, "total_duration": 1, "eval_count": 3})
+                               "done_reason": done_reason, "done": True, "total_duration": 1, "eval_count": 3})
         lines = [json.dumps({"model": model, "created_at": STAMP,
                              "message": {"role": "assistant", "content": piece}, "done": False}).encode() + b"\n"
                  for piece in split_pieces(text)]
@@ -63,7 +64,7 @@ class OllamaApp(ProviderApp):
             lines = lines[: self.error_event_after] + [b'{"error":"an error was encountered while running the model"}\n']
         elif not self.omit_stream_end:
             lines.append(json.dumps({"model": model, "created_at": STAMP,
-                                     "message": {"role": "assistant", "content": ""}, "done_reason": "stop",
+                                     "message": {"role": "assistant", "content": ""}, "done_reason": done_reason,
                                      "done": True, "eval_count": len(lines)}).encode() + b"\n")
         return StreamReply(lines, content_type="application/x-ndjson")
 

@@ -1,4 +1,5 @@
-"""OpenAI wire format: /v1/chat/completions (JSON and SSE), /v1/embeddings, Azure deployment paths.
+"""OpenAI wire format: /v1/chat/completions (JSON and SSE), /v1/embeddings, Azure deployment paths,
+and (when switched on) llama.cpp's ``GET /props`` and ``POST /tokenize``.
 
 Implements what the ``openai`` client sends: Bearer (or Azure ``api-key``) auth,
 ``{"error": {"message", "type", "code"}}`` error bodies, SSE chunks
@@ -20,6 +21,12 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404:
 class OpenAIApp(ProviderApp):
     #: behave like o-series / gpt-5 models, which refuse any temperature but the default
     reasoning_model = False
+    #: what GET /v1/models lists (llama.cpp and vLLM list the model they serve)
+    models: tuple[str, ...] = ("gpt-4o-mini", "text-embedding-3-small")
+    #: behave like llama.cpp's server: ``GET /props`` reports this per-slot context (None: 404)
+    n_ctx: int | None = None
+    #: serve llama.cpp's ``POST /tokenize`` (one token per whitespace-separated word)
+    tokenize = False
 
     def authorised(self, request: Request) -> str | None:
         if self.api_key is None:
@@ -35,10 +42,18 @@ class OpenAIApp(ProviderApp):
         return Reply(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
 
     def route(self, request: Request) -> Reply | StreamReply:
+        if request.path == "/props" and self.n_ctx is not None:
+            return Reply(200, {"default_generation_settings": {"n_ctx": self.n_ctx}, "total_slots": 1})
+        if request.path == "/tokenize" and self.tokenize:
+            content = str((request.body or {}).get("content", ""))
+            return Reply(200, {"tokens": list(range(len(content.split())))})
         if request.path.endswith("/chat/completions"):
             return self.chat(request)
         if request.path.endswith("/embeddings"):
             return self.embeddings(request)
+        if request.method == "GET" and request.path.endswith("/models"):
+            return Reply(200, {"object": "list", "data": [
+                {"id": name, "object": "model", "created": 1700000000, "owned_by": "loopback"} for name in self.models]})
         return self.error_reply(404, f"Invalid URL (POST {request.path})")
 
     def chat(self, request: Request) -> Reply | StreamReply:
@@ -49,11 +64,12 @@ class OpenAIApp(ProviderApp):
         if self.reasoning_model and "temperature" in body and body["temperature"] != 1:
             return self.error_reply(400, f"Unsupported value: 'temperature' does not support {body['temperature']} "
                                          "with this model. Only the default (1) value is supported.")
-        text = self.reply_text(request)
+        text, cut = self.limited(self.reply_text(request), body.get("max_tokens") or body.get("max_completion_tokens"))
+        finish = "length" if cut else "stop"
         if not body.get("stream"):
             return Reply(200, {
                 "id": "chatcmpl-loopback", "object": "chat.completion", "created": 1700000000, "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish,
                              "logprobs": None}],
                 "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
             })
@@ -70,7 +86,7 @@ class OpenAIApp(ProviderApp):
             events.append(b'data: {"error": {"message": "The server had an error while processing your request.", '
                           b'"type": "server_error"}}\n\n')
         elif not self.omit_stream_end:
-            events.append(chunk({}, "stop"))
+            events.append(chunk({}, finish))
             events.append(b"data: [DONE]\n\n")
         return StreamReply(events)
 

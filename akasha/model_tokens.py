@@ -1,0 +1,371 @@
+"""Token counters that use the answer model's own tokenizer.
+
+:mod:`akasha.tokens` counts with OpenAI's encodings, which are exact for OpenAI
+models and only a stand-in for the rest (cl100k undercounts SmolLM2 by about a
+fifth on English prose). Where akasha can reach the model's own tokenizer
+without the network, this module builds a counter from it:
+
+* a GGUF file (``llama-cpp:`` models) carries its vocabulary: the metadata is read
+  here (no llama.cpp load) and turned into a ``tokenizers`` BPE tokenizer for the
+  byte-level BPE families whose pre-tokenizer is known (gpt2, smollm, llama3,
+  qwen2, ...); an embedded ``tokenizer.huggingface.json`` is used as is;
+* a Hugging Face model (``hf:``) whose ``tokenizer.json`` is in a local folder or
+  already in the Hugging Face cache (nothing is downloaded);
+* an OpenAI-compatible server with a ``/tokenize`` endpoint (llama.cpp's
+  ``llama-server``, vLLM): each count is one request (cached per text).
+
+Every counter here has ``count``, ``truncate``, ``exact`` and ``source`` like
+:class:`akasha.tokens.TokenCounter`. Builders return ``None`` when the tokenizer
+cannot be had, and the caller falls back to tiktoken with a safety margin.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import mmap
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------- GGUF metadata
+_GGUF_MAGIC = b"GGUF"
+#: GGUF value type -> struct format for the scalar types.
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+
+
+class _Reader:
+    """Sequential little-endian reads from a memory-mapped GGUF file."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+        self.pos = 0
+
+    def scalar(self, fmt: str) -> Any:
+        value = struct.unpack_from("<" + fmt, self.data, self.pos)[0]
+        self.pos += struct.calcsize("<" + fmt)
+        return value
+
+    def string(self) -> str:
+        n = self.scalar("Q")
+        raw = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return bytes(raw).decode("utf-8", "replace")
+
+    def skip_string(self) -> None:
+        self.pos += 8 + struct.unpack_from("<Q", self.data, self.pos)[0]
+
+    def value(self, kind: int, keep: bool) -> Any:
+        if kind in _SCALARS:
+            return self.scalar(_SCALARS[kind])
+        if kind == _STRING:
+            if keep:
+                return self.string()
+            self.skip_string()
+            return None
+        if kind == _ARRAY:
+            item, n = self.scalar("I"), self.scalar("Q")
+            if item in _SCALARS:
+                size = struct.calcsize("<" + _SCALARS[item])
+                if not keep:
+                    self.pos += size * n
+                    return None
+                values = list(struct.unpack_from(f"<{n}{_SCALARS[item]}", self.data, self.pos))
+                self.pos += size * n
+                return values
+            if keep:
+                return [self.value(item, True) for _ in range(n)]
+            for _ in range(n):
+                self.value(item, False)
+            return None
+        raise ValueError(f"unknown GGUF value type {kind}")
+
+
+def read_gguf_metadata(path: str | Path, keys: Callable[[str], bool] = lambda key: True) -> dict[str, Any]:
+    """The key/value metadata of a GGUF file (only the keys ``keys`` accepts are decoded).
+
+    Reads the header only (the tensors are not touched); ValueError names a file
+    that is not GGUF.
+    """
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:4] != _GGUF_MAGIC:
+            raise ValueError(f"{path} is not a GGUF file (no GGUF magic bytes)")
+        reader = _Reader(data)
+        reader.pos = 4
+        version = reader.scalar("I")
+        if version < 2:
+            raise ValueError(f"{path} is GGUF version {version}; only versions 2 and later are read")
+        reader.scalar("Q")  # tensor count
+        n_keys = reader.scalar("Q")
+        out: dict[str, Any] = {}
+        for _ in range(n_keys):
+            key = reader.string()
+            kind = reader.scalar("I")
+            keep = keys(key)
+            value = reader.value(kind, keep)
+            if keep:
+                out[key] = value
+        return out
+
+
+def gguf_context_length(path: str | Path) -> int | None:
+    """The context the model was trained for (``<arch>.context_length``), or None."""
+    meta = read_gguf_metadata(path, lambda key: key.endswith(".context_length") or key == "general.architecture")
+    arch = meta.get("general.architecture")
+    value = meta.get(f"{arch}.context_length")
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+#: GGUF ``tokenizer.ggml.pre`` -> the split regexes llama.cpp applies before byte-level BPE
+#: (llama.cpp src/llama-vocab.cpp); each is applied in turn, isolating its matches.
+_LLAMA3_REGEX = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
+_QWEN2_REGEX = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+PRE_TOKENIZER_REGEXES: dict[str, tuple[str, ...]] = {
+    "default": (_GPT2_REGEX,),
+    "gpt2": (_GPT2_REGEX,),
+    "gpt-2": (_GPT2_REGEX,),
+    "smollm": (r"\p{N}", _GPT2_REGEX),
+    "starcoder": (r"\p{N}", _GPT2_REGEX),
+    "refact": (r"\p{N}", _GPT2_REGEX),
+    "llama3": (_LLAMA3_REGEX,),
+    "llama-bpe": (_LLAMA3_REGEX,),
+    "dbrx": (_LLAMA3_REGEX,),
+    "smaug-bpe": (_LLAMA3_REGEX,),
+    "qwen2": (_QWEN2_REGEX,),
+    "deepseek-r1-qwen": (_QWEN2_REGEX,),
+}
+
+
+def _bpe_tokenizer(tokens: list[str], merges: list[str], regexes: tuple[str, ...]) -> Any:
+    """A byte-level BPE ``tokenizers.Tokenizer`` from a GGUF vocabulary and merge list."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {token: i for i, token in enumerate(tokens)}
+    pairs = [tuple(m.split(" ", 1)) for m in merges if " " in m]
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, byte_fallback=False))
+    steps = [pre_tokenizers.Split(Regex(regex), behavior="isolated") for regex in regexes]
+    steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(steps)
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+@functools.lru_cache(maxsize=8)
+def gguf_tokenizer(path: str) -> Any:
+    """The ``tokenizers.Tokenizer`` of the GGUF at ``path``, or None (logged) when it cannot be built.
+
+    Byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``) with a known
+    pre-tokenizer are rebuilt; SentencePiece vocabularies (``"llama"``) are not.
+    """
+    try:
+        import tokenizers  # noqa: F401
+    except ImportError:
+        logger.info("the tokenizers package is not installed; %s is counted with tiktoken and a margin", path)
+        return None
+    try:
+        meta = read_gguf_metadata(path, lambda key: key.startswith("tokenizer.") and key != "tokenizer.chat_template")
+    except (OSError, ValueError, struct.error) as exc:
+        logger.info("cannot read the vocabulary of %s (%s); counting with tiktoken and a margin", path, exc)
+        return None
+    embedded = meta.get("tokenizer.huggingface.json")
+    if isinstance(embedded, str) and embedded:
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_str(embedded)
+    kind, pre = meta.get("tokenizer.ggml.model"), str(meta.get("tokenizer.ggml.pre") or "default")
+    tokens, merges = meta.get("tokenizer.ggml.tokens"), meta.get("tokenizer.ggml.merges")
+    if kind != "gpt2" or pre not in PRE_TOKENIZER_REGEXES or not tokens or not merges:
+        logger.info("%s has a %s/%s vocabulary that akasha does not rebuild; counting with tiktoken and a margin",
+                    path, kind, pre)
+        return None
+    return _bpe_tokenizer(tokens, merges, PRE_TOKENIZER_REGEXES[pre])
+
+
+def hf_tokenizer_file(name_or_path: str) -> Path | None:
+    """``tokenizer.json`` of a local model folder, or of a Hub model already in the local cache (no download)."""
+    folder = Path(name_or_path).expanduser()
+    if folder.is_dir():
+        candidate = folder / "tokenizer.json"
+        return candidate if candidate.is_file() else None
+    if name_or_path.count("/") != 1:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        found = try_to_load_from_cache(name_or_path, "tokenizer.json")
+    except Exception as exc:  # an invalid repo id and the like: no tokenizer, not an error
+        logger.debug("no cached tokenizer.json for %s: %s", name_or_path, exc)
+        return None
+    return Path(found) if isinstance(found, str) and Path(found).is_file() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _tokenizer_from_file(path: str) -> Any:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(path)
+
+
+# ------------------------------------------------------------------- counters
+class TokenizerCounter:
+    """Counts with a ``tokenizers.Tokenizer`` (special-token look-alikes count as plain text)."""
+
+    exact = True
+
+    def __init__(self, tokenizer: Any, source: str) -> None:
+        self.tokenizer = tokenizer
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"TokenizerCounter({self.source!r})"
+
+    def _encode(self, text: str) -> Any:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def count(self, text: str) -> int:
+        """Number of tokens the model's tokenizer makes of ``text``."""
+        return len(self._encode(text).ids) if text else 0
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
+        if max_tokens <= 0:
+            return ""
+        encoding = self._encode(text)
+        if len(encoding.ids) <= max_tokens:
+            return text
+        cut = text[: encoding.offsets[max_tokens][0]]
+        while cut and self.count(cut) > max_tokens:
+            cut = cut[:-1]
+        return cut
+
+
+def gguf_counter(path: str | Path) -> TokenizerCounter | None:
+    """A counter from the GGUF's own vocabulary, or None when it cannot be rebuilt."""
+    tokenizer = gguf_tokenizer(str(path))
+    return None if tokenizer is None else TokenizerCounter(tokenizer, f"gguf:{Path(path).name}")
+
+
+def hf_counter(name_or_path: str) -> TokenizerCounter | None:
+    """A counter from the model's local ``tokenizer.json``, or None when there is none offline."""
+    path = hf_tokenizer_file(name_or_path)
+    if path is None:
+        return None
+    try:
+        import tokenizers  # noqa: F401
+    except ImportError:
+        return None
+    try:
+        tokenizer = _tokenizer_from_file(str(path))
+    except Exception as exc:  # a tokenizer.json this tokenizers version cannot read
+        logger.info("cannot load %s (%s); counting with tiktoken and a margin", path, exc)
+        return None
+    return TokenizerCounter(tokenizer, f"hf:{name_or_path}")
+
+
+class ServerTokenCounter:
+    """Counts by asking an OpenAI-compatible server's ``POST /tokenize`` (llama.cpp, vLLM).
+
+    ``fallback`` counts when the endpoint fails (logged once): a server without the
+    endpoint, or one that went away. Counts are cached per text (the packer counts
+    the same blocks more than once).
+    """
+
+    def __init__(self, url: str, model: str, fallback: Any, *, timeout: float = 10.0,
+                 headers: dict[str, str] | None = None, cache_size: int = 4096) -> None:
+        self.url = url
+        self.model = model
+        self.fallback = fallback
+        self.timeout = timeout
+        self.headers = dict(headers or {})
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self._failed = False
+
+    def __repr__(self) -> str:
+        return f"ServerTokenCounter({self.url!r})"
+
+    @property
+    def exact(self) -> bool:
+        """True while the server answers (its tokenizer is the model's)."""
+        return not self._failed
+
+    @property
+    def source(self) -> str:
+        return f"server:{self.url}" if not self._failed else str(getattr(self.fallback, "source", "tiktoken"))
+
+    def _ask(self, text: str) -> int | None:
+        import httpx
+
+        # llama.cpp reads content/add_special/parse_special, vLLM prompt/add_special_tokens; special-token
+        # look-alikes count as plain text, as akasha's other counters count them
+        payload = {"content": text, "prompt": text, "model": self.model, "add_special": False,
+                   "parse_special": False, "add_special_tokens": False}
+        try:
+            response = httpx.post(self.url, json=payload, timeout=self.timeout, headers=self.headers)
+            if response.status_code in (404, 405, 501):
+                logger.info("%s answered HTTP %d: the server has no tokenize endpoint; counting with %s",
+                            self.url, response.status_code, getattr(self.fallback, "source", "tiktoken"))
+                self._failed = True
+                return None
+            if response.status_code != 200:
+                raise ValueError(f"HTTP {response.status_code}: {response.text[:200]}")
+            data = response.json()
+            if isinstance(data.get("tokens"), list):
+                return len(data["tokens"])
+            if isinstance(data.get("count"), int):
+                return int(data["count"])
+            raise ValueError(f"no 'tokens' or 'count' in the reply: {str(data)[:200]}")
+        except (httpx.HTTPError, ValueError) as exc:
+            if not self._failed:
+                logger.warning("token counting through %s failed (%s); counting with %s from now on",
+                               self.url, exc, getattr(self.fallback, "source", "tiktoken"))
+            self._failed = True
+            return None
+
+    def count(self, text: str) -> int:
+        """Tokens the server's tokenizer makes of ``text`` (the fallback's count once the endpoint failed)."""
+        if not text:
+            return 0
+        with self._lock:
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                return self._cache[text]
+        n = None if self._failed else self._ask(text)
+        if n is None:
+            return int(self.fallback.count(text))
+        with self._lock:
+            self._cache[text] = n
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return n
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix (to the character, found by bisection) with at most ``max_tokens`` tokens."""
+        if max_tokens <= 0:
+            return ""
+        if self.count(text) <= max_tokens:
+            return text
+        low, high = 0, len(text)  # count(text[:low]) <= max_tokens < count(text[:high])
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.count(text[:middle]) <= max_tokens:
+                low = middle
+            else:
+                high = middle
+        return text[:low]
+
+
+__all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "gguf_context_length", "gguf_counter",
+           "gguf_tokenizer", "hf_counter", "hf_tokenizer_file", "read_gguf_metadata"]
