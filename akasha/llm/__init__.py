@@ -1,6 +1,7 @@
 """Chat model strings -> :class:`~akasha.llm.base.ChatModel` objects.
 
-``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"``,
+``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"`` (each optionally
+``"...:<model>@http://host:port/..."`` for a server of your own),
 ``"hf:<name-or-path>"`` (local transformers), ``"llama-cpp:<gguf path or packaged name>"``,
 ``"extractive"`` (offline, quotes the best supporting sentences), a callable
 ``prompt -> str``, or a LangChain chat model object.
@@ -42,6 +43,9 @@ def resolve_chat_model(spec: Any, **options: Any) -> ChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the forms)."""
     if isinstance(spec, str):
         prefix, rest = split_model_string(spec, CHAT_PROVIDERS, "model", "openai:gpt-4o-mini")
+        from akasha.providers.endpoints import endpoint_options
+
+        rest, options = endpoint_options(prefix, rest, options)  # "<model>@<address>" -> base_url=
         module_name, factory_name = CHAT_PROVIDERS[prefix].split(":")
         factory = getattr(importlib.import_module(module_name), factory_name)
         return factory(rest, **options)

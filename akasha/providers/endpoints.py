@@ -10,11 +10,27 @@ the name stay valid.
 A label keeps scheme, host, a non-default port and the path; it drops user
 names, passwords, query strings and fragments (places where keys are put), and
 letter case and trailing slashes that do not change the address.
+
+The same ``@<address>`` form names an endpoint in a model string, so chat and
+embeddings can live on different servers without building provider objects::
+
+    RAG(model="openai:qwen2.5-7b@http://127.0.0.1:8080/v1",
+        embeddings="openai:bge-m3@http://127.0.0.1:8081/v1")
+
+:func:`split_endpoint` reads it (the address must start with ``http://`` or
+``https://``, so model names with ``@`` in them, such as an Ollama digest, are left
+alone) and :func:`endpoint_options` turns it into the provider's own option
+(``base_url`` for ``openai:``/``gemini:``/``ollama:``, ``endpoint`` for ``hf_api:``).
+An endpoint in the string wins over ``OPENAI_BASE_URL``/``OLLAMA_HOST``/...
 """
 
 from __future__ import annotations
 
+import re
+from typing import Any
 from urllib.parse import urlsplit
+
+from akasha.errors import ConfigError
 
 #: Hosts of the providers' own public endpoints; an address on one of these adds nothing to a name.
 PUBLIC_HOSTS = {
@@ -24,6 +40,39 @@ PUBLIC_HOSTS = {
 #: Ollama's default hosts: this machine, and ``ollama`` (the RAGPipeline format's Docker default).
 _OLLAMA_DEFAULT_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "ollama"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: Model-string prefix -> the provider option an ``@<address>`` suffix sets.
+ENDPOINT_OPTIONS = {"openai": "base_url", "gemini": "base_url", "ollama": "base_url", "hf_api": "endpoint"}
+_ENDPOINT_SUFFIX = re.compile(r"@(https?://\S+)$", re.IGNORECASE)
+
+
+def split_endpoint(rest: str) -> tuple[str, str | None]:
+    """``"model@http://host:8080/v1"`` -> ``("model", "http://host:8080/v1")``; no address -> ``(rest, None)``."""
+    match = _ENDPOINT_SUFFIX.search(rest)
+    if match is None:
+        return rest, None
+    return rest[: match.start()].strip(), match.group(1).rstrip("/")
+
+
+def endpoint_options(prefix: str, rest: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The model part of ``rest`` and ``options`` plus the provider option an ``@<address>`` sets.
+
+    ConfigError when ``prefix`` is not a provider that talks to an address, or when the
+    same option is also given explicitly (two addresses for one model).
+    """
+    model, address = split_endpoint(rest)
+    if address is None:
+        return rest, options
+    where = f"{prefix}:{model}@{endpoint_label(address)}"  # no user name or password in messages
+    option = ENDPOINT_OPTIONS.get(prefix)
+    if option is None:
+        served = ", ".join(f"{p}:" for p in ENDPOINT_OPTIONS)
+        raise ConfigError(
+            f"{where!r}: an @<address> is only for models served over HTTP ({served}); "
+            f"{prefix} models run on this machine. Remove the '@...' part"
+        )
+    if options.get(option) or (prefix == "ollama" and options.get("host")):
+        raise ConfigError(f"{where!r} names an address and {option}= is given too; keep one of them")
+    return model, {**options, option: address}
 
 
 def endpoint_label(url: str | None) -> str | None:
@@ -84,5 +133,5 @@ def identity_suffix(label: str | None) -> str:
     return f"@{label}" if label else ""
 
 
-__all__ = ["PUBLIC_HOSTS", "endpoint_label", "host_of", "identity_suffix", "is_default_ollama",
-           "is_public_endpoint"]
+__all__ = ["ENDPOINT_OPTIONS", "PUBLIC_HOSTS", "endpoint_label", "endpoint_options", "host_of", "identity_suffix",
+           "is_default_ollama", "is_public_endpoint", "split_endpoint"]

@@ -1,0 +1,104 @@
+"""Which models a server offers: ``GET /models`` (OpenAI-compatible) or ``GET /api/tags`` (Ollama).
+
+The command line uses this to fill in a model the user did not name when
+``OPENAI_BASE_URL``, ``OLLAMA_HOST`` or ``--base-url`` points at a server of their
+own (llama.cpp, vLLM, LM Studio, Ollama, a proxy): the first chat model the server
+lists answers, and an embedding model it lists (a name with ``embed``, ``bge``,
+``e5``, ``gte``, ``minilm`` ... in it, or an Ollama ``bert`` family) embeds.
+
+Standard library only (``urllib``), one short request, so asking costs nothing
+when the extras are not installed. Failures raise :class:`ServerQueryError`
+with the address and the reason, never a bare ``URLError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+from akasha.errors import AkashaError
+from akasha.providers.endpoints import endpoint_label
+from akasha.providers.env import env_value
+
+#: Names that mark an embedding model in a server's list.
+_EMBEDDING_NAME = re.compile(r"embed|bge|(^|[^a-z])e5|gte|minilm|mpnet|nomic|arctic-embed|jina", re.IGNORECASE)
+_RERANKER_NAME = re.compile(r"rerank", re.IGNORECASE)
+
+
+class ServerQueryError(AkashaError):
+    """A server did not answer a model list (unreachable, an error status, or not an API akasha knows)."""
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """One entry of a server's model list."""
+
+    name: str
+    #: True when the name (or Ollama's model family) says it is an embedding model.
+    embedding: bool
+
+
+def list_models(provider: str, url: str, *, timeout: float = 5.0, api_key: str | None = None) -> list[ServedModel]:
+    """The models the ``provider`` server at ``url`` lists (``"openai"``: ``{url}/models``,
+    ``"ollama"``: ``{url}/api/tags``), in the server's order.
+
+    ``api_key`` (default for ``"openai"``: ``OPENAI_API_KEY``; ``"ollama"``: ``OLLAMA_API_KEY``)
+    is sent as a Bearer token when set.
+    """
+    if provider not in ("openai", "ollama"):
+        raise ValueError(f"list_models knows 'openai' and 'ollama' servers, not {provider!r}")
+    base = url.rstrip("/")
+    target = f"{base}/models" if provider == "openai" else f"{base}/api/tags"
+    key = api_key or env_value("OPENAI_API_KEY" if provider == "openai" else "OLLAMA_API_KEY")
+    request = urllib.request.Request(target, headers={"Accept": "application/json"})
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    shown = endpoint_label(target)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own server
+            body = json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        raise ServerQueryError(f"{shown} answered HTTP {exc.code} ({exc.reason})") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ServerQueryError(f"{shown} did not answer ({reason})") from None
+    except ValueError as exc:
+        raise ServerQueryError(f"{shown} did not answer with JSON ({exc})") from None
+    entries = body.get("data") if provider == "openai" and isinstance(body, dict) else \
+        body.get("models") if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        raise ServerQueryError(f"{shown} answered without a model list")
+    models = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        name = str(entry.get("id") or entry.get("name") or entry.get("model") or "").strip()
+        if not name:
+            continue
+        if provider == "ollama":
+            name = name.removesuffix(":latest")
+        details = entry.get("details") if isinstance(entry.get("details"), dict) else {}
+        family = " ".join(str(f) for f in [details.get("family", "")] + list(details.get("families") or []))
+        embedding = bool(_EMBEDDING_NAME.search(name) or "bert" in family.lower()) and not _RERANKER_NAME.search(name)
+        models.append(ServedModel(name, embedding))
+    return models
+
+
+def chat_model_of(models: list[ServedModel]) -> str | None:
+    """The first listed model that is not an embedding model (or a reranker), else None."""
+    return next((m.name for m in models if not m.embedding and not _RERANKER_NAME.search(m.name)), None)
+
+
+def embedding_model_of(models: list[ServedModel], *, only_model_counts: bool = False) -> str | None:
+    """The first listed embedding model; with ``only_model_counts``, a server's single model too
+    (a server started only to embed, such as ``llama-server --embeddings``), else None."""
+    found = next((m.name for m in models if m.embedding), None)
+    if found is None and only_model_counts and len(models) == 1:
+        return models[0].name
+    return found
+
+
+__all__ = ["ServedModel", "ServerQueryError", "chat_model_of", "embedding_model_of", "list_models"]
