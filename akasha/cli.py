@@ -36,8 +36,6 @@ from typing import Any
 
 from akasha._version import __version__
 from akasha.errors import AkashaError, ConfigError
-from akasha.providers.endpoints import ENDPOINT_OPTIONS, endpoint_label, is_public_endpoint, split_endpoint
-from akasha.providers.env import env_value
 
 logger = logging.getLogger("akasha.cli")
 
@@ -90,6 +88,8 @@ class Server:
 
     @property
     def label(self) -> str:
+        from akasha.providers.endpoints import endpoint_label
+
         return endpoint_label(self.url) or self.url
 
 
@@ -99,7 +99,11 @@ def _prefix(spec: str | None) -> str:
 
 def _with_endpoint(spec: str, url: str | None, flag: str) -> str:
     """``spec`` with ``@url`` when ``url`` is given and ``spec`` is a served model without an address yet."""
-    if not url or split_endpoint(spec.partition(":")[2])[1] is not None:
+    if not url:
+        return spec
+    from akasha.providers.endpoints import ENDPOINT_OPTIONS, split_endpoint
+
+    if split_endpoint(spec.partition(":")[2])[1] is not None:
         return spec
     if _prefix(spec) not in ENDPOINT_OPTIONS:
         raise ConfigError(f"{flag} is for models served over HTTP (openai:, gemini:, ollama:, hf_api:), not {spec!r}")
@@ -113,6 +117,8 @@ def answer_server(model: str | None, base_url: str | None) -> Server | None:
     provider); else, for ``--model ollama:...``, Ollama at ``OLLAMA_HOST`` or its default
     address; else ``OPENAI_BASE_URL`` when it is not api.openai.com; else ``OLLAMA_HOST``.
     """
+    from akasha.providers.endpoints import is_public_endpoint
+    from akasha.providers.env import env_value
     from akasha.providers.ollama_conn import normalize_host
 
     prefix = _prefix(model)
@@ -164,6 +170,9 @@ def choose_stack(
                                     "--embeddings-base-url" if embeddings_base_url else "--base-url")
     if model and embeddings:
         return model, embeddings, "as requested"
+    from akasha.providers.endpoints import is_public_endpoint
+    from akasha.providers.env import env_value
+
     reasons: list[str] = []
     served: list[Any] | None = None
     server = None if offline else answer_server(model, base_url)
