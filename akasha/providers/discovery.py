@@ -7,8 +7,8 @@ lists answers, and an embedding model it lists (a name with ``embed``, ``bge``,
 ``e5``, ``gte``, ``minilm`` ... in it, or an Ollama ``bert`` family) embeds.
 
 Standard library only (``urllib``), one short request, so asking costs nothing
-when the extras are not installed. Failures raise :class:`ServerQueryError`
-with the address and the reason, never a bare ``URLError``.
+when the extras are not installed. Failures raise :class:`~akasha.errors.ProviderError`
+with the address and the reason (and the HTTP status), never a bare ``URLError``.
 """
 
 from __future__ import annotations
@@ -19,17 +19,13 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from akasha.errors import AkashaError
+from akasha.errors import ProviderError
 from akasha.providers.endpoints import endpoint_label
 from akasha.providers.env import env_value
 
 #: Names that mark an embedding model in a server's list.
 _EMBEDDING_NAME = re.compile(r"embed|bge|(^|[^a-z])e5|gte|minilm|mpnet|nomic|arctic-embed|jina", re.IGNORECASE)
 _RERANKER_NAME = re.compile(r"rerank", re.IGNORECASE)
-
-
-class ServerQueryError(AkashaError):
-    """A server did not answer a model list (unreachable, an error status, or not an API akasha knows)."""
 
 
 @dataclass(frozen=True)
@@ -61,16 +57,16 @@ def list_models(provider: str, url: str, *, timeout: float = 5.0, api_key: str |
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own server
             body = json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
-        raise ServerQueryError(f"{shown} answered HTTP {exc.code} ({exc.reason})") from None
+        raise ProviderError(provider, f"{shown} answered {exc.reason}", exc.code) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise ServerQueryError(f"{shown} did not answer ({reason})") from None
+        raise ProviderError(provider, f"{shown} did not answer ({reason})") from None
     except ValueError as exc:
-        raise ServerQueryError(f"{shown} did not answer with JSON ({exc})") from None
+        raise ProviderError(provider, f"{shown} did not answer with JSON ({exc})") from None
     entries = body.get("data") if provider == "openai" and isinstance(body, dict) else \
         body.get("models") if isinstance(body, dict) else None
     if not isinstance(entries, list):
-        raise ServerQueryError(f"{shown} answered without a model list")
+        raise ProviderError(provider, f"{shown} answered without a model list")
     models = []
     for entry in entries:
         if not isinstance(entry, dict):
@@ -101,4 +97,4 @@ def embedding_model_of(models: list[ServedModel], *, only_model_counts: bool = F
     return found
 
 
-__all__ = ["ServedModel", "ServerQueryError", "chat_model_of", "embedding_model_of", "list_models"]
+__all__ = ["ServedModel", "chat_model_of", "embedding_model_of", "list_models"]
