@@ -249,3 +249,18 @@ def test_which_listed_model_chats_and_which_embeds():
     only = [ServedModel("SmolLM2-135M-Instruct", False)]
     assert embedding_model_of(only) is None and embedding_model_of(only, only_model_counts=True) == only[0].name
     assert chat_model_of([ServedModel("text-embedding-3-small", True)]) is None
+
+
+def test_device_flag_is_checked_and_reaches_the_options(monkeypatch, corpus, capsys):
+    assert cli.main(ask(corpus, "--device", "gpu")) == 1
+    assert "device must be 'auto', 'cpu'" in capsys.readouterr().err
+    seen = {}
+    real = cli._make_rag
+
+    def spy(args, options):
+        seen.update(options)
+        return real(args, options)
+
+    monkeypatch.setattr(cli, "_make_rag", spy)
+    assert cli.main(ask(corpus, "--device", "cpu", "--embeddings", "hash")) == 0
+    assert seen["device"] == "cpu"
