@@ -149,6 +149,42 @@ class Components:
                 self.models[key] = resolve_chat_model(spec, **local)
             return self.models[key]
 
+    def answer_model(self, spec: Any, options: RAGOptions) -> Any:
+        """The answer model of a call with ``options``: :meth:`chat_model`, except the offline ``"extractive"``.
+
+        The extractive answerer ranks sentences with the packaged MiniLM: the index's own
+        embedder when the call embeds with it (one model in the process, the question
+        embedded once), else a MiniLM shared by this instance's calls; and it keeps the
+        sentence vectors in the call's cache folder, so a re-ask in a new process embeds
+        only the question. One answerer per (spec, embedder, folder).
+        """
+        if not (isinstance(spec, str) and spec.partition(":")[0].strip().lower() == "extractive"):
+            return self.chat_model(spec, options.device)
+        from akasha.index.paths import MEMORY, default_cache_dir
+        from akasha.llm.extractive import ExtractiveAnswerer
+
+        with self._lock:
+            embedder = self._answer_embedder(options)
+            folder = None if str(options.cache_dir) == MEMORY else str(
+                Path(options.cache_dir).expanduser() if options.cache_dir is not None else default_cache_dir())
+            key = ("extractive", spec.strip().lower(), id(embedder) if embedder else embedder, folder)
+            if key not in self.models:
+                self.models[key] = ExtractiveAnswerer(spec.partition(":")[2], embedder=embedder, cache_dir=folder)
+            return self.models[key]
+
+    def _answer_embedder(self, options: RAGOptions) -> Any:
+        """The packaged MiniLM for the extractive answerer (the index's when it is that model), or False without it."""
+        from akasha.embeddings.local import packaged_model_dir
+        from akasha.llm.extractive import DEFAULT_EMBEDDINGS
+
+        folder = packaged_model_dir()
+        if folder is None:
+            return False  # BM25 alone, as the answerer does by itself without the package
+        index_embedder = self.embedder(options.embeddings, options.device)  # built already by the index
+        if getattr(index_embedder, "location", None) == str(folder) and hasattr(index_embedder, "embed_documents"):
+            return index_embedder
+        return self.embedder(DEFAULT_EMBEDDINGS, options.device)
+
     def reranker(self, spec: Any, reranker_model: Any, max_input_tokens: int | None = None,
                  device: str = "auto") -> Any:
         """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model``, shared with the model
@@ -238,7 +274,7 @@ class MergedStores:
 def generation_for(options: RAGOptions, components: Components) -> Generation:
     """The answer settings of ``options`` (the model is built on first use)."""
     return Generation(
-        model=options.model, resolve=functools.partial(components.chat_model, device=options.device),
+        model=options.model, resolve=functools.partial(components.answer_model, options=options),
         max_input_tokens=options.max_input_tokens,
         system_prompt=options.system_prompt, language=options.language,
         max_output_tokens=options.max_output_tokens, temperature=float(options.temperature),

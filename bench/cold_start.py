@@ -1,12 +1,15 @@
 """Cold start: what a new user waits for, as ratios to ``python -c "import numpy"`` measured in the same run.
 
-    python -m bench.cold_start [--runs 3] [--chunks 300] [--skip-indexing]
+    python -m bench.cold_start [--runs 3] [--chunks 300] [--skip-indexing] [--save NOW.json] [--before THEN.json]
+    python -m bench.cold_start --report NOW.json --before THEN.json   # two saved runs side by side
 
 Figures (each the median of ``--runs`` fresh processes, all measured in one run so the
 ratios compare like with like on a loaded machine; akasha's modules are byte-compiled first,
 as a pip install would leave them). Beside each wall time is the CPU time (user + system,
 all threads) and its ratio: it barely moves when other processes load the machine, so it
-shows what an idle machine would do (multi-threaded work, the embedding, counts every core):
+shows what an idle machine would do (multi-threaded work, the embedding, counts every core).
+The load average before and after the run is printed with the tables; ``--save`` keeps a run
+and ``--before`` prints a saved run's ratios beside this one's (before/after a change):
 
 * ``import numpy``: wall time of ``python -c "import numpy"`` (interpreter start included);
   the yardstick for the ratios.
@@ -156,62 +159,113 @@ def indexing_throughput(chunks: int, work: Path) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--chunks", type=int, default=300)
-    parser.add_argument("--skip-indexing", action="store_true", help="only the process timings")
-    args = parser.parse_args(argv)
-    ok = True
+def measure(runs: int, chunks: int, skip_indexing: bool) -> dict:
+    """Every figure of one run (see the module docstring), as JSON-ready data."""
     # As a pip install would: akasha's modules byte-compiled (PYTHONDONTWRITEBYTECODE=1 would
     # otherwise make every fresh process compile them from source).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "akasha")], check=True)
     with tempfile.TemporaryDirectory(prefix="akasha-cold-") as tmp:
         work = Path(tmp)
-        times = ask_times(args.runs, work)
-        numpy_s = statistics.median(times["numpy"])
-        numpy_cpu = statistics.median(times["numpy cpu"])
-        print("| figure | median wall | runs | ratio to `import numpy` | target | | CPU (user+sys) | CPU ratio |\n"
-              "|---|---|---|---|---|---|---|---|")
-        print(f"| `python -c \"import numpy\"` | {numpy_s:.3f} s | "
-              f"{', '.join(f'{t:.2f}' for t in times['numpy'])} | 1.0x | | | {numpy_cpu:.3f} s | 1.0x |")
-        import_ms = statistics.median(times["import akasha ms"])
-        met = import_ms <= IMPORT_TARGET_MS
+        figures: dict = {"load": os.getloadavg(), "runs": ask_times(runs, work)}
+        if not skip_indexing:
+            figures["indexing"] = indexing_throughput(chunks, work)
+        figures["load_after"] = os.getloadavg()
+    return figures
+
+
+def summary(figures: dict) -> dict[str, float]:
+    """The headline numbers of a run: medians, ratios to ``import numpy`` and throughput ratios."""
+    times = figures["runs"]
+    out: dict[str, float] = {"numpy s": statistics.median(times["numpy"]),
+                             "numpy cpu": statistics.median(times["numpy cpu"]),
+                             "import akasha ms": statistics.median(times["import akasha ms"])}
+    for name in ("re-ask", "first ask"):
+        out[f"{name} s"] = statistics.median(times[name])
+        out[f"{name} x"] = out[f"{name} s"] / out["numpy s"]
+        out[f"{name} cpu"] = statistics.median(times[f"{name} cpu"])
+        out[f"{name} cpu x"] = out[f"{name} cpu"] / out["numpy cpu"]
+    t = figures.get("indexing")
+    if t:
+        akasha_rate = t["akasha_chunks"] / t["akasha_s"]
+        out["akasha chunks/s"] = akasha_rate
+        out["akasha s"] = t["akasha_s"]
+        out["akasha cpu"] = t["akasha_cpu"]
+        out["st cold x"] = akasha_rate / (t["st_texts"] / (t["st_import_s"] + t["st_load_encode_s"]))
+        out["st warm x"] = akasha_rate / (t["st_texts"] / t["st_load_encode_s"])
+        out["st cold cpu x"] = (t["st_import_cpu"] + t["st_load_encode_cpu"]) / t["akasha_cpu"]
+        out["st warm cpu x"] = t["st_load_encode_cpu"] / t["akasha_cpu"]
+    return out
+
+
+def report(figures: dict, before: dict | None = None) -> bool:
+    """Print the tables (with a ``before`` column when given a saved run); True when every target is met."""
+    ok = True
+    times = figures["runs"]
+    now = summary(figures)
+    was = summary(before) if before else None
+
+    def then(key: str, fmt: str) -> str:
+        return "" if was is None or key not in was else format(was[key], fmt)
+
+    print(f"load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in figures['load'])}; after: "
+          f"{', '.join(f'{x:.2f}' for x in figures['load_after'])}"
+          + (f"; the saved run's before: {', '.join(f'{x:.2f}' for x in before['load'])}" if before else ""))
+    print("| figure | median wall | runs | ratio to `import numpy` | before | target | | CPU (user+sys) | CPU ratio "
+          "| CPU ratio before |\n|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| `python -c \"import numpy\"` | {now['numpy s']:.3f} s | "
+          f"{', '.join(f'{t:.2f}' for t in times['numpy'])} | 1.0x | {then('numpy s', '.3f')} s | | | "
+          f"{now['numpy cpu']:.3f} s | 1.0x | |")
+    met = now["import akasha ms"] <= IMPORT_TARGET_MS
+    ok &= met
+    print(f"| `import akasha` | {now['import akasha ms']:.0f} ms | "
+          f"{', '.join(f'{t:.0f}' for t in times['import akasha ms'])} | | {then('import akasha ms', '.0f')} ms "
+          f"| <= {IMPORT_TARGET_MS:.0f} ms | {'met' if met else 'MISSED'} | | | |")
+    for name in ("re-ask", "first ask"):
+        met = now[f"{name} x"] <= TARGETS[name]
         ok &= met
-        print(f"| `import akasha` | {import_ms:.0f} ms | "
-              f"{', '.join(f'{t:.0f}' for t in times['import akasha ms'])} | | <= {IMPORT_TARGET_MS:.0f} ms | "
-              f"{'met' if met else 'MISSED'} |")
-        for name in ("re-ask", "first ask"):
-            median = statistics.median(times[name])
-            ratio = median / numpy_s
-            met = ratio <= TARGETS[name]
-            ok &= met
-            cpu = statistics.median(times[f"{name} cpu"])
-            print(f"| {name} (`akasha ask examples/docs ...`) | {median:.3f} s | "
-                  f"{', '.join(f'{t:.2f}' for t in times[name])} | {ratio:.1f}x | <= {TARGETS[name]:.0f}x | "
-                  f"{'met' if met else 'MISSED'} | {cpu:.3f} s | {cpu / numpy_cpu:.1f}x |")
-        if not args.skip_indexing:
-            t = indexing_throughput(args.chunks, work)
-            akasha_rate = t["akasha_chunks"] / t["akasha_s"]
-            st_cold = t["st_texts"] / (t["st_import_s"] + t["st_load_encode_s"])
-            st_warm = t["st_texts"] / t["st_load_encode_s"]
-            print(f"\nindexing {t['akasha_chunks']} chunks ({t['akasha_embedded']} embedded), model load included; "
-                  f"torch imported by akasha: {t['torch_loaded_by_akasha']}")
-            print("| system | seconds | chunks/s | akasha's throughput ratio | target | | CPU s | CPU ratio |\n"
-                  "|---|---|---|---|---|---|---|---|")
-            print(f"| akasha CorpusIndex.sync | {t['akasha_s']:.2f} | {akasha_rate:.1f} | | | | "
-                  f"{t['akasha_cpu']:.2f} | |")
-            for label, seconds, rate, cpu in (
-                ("sentence-transformers, import included", t["st_import_s"] + t["st_load_encode_s"], st_cold,
-                 t["st_import_cpu"] + t["st_load_encode_cpu"]),
-                ("sentence-transformers, torch already imported", t["st_load_encode_s"], st_warm,
-                 t["st_load_encode_cpu"]),
-            ):
-                ratio = akasha_rate / rate
-                met = ratio >= THROUGHPUT_TARGET
-                print(f"| {label} | {seconds:.2f} | {rate:.1f} | {ratio:.2f}x | >= {THROUGHPUT_TARGET}x | "
-                      f"{'met' if met else 'MISSED'} | {cpu:.2f} | {cpu / t['akasha_cpu']:.2f}x |")
-    return 0 if ok else 1
+        print(f"| {name} (`akasha ask examples/docs ...`) | {now[f'{name} s']:.3f} s | "
+              f"{', '.join(f'{t:.2f}' for t in times[name])} | {now[f'{name} x']:.1f}x | {then(f'{name} x', '.1f')}x "
+              f"| <= {TARGETS[name]:.0f}x | {'met' if met else 'MISSED'} | {now[f'{name} cpu']:.3f} s | "
+              f"{now[f'{name} cpu x']:.1f}x | {then(f'{name} cpu x', '.1f')}x |")
+    t = figures.get("indexing")
+    if t:
+        print(f"\nindexing {t['akasha_chunks']} chunks ({t['akasha_embedded']} embedded), model load included; "
+              f"torch imported by akasha: {t['torch_loaded_by_akasha']}")
+        print("| system | seconds | chunks/s | akasha's throughput ratio | before | target | | CPU s "
+              "| CPU ratio | CPU ratio before |\n|---|---|---|---|---|---|---|---|---|---|")
+        print(f"| akasha CorpusIndex.sync | {t['akasha_s']:.2f} | {now['akasha chunks/s']:.1f} | | "
+              f"{then('akasha s', '.2f')} s | | | {t['akasha_cpu']:.2f} | | |")
+        for label, key, seconds, cpu in (
+            ("sentence-transformers, import included", "st cold", t["st_import_s"] + t["st_load_encode_s"],
+             t["st_import_cpu"] + t["st_load_encode_cpu"]),
+            ("sentence-transformers, torch already imported", "st warm", t["st_load_encode_s"],
+             t["st_load_encode_cpu"]),
+        ):
+            ratio = now[f"{key} x"]
+            met = ratio >= THROUGHPUT_TARGET
+            print(f"| {label} | {seconds:.2f} | {t['st_texts'] / seconds:.1f} | {ratio:.2f}x | "
+                  f"{then(f'{key} x', '.2f')}x | >= {THROUGHPUT_TARGET}x | {'met' if met else 'MISSED'} | "
+                  f"{cpu:.2f} | {now[f'{key} cpu x']:.2f}x | {then(f'{key} cpu x', '.2f')}x |")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--chunks", type=int, default=300)
+    parser.add_argument("--skip-indexing", action="store_true", help="only the process timings")
+    parser.add_argument("--save", type=Path, help="write this run's figures as JSON (e.g. bench/results/cold.json)")
+    parser.add_argument("--before", type=Path, help="a run saved with --save: printed beside this one")
+    parser.add_argument("--report", type=Path, help="print a saved run (with --before, beside it) and exit")
+    args = parser.parse_args(argv)
+    before = json.loads(args.before.read_text(encoding="utf-8")) if args.before else None
+    if args.report:
+        return 0 if report(json.loads(args.report.read_text(encoding="utf-8")), before) else 1
+    figures = measure(args.runs, args.chunks, args.skip_indexing)
+    if args.save:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        args.save.write_text(json.dumps(figures, indent=1), encoding="utf-8")
+    return 0 if report(figures, before) else 1
 
 
 if __name__ == "__main__":

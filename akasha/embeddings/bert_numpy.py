@@ -26,12 +26,16 @@ import contextlib
 import json
 import math
 import struct
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+#: Single texts (questions) whose vectors a :class:`BertFolder` remembers.
+RECENT_TEXTS = 64
 _SUPPORTED_MODULES = ("models.Transformer", "models.Pooling", "models.Normalize")
 #: safetensors dtype names -> numpy dtypes this reader accepts (float16 is widened on use).
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
@@ -128,6 +132,8 @@ class BertFolder:
         self._tensors = read_safetensors(self.root / "model.safetensors")
         self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self._tensors else ""
         self._embedding: tuple[np.ndarray, ...] | None = None
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def tensor(self, name: str) -> np.ndarray:
         """The weight ``name`` (e.g. ``"encoder.layer.0.output.dense.bias"``) as float32, memory-mapped when it is."""
@@ -161,10 +167,27 @@ class BertFolder:
 
     def encode(self, texts: Sequence[str], forward: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
                batch_size: int) -> np.ndarray:
-        """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled."""
+        """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled.
+
+        A single text (a question) is remembered (the last :data:`RECENT_TEXTS`), whichever
+        encoder ran it: a RAG call embeds its question for the search and again for the
+        extractive answerer, and both get the same vector for the price of one.
+        """
+        single = texts[0] if len(texts) == 1 else None
+        if single is not None:
+            with self._recent_lock:
+                vector = self._recent.get(single)
+                if vector is not None:
+                    self._recent.move_to_end(single)
+                    return vector[None, :].copy()
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         for rows, ids, types, mask in self.batches(texts, batch_size):
             out[rows] = self.pool(forward(ids, types, mask), mask)
+        if single is not None:
+            with self._recent_lock:
+                self._recent[single] = out[0].copy()
+                while len(self._recent) > RECENT_TEXTS:
+                    self._recent.popitem(last=False)
         return out
 
     def embed(self, ids: np.ndarray, types: np.ndarray) -> np.ndarray:

@@ -66,20 +66,19 @@ class _Blob:
                         for p in self.parts)
 
     def tobytes(self) -> bytes:
-        buffer = bytearray(self.size)
-        end = self._write(memoryview(buffer), 0)
-        assert end == self.size
-        return bytes(buffer)
+        """The message's bytes, joined in one copy (no zero-filled buffer copied again)."""
+        parts: list[bytes | memoryview] = []
+        self._collect(parts)
+        return b"".join(parts)
 
-    def _write(self, out: memoryview, at: int) -> int:
+    def _collect(self, out: list[bytes | memoryview]) -> None:
         for part in self.parts:
             if isinstance(part, _Blob):
-                at = part._write(out, at)
-                continue
-            data = part.reshape(-1).view(np.uint8) if isinstance(part, np.ndarray) else part
-            out[at : at + len(data)] = data
-            at += len(data)
-        return at
+                part._collect(out)
+            elif isinstance(part, np.ndarray):
+                out.append(memoryview(np.ascontiguousarray(part).reshape(-1).view(np.uint8)))
+            else:
+                out.append(part)
 
 
 def _varint(value: int) -> bytes:

@@ -15,20 +15,32 @@ a verbatim quote a reader can check.
 
 The embedder is the one given (``ExtractiveAnswerer(embedder=...)``); without one,
 the packaged MiniLM (``hf:all-MiniLM-L6-v2``) is used when it is installed, else
-BM25 alone (``embedder=False`` forces BM25 alone). Sentence vectors are cached per
-answerer, so asking again over the same documents embeds nothing.
+BM25 alone (``embedder=False`` forces BM25 alone). ``RAG`` hands the answerer the
+embedder its index already loaded when that is the packaged MiniLM (one model in
+the process, and the question's vector is computed once), and its cache folder.
+
+Sentence vectors are cached by the sentence's text (:class:`SentenceVectors`): in
+memory per answerer, and with ``cache_dir`` also on disk
+(``<cache_dir>/answer-vectors.sqlite3``, one row per sentence and embedder), so
+asking again over the same documents, even in a new process, embeds only the
+question. Embedding the few dozen candidate sentences is most of an answer's cost
+(about a second of CPU with MiniLM); the cached vectors are the same vectors, so
+answers do not change.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import math
+import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from akasha.errors import ConfigError
@@ -54,7 +66,11 @@ KEEP_FRACTION = 0.5
 #: Two sentences sharing this share of the shorter one's content words repeat each other.
 REDUNDANT_OVERLAP = 0.6
 DEFAULT_EMBEDDINGS = "hf:all-MiniLM-L6-v2"
+#: Sentence vectors kept in memory per answerer, and on disk per cache folder (oldest dropped first).
 _CACHE_LIMIT = 20_000
+DISK_LIMIT = 500_000
+#: File of the on-disk sentence vectors inside a cache folder.
+VECTORS_FILE = "answer-vectors.sqlite3"
 _default_lock = threading.Lock()
 _default: list[Any] = []  # the packaged MiniLM, loaded once per process when first needed
 
@@ -173,24 +189,149 @@ def _sentences(documents: list[dict]) -> list[_Sentence]:
     return sentences
 
 
-def _similarity(embedder: Any, question: str, texts: list[str], cache: dict[str, Any]) -> list[float] | None:
-    """Cosine of the question and each text (vectors cached by text); None when embedding fails."""
+class SentenceVectors:
+    """Unit-length sentence vectors of one embedder, by the sentence's text: in memory, and on disk when given a file.
+
+    The file is SQLite (``path``; created with its folder on first write), keyed by
+    embedder name and a 16-byte BLAKE2b digest of the text, so several embedders and
+    processes share it. Reading or writing it never fails an answer: an unreadable or
+    read-only file is logged once at debug level and the vectors stay in memory.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, memory_limit: int = _CACHE_LIMIT,
+                 disk_limit: int = DISK_LIMIT) -> None:
+        self.path = Path(path) if path is not None else None
+        self.memory_limit = memory_limit
+        self.disk_limit = disk_limit
+        self._memory: dict[tuple[str, str], Any] = {}
+        self._connection: Any = None
+        self._disk_failed = False
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+    @staticmethod
+    def _digest(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+    def _db(self, create: bool) -> Any:
+        """The open database, or None (no file, a failed one, or none yet when ``create`` is false)."""
+        if self.path is None or self._disk_failed:
+            return None
+        if self._connection is None:
+            if not create and not self.path.is_file():
+                return None
+            import sqlite3
+
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                connection = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS sentence_vectors (embedder TEXT NOT NULL, digest BLOB NOT NULL, "
+                    "vector BLOB NOT NULL, UNIQUE (embedder, digest))")
+                connection.commit()
+            except (OSError, sqlite3.Error) as exc:
+                self._failed("open", exc)
+                return None
+            self._connection = connection
+        return self._connection
+
+    def _failed(self, action: str, exc: BaseException) -> None:
+        log.debug("extractive: cannot %s the sentence vector cache %s (%s); vectors stay in memory",
+                  action, self.path, exc)
+        self._disk_failed = True
+
+    def get(self, embedder: str, texts: Sequence[str]) -> dict[str, Any]:
+        """The cached vectors of ``texts`` (those known), memory first, then the file."""
+        import numpy as np
+
+        with self._lock:
+            found = {t: self._memory[(embedder, t)] for t in texts if (embedder, t) in self._memory}
+            missing = {self._digest(t): t for t in texts if t not in found}
+            db = self._db(create=False) if missing else None
+            if db is not None:
+                import sqlite3
+
+                digests = list(missing)
+                try:
+                    for start in range(0, len(digests), 500):
+                        part = digests[start : start + 500]
+                        rows = db.execute(
+                            f"SELECT digest, vector FROM sentence_vectors WHERE embedder = ? AND digest IN "
+                            f"({', '.join('?' * len(part))})", [embedder, *part]).fetchall()
+                        for digest, blob in rows:
+                            text = missing[bytes(digest)]
+                            vector = np.frombuffer(blob, dtype=np.float32)
+                            found[text] = vector
+                            self._memory[(embedder, text)] = vector
+                except sqlite3.Error as exc:
+                    self._failed("read", exc)
+            return found
+
+    def put(self, embedder: str, vectors: dict[str, Any]) -> None:
+        """Keep ``vectors`` (text -> unit float32 vector) in memory and, when there is a file, on disk."""
+        import numpy as np
+
+        if not vectors:
+            return
+        with self._lock:
+            for text, vector in vectors.items():
+                self._memory[(embedder, text)] = vector
+            if len(self._memory) > self.memory_limit:
+                for key in list(self._memory)[: len(self._memory) - self.memory_limit]:
+                    del self._memory[key]
+            db = self._db(create=True)
+            if db is None:
+                return
+            import sqlite3
+
+            rows = [(embedder, self._digest(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()]
+            try:
+                with db:
+                    db.executemany("INSERT OR REPLACE INTO sentence_vectors (embedder, digest, vector) "
+                                   "VALUES (?, ?, ?)", rows)
+                    (newest,) = db.execute("SELECT coalesce(max(rowid), 0) FROM sentence_vectors").fetchone()
+                    if newest > self.disk_limit:  # rowids grow with every write: the oldest rows go first
+                        db.execute("DELETE FROM sentence_vectors WHERE rowid <= ?", (newest - self.disk_limit,))
+            except sqlite3.Error as exc:
+                self._failed("write", exc)
+
+    def close(self) -> None:
+        """Close the file (the memory part stays)."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+
+def _embedder_key(embedder: Any) -> str:
+    name = getattr(embedder, "name", None)
+    return name if isinstance(name, str) and name else f"{type(embedder).__module__}.{type(embedder).__qualname__}"
+
+
+def _similarity(embedder: Any, question: str, texts: list[str], cache: SentenceVectors) -> list[float] | None:
+    """Cosine of the question and each text (sentence vectors cached by text); None when embedding fails."""
     import numpy as np
 
+    key = _embedder_key(embedder)
+    unique = list(dict.fromkeys(texts))
     try:
-        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        known = cache.get(key, unique)
+        missing = [t for t in unique if t not in known]
         if missing:
-            for text, vector in zip(missing, np.asarray(embedder.embed_documents(missing), dtype=np.float32), strict=True):
-                cache[text] = vector / (float(np.linalg.norm(vector)) or 1.0)
+            fresh = {}
+            for text, vector in zip(missing, np.asarray(embedder.embed_documents(missing), dtype=np.float32),
+                                    strict=True):
+                fresh[text] = vector / (float(np.linalg.norm(vector)) or 1.0)
+            cache.put(key, fresh)
+            known.update(fresh)
         query = np.asarray(embedder.embed_query(question), dtype=np.float32).reshape(-1)
         query = query / (float(np.linalg.norm(query)) or 1.0)
     except Exception as exc:  # an answer from BM25 alone beats no answer; say why once per call
         log.warning("extractive: the embedder failed (%s); sentences ranked by BM25 alone", exc)
         return None
-    if len(cache) > _CACHE_LIMIT:
-        for key in list(cache)[: len(cache) - _CACHE_LIMIT]:
-            del cache[key]
-    return [float(cache[t] @ query) for t in texts]
+    return [float(known[t] @ query) for t in texts]
 
 
 def _spread(values: list[float]) -> list[float]:
@@ -208,7 +349,7 @@ def _redundant(candidate: _Sentence, chosen: list[_Sentence]) -> bool:
 
 
 def best_sentences(question: str, documents: list[dict], n: int = 3, *, embedder: Any = None,
-                   cache: dict[str, Any] | None = None, budget: int | None = None) -> list[_Sentence]:
+                   cache: SentenceVectors | None = None, budget: int | None = None) -> list[_Sentence]:
     """Up to ``n`` non-redundant sentences that best support ``question``, in document order.
 
     Scores: BM25 (0..1 of the best) and, with ``embedder``, the question-sentence cosine
@@ -228,8 +369,8 @@ def best_sentences(question: str, documents: list[dict], n: int = 3, *, embedder
     pool = pool[:EMBED_CANDIDATES] if embedder is not None else [i for i in pool if lexical[i] > 0]
     if not pool or (embedder is None and top_lexical <= 0):
         return []
-    similarity = _similarity(embedder, question, [sentences[i].text for i in pool], cache if cache is not None else {}) \
-        if embedder is not None else None
+    similarity = _similarity(embedder, question, [sentences[i].text for i in pool],
+                             cache if cache is not None else SentenceVectors()) if embedder is not None else None
     if similarity is None:
         pool = [i for i in pool if lexical[i] > 0]
         if not pool:
@@ -293,7 +434,8 @@ def _packaged_embedder() -> Any:
 class ExtractiveAnswerer:
     """Quotes the best-supporting sentences of the packed documents with their sources."""
 
-    def __init__(self, rest: str = "", *, embedder: Any = None, **_: object) -> None:
+    def __init__(self, rest: str = "", *, embedder: Any = None,
+                 cache_dir: str | os.PathLike[str] | None = None, **_: object) -> None:
         rest = rest.strip()
         if rest and not rest.isdigit():
             raise ConfigError(f"extractive model takes an optional sentence count ('extractive:3'), got {rest!r}")
@@ -302,7 +444,10 @@ class ExtractiveAnswerer:
             raise ConfigError("extractive sentence count must be at least 1")
         self.name = "extractive" if not rest else f"extractive:{rest}"
         self._embedder = embedder  # None: the packaged MiniLM when installed; False: BM25 alone
-        self._cache: dict[str, Any] = {}
+        #: Sentence vectors by text; on disk in ``cache_dir`` when one is given (not ":memory:").
+        self.vectors = SentenceVectors(
+            Path(cache_dir).expanduser() / VECTORS_FILE if cache_dir is not None and str(cache_dir) != ":memory:"
+            else None)
 
     @property
     def embedder(self) -> Any:
@@ -315,13 +460,17 @@ class ExtractiveAnswerer:
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         documents = parse_documents(user)
         question = parse_question(user)
-        chosen = best_sentences(question, documents, self.sentences, embedder=self.embedder, cache=self._cache)
+        chosen = best_sentences(question, documents, self.sentences, embedder=self.embedder, cache=self.vectors)
         if not chosen:
             return NO_ANSWER
         return "\n".join(f"{s.text} {_cite(s)}" for s in chosen)
 
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
         return self.answer(messages)
+
+    def close(self) -> None:
+        """Close the sentence vector file (vectors kept in memory stay)."""
+        self.vectors.close()
 
     def stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         lines = self.answer(messages).split("\n")
