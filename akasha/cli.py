@@ -123,8 +123,9 @@ def answer_server(model: str | None, base_url: str | None) -> Server | None:
 
     prefix = _prefix(model)
     if base_url:
-        provider = prefix if prefix in ("openai", "ollama") else "openai"
-        return Server(provider, base_url.rstrip("/"), "--base-url", True)
+        if prefix not in ("", "openai", "ollama"):
+            return None  # gemini:/hf_api: at that address: nothing to ask it, the model string carries it
+        return Server(prefix or "openai", base_url.rstrip("/"), "--base-url", True)
     openai_url = env_value("OPENAI_BASE_URL")
     ollama_host = env_value("OLLAMA_HOST")
     if prefix == "ollama":

@@ -190,6 +190,12 @@ def test_flag_errors(corpus, capsys):
     assert "--base-url is for models served over HTTP" in capsys.readouterr().err
 
 
+def test_base_url_for_a_gemini_model_asks_nothing(monkeypatch):
+    monkeypatch.setattr(cli, "_served", lambda server: pytest.fail("a Gemini address has no model list to ask"))
+    model, embeddings, why = cli.choose_stack("gemini:gemini-2.5-flash", None, base_url="http://127.0.0.1:1/gemini")
+    assert model == "gemini:gemini-2.5-flash@http://127.0.0.1:1/gemini" and embeddings == "hash" and "offline" in why
+
+
 def test_no_server_and_no_key_says_offline(corpus, capsys):
     assert cli.main(ask(corpus)) == 0
     err = capsys.readouterr().err
