@@ -168,8 +168,9 @@ class LLMReranker:
     def _counter(self) -> Any:
         from akasha.tokens import counter_for
 
-        spec = self.model_spec if isinstance(self.model_spec, str) else getattr(self._model, "name", None)
-        return counter_for(spec)
+        # the model object: a self-hosted OpenAI-compatible server counts through its /tokenize,
+        # a llama-cpp: model with its GGUF vocabulary (akasha.tokens.counter_for)
+        return counter_for(self.model)
 
     def _limits(self, n: int) -> tuple[int, int | None, int | None]:
         """``(prompt budget, context size or None, max_output_tokens to send)`` for ``n`` candidates."""

@@ -5,10 +5,10 @@
 encoding). The base class applies scripted faults first, records requests, and
 can cut a stream part way by closing the socket without the final chunk.
 
-Model calls (POST) are recorded in ``requests`` and take the scripted faults; GET
-requests (a client asking a server about itself, e.g. llama.cpp's ``/props`` for its
-context size) are recorded in ``probes`` only, so they neither count as model calls
-nor use up a fault scripted for one.
+Model calls are recorded in ``requests`` and take the scripted faults; a client asking
+the server about itself (any GET, e.g. llama.cpp's ``/props`` for its context size, and
+``POST /tokenize`` for token counts) is recorded in ``probes`` only, so it neither
+counts as a model call nor uses up a fault scripted for one.
 
 ``limit_output``: replies longer than the request's output limit (OpenAI
 ``max_tokens``/``max_completion_tokens``, Gemini ``maxOutputTokens``, Ollama
@@ -30,6 +30,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+
+#: POST paths that ask a server about itself rather than call the model (see the module docstring).
+PROBE_PATHS = frozenset({"/tokenize", "/detokenize", "/apply-template"})
 
 
 @dataclass
@@ -105,7 +109,7 @@ class ProviderApp:
         self.omit_stream_end = False  # finish the HTTP body cleanly but without the end marker
         self.error_event_after: int | None = None  # send N events, then an in-stream error event
         self.limit_output = False  # cut replies to the request's output limit (in words), finish reason "length"
-        self.probes: list[Request] = []  # GET requests (not model calls)
+        self.probes: list[Request] = []  # GET and /tokenize requests (not model calls)
         self._faults: deque[ScriptedFault] = deque()
         self._lock = threading.Lock()
 
@@ -167,9 +171,10 @@ class ProviderApp:
         return None
 
     def handle(self, request: Request) -> Reply | StreamReply:
+        probe = request.method == "GET" or request.path in PROBE_PATHS
         with self._lock:
-            (self.probes if request.method == "GET" else self.requests).append(request)
-        fault = self.take_fault(request) if request.method != "GET" else None
+            (self.probes if probe else self.requests).append(request)
+        fault = None if probe else self.take_fault(request)
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
