@@ -173,17 +173,20 @@ class Components:
             return self.models[key]
 
     def _answer_embedder(self, options: RAGOptions) -> Any:
-        """The packaged MiniLM for the extractive answerer (the index's when it is that model), or False without it."""
+        """The packaged MiniLM for the extractive answerer, or False when it is not installed (BM25 alone).
+
+        An embedder this instance already built for that folder (the index's, built before
+        the answer model is asked for) is reused; nothing else is built here except that
+        MiniLM (never the call's own embeddings: a hosted model would need its key).
+        """
         from akasha.embeddings.local import packaged_model_dir
         from akasha.llm.extractive import DEFAULT_EMBEDDINGS
 
         folder = packaged_model_dir()
         if folder is None:
-            return False  # BM25 alone, as the answerer does by itself without the package
-        index_embedder = self.embedder(options.embeddings, options.device)  # built already by the index
-        if getattr(index_embedder, "location", None) == str(folder) and hasattr(index_embedder, "embed_documents"):
-            return index_embedder
-        return self.embedder(DEFAULT_EMBEDDINGS, options.device)
+            return False  # as the answerer does by itself without the package
+        built = [e for e in self.embedders.values() if getattr(e, "location", None) == str(folder)]
+        return built[0] if built else self.embedder(DEFAULT_EMBEDDINGS, options.device)
 
     def reranker(self, spec: Any, reranker_model: Any, max_input_tokens: int | None = None,
                  device: str = "auto") -> Any:

@@ -204,8 +204,8 @@ def report(figures: dict, before: dict | None = None) -> bool:
     now = summary(figures)
     was = summary(before) if before else None
 
-    def then(key: str, fmt: str) -> str:
-        return "" if was is None or key not in was else format(was[key], fmt)
+    def then(key: str, fmt: str, unit: str = "") -> str:
+        return "" if was is None or key not in was else format(was[key], fmt) + unit
 
     print(f"load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in figures['load'])}; after: "
           f"{', '.join(f'{x:.2f}' for x in figures['load_after'])}"
@@ -213,20 +213,20 @@ def report(figures: dict, before: dict | None = None) -> bool:
     print("| figure | median wall | runs | ratio to `import numpy` | before | target | | CPU (user+sys) | CPU ratio "
           "| CPU ratio before |\n|---|---|---|---|---|---|---|---|---|---|")
     print(f"| `python -c \"import numpy\"` | {now['numpy s']:.3f} s | "
-          f"{', '.join(f'{t:.2f}' for t in times['numpy'])} | 1.0x | {then('numpy s', '.3f')} s | | | "
+          f"{', '.join(f'{t:.2f}' for t in times['numpy'])} | 1.0x | {then('numpy s', '.3f', ' s')} | | | "
           f"{now['numpy cpu']:.3f} s | 1.0x | |")
     met = now["import akasha ms"] <= IMPORT_TARGET_MS
     ok &= met
     print(f"| `import akasha` | {now['import akasha ms']:.0f} ms | "
-          f"{', '.join(f'{t:.0f}' for t in times['import akasha ms'])} | | {then('import akasha ms', '.0f')} ms "
+          f"{', '.join(f'{t:.0f}' for t in times['import akasha ms'])} | | {then('import akasha ms', '.0f', ' ms')} "
           f"| <= {IMPORT_TARGET_MS:.0f} ms | {'met' if met else 'MISSED'} | | | |")
     for name in ("re-ask", "first ask"):
         met = now[f"{name} x"] <= TARGETS[name]
         ok &= met
         print(f"| {name} (`akasha ask examples/docs ...`) | {now[f'{name} s']:.3f} s | "
-              f"{', '.join(f'{t:.2f}' for t in times[name])} | {now[f'{name} x']:.1f}x | {then(f'{name} x', '.1f')}x "
+              f"{', '.join(f'{t:.2f}' for t in times[name])} | {now[f'{name} x']:.1f}x | {then(f'{name} x', '.1f', 'x')} "
               f"| <= {TARGETS[name]:.0f}x | {'met' if met else 'MISSED'} | {now[f'{name} cpu']:.3f} s | "
-              f"{now[f'{name} cpu x']:.1f}x | {then(f'{name} cpu x', '.1f')}x |")
+              f"{now[f'{name} cpu x']:.1f}x | {then(f'{name} cpu x', '.1f', 'x')} |")
     t = figures.get("indexing")
     if t:
         print(f"\nindexing {t['akasha_chunks']} chunks ({t['akasha_embedded']} embedded), model load included; "
@@ -234,7 +234,7 @@ def report(figures: dict, before: dict | None = None) -> bool:
         print("| system | seconds | chunks/s | akasha's throughput ratio | before | target | | CPU s "
               "| CPU ratio | CPU ratio before |\n|---|---|---|---|---|---|---|---|---|---|")
         print(f"| akasha CorpusIndex.sync | {t['akasha_s']:.2f} | {now['akasha chunks/s']:.1f} | | "
-              f"{then('akasha s', '.2f')} s | | | {t['akasha_cpu']:.2f} | | |")
+              f"{then('akasha s', '.2f', ' s')} | | | {t['akasha_cpu']:.2f} | | |")
         for label, key, seconds, cpu in (
             ("sentence-transformers, import included", "st cold", t["st_import_s"] + t["st_load_encode_s"],
              t["st_import_cpu"] + t["st_load_encode_cpu"]),
@@ -244,8 +244,8 @@ def report(figures: dict, before: dict | None = None) -> bool:
             ratio = now[f"{key} x"]
             met = ratio >= THROUGHPUT_TARGET
             print(f"| {label} | {seconds:.2f} | {t['st_texts'] / seconds:.1f} | {ratio:.2f}x | "
-                  f"{then(f'{key} x', '.2f')}x | >= {THROUGHPUT_TARGET}x | {'met' if met else 'MISSED'} | "
-                  f"{cpu:.2f} | {now[f'{key} cpu x']:.2f}x | {then(f'{key} cpu x', '.2f')}x |")
+                  f"{then(f'{key} x', '.2f', 'x')} | >= {THROUGHPUT_TARGET}x | {'met' if met else 'MISSED'} | "
+                  f"{cpu:.2f} | {now[f'{key} cpu x']:.2f}x | {then(f'{key} cpu x', '.2f', 'x')} |")
     return ok
 
 

@@ -186,3 +186,23 @@ def test_jiebas_dictionary_is_cached_in_akashas_cache_folder(tmp_path):
     assert read.splitlines()[:2] == built.splitlines()
     assert read.splitlines()[2] == "True"  # the copy is jieba's own dictionary, word for word
     assert "北京大学" in built.splitlines()[0]
+
+
+def test_a_yaml_pipeline_answering_extractively_builds_no_hosted_embedder(tmp_path, packaged, monkeypatch):
+    """RAG.from_spec's default facade embeddings are a hosted model: the answerer must not build it."""
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    docs = _docs(tmp_path)
+    spec = tmp_path / "pipeline.rag.yaml"
+    spec.write_text("kind: RAGPipeline\nmetadata: {name: p}\nspec:\n  embeddings: {provider: hash}\n"
+                    "  vector_store: {backend: memory}\n", encoding="utf-8")
+    own = CountingEmbedder(str(packaged))
+    import akasha.embeddings as embeddings
+
+    real = embeddings.resolve_embedder
+    monkeypatch.setattr(embeddings, "resolve_embedder",
+                        lambda spec, **kw: own if spec == "hf:all-MiniLM-L6-v2" else real(spec, **kw))
+    rag = akasha.RAG.from_spec(spec, model="extractive", cache_dir=tmp_path / "cache")
+    assert "suction valve" in rag(docs, "Why did the seal fail on P-102?")
+    assert list(rag.components.embedders.values()) == [own]  # only the answerer's MiniLM was built
+    assert _answerer(rag).vectors.path == tmp_path / "cache" / VECTORS_FILE
