@@ -170,3 +170,17 @@ def test_parts_keep_an_unmerged_delta_and_deletions(corpus):
         target.add(["new"], ["w5 w5 w7 fresh words"])
         target._merge()
     assert_same(again.search("w5 w7", 10), index.search("w5 w7", 10))
+
+
+def test_stemming_matches_inflections_and_is_recorded_in_the_tokenizer_id():
+    texts = {"mod": "Installing modules on Windows", "cat": "The cat sat on the mat"}
+    plain, stemmed = BM25Index(tokenizer="bigram"), BM25Index(tokenizer="bigram", stem=True)
+    for index in (plain, stemmed):
+        index.add(list(texts), list(texts.values()))
+    assert plain.search("install module", 2) == []  # no token in common without stemming
+    assert stemmed.search("install module", 2)[0][0] == "mod"
+    assert stemmed.tokenizer_id == plain.tokenizer_id.replace("+", "+en-stem1+", 1)
+    assert stemmed.tokenizer_id.endswith("bigram")
+    again = BM25Index.from_parts(stemmed.to_parts())  # a saved stemmed index stems its queries too
+    assert again.tokenizer_id == stemmed.tokenizer_id and again.search("installed modules", 1)[0][0] == "mod"
+    assert BM25Index.from_json(stemmed.to_json()).search("module", 1)[0][0] == "mod"
