@@ -48,10 +48,11 @@ DEFAULT_TIMEOUT_PER_TEXT = 0.25
 #: Statuses that say "this request will never work here" although they are 5xx.
 _DETERMINISTIC_5XX = frozenset({501, 505})
 #: Messages that say the server or model lacks the operation, or that the input can never fit
-#: (llama.cpp: "input is too large to process. increase the physical batch size"); no retry changes that.
+#: (llama.cpp: "input (151 tokens) is too large to process. increase the physical batch size", an HTTP
+#: 500); no retry changes that.
 _UNSUPPORTED = re.compile(
     r"(does not|doesn't|do not|cannot|can't) support|not supported|unsupported|not implemented|not_supported"
-    r"|input is too large|too many tokens|exceeds? the (\w+ )?context|maximum context length"
+    r"|input (\(\d+ tokens\) )?is too large|too many tokens|exceeds? the (\w+ )?context|maximum context length"
     r"|context length exceeded",
     re.IGNORECASE,
 )
