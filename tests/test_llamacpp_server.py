@@ -195,12 +195,12 @@ def test_llm_reranker_ranks_twenty_candidates_inside_the_4k_context(llama, model
     docs.mkdir()
     for i in range(20):
         fact = "The capital of France is Paris. " if i == 13 else ""
-        (docs / f"record{i:02d}.txt").write_text(f"Record {i} about site {i}. {fact}" + FILLER * 4)
+        (docs / f"record{i:02d}.txt").write_text(f"Record {i} about site {i}. {fact}" + FILLER * 6)
     total = sum(llama.tokens(p.read_text()) for p in docs.iterdir())
     assert total > N_CTX  # one request could not hold the candidates
     ranker = Recording(chat)
     rag = akasha.RAG(model=chat, embeddings=embedder, cache_dir=tmp_path / "cache", reranker="llm",
-                     reranker_model=ranker, rerank_top_k=3, k=20, max_output_tokens=16)
+                     reranker_model=ranker, rerank_top_k=3, k=20, max_output_tokens=16, chunk_size=1500)
     caplog.set_level(logging.WARNING)
     try:
         answer = rag(docs, "What is the capital of France?")
