@@ -292,6 +292,7 @@ class ServerTokenCounter:
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
         self._failed = False
+        self._client: Any = None  # one httpx.Client (keep-alive) for all counts
 
     def __repr__(self) -> str:
         return f"ServerTokenCounter({self.url!r})"
@@ -313,7 +314,11 @@ class ServerTokenCounter:
         payload = {"content": text, "prompt": text, "model": self.model, "add_special": False,
                    "parse_special": False, "add_special_tokens": False}
         try:
-            response = httpx.post(self.url, json=payload, timeout=self.timeout, headers=self.headers)
+            with self._lock:
+                if self._client is None:
+                    self._client = httpx.Client(timeout=self.timeout, headers=self.headers)
+                client = self._client
+            response = client.post(self.url, json=payload)
             if response.status_code in (404, 405, 501):
                 logger.info("%s answered HTTP %d: the server has no tokenize endpoint; counting with %s",
                             self.url, response.status_code, getattr(self.fallback, "source", "tiktoken"))

@@ -188,9 +188,10 @@ def test_llm_reranker_ranks_twenty_candidates_inside_the_4k_context(llama, model
     request plus its reserved reply fits the server's 4,096 tokens (checked with the server's own
     template and tokenizer), and the result is a complete ordering or the spec's ValueError."""
     import akasha
+    from akasha.embeddings.hash import HashEmbedder
     from akasha.errors import OrderingError
 
-    chat, embedder = models
+    chat, _ = models  # embeddings through the server are the other test's; here they would cost a minute
     docs = tmp_path / "records"
     docs.mkdir()
     for i in range(20):
@@ -199,20 +200,23 @@ def test_llm_reranker_ranks_twenty_candidates_inside_the_4k_context(llama, model
     total = sum(llama.tokens(p.read_text()) for p in docs.iterdir())
     assert total > N_CTX  # one request could not hold the candidates
     ranker = Recording(chat)
-    rag = akasha.RAG(model=chat, embeddings=embedder, cache_dir=tmp_path / "cache", reranker="llm",
+    rag = akasha.RAG(model=chat, embeddings=HashEmbedder(), cache_dir=tmp_path / "cache", reranker="llm",
                      reranker_model=ranker, rerank_top_k=3, k=20, max_output_tokens=16, chunk_size=1500)
     caplog.set_level(logging.WARNING)
     try:
         answer = rag(docs, "What is the capital of France?")
     except ValueError as error:  # the spec: an invalid ordering from the model raises ValueError
         assert isinstance(error, OrderingError) and "window" in str(error)
+        assert f"(window {len(ranker.calls)})" in str(error)  # the window that failed is named
     else:
         assert answer.strip()
         rerank = entry(rag, "rerank")
         assert rerank["in"] == 20 and rerank["out"] == 3 and len(rag.docs) <= 3
-    assert len(ranker.calls) >= 2  # ranked in windows
+        assert len(ranker.calls) >= 2  # every window ranked, merged into one ordering
+    assert ranker.calls
     for messages, options in ranker.calls:
-        assert options.json_schema is not None  # the reply is grammar-constrained
+        window = options.json_schema["properties"]["order"]["maxItems"]  # grammar-constrained reply
+        assert 2 <= window < 20  # a window, not all twenty at once
         assert llama.prompt_tokens(messages) + options.max_output_tokens <= N_CTX
     # no reranker reply was cut by its output limit or by the context
     assert not [r for r in caplog.records if "output limit" in r.getMessage() and "smollm2" in r.getMessage()
