@@ -68,7 +68,7 @@ REDUNDANT_OVERLAP = 0.6
 DEFAULT_EMBEDDINGS = "hf:all-MiniLM-L6-v2"
 #: Sentence vectors kept in memory per answerer, and on disk per cache folder (oldest dropped first).
 _CACHE_LIMIT = 20_000
-DISK_LIMIT = 500_000
+DISK_LIMIT = 100_000  # about 160 MB of MiniLM vectors: the sentences of ~2,500 distinct questions
 #: File of the on-disk sentence vectors inside a cache folder.
 VECTORS_FILE = "answer-vectors.sqlite3"
 _default_lock = threading.Lock()
