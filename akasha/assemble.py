@@ -211,10 +211,14 @@ class Components:
             return self.rerankers[key]
 
     def close(self) -> None:
-        """Close every index built here and forget it (the next call builds it again); failures are logged."""
+        """Close every index built here and forget it (the next call builds it again); failures are logged.
+
+        The extractive answerers' sentence-vector files are closed too (reopened on their next use).
+        """
         with self._lock:
             indexes, self.indexes = list(self.indexes.values()), {}
-        for index in indexes:
+            answerers = [m for key, m in self.models.items() if isinstance(key, tuple) and key[:1] == ("extractive",)]
+        for index in [*indexes, *answerers]:
             closer = getattr(index, "close", None)
             if closer is None:
                 continue

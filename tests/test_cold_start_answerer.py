@@ -206,3 +206,14 @@ def test_a_yaml_pipeline_answering_extractively_builds_no_hosted_embedder(tmp_pa
     assert "suction valve" in rag(docs, "Why did the seal fail on P-102?")
     assert list(rag.components.embedders.values()) == [own]  # only the answerer's MiniLM was built
     assert _answerer(rag).vectors.path == tmp_path / "cache" / VECTORS_FILE
+
+
+def test_closing_the_rag_closes_the_vector_file_and_a_later_call_reopens_it(tmp_path, packaged):
+    docs = _docs(tmp_path)
+    rag = akasha.RAG(model="extractive", embeddings=CountingEmbedder(str(packaged)), cache_dir=tmp_path / "cache")
+    first = rag(docs, "Why did the seal fail on P-102?")
+    answerer = _answerer(rag)
+    assert answerer.vectors._connection is not None
+    rag.close()
+    assert answerer.vectors._connection is None
+    assert rag(docs, "Why did the seal fail on P-102?") == first
