@@ -282,12 +282,16 @@ class ServerTokenCounter:
     """
 
     def __init__(self, url: str, model: str, fallback: Any, *, timeout: float = 10.0,
-                 headers: dict[str, str] | None = None, cache_size: int = 4096) -> None:
+                 headers: dict[str, str] | None = None, cache_size: int = 4096,
+                 secrets: tuple[str, ...] = ()) -> None:
         self.url = url
         self.model = model
         self.fallback = fallback
         self.timeout = timeout
         self.headers = dict(headers or {})
+        # keys never reach a log line: the ones given, and any sent in a header (a server may echo them)
+        self._secrets = tuple(secrets) + tuple(
+            v.split(" ", 1)[-1] for v in self.headers.values() if isinstance(v, str))
         self.cache_size = cache_size
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
@@ -334,8 +338,10 @@ class ServerTokenCounter:
             raise ValueError(f"no 'tokens' or 'count' in the reply: {str(data)[:200]}")
         except (httpx.HTTPError, ValueError) as exc:
             if not self._failed:
+                from akasha.providers.secrets import redact
+
                 logger.warning("token counting through %s failed (%s); counting with %s from now on",
-                               self.url, exc, getattr(self.fallback, "source", "tiktoken"))
+                               self.url, redact(exc, self._secrets), getattr(self.fallback, "source", "tiktoken"))
             self._failed = True
             return None
 

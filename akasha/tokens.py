@@ -104,8 +104,15 @@ def encoding_name_for(model: object) -> str:
     if not isinstance(model, str):
         return "cl100k_base"
     name = model.partition(":")[2] if ":" in model else model
-    name = name.strip().lower().rsplit("/", 1)[-1]
-    return "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
+    return "o200k_base" if _bare_name(name).startswith(_O200K_PREFIXES) else "cl100k_base"
+
+
+def _bare_name(name: str) -> str:
+    """A model name without a served address (``gpt-4o@http://host/v1``) or an organisation prefix."""
+    name = name.strip().lower()
+    for marker in ("@http://", "@https://"):
+        name = name.split(marker, 1)[0]
+    return name.rsplit("/", 1)[-1]
 
 
 def encoding_file(name: str) -> Path | None:
@@ -261,8 +268,7 @@ def fallback_counter(model: object = None) -> TokenCounter:
 
 def is_openai_model_name(name: str) -> bool:
     """True for OpenAI's own model names (``gpt-4o-mini``, ``o3``...), which tiktoken counts exactly."""
-    name = name.strip().lower().rsplit("/", 1)[-1]
-    return name.startswith(_OPENAI_FAMILIES)
+    return _bare_name(name).startswith(_OPENAI_FAMILIES)
 
 
 def counter_for(model: object) -> Any:

@@ -103,7 +103,8 @@ class OpenAIChat(RemoteProvider):
                                  else fallback_counter(self.name))
             else:
                 self._counter = ServerTokenCounter(f"{root}/tokenize", self.model, fallback_counter(self.name),
-                                                   headers=self.connection.server_headers())
+                                                   headers=self.connection.server_headers(),
+                                                   secrets=self.connection.secrets())
         return self._counter
 
     def _params(self, messages: list[Message], options: GenerationOptions | None, stream: bool) -> dict[str, Any]:
