@@ -217,3 +217,19 @@ def test_closing_the_rag_closes_the_vector_file_and_a_later_call_reopens_it(tmp_
     rag.close()
     assert answerer.vectors._connection is None
     assert rag(docs, "Why did the seal fail on P-102?") == first
+
+
+def test_an_offline_re_ask_never_imports_tiktoken(tmp_path):
+    """The extractive answerer counts prompt tokens by the character estimate: no tokenizer is built."""
+    _docs(tmp_path)
+    out = _run(f"""
+        import sys
+        import akasha
+        rag = akasha.RAG(model="extractive", embeddings="hash", cache_dir={str(tmp_path / "cache")!r})
+        print("suction valve" in rag({str(tmp_path / "docs")!r}, "Why did the seal fail on P-102?"))
+        print(rag.prompt_tokens > 0, "tiktoken" in sys.modules)
+        from akasha.llm.extractive import ExtractiveAnswerer
+        from akasha.tokens import counter_for
+        print(counter_for(ExtractiveAnswerer(embedder=False)).source, counter_for("extractive:2").source)
+    """, _env(tmp_path))
+    assert out.splitlines() == ["True", "True False", "estimate estimate"]

@@ -468,6 +468,12 @@ class ExtractiveAnswerer:
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
         return self.answer(messages)
 
+    def token_counter(self) -> Any:
+        """Prompt token counts for packing: estimated from characters (this answerer has no tokenizer)."""
+        from akasha.tokens import ESTIMATE, TokenCounter
+
+        return TokenCounter(ESTIMATE)
+
     def close(self) -> None:
         """Close the sentence vector file (vectors kept in memory stay)."""
         self.vectors.close()
