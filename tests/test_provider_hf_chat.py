@@ -107,3 +107,71 @@ def test_unknown_model_offline_raises_config_error_naming_it(tmp_path):
 
 def test_plain_transcript_fallback():
     assert plain_transcript(MESSAGES) == "System: be brief\nUser: hello cat\nAssistant:"
+
+
+# ------------------------------------------------- context size and cut answers (issue 17 item 3)
+def _eos_id(folder) -> int:
+    return TransformersChat(str(folder))._load()[1].eos_token_id
+
+
+def test_context_window_comes_from_the_folder_config_without_loading(tiny_model_dir):
+    model = TransformersChat(str(tiny_model_dir))
+    assert model.context_window == 64  # GPT2Config(n_positions=64)
+    assert model._model is None  # read from config.json, nothing loaded
+    model.generate(MESSAGES, GenerationOptions(max_output_tokens=2))
+    assert model.context_window == 64  # and from the loaded model's config
+
+
+def test_a_hub_name_not_yet_loaded_has_no_known_context():
+    assert TransformersChat("no-such-org/no-such-model-akasha-test").context_window is None
+
+
+@pytest.mark.parametrize("mode", ["plain", "stream"])
+def test_an_answer_cut_at_max_output_tokens_is_reported(tiny_model_dir, mode, caplog):
+    from akasha.llm.base import GenerationReport
+
+    specials = list(range(6))  # <pad> <unk> <eos> <system> <user> <assistant>: only words, never the end
+    assert _eos_id(tiny_model_dir) in specials
+    model = TransformersChat(str(tiny_model_dir), generation_kwargs={"suppress_tokens": specials})
+    options = GenerationOptions(max_output_tokens=3, report=GenerationReport())
+    caplog.set_level("WARNING")
+    text = model.generate(MESSAGES, options) if mode == "plain" else "".join(model.stream(MESSAGES, options))
+    assert len(text.split()) == 3
+    assert (options.report.finish_reason, options.report.truncated) == ("length", True)
+    assert any("output limit" in r.getMessage() and "max_output_tokens=3" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("mode", ["plain", "stream"])
+def test_an_answer_that_ends_itself_is_not_reported_as_cut(tiny_model_dir, mode, caplog):
+    from akasha.llm.base import GenerationReport
+
+    eos = _eos_id(tiny_model_dir)
+    everything_else = [i for i in range(len(WORDS) + 6) if i != eos]
+    model = TransformersChat(str(tiny_model_dir), generation_kwargs={"suppress_tokens": everything_else})
+    options = GenerationOptions(max_output_tokens=5, report=GenerationReport())
+    caplog.set_level("WARNING")
+    if mode == "plain":
+        model.generate(MESSAGES, options)
+    else:
+        list(model.stream(MESSAGES, options))
+    assert (options.report.finish_reason, options.report.truncated) == ("stop", False)
+    assert not [r for r in caplog.records if "output limit" in r.getMessage()]
+
+
+def test_rag_reserves_the_reply_inside_the_models_context(tiny_model_dir, tmp_path):
+    """The 64-token model cannot hold akasha's system prompt plus an 8-token reply: the call says so before
+    generating (instead of overflowing the context), and the trace shows the budget it computed."""
+    import akasha
+    from akasha.errors import BudgetError
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cat.txt").write_text("the cat sat on a mat. " * 40, encoding="utf-8")
+    rag = akasha.RAG(model=f"hf:{tiny_model_dir}", embeddings="hash", max_output_tokens=8, max_input_tokens=3000,
+                     cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(BudgetError) as info:
+        rag(str(docs), "where did the cat sit?")
+    assert "64-token context" in str(info.value) and "max_output_tokens=8" in str(info.value)
+    pack = next(entry for entry in rag.trace if entry["stage"] == "pack")
+    assert (pack["context"], pack["budget"]) == (64, 64 - 8 - 16)
+    assert not [entry for entry in rag.trace if entry["stage"] == "generate"]

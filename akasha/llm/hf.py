@@ -13,6 +13,7 @@ error in that thread ends the stream with StreamInterruptedError (never a hang).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -21,11 +22,13 @@ from typing import Any
 
 from akasha.device import resolve_device, validate_device
 from akasha.errors import ConfigError, MissingExtraError, StreamInterruptedError
-from akasha.llm.base import GenerationOptions, Message
+from akasha.llm.base import GenerationOptions, Message, note_finish
 
 logger = logging.getLogger(__name__)
 
 _DONE = object()
+#: Config keys that hold a transformers model's context size, in the order they are trusted.
+_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 
 
 def plain_transcript(messages: list[Message]) -> str:
@@ -76,6 +79,26 @@ class TransformersChat:
 
     def __repr__(self) -> str:
         return f"TransformersChat(name={self.name!r}, device={self.device!r})"
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context in tokens (``max_position_embeddings`` or the like in its config), when it can be
+        read without a download: from the loaded model, or from a local folder's ``config.json``; else None.
+
+        The prompt budget reserves ``max_output_tokens`` inside it (:mod:`akasha.packing`).
+        """
+        if self._model is not None:
+            config = getattr(self._model, "config", None)
+            values = {key: getattr(config, key, None) for key in _CONTEXT_KEYS}
+        elif self.local:
+            values = _folder_config(Path(self.location))
+        else:
+            return None
+        for key in _CONTEXT_KEYS:
+            value = values.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:
@@ -139,15 +162,29 @@ class TransformersChat:
         kwargs.update(self.generation_kwargs)
         return kwargs
 
+    def _finish_reason(self, new_tokens: Any, limit: int) -> str:
+        """``"length"`` when generation stopped at ``limit`` new tokens without an end-of-sequence token,
+        else ``"stop"`` (transformers reports no finish reason of its own)."""
+        model, tokenizer = self._load()
+        ends = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        ends = set(ends if isinstance(ends, (list, tuple)) else [ends]) | {tokenizer.eos_token_id}
+        ids = [int(token) for token in new_tokens]
+        if len(ids) >= limit and not (ids and ids[-1] in ends):
+            return "length"
+        return "stop"
+
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         import torch
 
         model, tokenizer = self._load()
         inputs = self._inputs(messages)
+        kwargs = self._generate_kwargs(options)
         with torch.no_grad():
-            output = model.generate(**inputs, **self._generate_kwargs(options))
+            output = model.generate(**inputs, **kwargs)
         prompt_length = inputs["input_ids"].shape[1]
-        return tokenizer.decode(output[0, prompt_length:], skip_special_tokens=True)
+        new_tokens = output[0, prompt_length:]
+        note_finish(self.name, options, self._finish_reason(new_tokens, kwargs["max_new_tokens"]))
+        return tokenizer.decode(new_tokens, skip_special_tokens=True)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         import torch
@@ -159,11 +196,14 @@ class TransformersChat:
             tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=self.stream_timeout
         )
         failure: list[BaseException] = []
+        finished: list[str] = []
+        kwargs = self._generate_kwargs(options)
 
         def run() -> None:
             try:
                 with torch.no_grad():
-                    model.generate(**inputs, **self._generate_kwargs(options), streamer=streamer)
+                    output = model.generate(**inputs, **kwargs, streamer=streamer)
+                finished.append(self._finish_reason(output[0, inputs["input_ids"].shape[1]:], kwargs["max_new_tokens"]))
             except BaseException as exc:  # reported to the consumer below
                 failure.append(exc)
                 streamer.end()
@@ -182,6 +222,8 @@ class TransformersChat:
         if failure:
             exc = failure[0]
             raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+        if finished:
+            note_finish(self.name, options, finished[0])
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         return await asyncio.to_thread(self.generate, messages, options)
@@ -193,6 +235,18 @@ class TransformersChat:
             if piece is _DONE:
                 return
             yield piece  # type: ignore[misc]
+
+
+def _folder_config(folder: Path) -> dict[str, Any]:
+    """A local model folder's ``config.json`` (its text config for multimodal models), or {} when unreadable."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    text_config = config.get("text_config")
+    return {**config, **text_config} if isinstance(text_config, dict) else config
 
 
 __all__ = ["TransformersChat", "plain_transcript"]
