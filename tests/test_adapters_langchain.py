@@ -16,23 +16,8 @@ from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough  # noqa: E402
 
-import akasha  # noqa: E402
+from adapter_fixtures import docs, rag  # noqa: E402, F401
 from akasha.errors import ConfigError  # noqa: E402
-
-
-@pytest.fixture
-def docs(tmp_path) -> Path:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "paris.txt").write_text("Paris is the capital of France. The Seine flows through Paris.", encoding="utf-8")
-    (folder / "tokyo.txt").write_text("Tokyo is the capital of Japan. It is a very large city.", encoding="utf-8")
-    (folder / "bread.txt").write_text("Sourdough bread needs flour, water, salt and a starter.", encoding="utf-8")
-    return folder
-
-
-@pytest.fixture
-def rag():
-    return akasha.RAG(model="extractive", embeddings="hash", cache_dir=":memory:")
 
 
 def test_retriever_returns_documents_with_source_page_and_scores(rag, docs):

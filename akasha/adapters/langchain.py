@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from akasha.adapters.metadata import hit_metadata
 from akasha.errors import MissingExtraError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -41,16 +42,7 @@ def _import_langchain() -> tuple[Any, Any]:
 def hit_to_document(hit: Hit) -> Any:
     """One akasha hit as a LangChain ``Document`` (see the module docstring for the metadata)."""
     _, document = _import_langchain()
-    metadata = dict(hit.chunk.metadata)
-    metadata.update(
-        id=hit.chunk.id,
-        score=float(hit.score),
-        scores={name: float(value) for name, value in hit.details.items()},
-        retriever=hit.source,
-    )
-    metadata.setdefault("source", hit.chunk.doc_id)
-    metadata.setdefault("page", None)
-    return document(page_content=hit.chunk.text, metadata=metadata, id=hit.chunk.id)
+    return document(page_content=hit.chunk.text, metadata=hit_metadata(hit, id=hit.chunk.id), id=hit.chunk.id)
 
 
 _RETRIEVER_CLASS: Any = None

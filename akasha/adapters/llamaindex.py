@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from akasha.adapters.metadata import hit_metadata
 from akasha.errors import MissingExtraError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -50,14 +51,7 @@ def _import_llamaindex() -> tuple[Any, Any, Any]:
 def hit_to_node(hit: Hit) -> Any:
     """One akasha hit as a LlamaIndex ``NodeWithScore`` (see the module docstring for the metadata)."""
     _, node_with_score, text_node = _import_llamaindex()
-    metadata = dict(hit.chunk.metadata)
-    metadata.update(
-        score=float(hit.score),
-        scores={name: float(value) for name, value in hit.details.items()},
-        retriever=hit.source,
-    )
-    metadata.setdefault("source", hit.chunk.doc_id)
-    metadata.setdefault("page", None)
+    metadata = hit_metadata(hit)
     hidden = [key for key in HIDDEN_KEYS if key in metadata]
     node = text_node(
         id_=hit.chunk.id,
