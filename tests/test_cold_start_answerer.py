@@ -1,5 +1,6 @@
 """Cold start (issue 16): the extractive answerer shares the index's MiniLM, keeps sentence vectors on disk,
-so a re-ask in a new process embeds only the question; jieba loads only for CJK text, from akasha's cache."""
+so a re-ask in a new process embeds only the question; jieba loads only for CJK text
+(its dictionary: tests/test_tokenize_jieba_words.py)."""
 
 from __future__ import annotations
 
@@ -164,28 +165,6 @@ def test_ascii_text_never_imports_jieba(tmp_path):
     tokens, imported = out.splitlines()
     assert tokens == "['pump', 'p', '102', 'the', 'seal', 'failed', 'cafe']"
     assert imported == "False"
-
-
-def test_jiebas_dictionary_is_cached_in_akashas_cache_folder(tmp_path):
-    pytest.importorskip("jieba")
-    code = """
-        import jieba
-        from akasha.retrieval.tokenize import tokenize
-        print(tokenize("北京大学的泵维护手册", use_jieba=True))
-        print(len(jieba.dt.FREQ), jieba.dt.total)
-    """
-    env = _env(tmp_path)
-    built = _run(code, env)
-    files = list((tmp_path / "cache" / "jieba").glob("prefix-*.bin"))
-    assert len(files) == 1
-    assert list((tmp_path / "tmp").iterdir()) == []  # nothing in the temp folder (jieba's own cache goes there)
-    read = _run(code + """
-        words, total = jieba.dt.gen_pfdict(open(jieba.__file__.replace("__init__.py", "dict.txt"), "rb"))
-        print(words == jieba.dt.FREQ and total == jieba.dt.total)
-    """, env)
-    assert read.splitlines()[:2] == built.splitlines()
-    assert read.splitlines()[2] == "True"  # the copy is jieba's own dictionary, word for word
-    assert "北京大学" in built.splitlines()[0]
 
 
 def test_a_yaml_pipeline_answering_extractively_builds_no_hosted_embedder(tmp_path, packaged, monkeypatch):

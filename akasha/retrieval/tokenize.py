@@ -26,128 +26,102 @@ _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
 
 
 @functools.lru_cache(maxsize=1)
-def _jieba():
-    """jieba with its prefix dictionary loaded (from akasha's cache when possible), or None when not installed.
+def _jieba() -> tuple[Any, Callable[[str], None]] | None:
+    """``(tokenizer, prepare)`` for jieba, or None when it is not installed.
 
+    ``prepare(text)`` must be called before ``tokenizer`` cuts ``text`` (see :class:`_JiebaWords`).
     Imported on the first Chinese or Japanese text only: ASCII text never imports it.
+    When the program already set up jieba's default tokenizer (used it, or gave it its own
+    dictionary with ``jieba.set_dictionary``), that one is used, as it is; otherwise akasha
+    cuts with a tokenizer of its own over jieba's dictionary, so jieba's default tokenizer
+    is left for the program and jieba never writes its cache into the temp folder.
     """
     try:
         import jieba  # type: ignore[import-not-found]
     except ImportError:
         return None
     import logging
+    import os
 
     jieba.setLogLevel(logging.WARNING)
-    _load_prefix_dict(jieba)
-    return jieba
-
-
-#: Layout of akasha's copy of jieba's prefix dictionary (see :func:`_load_prefix_dict`).
-_PREFIX_MAGIC = b"akasha-jieba-prefix-1\n"
-
-
-def _prefix_dict(data: bytes) -> tuple[dict[str, int], int]:
-    """jieba's prefix dictionary of a ``dict.txt`` (``word count tag`` per line), as ``Tokenizer.gen_pfdict`` builds it.
-
-    Every word with its count, every prefix of a word that is not itself a word with 0,
-    and the sum of the counts; the same dictionary in about three quarters of the time
-    (one ``split`` of the whole file instead of a decode and split per line). Raises
-    ValueError when a line does not have exactly three fields.
-    """
-    text = data.decode("utf-8")
-    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    fields = text.split()
-    if len(fields) != 3 * lines:
-        raise ValueError("not three fields per line")
-    words = fields[0::3]
-    counts = [int(n) for n in fields[1::3]]
-    freq = dict(zip(words, counts))
-    prefixes = {word[:end] for word in words for end in range(1, len(word))}
-    prefixes.difference_update(freq)
-    freq.update(dict.fromkeys(prefixes, 0))
-    return freq, sum(counts)
-
-
-def _load_prefix_dict(jieba: Any) -> None:
-    """Give jieba's default tokenizer its prefix dictionary from akasha's cache folder.
-
-    jieba builds a dictionary of ~500,000 words and word prefixes from its ``dict.txt``
-    (about 1.5 s on a small machine) and caches it as a ``marshal`` file in the system's
-    temp folder, which is barely faster to read (the same ~1.3 s: marshal decodes every
-    string and int one by one). akasha keeps its own copy instead, in
-    ``<cache folder>/jieba/`` (:func:`~akasha.index.paths.default_cache_dir`; built by
-    :func:`_prefix_dict` the first time, about 0.7 s), as one
-    newline-joined UTF-8 string plus an int32 array of the counts, which reads in about
-    0.2 s, and never writes to the temp folder. The copy is keyed by jieba's version and
-    its dictionary file's size and modification time. A tokenizer that already has a
-    dictionary, or was given a custom one (``jieba.set_dictionary``), is left alone. When
-    the cache folder is not writable the dictionary is built in memory (nothing written).
-    """
-    import array
-    import os
-    import struct
-    import sys
-
-    tokenizer = getattr(jieba, "dt", None)
-    if tokenizer is None or tokenizer.initialized or getattr(tokenizer, "dictionary", None) is not None:
-        return
-    with tokenizer.lock:
-        if tokenizer.initialized:
-            return
-        source = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
-        try:
-            stat = os.stat(source)
-        except OSError:
-            return  # an unusual jieba build: it finds its dictionary itself
-        from akasha.fs import atomic_write
-        from akasha.index.paths import default_cache_dir
-
-        key = f"{getattr(jieba, '__version__', 'x')}-{stat.st_size}-{stat.st_mtime_ns}"
-        path = default_cache_dir() / "jieba" / f"prefix-{key}.bin"
-        try:
-            data = path.read_bytes()
-            if not data.startswith(_PREFIX_MAGIC):
-                raise ValueError("not an akasha jieba prefix file")
-            at = len(_PREFIX_MAGIC)
-            count, total, words_size = struct.unpack_from("<QQQ", data, at)
-            at += 24
-            counts = array.array("i")
-            counts.frombytes(data[at : at + 4 * count])
-            if sys.byteorder != "little":
-                counts.byteswap()
-            at += 4 * count
-            words = data[at : at + words_size].decode("utf-8").split("\n")
-            if len(words) != count or len(counts) != count:
-                raise ValueError("truncated akasha jieba prefix file")
-            tokenizer.FREQ, tokenizer.total = dict(zip(words, counts.tolist())), total
-            tokenizer.initialized = True
-            return
-        except (OSError, ValueError, struct.error, UnicodeDecodeError):
-            pass  # absent or unreadable: build it below
-        try:
-            with open(source, "rb") as handle:
-                freq, total = _prefix_dict(handle.read())
-        except ValueError:  # not the "word count tag" layout this reader expects: jieba's own reader
-            with open(source, "rb") as handle:
-                freq, total = tokenizer.gen_pfdict(handle)
-        tokenizer.FREQ, tokenizer.total = freq, total
+    default = getattr(jieba, "dt", None)
+    if default is None or default.initialized or getattr(default, "dictionary", None) is not None:
+        return jieba, _nothing_to_prepare
+    source = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
+    tokenizer = jieba.Tokenizer()
+    try:
+        with open(source, "rb") as handle:
+            data = handle.read()
+    except OSError:  # an unusual jieba build: it finds its dictionary itself
+        return jieba, _nothing_to_prepare
+    try:
+        words = _JiebaWords(data)
+    except ValueError:  # not the "word count tag" layout this reader expects: jieba's own reader
+        with open(source, "rb") as handle:
+            tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(handle)
         tokenizer.initialized = True
-        counts = array.array("i", freq.values())
-        if sys.byteorder != "little":
-            counts.byteswap()
-        words_bytes = "\n".join(freq).encode("utf-8")
+        return tokenizer, _nothing_to_prepare
+    tokenizer.FREQ, tokenizer.total = words.freq, words.total
+    tokenizer.initialized = True
+    return tokenizer, words.cover
 
-        def write(handle: Any) -> None:
-            handle.write(_PREFIX_MAGIC + struct.pack("<QQQ", len(freq), total, len(words_bytes)))
-            handle.write(counts.tobytes())
-            handle.write(words_bytes)
 
-        try:
-            atomic_write(path, write)
-        except OSError as exc:  # a read-only cache folder: the next process builds it again
-            import logging
+def _nothing_to_prepare(text: str) -> None:
+    """``prepare`` of a jieba tokenizer whose prefix dictionary is complete."""
 
-            logging.getLogger(__name__).debug("could not keep jieba's prefix dictionary in %s: %s", path, exc)
+
+class _JiebaWords:
+    """jieba's prefix dictionary, filled in one first character at a time.
+
+    jieba cuts text with a dictionary of every word of its ``dict.txt`` (``word count tag``
+    per line, about 350,000) with its count, plus every prefix of a word that is not itself a
+    word with count 0 (about 500,000 entries): about a second of pure Python to build on a
+    small machine, most of a first run's tokenizing. jieba only ever looks up pieces of the
+    text it cuts, so an entry is needed only once its first character occurs in some text.
+    The words are kept sorted (those starting with one character are a contiguous range) and
+    :meth:`cover` adds a character's words and prefixes to :attr:`freq` before a text that
+    has it is cut: for every key jieba looks up, :attr:`freq` holds what jieba's own
+    ``gen_pfdict`` would (a plain dict, so lookups cost what they always did), for about a
+    fifth of the time on a first text. Raises ValueError when ``data`` is not that layout.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        import threading
+
+        text = data.decode("utf-8")
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        fields = text.split()
+        if len(fields) != 3 * lines:
+            raise ValueError("not three fields per line")
+        words, counts = fields[0::3], fields[1::3]
+        self.total = sum(map(int, counts))
+        # A stable sort: of a word listed twice, the later line comes later and wins, as in jieba.
+        order = sorted(range(len(words)), key=words.__getitem__)
+        self._words = [words[i] for i in order]
+        self._counts = [counts[i] for i in order]
+        self.freq: dict[str, int] = {}
+        self._covered: set[str] = set()
+        self._lock = threading.Lock()
+
+    def cover(self, text: str) -> None:
+        """Put the words starting with each character of ``text`` (and their prefixes) into :attr:`freq`."""
+        if self._covered.issuperset(text):
+            return
+        from bisect import bisect_left
+
+        with self._lock:
+            for char in set(text).difference(self._covered):
+                # The words starting with ``char`` sort from ``char`` up to (not including) the next code point.
+                first = bisect_left(self._words, char)
+                last = bisect_left(self._words, chr(ord(char) + 1), first) if ord(char) < 0x10FFFF \
+                    else len(self._words)
+                words = self._words[first:last]
+                freq = self.freq
+                freq.update(zip(words, map(int, self._counts[first:last])))
+                for word in words:
+                    for end in range(1, len(word)):
+                        freq.setdefault(word[:end], 0)
+                self._covered.add(char)
 
 
 def _fold(text: str) -> str:
@@ -161,9 +135,11 @@ def _fold(text: str) -> str:
 
 def _cjk_tokens(run: str, use_jieba: bool) -> list[str]:
     if use_jieba:
-        jieba = _jieba()
-        if jieba is not None:
-            words = [t for t in jieba.lcut_for_search(run) if t.strip()]
+        segmenter = _jieba()
+        if segmenter is not None:
+            tokenizer, prepare = segmenter
+            prepare(run)
+            words = [t for t in tokenizer.lcut_for_search(run) if t.strip()]
             # jieba's dictionary is simplified Chinese; on traditional text it can cut
             # words apart (潤滑 -> 小時潤 / 滑軸承). Character pairs alongside the words
             # keep every exact substring of two or more characters matchable.
