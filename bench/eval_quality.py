@@ -124,29 +124,159 @@ def check_rules(table) -> list[str]:
     return lines
 
 
+def _set_paths(name: str) -> tuple[Path, Path, Path]:
+    """(corpus folder, questions file, vector cache folder) of a set, building the set on first use."""
+    root = DATA / name
+    if not (root / "questions.jsonl").exists():
+        log.info("building %s: %s", name, SETS[name](root))
+    return root / "corpus", root / "questions.jsonl", DATA / "eval-cache" / name
+
+
+def answer_prompts(name: str, args: argparse.Namespace) -> list[dict]:
+    """The packed prompt of every answerable question of a set, as ``RAG(model="extractive")`` sends it (``auto``).
+
+    Kept in ``bench/.data/eval-cache/<set>/answer-prompts.json`` (``--refresh-prompts`` rebuilds it), so an
+    answerer study scores every variant on the same prompts without indexing or retrieving again; each
+    entry holds the question, the reference answer, the messages, and the hits' file names and
+    ``Sources:`` line (what the pipeline appends to a reply that names no file).
+    """
+    folder, questions_file, cache = _set_paths(name)
+    path = cache / "answer-prompts.json"
+    if path.exists() and not args.refresh_prompts:
+        return json.loads(path.read_text(encoding="utf-8"))
+    from akasha.assemble import Components, from_options
+    from akasha.evaluation.relevance import load_questions
+    from akasha.options import RAGOptions
+    from akasha.prompts import sources_line
+
+    start = time.perf_counter()
+    options = RAGOptions(model="extractive", embeddings=args.embeddings, chunk_size=1000, cache_dir=cache,
+                         search_type="auto")
+    pipeline = from_options(options, Components())
+    pipeline.sync(folder)
+    prompts = []
+    for q in load_questions(questions_file):
+        if not q.answer:
+            continue
+        prepared = pipeline.prepare(q.question)
+        prompts.append({"question": q.question, "answer": q.answer, "messages": prepared.messages,
+                        "files": [Path(str(h.path)).name.lower() for h in prepared.docs if h.path],
+                        "sources": sources_line(prepared.docs)})
+    pipeline.close()
+    path.write_text(json.dumps(prompts, ensure_ascii=False), encoding="utf-8")
+    log.info("%s: %d prompts packed in %.1f s", name, len(prompts), time.perf_counter() - start)
+    return prompts
+
+
+def _answer_variants() -> dict:
+    """name -> ExtractiveSettings of the answerer variants ``--answer-study`` scores (the first is the default)."""
+    from functools import partial
+
+    from akasha.llm.extractive import ExtractiveSettings as S
+
+    # B: the kept combination; each "B..." row changes one knob of it
+    B = partial(S, sentences=8, answer_budget=620, merge_runs=True, extend_best=True, markup=True, follow_colon=True,
+                code_penalty=0.5)
+    return {
+        "default": S(),
+        "markup": S(markup=True),
+        "markup colon": S(markup=True, follow_colon=True),
+        "markup colon code 0.5": S(markup=True, follow_colon=True, code_penalty=0.5),
+        "merge": S(merge_runs=True),
+        "R580": S(sentences=8, answer_budget=580),
+        "R580 merge": S(sentences=8, answer_budget=580, merge_runs=True),
+        "R580 merge extend": S(sentences=8, answer_budget=580, merge_runs=True, extend_best=True),
+        "B580": B(answer_budget=580),
+        "B620": B(),
+        "B640": B(answer_budget=640),
+        "B620 keep 0.4": B(keep_fraction=0.4),
+        "B620 keep 0.6": B(keep_fraction=0.6),
+        "B620 prior 0.2": B(weights=(0.5, 0.3, 0.2)),
+        "B620 lexical 0.4": B(weights=(0.5, 0.4, 0.1)),
+        "B620 window 100": B(min_quote_chars=100),
+        "B620 window 60": B(min_quote_chars=60),
+        "B620 no extend": B(extend_best=False),
+        "B620 4 sentences": B(sentences=4),
+        "B620 neighbour 0.1": B(neighbour_bonus=0.1),
+        "B620 prior 0.15": B(weights=(0.55, 0.3, 0.15)),
+        "B620 prior 0.2 neighbour 0.1": B(weights=(0.5, 0.3, 0.2), neighbour_bonus=0.1),
+        "B600 prior 0.2": B(weights=(0.5, 0.3, 0.2), answer_budget=600),
+        "B620 fragments": B(join_fragments=True),
+        "B620 fragments yes/no 0.1": B(join_fragments=True, yes_no_bonus=0.1),
+        "B620 fragments yes/no 0.2": B(join_fragments=True, yes_no_bonus=0.2),
+        "B620 embed 60": B(embed_candidates=60),
+    }
+
+
+def answer_study(name: str, args: argparse.Namespace) -> list[dict]:
+    """answer@80 and mean reply length of each extractive answerer variant (``_answer_variants``) on the same prompts."""
+    from akasha.embeddings import resolve_embedder
+    from akasha.evaluation.metrics import SPAN_CHARS, contains_span
+    from akasha.llm.base import GenerationOptions
+    from akasha.llm.extractive import DEFAULT_EMBEDDINGS, ExtractiveAnswerer
+
+    prompts = answer_prompts(name, args)
+    embedder = resolve_embedder(DEFAULT_EMBEDDINGS)
+    cache = DATA / "eval-cache" / name
+    variants = _answer_variants()
+    wanted = args.answer_variants.split(",") if args.answer_variants else list(variants)
+    rows = []
+    for variant in wanted:
+        if variant not in variants:
+            raise SystemExit(f"unknown answer variant {variant!r}; known: {', '.join(variants)}")
+        answerer = ExtractiveAnswerer(embedder=embedder, cache_dir=cache, settings=variants[variant])
+        start = time.perf_counter()
+        quoted, lengths, misses = 0, 0, []
+        for p in prompts:
+            reply = answerer.generate(p["messages"], GenerationOptions())
+            if not any(f in reply.lower() for f in p["files"]) and p["sources"]:
+                reply = f"{reply.rstrip()}\n\n{p['sources']}"  # what the pipeline appends (with_sources)
+            hit = contains_span(reply, p["answer"], SPAN_CHARS)
+            quoted += hit
+            lengths += len(reply)
+            if not hit:
+                misses.append({"question": p["question"], "reply": reply, "answer": p["answer"]})
+        answerer.close()
+        row = {"variant": variant, "answer@80": quoted / len(prompts), "answer_chars": lengths / len(prompts)}
+        rows.append(row)
+        log.info("%s %s: answer@80 %.4f, %.0f chars (%.1f s)", name, variant, row["answer@80"], row["answer_chars"],
+                 time.perf_counter() - start)
+        if args.misses:
+            (RESULTS / f"answer-misses-{name}-{variant}.json").write_text(
+                json.dumps(misses, indent=1, ensure_ascii=False), encoding="utf-8")
+    return rows
+
+
 def run_set(name: str, args: argparse.Namespace) -> dict:
     """Evaluate one set; return its tables as JSON-ready data."""
     from akasha.evaluation.relevance import load_questions
     from akasha.evaluation.runner import evaluate
 
-    root = DATA / name
-    if not (root / "questions.jsonl").exists():
-        log.info("building %s: %s", name, SETS[name](root))
-    folder, questions_file = root / "corpus", root / "questions.jsonl"
-    cache = DATA / "eval-cache" / name
+    folder, questions_file, cache = _set_paths(name)
+    if args.answer_study:
+        rows = answer_study(name, args)
+        print(f"\n#### Extractive answerer variants on {name} (the same packed prompts, auto)\n")
+        print("| variant | answer@80 | answer_chars |\n|---|---|---|")
+        for row in rows:
+            print(f"| {row['variant']} | {row['answer@80']:.4f} | {row['answer_chars']:.0f} |")
+        return {"set": name, "answer_study": rows}
     common = dict(embeddings=args.embeddings, cache_dir=cache, chunk_size=1000)
-    start = time.perf_counter()
-    table = evaluate(folder, questions_file, search_types=args.search_types.split(","), answers=False,
-                     report=RESULTS / f"eval_quality-{name}.html", **common)
-    log.info("%s: retrieval table in %.1f s", name, time.perf_counter() - start)
     questions = load_questions(questions_file)
-    print(f"\n### {name}: {len(questions)} questions, {table.info['chunks']:,} chunks, {args.embeddings}"
-          f"{' (tuning set)' if name == TUNING_SET else ''}\n")
-    print(table.to_markdown())
-    print()
-    for line in check_rules(table):
-        print(line)
-    out: dict = {"set": name, "questions": len(questions), "chunks": table.info["chunks"], "rows": table.rows}
+    out: dict = {"set": name, "questions": len(questions)}
+    if not args.answers_only:
+        start = time.perf_counter()
+        table = evaluate(folder, questions_file, search_types=args.search_types.split(","), answers=False,
+                         report=RESULTS / f"eval_quality-{name}.html", **common)
+        log.info("%s: retrieval table in %.1f s", name, time.perf_counter() - start)
+        print(f"\n### {name}: {len(questions)} questions, {table.info['chunks']:,} chunks, {args.embeddings}"
+              f"{' (tuning set)' if name == TUNING_SET else ''}\n")
+        print(table.to_markdown())
+        print()
+        for line in check_rules(table):
+            print(line)
+        out.update(chunks=table.info["chunks"], rows=table.rows)
+    else:
+        print(f"\n### {name}: {len(questions)} questions (answers only)")
     if not args.no_answers:
         start = time.perf_counter()
         answered = evaluate(folder, questions_file, search_types=args.answer_types.split(","), answers=True, **common)
@@ -155,7 +285,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict:
         for row in answered.rows:
             print(f"| {row['search_type']} | {row['answer@80']:.4f} | {row['answer_chars']:.0f} |")
         out["answers"] = [{k: row[k] for k in ("search_type", "answer@80", "answer_chars")} for row in answered.rows]
-    if not args.no_study:
+    if not args.no_study and not args.answers_only:
         from akasha.embeddings import resolve_embedder
         from akasha.index import CorpusIndex
 
@@ -179,6 +309,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=50, help="candidates per retriever in the fusion study")
     parser.add_argument("--no-answers", action="store_true", help="skip answering (retrieval metrics only)")
     parser.add_argument("--no-study", action="store_true", help="skip the offline fusion study")
+    parser.add_argument("--answers-only", action="store_true",
+                        help="only the answer table (no retrieval table, no fusion study)")
+    parser.add_argument("--answer-study", action="store_true",
+                        help="only score extractive answerer variants on cached packed prompts (_answer_variants in this file)")
+    parser.add_argument("--answer-variants", default="", help="comma-separated variant names for --answer-study")
+    parser.add_argument("--refresh-prompts", action="store_true", help="re-pack the prompts of --answer-study")
+    parser.add_argument("--misses", action="store_true",
+                        help="with --answer-study, write each variant's missed questions to bench/results/")
     parser.add_argument("--out", type=Path, default=RESULTS / "eval_quality.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)

@@ -131,3 +131,70 @@ def test_repeated_sentences_are_quoted_once_and_answers_stay_short():
     quoted = [line.rsplit(" (", 1)[0] for line in answer.splitlines()]
     assert len(quoted) == 1  # the others say the same thing
     assert sum(len(q) for q in quoted) <= 500
+
+
+RST_DOC = """=====================
+Library and Mail FAQ
+=====================
+
+.. only:: html
+
+   .. contents::
+
+.. _faq-send-mail:
+
+Use the standard library module smtplib to send mail from a script.
+
+Here is a very simple interactive mail sender that uses it. It works on any host
+that supports an SMTP listener::
+
+   import smtplib
+   server = smtplib.SMTP('localhost')
+   server.sendmail(fromaddr, toaddrs, msg)
+
+The office opens at nine on weekdays and is closed on Sundays for everyone.
+"""
+
+
+def test_markup_is_not_quoted_and_code_is_told_apart():
+    from akasha.llm.extractive import _split
+
+    pieces = _split(RST_DOC, markup=True)
+    texts = [text for text, _ in pieces]
+    assert not any("FAQ" in t or ".. " in t or "====" in t for t in texts)  # title, directives, label dropped
+    assert texts[0] == "Use the standard library module smtplib to send mail from a script."
+    code = [text for text, is_code in pieces if is_code]
+    assert code == ["import smtplib server = smtplib.SMTP('localhost') server.sendmail(fromaddr, toaddrs, msg)"]
+    # Without markup handling the title and its rules are glued into one "sentence".
+    assert any("Library and Mail FAQ" in text for text, _ in _split(RST_DOC))
+
+
+def test_a_sentence_ending_with_a_colon_brings_its_code_along_and_one_run_is_cited_once():
+    answer = ExtractiveAnswerer(embedder=False).generate(
+        messages_for("How do I send mail from a Python script with an SMTP listener?", [("library.rst", RST_DOC, 3)]), OPTS)
+    assert "It works on any host that supports an SMTP listener:: import smtplib" in answer
+    assert "office" not in answer
+    # Consecutive quoted sentences of one document form one line with one citation.
+    for line in answer.splitlines():
+        assert line.endswith("(library.rst, page 3)") and line.count("(library.rst") == 1
+
+
+def test_the_reply_budget_counts_citations_and_answers_are_deterministic():
+    from akasha.llm.extractive import ExtractiveSettings
+
+    facts = ["The pump must be serviced every 500 operating hours by a trained technician with a torque wrench.",
+             "A technician who services the pump signs the maintenance log and notes the oil colour and level.",
+             "Serviced pumps get a green sticker; the technician dates it and the supervisor checks it monthly.",
+             "If the pump is serviced late, the warranty lapses and the technician files an incident report.",
+             "Spare seals for servicing the pump are kept in cabinet B, next to the technician's workbench.",
+             "The pump's bearings are greased at every second service, by the same technician if possible."]
+    docs = [(f"doc{i}.md", fact, None) for i, fact in enumerate(facts, 1)]
+    settings = ExtractiveSettings(sentences=8, answer_budget=300, merge_runs=True, keep_fraction=0.0)
+    model = ExtractiveAnswerer(embedder=False, settings=settings)
+    msgs = messages_for("How often must the pump be serviced by a technician?", docs)
+    answer = model.generate(msgs, OPTS)
+    assert 1 < len(answer.splitlines()) and len(answer) <= 300
+    assert all(line.endswith(".md)") for line in answer.splitlines())
+    assert ExtractiveAnswerer(embedder=False, settings=settings).generate(msgs, OPTS) == answer
+    wider = ExtractiveAnswerer(embedder=False, settings=ExtractiveSettings(sentences=8, answer_budget=600, keep_fraction=0.0)).generate(msgs, OPTS)
+    assert 300 < len(wider) <= 600

@@ -115,6 +115,34 @@ def dimension_from_config(folder: str) -> int | None:
         return None
 
 
+class _Background:
+    """A function run on its own thread; :meth:`result` waits for it and returns its value or raises its exception.
+
+    A plain (non-daemon) thread: a process that ends while it runs waits for it (a few
+    tenths of a second at most for the encoder build) rather than stopping it mid-build.
+    """
+
+    def __init__(self, function: Any, name: str) -> None:
+        self._function = function
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._function()
+        except BaseException as exc:  # handed to the caller of result(), which handles it as its own
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._value
+
+
 class SentenceTransformerEmbedder:
     """Embeds with a sentence-transformers model, normalised float32.
 
@@ -145,6 +173,8 @@ class SentenceTransformerEmbedder:
         self._numpy: Any = None  # NumpyBertEncoder
         self._onnx: Any = None  # OnnxBertEncoder
         self._lock = threading.Lock()
+        self._expected_bytes = 0  # bytes of files announced by prepare_documents
+        self._onnx_early: _Background | None = None  # the onnxruntime encoder being built ahead of its use
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(name={self.name!r}, location={self._location!r}, device={self.device!r})"
@@ -204,7 +234,7 @@ class SentenceTransformerEmbedder:
             if self._onnx is None and resolve_device(self.device) != "cpu":
                 return None  # "auto" found an accelerator: large batches go to sentence-transformers there
             if self._onnx is None:
-                self._onnx = self._build("onnx")
+                self._onnx = self._build("onnx") if self._onnx_early is None else self._take_early_onnx()
             return self._onnx or None
 
     def _read_folder(self) -> Any:
@@ -222,20 +252,74 @@ class SentenceTransformerEmbedder:
 
     def _build(self, kind: str) -> Any:
         """A NumpyBertEncoder (``"numpy"``) or OnnxBertEncoder (``"onnx"``) over the folder, or False."""
-        from akasha.embeddings import bert_numpy, bert_onnx
+        from akasha.embeddings import bert_onnx
 
         if kind == "onnx" and not bert_onnx.available():
             logger.info("onnxruntime is not installed: %s indexes through sentence-transformers (torch)", self.name)
             return False
         try:
-            encoder = bert_onnx.OnnxBertEncoder(self._folder) if kind == "onnx" else \
-                bert_numpy.NumpyBertEncoder(self._folder)
+            encoder = self._construct(kind, self._folder)
         except Exception:  # an unexpected weight layout or an onnxruntime without its contrib operators
-            logger.warning("the %s encoder cannot run %s; using sentence-transformers", kind, self._location,
-                           exc_info=True)
-            return False
+            return self._unusable(kind)
+        return self._using(kind, encoder)
+
+    @staticmethod
+    def _construct(kind: str, folder: Any) -> Any:
+        """The encoder of ``kind`` over ``folder``; raises what building it raises."""
+        from akasha.embeddings import bert_numpy, bert_onnx
+
+        return bert_onnx.OnnxBertEncoder(folder) if kind == "onnx" else bert_numpy.NumpyBertEncoder(folder)
+
+    def _unusable(self, kind: str) -> bool:
+        """Log (with the exception being handled) that the ``kind`` encoder cannot run this model; False."""
+        logger.warning("the %s encoder cannot run %s; using sentence-transformers", kind, self._location,
+                       exc_info=True)
+        return False
+
+    def _using(self, kind: str, encoder: Any) -> Any:
         logger.info("embedding with the %s encoder for %s (no torch)", kind, self.name)
         return encoder
+
+    def prepare_documents(self, text_bytes: int) -> None:
+        """Hint from an index: files of ``text_bytes`` bytes are about to be read, their chunks then embedded.
+
+        Once the announced files add up to more than the numpy encoder takes (about
+        :data:`NUMPY_TOKENS` tokens of four bytes), the onnxruntime encoder that such a batch
+        goes to is built on a background thread (importing onnxruntime, writing the graph and
+        building the session: about 0.4 s on 2 cores), while the index waits for the files to
+        be read and parsed (PDF and .docx files are read by a worker process). The batch still
+        picks its encoder by its token count when it is embedded, exactly as without the hint
+        (so vectors are the same); an encoder built ahead but not needed is dropped. An error
+        in the background build is handled when the encoder is first needed, as if it had been
+        built then (a warning, then sentence-transformers).
+        """
+        self._expected_bytes += max(0, int(text_bytes))
+        if self._onnx_early is not None or self._expected_bytes <= 4 * NUMPY_TOKENS:
+            return
+        if self._model is not None or self._folder is False or self._onnx is not None:
+            return
+        from akasha.embeddings import bert_onnx
+
+        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs or not bert_onnx.available() \
+                or resolve_device(self.device) != "cpu":
+            return  # no onnxruntime encoder would be built for this model here
+        with self._lock:  # the folder is read here, as the first embedding would; the encoder off the thread
+            if self._folder is None:
+                self._folder = self._read_folder()
+            if self._folder is False or self._onnx is not None or self._onnx_early is not None:
+                return
+            folder = self._folder
+            self._onnx_early = _Background(lambda: self._construct("onnx", folder), f"akasha-onnx-{self.name}")
+
+    def _take_early_onnx(self) -> Any:
+        """The encoder built by :meth:`prepare_documents` (waiting for it), or False as :meth:`_build` gives."""
+        early, self._onnx_early = self._onnx_early, None
+        assert early is not None
+        try:
+            encoder = early.result()
+        except Exception:
+            return self._unusable("onnx")
+        return encoder if encoder is False else self._using("onnx", encoder)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)

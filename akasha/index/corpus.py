@@ -200,7 +200,8 @@ class CorpusIndex:
                 raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
-        self._sources = SourceReader(self._manifest, self.settings_key, self._split)
+        self._sources = SourceReader(self._manifest, self.settings_key, self._split,
+                                     getattr(embedder, "prepare_documents", None))  # a hint: see SourceReader
         try:
             if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store

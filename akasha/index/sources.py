@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import stat
 import time
 from collections.abc import Callable, Sequence
@@ -40,13 +41,28 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _unchanged(cached: Sequence[Any] | None, st: os.stat_result) -> bool:
+    """True when the stat cache's row ``(size, mtime_ns, content, ctime_ns, inode)`` matches ``st``.
+
+    ctime and inode too: an mtime can be put back (``touch -d``, ``cp -p``, an archive).
+    """
+    return cached is not None and tuple(cached[:2]) + tuple(cached[3:5]) == (
+        st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 class SourceReader:
     """Turns paths into content keys, parsing each new file version once into ``manifest``."""
 
-    def __init__(self, manifest: Manifest, settings_key: str, split: Callable[[list[Document]], list[Chunk]]) -> None:
+    def __init__(self, manifest: Manifest, settings_key: str, split: Callable[[list[Document]], list[Chunk]],
+                 prepare: Callable[[int], None] | None = None) -> None:
+        """``prepare(size)``, when given, is told at the start of each :meth:`read` the size in bytes of the
+        files whose stat changed (new or edited files: they are read, and most of them parsed and their
+        chunks embedded). The index passes its embedder's ``prepare_documents``, which can get ready to
+        embed meanwhile (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`)."""
         self.manifest = manifest
         self.settings_key = settings_key
         self.split = split
+        self.prepare = prepare
         self._warned: set[tuple[str, str]] = set()
 
     def read(self, paths: Sequence[Path], progress: bool | None, report: Any) -> dict[str, str]:
@@ -71,20 +87,34 @@ class SourceReader:
 
                 bar = tqdm(total=len(paths), initial=position, desc="indexing", unit="file")
 
+        # Every stat first: the files whose stat changed (most of them then parsed and embedded) are
+        # announced to ``prepare`` before the first of them is read.
+        stat_results: list[os.stat_result | OSError] = []
+        for path in paths:
+            try:
+                stat_results.append(path.stat())
+            except OSError as exc:
+                stat_results.append(exc)
+        if self.prepare is not None:
+            changed = sum(st.st_size for path, st in zip(paths, stat_results) if isinstance(st, os.stat_result)
+                          and stat.S_ISREG(st.st_mode) and not _unchanged(stats.get(str(path)), st))
+            if changed:
+                self.prepare(changed)
         for position, path in enumerate(paths):
             if bar is not None:
                 bar.update(1)
             key = str(path)
             try:
-                st = path.stat()
+                st = stat_results[position]
+                if isinstance(st, OSError):
+                    raise st
                 if not stat.S_ISREG(st.st_mode):  # a FIFO would block read_bytes() forever
                     self.skip(report, key, "not a regular file (a pipe, device or folder); nothing was read")
                     continue
                 cached = stats.get(key)
                 data = None
-                if cached is not None and tuple(cached[:2]) + tuple(cached[3:5]) == (
-                        st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):  # ctime/inode: mtime can be put back
-                    content = cached[2]
+                if _unchanged(cached, st):
+                    content = cached[2]  # type: ignore[index]
                 else:
                     working(position)
                     data = path.read_bytes()

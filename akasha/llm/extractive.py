@@ -82,6 +82,14 @@ _STOP = frozenset(
 )
 _SENTENCE_RE = re.compile(r"(?<=[A-Za-z0-9)\]\"'%][.!?])\s+(?=[A-Z0-9\"(\u3040-\u9fff])|(?<=[。！？])")
 _BLOCK_START_RE = re.compile(r"^(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|\S.{0,40}:$)")
+_RULE_RE = re.compile(r"^([=\-~^\"'`#*+:.])\1{3,}$")  # a reStructuredText title's under/overline
+_DIRECTIVE_RE = re.compile(r"^\.\.(?:\s|$)")  # ".. note::", ".. _label:", ".. XXX comment"
+_MARKUP_BLOCK_START_RE = re.compile(r"^(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|\S.{0,40}[^:]:$)")
+_YES_NO_QUESTION_RE = re.compile(
+    r"^\W*(?:can|could|is|are|am|was|were|do|does|did|will|would|should|shall|may|might|must|has|have|had)\b", re.I)
+_YES_NO_ANSWER_RE = re.compile(r"^\W*(?:yes|no)\b[,.;:!]", re.I)
+_OPTION_RE = re.compile(r"^:[\w-]+:")
+_CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "doctest", "testcode", "testoutput"})
 _LIST_MARKER_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _MARKUP_RE = re.compile(r"\*\*|__|`")
@@ -97,6 +105,7 @@ class _Sentence:
     source: str
     page: int | None
     terms: list[str]
+    code: bool = False
 
 
 def _stem(token: str) -> str:
@@ -116,29 +125,102 @@ def _terms(text: str) -> list[str]:
     return words + ["#" + n for n in _NUMBER_RE.findall(text)]
 
 
-def _lines_to_units(text: str) -> list[str]:
-    """Re-join hard-wrapped lines: paragraphs, list items and table rows become one unit each."""
-    units: list[str] = []
+def _lines_to_units(text: str, markup: bool = False) -> list[tuple[str, bool]]:
+    """Re-join hard-wrapped lines: paragraphs, list items and table rows become one unit each.
+
+    Each unit comes with whether it is code. Without ``markup`` nothing is code. With
+    ``markup``, reStructuredText and Markdown scaffolding is dropped (a title with its
+    underline ``=====``, directive, label and comment lines such as ``.. note::`` and
+    ``.. _label:`` with their indented continuation) and code is told apart: the
+    indented block after a line ending in ``::``, a fenced Markdown block, and ``>>>``
+    doctest lines each make one code unit, never glued to the prose around them.
+    """
+    units: list[tuple[str, bool]] = []
     current = ""
+    lines_in_current = 0
+    in_directive = literal = in_fence = False
+    code: list[str] = []
+
+    def close() -> None:
+        nonlocal current, lines_in_current
+        if current:
+            units.append((current, False))
+        current, lines_in_current = "", 0
+
+    def close_code() -> None:
+        if code:
+            units.append((" ".join(code), True))
+            code.clear()
+
     for raw in text.splitlines():
         line = raw.strip()
-        starts_block = not line or _BLOCK_START_RE.match(line) is not None
+        if markup:
+            if line.startswith("```") or line.startswith("~~~"):
+                close()
+                if in_fence:
+                    close_code()
+                in_fence = not in_fence
+                continue
+            if in_fence:
+                if line:
+                    code.append(line)
+                continue
+            indented = raw[:1].isspace()
+            if in_directive and line and indented and (not literal or _OPTION_RE.match(line)):
+                continue  # a directive's indented arguments and options
+            in_directive = False
+            if code and line and not indented and not line.startswith(">>>"):
+                close_code()
+                literal = False
+            if line and ((literal and indented) or line.startswith(">>>")):
+                close()
+                code.append(line)
+                continue
+            if not line:
+                close()
+                continue
+            literal = False
+            if _RULE_RE.match(line):
+                if current and lines_in_current == 1:
+                    current, lines_in_current = "", 0  # the title above its underline
+                continue
+            if _DIRECTIVE_RE.match(line):
+                close()
+                in_directive = True
+                name = re.match(r"\.\.\s+([\w-]+)::", line)
+                literal = name is not None and name.group(1) in _CODE_DIRECTIVES
+                continue
+            if line.endswith("::"):
+                literal = True
+        starts_block = not line or (_MARKUP_BLOCK_START_RE if markup else _BLOCK_START_RE).match(line) is not None
         if starts_block or not current:
-            if current:
-                units.append(current)
-            current = line
+            close()
+            current, lines_in_current = line, 1
         else:
             current = f"{current} {line}"
+            lines_in_current += 1
         if not line:
-            current = ""
-    if current:
-        units.append(current)
+            current, lines_in_current = "", 0
+    close()
+    close_code()
     return units
 
 
-def _split(text: str) -> list[str]:
+def _split(text: str, markup: bool = False, join_fragments: bool = False) -> list[tuple[str, bool]]:
+    """The quotable sentences of ``text``, each with whether it is code (see :func:`_lines_to_units`).
+
+    A piece under 12 characters is no quote by itself: it is dropped, or with
+    ``join_fragments`` kept at the head of the next sentence of its paragraph ("Yes. It is ...").
+    """
     out = []
-    for unit in _lines_to_units(text):
+    for unit, is_code in _lines_to_units(text, markup):
+        if is_code:
+            piece = re.sub(r"\s+", " ", unit).strip()
+            if len(piece) > _MAX_SENTENCE_CHARS:
+                piece = piece[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+            if len(piece) >= 12:
+                out.append((piece, True))
+            continue
         if unit.startswith("#"):
             continue  # headings make poor quotes
         unit = _MARKUP_RE.sub("", unit)
@@ -147,13 +229,19 @@ def _split(text: str) -> list[str]:
             unit = " | ".join(cell.strip() for cell in unit.strip("|").split("|") if cell.strip())
             if set(unit) <= set("-: |"):
                 continue  # table rule
+        pending = ""
         for piece in _SENTENCE_RE.split(unit):
             piece = re.sub(r"\s+", " ", piece).strip(" -*•>\t")
+            if join_fragments and pending:
+                piece = f"{pending} {piece}" if piece else pending
+                pending = ""
             if len(piece) < 12:
+                if join_fragments:
+                    pending = piece
                 continue  # fragments make poor quotes
             if len(piece) > _MAX_SENTENCE_CHARS:
                 piece = piece[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-            out.append(piece)
+            out.append((piece, False))
     return out
 
 
@@ -176,16 +264,16 @@ def _bm25(query: set[str], sentences: list[_Sentence]) -> list[float]:
     return scores
 
 
-def _sentences(documents: list[dict]) -> list[_Sentence]:
+def _sentences(documents: list[dict], markup: bool = False, join_fragments: bool = False) -> list[_Sentence]:
     sentences: list[_Sentence] = []
     seen: set[str] = set()
     for d, doc in enumerate(documents):
-        for p, text in enumerate(_split(doc["text"])):
+        for p, (text, is_code) in enumerate(_split(doc["text"], markup, join_fragments)):
             key = text.lower()
             if key in seen:  # overlapping chunks repeat sentences
                 continue
             seen.add(key)
-            sentences.append(_Sentence(text, d, p, doc["source"], doc["page"], _terms(text)))
+            sentences.append(_Sentence(text, d, p, doc["source"], doc["page"], _terms(text), is_code))
     return sentences
 
 
@@ -339,75 +427,179 @@ def _spread(values: list[float]) -> list[float]:
     return [(v - low) / (high - low) if high > low else 0.0 for v in values]
 
 
-def _redundant(candidate: _Sentence, chosen: list[_Sentence]) -> bool:
+def _redundant(candidate: _Sentence, chosen: list[_Sentence], overlap: float = REDUNDANT_OVERLAP) -> bool:
     words = set(candidate.terms)
     for other in chosen:
         theirs = set(other.terms)
-        if words and theirs and len(words & theirs) / min(len(words), len(theirs)) >= REDUNDANT_OVERLAP:
+        if words and theirs and len(words & theirs) / min(len(words), len(theirs)) >= overlap:
             return True
     return False
 
 
-def best_sentences(question: str, documents: list[dict], n: int = 3, *, embedder: Any = None,
-                   cache: SentenceVectors | None = None, budget: int | None = None) -> list[_Sentence]:
+@dataclass(frozen=True)
+class ExtractiveSettings:
+    """How the extractive answerer picks its quotes; the defaults are the measured ones (docs/quality.md).
+
+    ``sentences``: most sentences picked (a window's follower does not count);
+    ``budget``: about how many characters of quotes; ``min_quote_chars``: a picked
+    sentence shorter than this brings the next one of its document along;
+    ``embed_candidates``: sentences embedded per answer; ``weights``: cosine, BM25 and
+    document-rank prior of the sentence score; ``min_cosine``: without a shared word a
+    sentence needs this cosine; ``keep_fraction``: a pick scores at least this share of
+    the best; ``redundant_overlap``: two sentences sharing this share of the shorter
+    one's content words repeat each other.
+    """
+
+    sentences: int = 3
+    budget: int = CHAR_BUDGET
+    min_quote_chars: int = MIN_QUOTE_CHARS
+    embed_candidates: int = EMBED_CANDIDATES
+    weights: tuple[float, float, float] = (W_DENSE, W_LEXICAL, W_PRIOR)
+    min_cosine: float = MIN_COSINE
+    keep_fraction: float = KEEP_FRACTION
+    redundant_overlap: float = REDUNDANT_OVERLAP
+    markup: bool = False
+    follow_colon: bool = False
+    neighbour_bonus: float = 0.0
+    merge_runs: bool = False
+    answer_budget: int | None = None
+    extend_best: bool = False
+    code_penalty: float = 0.0
+    join_fragments: bool = False
+    yes_no_bonus: float = 0.0
+
+
+def best_sentences(question: str, documents: list[dict], n: int | None = None, *, embedder: Any = None,
+                   cache: SentenceVectors | None = None, budget: int | None = None,
+                   settings: ExtractiveSettings | None = None) -> list[_Sentence]:
     """Up to ``n`` non-redundant sentences that best support ``question``, in document order.
 
     Scores: BM25 (0..1 of the best) and, with ``embedder``, the question-sentence cosine
     (0..1 over the candidates), plus a prior for higher-ranked documents. Only sentences
     that share a content word with the question, or (with an embedder) the closest
-    :data:`EMBED_CANDIDATES`, are candidates. ``budget`` caps the quoted characters.
+    ``settings.embed_candidates``, are candidates. ``n`` and ``budget`` override
+    ``settings.sentences`` and ``settings.budget`` (quoted characters).
     """
-    budget = CHAR_BUDGET if budget is None else budget
-    sentences = _sentences(documents)
+    settings = settings or ExtractiveSettings()
+    n = settings.sentences if n is None else n
+    budget = settings.budget if budget is None else budget
+    sentences = _sentences(documents, settings.markup, settings.join_fragments)
+    score = _scores(question, sentences, embedder, cache, settings)
+    if settings.neighbour_bonus and score:
+        base = dict(score)
+        for i in base:
+            near = [base.get(j, 0.0) for j in (i - 1, i + 1)
+                    if 0 <= j < len(sentences) and sentences[j].doc == sentences[i].doc]
+            score[i] += settings.neighbour_bonus * max(near, default=0.0)
+    if settings.yes_no_bonus and _YES_NO_QUESTION_RE.match(question):
+        for i in score:
+            if _YES_NO_ANSWER_RE.match(sentences[i].text):
+                score[i] += settings.yes_no_bonus
+    ranked = sorted(score, key=lambda i: (-score[i], i))
+    if not ranked:
+        return []
+    best = score[ranked[0]]
+    picks: list[list[int]] = []  # each pick: a sentence and the followers its window brought along
+    taken: set[int] = set()
+    used = 0
+    for i in ranked:
+        if len(picks) >= n or score[i] < settings.keep_fraction * best:
+            break
+        if i in taken:
+            continue
+        s = sentences[i]
+        chosen = [_join([sentences[k] for k in pick]) for pick in picks]
+        if _redundant(s, chosen, settings.redundant_overlap):
+            continue
+        pick = [i]
+        if len(s.text) < settings.min_quote_chars or (settings.follow_colon and s.text.endswith(":")):
+            follower = _follower(i, sentences)
+            if follower is not None and follower not in taken and \
+                    len(s.text) + len(sentences[follower].text) <= _MAX_SENTENCE_CHARS:
+                pick.append(follower)
+        if settings.answer_budget is not None:
+            if picks and _reply_chars(_lines([*taken, *pick], sentences, settings.merge_runs)) > settings.answer_budget:
+                continue
+        elif picks and used + len(s.text) > budget:
+            continue
+        picks.append(pick)
+        taken.update(pick)
+        used += sum(len(sentences[k].text) for k in pick) + len(pick) - 1
+    if settings.extend_best and picks and settings.answer_budget is not None:
+        last = max(picks[0])
+        while (follower := _follower(last, sentences)) is not None and follower not in taken:
+            if _reply_chars(_lines([*taken, follower], sentences, settings.merge_runs)) > settings.answer_budget:
+                break
+            taken.add(follower)
+            last = follower
+    if settings.merge_runs or settings.extend_best:
+        return _lines(taken, sentences, settings.merge_runs)
+    return sorted((_join([sentences[k] for k in pick]) for pick in picks), key=lambda s: (s.doc, s.pos))
+
+
+def _follower(i: int, sentences: list[_Sentence]) -> int | None:
+    """The index of the sentence after ``i`` in the same document, or None."""
+    j = i + 1
+    if j < len(sentences) and sentences[j].doc == sentences[i].doc and sentences[j].pos == sentences[i].pos + 1:
+        return j
+    return None
+
+
+def _join(run: list[_Sentence]) -> _Sentence:
+    """Consecutive sentences of one document as one quote."""
+    first = run[0]
+    if len(run) == 1:
+        return first
+    return _Sentence(" ".join(s.text for s in run), first.doc, first.pos, first.source, first.page,
+                     [t for s in run for t in s.terms])
+
+
+def _lines(indices: Any, sentences: list[_Sentence], merge: bool) -> list[_Sentence]:
+    """The quotes of ``indices`` in document order; with ``merge``, each run of consecutive sentences is one quote."""
+    ordered = sorted(set(indices), key=lambda k: (sentences[k].doc, sentences[k].pos))
+    if not merge:
+        return [sentences[k] for k in ordered]
+    runs: list[list[int]] = []
+    for k in ordered:
+        if runs and _follower(runs[-1][-1], sentences) == k:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return [_join([sentences[k] for k in run]) for run in runs]
+
+
+def _reply_chars(lines: list[_Sentence]) -> int:
+    """Length of the reply these quotes make (each with its citation, one per line)."""
+    return sum(len(s.text) + 1 + len(_cite(s)) for s in lines) + max(len(lines) - 1, 0)
+
+
+def _scores(question: str, sentences: list[_Sentence], embedder: Any, cache: SentenceVectors | None,
+            settings: ExtractiveSettings) -> dict[int, float]:
+    """Sentence index -> score against ``question``, for the candidates that may be quoted (none: no answer)."""
     query = set(_terms(question))
     if not sentences or not query:
-        return []
+        return {}
     lexical = _bm25(query, sentences)
     top_lexical = max(lexical)
     prior = [1.0 / (1.0 + s.doc) for s in sentences]
     pool = sorted(range(len(sentences)), key=lambda i: -(lexical[i] / (top_lexical or 1.0) + 0.5 * prior[i]))
-    pool = pool[:EMBED_CANDIDATES] if embedder is not None else [i for i in pool if lexical[i] > 0]
+    pool = pool[:settings.embed_candidates] if embedder is not None else [i for i in pool if lexical[i] > 0]
     if not pool or (embedder is None and top_lexical <= 0):
-        return []
+        return {}
     similarity = _similarity(embedder, question, [sentences[i].text for i in pool],
                              cache if cache is not None else SentenceVectors()) if embedder is not None else None
     if similarity is None:
         pool = [i for i in pool if lexical[i] > 0]
-        if not pool:
-            return []
-        score = {i: 0.75 * lexical[i] / top_lexical + 0.25 * prior[i] for i in pool}
-    else:
-        dense = dict(zip(pool, _spread(similarity), strict=True))
-        cosine = dict(zip(pool, similarity, strict=True))
-        if max(similarity) < MIN_COSINE and top_lexical <= 0:
-            return []
-        score = {i: W_DENSE * dense[i] + W_LEXICAL * lexical[i] / (top_lexical or 1.0) + W_PRIOR * prior[i]
-                 for i in pool if lexical[i] > 0 or cosine[i] >= MIN_COSINE}
-    ranked = sorted(score, key=lambda i: -score[i])
-    if not ranked:
-        return []
-    best = score[ranked[0]]
-    chosen: list[_Sentence] = []
-    used = 0
-    for i in ranked:
-        if len(chosen) >= n or score[i] < KEEP_FRACTION * best:
-            break
-        s = sentences[i]
-        if _redundant(s, chosen) or (chosen and used + len(s.text) > budget):
-            continue
-        if len(s.text) < MIN_QUOTE_CHARS:
-            s = _with_next(s, sentences)
-        chosen.append(s)
-        used += len(s.text)
-    return sorted(chosen, key=lambda s: (s.doc, s.pos))
-
-
-def _with_next(s: _Sentence, sentences: list[_Sentence]) -> _Sentence:
-    """``s`` joined with the sentence that follows it in the same document, when there is one."""
-    follower = next((t for t in sentences if t.doc == s.doc and t.pos == s.pos + 1), None)
-    if follower is None or len(s.text) + len(follower.text) > _MAX_SENTENCE_CHARS:
-        return s
-    return _Sentence(f"{s.text} {follower.text}", s.doc, s.pos, s.source, s.page, s.terms + follower.terms)
+        return {i: (0.75 * lexical[i] / top_lexical + 0.25 * prior[i])
+                * (1.0 - settings.code_penalty if sentences[i].code else 1.0) for i in pool}
+    w_dense, w_lexical, w_prior = settings.weights
+    dense = dict(zip(pool, _spread(similarity), strict=True))
+    cosine = dict(zip(pool, similarity, strict=True))
+    if max(similarity) < settings.min_cosine and top_lexical <= 0:
+        return {}
+    return {i: (w_dense * dense[i] + w_lexical * lexical[i] / (top_lexical or 1.0) + w_prior * prior[i])
+            * (1.0 - settings.code_penalty if sentences[i].code else 1.0)
+            for i in pool if lexical[i] > 0 or cosine[i] >= settings.min_cosine}
 
 
 def _cite(s: _Sentence) -> str:
@@ -435,11 +627,13 @@ class ExtractiveAnswerer:
     """Quotes the best-supporting sentences of the packed documents with their sources."""
 
     def __init__(self, rest: str = "", *, embedder: Any = None,
-                 cache_dir: str | os.PathLike[str] | None = None, **_: object) -> None:
+                 cache_dir: str | os.PathLike[str] | None = None, settings: ExtractiveSettings | None = None,
+                 **_: object) -> None:
         rest = rest.strip()
         if rest and not rest.isdigit():
             raise ConfigError(f"extractive model takes an optional sentence count ('extractive:3'), got {rest!r}")
-        self.sentences = int(rest) if rest else 3
+        self.settings = settings or ExtractiveSettings()
+        self.sentences = int(rest) if rest else self.settings.sentences
         if self.sentences < 1:
             raise ConfigError("extractive sentence count must be at least 1")
         self.name = "extractive" if not rest else f"extractive:{rest}"
@@ -460,7 +654,8 @@ class ExtractiveAnswerer:
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         documents = parse_documents(user)
         question = parse_question(user)
-        chosen = best_sentences(question, documents, self.sentences, embedder=self.embedder, cache=self.vectors)
+        chosen = best_sentences(question, documents, self.sentences, embedder=self.embedder, cache=self.vectors,
+                                settings=self.settings)
         if not chosen:
             return NO_ANSWER
         return "\n".join(f"{s.text} {_cite(s)}" for s in chosen)
