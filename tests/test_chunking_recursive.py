@@ -340,36 +340,3 @@ def test_same_chunks_as_langchain_on_the_example_documents(size):
     overlap = default_overlap(size)
     for text in texts:
         assert split_text(text, size, overlap) == _langchain_split(text, size, overlap, DEFAULT_SEPARATORS)
-
-
-SEPARATOR_SETS = st.lists(st.sampled_from(["\n\n", "\n", "。", ". ", " ", "，", "ab", "a", "\u3000"]),
-                          min_size=1, max_size=5, unique=True).map(tuple)
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=st.one_of(MIXED, st.text(alphabet="ab .\n。，", max_size=300)), size=st.integers(1, 120),
-       separators=SEPARATOR_SETS, data=st.data())
-def test_raw_pieces_are_langchains_for_any_separators(text, size, separators, data):
-    """akasha's own recursive split gives langchain's pieces (before stripping and windowing), separators
-    and overlap drawn freely: the splitter langchain-text-splitters was replaced by, piece for piece."""
-    pytest.importorskip("langchain_text_splitters")
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    from akasha.chunking.recursive import _recursive_split
-
-    overlap = data.draw(st.integers(0, size - 1))
-    if not text:
-        return
-    splitter = RecursiveCharacterTextSplitter(separators=list(separators), keep_separator="end", chunk_size=size,
-                                              chunk_overlap=overlap, strip_whitespace=True)
-    assert _recursive_split(text, separators, size, overlap) == splitter.split_text(text)
-
-
-def test_chunking_never_imports_langchain():
-    import subprocess
-
-    code = ("import sys\nfrom akasha.chunking import split_text\n"
-            "assert split_text('pump seal. ' * 300, 100, 10)\n"
-            "print('langchain_text_splitters' in sys.modules, 'langchain_core' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "False"]

@@ -6,24 +6,23 @@ and ``; ,``), then spaces (including the full-width ``\\u3000``). Sentence and
 clause marks stay at the *end* of the piece they close, so a Chinese chunk ends
 with its ``。`` instead of the next chunk starting with it.
 
-The splitting is that of langchain-text-splitters' ``RecursiveCharacterTextSplitter``
-(``keep_separator="end"``, whitespace stripped), which earlier versions called, done here
-(:func:`_recursive_split`): importing langchain-text-splitters pulls in langchain-core and
-pydantic, about half a second of a first run. Two things differ from langchain, for very
-long input: a run that has none of the separators is cut into ``chunk_size`` windows
+The splitting is langchain-text-splitters' ``RecursiveCharacterTextSplitter``
+(``keep_separator="end"``, whitespace stripped), imported only when a file must
+be chunked. Two things are done here rather than by langchain, for very long
+input: a run that has none of the separators is cut into ``chunk_size`` windows
 in one pass (instead of langchain's character-by-character ``""`` fallback: 50
 million list items for a 50 MB line), and texts over a million characters are
 split block by block so memory stays bounded. Chunks (and so chunk ids and the
 index's cached chunks) are the same as those of earlier versions;
-``tests/test_chunking_cache_reuse.py`` holds their digests and
-``tests/test_chunking_recursive.py`` compares the pieces with langchain's.
+``tests/test_chunking_cache_reuse.py`` holds their digests.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
 
 from akasha.types import Chunk, Document
 
@@ -72,72 +71,23 @@ def default_overlap(chunk_size: int) -> int:
     return max(0, min(200, chunk_size // 10))
 
 
-def _pieces_ending_with(text: str, separator: str) -> list[str]:
-    """``text`` cut after each ``separator`` (kept at the end of the piece it closes); no empty pieces."""
-    parts = text.split(separator)
-    pieces = [part + separator for part in parts[:-1]]
-    if parts[-1]:
-        pieces.append(parts[-1])
-    return pieces
+@lru_cache(maxsize=32)
+def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> Any:
+    """langchain-text-splitters' splitter for these settings, built once per process.
 
-
-def _merge(splits: list[str], chunk_size: int, overlap: int) -> list[str]:
-    """Join consecutive splits (each shorter than ``chunk_size``) into pieces of at most ``chunk_size``.
-
-    When the next split does not fit, the current piece is emitted (stripped; dropped when only
-    whitespace) and splits are let go from its front until what is kept is at most ``overlap``
-    characters and leaves room for the next split; the kept splits start the next piece.
+    Imported here, not at module level: langchain-text-splitters pulls in langchain-core
+    (about 0.4 s), which only a run that has files to chunk pays; an unchanged re-run
+    reads its chunks from the index and never imports it.
     """
-    out: list[str] = []
-    current: deque[str] = deque()
-    total = 0
-    for split in splits:
-        size = len(split)
-        if current and total + size > chunk_size:
-            piece = "".join(current).strip()
-            if piece:
-                out.append(piece)
-            while total > overlap or (total + size > chunk_size and total > 0):
-                total -= len(current.popleft())
-        current.append(split)
-        total += size
-    piece = "".join(current).strip()
-    if piece:
-        out.append(piece)
-    return out
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-
-def _recursive_split(text: str, separators: tuple[str, ...], chunk_size: int, overlap: int) -> list[str]:
-    """Split on the coarsest separator ``text`` contains; splits still too long are split on the finer ones.
-
-    Splits shorter than ``chunk_size`` are merged by :func:`_merge`; a split of ``chunk_size`` or more
-    characters is split again with the separators after the one used, or returned as it is (unstripped)
-    when none is left (:func:`_finish` windows it). The same pieces as langchain-text-splitters'
-    ``RecursiveCharacterTextSplitter(keep_separator="end", strip_whitespace=True)``, which akasha
-    called before (``tests/test_chunking_recursive.py`` compares the two), without importing
-    langchain-core (about 0.5 s of a first run).
-    """
-    separator, finer = separators[-1], ()
-    for position, candidate in enumerate(separators):
-        if candidate in text:
-            separator, finer = candidate, separators[position + 1 :]
-            break
-    out: list[str] = []
-    short: list[str] = []
-    for split in _pieces_ending_with(text, separator):
-        if len(split) < chunk_size:
-            short.append(split)
-            continue
-        if short:
-            out.extend(_merge(short, chunk_size, overlap))
-            short = []
-        if finer:
-            out.extend(_recursive_split(split, finer, chunk_size, overlap))
-        else:
-            out.append(split)
-    if short:
-        out.extend(_merge(short, chunk_size, overlap))
-    return out
+    return RecursiveCharacterTextSplitter(
+        separators=list(separators),
+        keep_separator="end",
+        chunk_size=chunk_size,
+        chunk_overlap=overlap,
+        strip_whitespace=True,
+    )
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:
@@ -212,8 +162,8 @@ def split_text(
     seps = tuple(DEFAULT_SEPARATORS if separators is None else separators)
     # Drop the "" fallback: runs without separators are windowed below, in O(n).
     seps = tuple(s for s in seps if s != "") or ("\n",)
-    return _finish([piece for block in _blocks(text, seps) for piece in _recursive_split(block, seps, chunk_size, overlap)],
-                   chunk_size, overlap)
+    splitter = _splitter(chunk_size, overlap, seps)
+    return _finish([piece for block in _blocks(text, seps) for piece in splitter.split_text(block)], chunk_size, overlap)
 
 
 def _finish(pieces: Iterable[str], chunk_size: int, overlap: int) -> list[str]:
