@@ -84,9 +84,11 @@ def fusion_variants() -> dict[str, Callable]:
         variants[f"rrf k=10 bm25 w={w}"] = lambda q, b, v, n, w=w: fusion.rrf([v, b], k=10, weights=[1 - w, w])
     for w in (0.3, 0.5, 0.7):
         variants[f"minmax bm25 w={w}"] = lambda q, b, v, n, w=w: fusion.weighted([v, b], [1 - w, w])
-    variants["adaptive (auto)"] = lambda q, b, v, n: fusion.adaptive(q, v, b, n)
+    variants["adaptive (auto)"] = lambda q, b, v, n: fusion.smooth_neighbours(fusion.adaptive(q, v, b, n))
+    variants["adaptive without neighbours"] = lambda q, b, v, n: fusion.adaptive(q, v, b, n)
     for signal in fusion.ADAPTIVE_SIGNALS:
-        variants[f"adaptive without {signal}"] = lambda q, b, v, n, s=signal: fusion.adaptive(q, v, b, n, disable=(s,))
+        variants[f"adaptive without {signal}"] = lambda q, b, v, n, s=signal: fusion.smooth_neighbours(
+            fusion.adaptive(q, v, b, n, disable=(s,)))
     return variants
 
 

@@ -4,13 +4,15 @@ RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
 (rank starting at 1), so it needs no score calibration. Weighted fusion
 min-max normalises each list to 0..1 (a list whose scores are all equal
 normalises to 1.0) and adds the weighted scores. Adaptive fusion (the ``auto``
-search type) is weighted RRF whose weights follow each question (:func:`adaptive`).
+search type) is weighted RRF whose weights follow each question (:func:`adaptive`),
+after which each chunk gains a share of its best-scoring neighbour's fused score
+(:func:`smooth_neighbours`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 RRF_K = 60
 
@@ -121,3 +123,44 @@ def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k:
     """
     w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, disable=disable)
     return rrf([vector, lexical], k=k, weights=[w_vec, w_lex])
+
+
+#: Share of a chunk's best neighbour's fused score that ``auto`` adds to the chunk's own
+#: (:func:`smooth_neighbours`); 0 switches the smoothing off.
+NEIGHBOUR_WEIGHT = 0.1
+
+
+def adjacent_ids(chunk_id: Hashable) -> tuple[str, ...]:
+    """The ids of the chunks before and after ``chunk_id`` in its document, for ids shaped ``<doc>#<n>``.
+
+    That is the shape akasha's chunkers give every chunk; any other id has no neighbours.
+    """
+    if not isinstance(chunk_id, str):
+        return ()
+    doc, sep, number = chunk_id.rpartition("#")
+    if not sep or not number.isdigit():
+        return ()
+    n = int(number)
+    return (f"{doc}#{n - 1}", f"{doc}#{n + 1}") if n > 0 else (f"{doc}#{n + 1}",)
+
+
+def smooth_neighbours(fused: Ranked, weight: float = NEIGHBOUR_WEIGHT,
+                      neighbours: Callable[[Hashable], Sequence[Hashable]] = adjacent_ids
+                      ) -> list[tuple[Hashable, float]]:
+    """Add ``weight`` times the best fused score among each item's neighbours to its own; returns best first.
+
+    An answer often spans two chunks, and a chunk next to a well-ranked one is more likely
+    to hold the rest of it than a stranger with the same score: measured on four question
+    sets (docs/quality.md), weight 0.1 over the fused candidates raised MRR@10 on all four
+    and recall@5 on three, where larger weights lost on the Japanese set. Only items in
+    ``fused`` count as neighbours (the others score 0); ties keep the order of ``fused``.
+    """
+    if weight == 0 or not fused:
+        return list(fused)
+    scores = dict(fused)
+    out = []
+    for item, score in fused:
+        best = max((scores.get(other, 0.0) for other in neighbours(item)), default=0.0)
+        out.append((item, score + weight * best))
+    out.sort(key=lambda pair: -pair[1])
+    return out

@@ -6,8 +6,10 @@
   fusion (:func:`akasha.retrieval.fusion.adaptive`): RRF needs no score calibration, and
   weighted RRF (k=10, vector 0.6 / bm25 0.4) whose dense weight drops to 0 for a
   Chinese/Japanese/Korean question whose dense list agrees with BM25 no better than
-  chance (an embedder that cannot read the language); ``SearchSettings.auto_fusion="rrf"``
-  restores plain RRF (k=60);
+  chance (an embedder that cannot read the language); then each candidate gains a tenth
+  of its best-scoring neighbour's fused score (the chunk before or after it in its document,
+  :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``);
+  ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without smoothing;
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
 * ``"mmr"``    maximal marginal relevance over the dense candidates;
@@ -70,6 +72,7 @@ class SearchSettings:
     auto_fusion: str = "adaptive"  # "adaptive" or "rrf"
     adaptive_k: int = fusion.ADAPTIVE_K
     adaptive_weights: tuple[float, float] = fusion.ADAPTIVE_WEIGHTS  # (vector, bm25) before the signals
+    neighbour_weight: float = fusion.NEIGHBOUR_WEIGHT  # auto: share of the best neighbour's fused score; 0 = off
     hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25)
     mmr_lambda: float = 0.5
     mmr_fetch: int = 20  # candidates for mmr (at least 4 * k)
@@ -106,6 +109,8 @@ def search(
     lex = bm25.search(query, n_cand)
     if search_type == "auto" and settings.auto_fusion == "adaptive":
         fused = fusion.adaptive(query, vec, lex, len(chunks), k=settings.adaptive_k, weights=settings.adaptive_weights)
+        if settings.neighbour_weight:
+            fused = fusion.smooth_neighbours(fused, settings.neighbour_weight)
         key = "rrf"
     elif search_type == "auto":
         if settings.auto_fusion != "rrf":
