@@ -52,6 +52,9 @@ class Variant:
     windows: int = 0  # also embed windows of this many characters; a chunk scores its best vector
     whole: bool = True  # with windows: the whole chunk's vector counts too
     window_overlap: int | None = None  # default: a fifth of the window
+    window_pick: str = "all"  # with windows: "all"; "last" (only the chunk's last window: one extra vector);
+    # "unread": one extra vector only for a chunk longer than MiniLM reads (256 word pieces): its last
+    # ``windows`` characters, starting no later than 100 characters before the point where MiniLM stops
     pool: str = "max"  # a chunk's dense score: its best vector ("max"), or the cosine of their mean ("mean")
     file_title: bool = False  # the file name as a title when the text has none
     stem: str = ""  # BM25 tokens stemmed: "porter" (nltk, study only) or "light" (akasha's)
@@ -84,6 +87,11 @@ VARIANTS = {
     "win400-mean": Variant("win400-mean", windows=400, whole=False, pool="mean"),
     "headings+halves-mean": Variant("headings+halves-mean", headings=True, bm25_headings=True, windows=500,
                                     whole=False, window_overlap=0, pool="mean"),
+    "whole+halves": Variant("whole+halves", windows=500, window_overlap=0),
+    "whole+last500": Variant("whole+last500", windows=500, window_overlap=0, window_pick="last"),
+    "whole+last400": Variant("whole+last400", windows=400, window_pick="last"),
+    "unread400": Variant("unread400", windows=400, window_pick="unread"),
+    "unread600": Variant("unread600", windows=600, window_pick="unread"),
     "size500": Variant("size500", chunk_size=500),
     "size600": Variant("size600", chunk_size=600),
     "size700": Variant("size700", chunk_size=700),
@@ -108,6 +116,25 @@ def load_documents(folder: Path) -> list:
     return documents
 
 
+_TOKENIZER: list = []
+
+
+def _unread_start(text: str, limit: int = 256) -> int | None:
+    """The character offset where the packaged MiniLM stops reading ``text`` (``limit`` word pieces), or None."""
+    if not _TOKENIZER:
+        from tokenizers import Tokenizer
+
+        from akasha.embeddings.local import packaged_model_dir
+
+        tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+        tokenizer.no_truncation()
+        _TOKENIZER.append(tokenizer)
+    encoding = _TOKENIZER[0].encode(text)
+    if len(encoding.ids) <= limit:
+        return None
+    return int(encoding.offsets[limit - 1][0])  # the last position is [SEP]
+
+
 def build_units(documents: list, variant: Variant) -> list[Unit]:
     from akasha.chunking import split_text
     from bench.headings import heading_paths, piece_offsets
@@ -121,9 +148,15 @@ def build_units(documents: list, variant: Variant) -> list[Unit]:
         for index, (piece, path) in enumerate(zip(pieces, paths, strict=True)):
             context = f"{path}\n\n{piece}" if path else piece
             embed = [context if variant.headings else piece] if variant.whole or not variant.windows else []
-            if variant.windows and len(piece) > variant.windows:
-                for window in split_text(piece, variant.windows, variant.windows // 5 if variant.window_overlap is None
-                                                else variant.window_overlap):
+            if variant.window_pick == "unread":
+                stop = _unread_start(piece)
+                if stop is not None:
+                    tail = piece[max(0, min(stop - 100, len(piece) - variant.windows)):]
+                    embed.append(f"{path}\n\n{tail}" if variant.headings and path else tail)
+            elif variant.windows and len(piece) > variant.windows:
+                windows = split_text(piece, variant.windows, variant.windows // 5 if variant.window_overlap is None
+                                     else variant.window_overlap)
+                for window in (windows[-1:] if variant.window_pick == "last" else windows):
                     embed.append(f"{path}\n\n{window}" if variant.headings and path else window)
             elif variant.windows and not embed:
                 embed = [context if variant.headings else piece]

@@ -51,6 +51,19 @@ class Context:
     doc_matrix: np.ndarray  # (documents, d) normalised mean of each document's chunk vectors
     row: dict  # chunk id -> row
 
+    def stemmed(self) -> Context:
+        """The same set with a BM25 index that stems English words (``BM25Index(stem=True)``), built once."""
+        cached = self.__dict__.get("_stemmed")
+        if cached is None:
+            from dataclasses import replace
+
+            from akasha.retrieval.bm25 import BM25Index
+
+            bm25 = BM25Index(tokenizer="auto", stem=True)
+            bm25.add(self.ids, [self.chunks[i].text for i in self.ids])
+            cached = self.__dict__["_stemmed"] = replace(self, bm25=bm25)
+        return cached
+
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -379,6 +392,9 @@ def variants() -> dict[str, Ranker]:
     out["smooth max g=0.1 prev only"] = smooth(0.1, "max", side="prev")
     out["smooth max g=0.1 depth 100"] = smooth(0.1, "max", depth=100)
     out["auto depth 100"] = smooth(0.0, "max", depth=100)
+    stem_auto, stem_smooth = auto(), smooth(0.1, "max")
+    out["stemmed bm25"] = lambda ctx, qi: stem_auto(ctx.stemmed(), qi)
+    out["stemmed bm25 + smooth max g=0.1"] = lambda ctx, qi: stem_smooth(ctx.stemmed(), qi)
     out["smooth max g=0.1 k=5"] = smooth(0.1, "max", k=5)
     out["smooth max g=0.1 w=0.55"] = smooth(0.1, "max", w=(0.55, 0.45))
     for share in (0.3, 0.4, 0.5):
