@@ -353,6 +353,21 @@ def variants() -> dict[str, Ranker]:
             return [ctx.ids[i] for i in np.argsort(-total, kind="stable")[:DEPTH]]
         return run
 
+    import re as _re
+
+    code_re = _re.compile(r"[A-Za-z0-9]_|_[A-Za-z0-9]|\w\(|\w\.\w|[A-Za-z][a-z]+[A-Z]")
+
+    def signal(kind, shift, gamma=0.1, words=6):
+        """Smoothing 0.1 plus a per-question BM25 weight shift: code-like words ("code") or a short question ("short")."""
+        def run(ctx, qi):
+            q, dense, tids, qtf = base_lists(ctx, qi)
+            v, b = top(dense, ctx.ids), bm25_list(ctx, tids, qtf)
+            fire = bool(code_re.search(q)) if kind == "code" else len(q.split()) <= words
+            w = (0.6 - shift, 0.4 + shift) if fire else (0.6, 0.4)
+            fused = fusion.adaptive(q, v, b, len(ctx.ids), weights=w)
+            return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
+        return run
+
     out: dict[str, Ranker] = {"bm25": single("bm25"), "knn": single("knn"), "auto": auto()}
     for k in (5, 20, 30):
         out[f"auto k={k}"] = auto(k=k)
@@ -397,6 +412,14 @@ def variants() -> dict[str, Ranker]:
     out["stemmed bm25 + smooth max g=0.1"] = lambda ctx, qi: stem_smooth(ctx.stemmed(), qi)
     out["smooth max g=0.1 k=5"] = smooth(0.1, "max", k=5)
     out["smooth max g=0.1 w=0.55"] = smooth(0.1, "max", w=(0.55, 0.45))
+    for kind in ("code", "short"):
+        for shift in (0.1, 0.2, -0.1):
+            out[f"smooth 0.1 + {kind} questions bm25 {shift:+}"] = signal(kind, shift)
+    for words in (4, 5, 8, 10):
+        for shift in (-0.1, -0.2):
+            out[f"smooth 0.1 + questions of <= {words} words bm25 {shift:+}"] = signal("short", shift, words=words)
+    out["smooth 0.1 + short questions bm25 -0.2"] = signal("short", -0.2)
+    out["smooth 0.1 + short questions bm25 -0.3"] = signal("short", -0.3)
     for share in (0.3, 0.4, 0.5):
         out[f"zsum bm25 {share}"] = zsum(share)
         out[f"zsum max-norm bm25 {share}"] = zsum(share, "max")
