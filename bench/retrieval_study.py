@@ -51,6 +51,27 @@ class Context:
     doc_matrix: np.ndarray  # (documents, d) normalised mean of each document's chunk vectors
     row: dict  # chunk id -> row
 
+    def passages(self, size: int, overlap: int) -> tuple:
+        """(BM25 over windows of every chunk, window id -> chunk row), built once per (size, overlap)."""
+        key = f"_passages_{size}_{overlap}"
+        cached = self.__dict__.get(key)
+        if cached is None:
+            from akasha.chunking import split_text
+            from akasha.retrieval.bm25 import BM25Index
+
+            ids, texts, owner = [], [], {}
+            for row, cid in enumerate(self.ids):
+                text = self.chunks[cid].text
+                for n, window in enumerate(split_text(text, size, overlap) if len(text) > size else [text]):
+                    wid = f"{cid}@{n}"
+                    ids.append(wid)
+                    texts.append(window)
+                    owner[wid] = row
+            bm25 = BM25Index(tokenizer="auto")
+            bm25.add(ids, texts)
+            cached = self.__dict__[key] = (bm25, owner)
+        return cached
+
     def stemmed(self) -> Context:
         """The same set with a BM25 index that stems English words (``BM25Index(stem=True)``), built once."""
         cached = self.__dict__.get("_stemmed")
@@ -368,6 +389,25 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
         return run
 
+    def passage_bm25(size, overlap, mix=1.0, gamma=0.1):
+        """BM25 over windows of each chunk; a chunk scores mix * its best window + (1 - mix) * its own BM25."""
+        def run(ctx, qi):
+            q, dense, tids, qtf = base_lists(ctx, qi)
+            v = top(dense, ctx.ids)
+            bm, owner = ctx.passages(size, overlap)
+            best = np.zeros(len(ctx.ids), dtype=np.float32)
+            for wid, sc in bm.search(q, 400):
+                r = owner[wid]
+                best[r] = max(best[r], sc)
+            if mix < 1.0:
+                own = bm25_full(ctx, tids, qtf)
+                best = mix * best / max(float(best.max()), 1e-9) + (1 - mix) * own / max(float(own.max()), 1e-9)
+            order = np.argsort(-best, kind="stable")[:DEPTH]
+            b = [(ctx.ids[i], float(best[i])) for i in order if best[i] > 0]
+            fused = fusion.adaptive(q, v, b, len(ctx.ids))
+            return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
+        return run
+
     out: dict[str, Ranker] = {"bm25": single("bm25"), "knn": single("knn"), "auto": auto()}
     for k in (5, 20, 30):
         out[f"auto k={k}"] = auto(k=k)
@@ -420,6 +460,9 @@ def variants() -> dict[str, Ranker]:
             out[f"smooth 0.1 + questions of <= {words} words bm25 {shift:+}"] = signal("short", shift, words=words)
     out["smooth 0.1 + short questions bm25 -0.2"] = signal("short", -0.2)
     out["smooth 0.1 + short questions bm25 -0.3"] = signal("short", -0.3)
+    for size, overlap in ((300, 60), (400, 80), (500, 100)):
+        out[f"smooth 0.1 + passage bm25 {size}"] = passage_bm25(size, overlap)
+        out[f"smooth 0.1 + passage bm25 {size} mix 0.5"] = passage_bm25(size, overlap, mix=0.5)
     for share in (0.3, 0.4, 0.5):
         out[f"zsum bm25 {share}"] = zsum(share)
         out[f"zsum max-norm bm25 {share}"] = zsum(share, "max")
