@@ -12,13 +12,14 @@ from akasha.retrieval.search import SearchSettings, search
 from akasha.types import Chunk
 
 
-def test_adjacent_ids_follow_the_chunkers_id_shape():
-    assert fusion.adjacent_ids("guide.md#3") == ("guide.md#2", "guide.md#4")
-    assert fusion.adjacent_ids("guide.md#0") == ("guide.md#1",)
-    assert fusion.adjacent_ids("notes#v2#10") == ("notes#v2#9", "notes#v2#11")  # only the last '#' counts
-    assert fusion.adjacent_ids("plain-id") == ()
-    assert fusion.adjacent_ids("doc#intro") == ()
-    assert fusion.adjacent_ids(42) == ()
+def test_chunk_position_follows_the_chunkers_id_shape():
+    assert fusion.chunk_position("guide.md#3") == ("guide.md", 3)
+    assert fusion.chunk_position("guide.md#0") == ("guide.md", 0)
+    assert fusion.chunk_position("notes#v2#10") == ("notes#v2", 10)  # only the last '#' counts
+    assert fusion.chunk_position("plain-id") is None
+    assert fusion.chunk_position("doc#intro") is None
+    assert fusion.chunk_position("doc#") is None
+    assert fusion.chunk_position(42) is None
 
 
 def test_a_neighbour_of_the_leader_overtakes_a_stranger_with_the_same_score():
@@ -38,12 +39,22 @@ def test_weight_zero_and_empty_lists_change_nothing():
     assert fusion.smooth_neighbours([], 0.1) == []
 
 
-def test_ties_keep_the_fused_order_and_other_neighbour_functions_work():
+def test_ties_keep_the_fused_order_and_other_position_functions_work():
     fused = [("x", 0.5), ("y", 0.5), ("z", 0.5)]
     assert [i for i, _ in fusion.smooth_neighbours(fused, 0.1)] == ["x", "y", "z"]  # no '#n' ids: no neighbours
-    ring = {"x": ("z",), "y": (), "z": ("x",)}
-    out = fusion.smooth_neighbours(fused, 0.1, neighbours=lambda item: ring[item])
+    places = {"x": ("g", 1), "y": ("h", 2), "z": ("g", 2)}  # x and z are neighbours in group g
+    out = fusion.smooth_neighbours(fused, 0.1, position=places.get)
     assert [i for i, _ in out] == ["x", "z", "y"]
+    assert dict(out)["z"] == pytest.approx(0.55)
+
+
+def test_the_first_and_last_chunks_of_a_document_have_one_neighbour():
+    fused = [("d#0", 0.3), ("d#1", 0.2), ("e#5", 0.25), ("d#2", 0.1)]
+    scores = dict(fusion.smooth_neighbours(fused, 0.5))
+    assert scores["d#0"] == pytest.approx(0.3 + 0.5 * 0.2)
+    assert scores["d#1"] == pytest.approx(0.2 + 0.5 * 0.3)
+    assert scores["d#2"] == pytest.approx(0.1 + 0.5 * 0.2)
+    assert scores["e#5"] == pytest.approx(0.25)
 
 
 def _world():
