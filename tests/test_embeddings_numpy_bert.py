@@ -233,3 +233,30 @@ def test_safetensors_reader_memory_maps_and_rejects_unknown_dtypes(tmp_path):
     (tmp_path / "b.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
     with pytest.raises(ValueError, match="BF16"):
         bert_numpy.read_safetensors(tmp_path / "b.safetensors")
+
+
+def test_length_groups_cut_where_padding_costs_least():
+    import itertools
+
+    lengths = [5] * 20 + [48, 60, 90, 162] + [256] * 4
+    groups = bert_numpy.length_groups(lengths, 32, batch_cost=32)
+    assert [i for group in groups for i in group] == list(range(len(lengths)))  # every text once, in order
+    assert all(len(group) <= 32 for group in groups)
+    assert groups[0] == list(range(20))  # the short sentences are not padded to a long neighbour
+    assert groups[-1] == [24, 25, 26, 27]
+    padded = sum(len(group) * lengths[group[-1]] for group in groups)
+    assert padded < 0.6 * len(lengths) * max(lengths)  # cutting every 32 texts: one batch, all at 256
+
+    def cost(groups: list[list[int]], lengths: list[int]) -> int:
+        return sum(len(group) * lengths[group[-1]] + 32 for group in groups)
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):  # the cheapest cut, compared with every cut of a short list
+        n = int(rng.integers(1, 8))
+        lengths = sorted(int(x) for x in rng.integers(1, 300, n))
+        best = min(cost([list(range(a, b)) for a, b in zip((0,) + cuts, cuts + (n,))], lengths)
+                   for k in range(n) for cuts in itertools.combinations(range(1, n), k)
+                   if all(b - a <= 3 for a, b in zip((0,) + cuts, cuts + (n,))))
+        groups = bert_numpy.length_groups(lengths, 3, batch_cost=32)
+        assert all(len(group) <= 3 for group in groups) and cost(groups, lengths) == best
+    assert bert_numpy.length_groups([], 32) == []
