@@ -38,6 +38,11 @@ from akasha.embeddings.bert_numpy import BertFolder
 
 #: Texts per onnxruntime call (grouped by token length, so padding stays small).
 BATCH = 32
+#: Whether onnxruntime's worker threads spin (busy-wait) for work between and within runs. Off:
+#: on 2 cores shared with other processes a spinning thread takes the core that the main thread
+#: (tokenizing, parsing, BM25) or another program needs. Measured (2 cores, load 3-4): the README
+#: question on an empty cache 4.7 -> 3.8 CPU-s (7.4 -> 5.8 s), 64 chunks 6.4 -> 5.7 CPU-s.
+SPINNING = False
 _MS = "com.microsoft"
 #: TensorProto.DataType values.
 _FLOAT, _INT32 = 1, 6
@@ -225,6 +230,8 @@ class OnnxBertEncoder:
         self.dimension = self.folder.hidden
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initializers and the like are noise here
+        if not SPINNING:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads:
             options.intra_op_num_threads = int(threads)
         elif os.cpu_count() == 1:

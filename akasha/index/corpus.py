@@ -200,8 +200,9 @@ class CorpusIndex:
                 raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
-        self._sources = SourceReader(self._manifest, self.settings_key, self._split,
-                                     getattr(embedder, "prepare_documents", None))  # a hint: see SourceReader
+        self._sources = SourceReader(self._manifest, self.settings_key, self._split,  # hints: see SourceReader
+                                     getattr(embedder, "prepare_documents", None),
+                                     _import_splitter_soon if self.chunker is None else None)
         try:
             if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store
@@ -811,6 +812,13 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True
+
+
+def _import_splitter_soon() -> None:
+    """Start importing the default chunker's splitter on a thread (see ``import_splitter_soon``)."""
+    from akasha.chunking.recursive import import_splitter_soon
+
+    import_splitter_soon()
 
 
 def _checked_store(store: Any) -> Any:

@@ -54,15 +54,19 @@ class SourceReader:
     """Turns paths into content keys, parsing each new file version once into ``manifest``."""
 
     def __init__(self, manifest: Manifest, settings_key: str, split: Callable[[list[Document]], list[Chunk]],
-                 prepare: Callable[[int], None] | None = None) -> None:
+                 prepare: Callable[[int], None] | None = None,
+                 prepare_split: Callable[[], None] | None = None) -> None:
         """``prepare(size)``, when given, is told at the start of each :meth:`read` the size in bytes of the
         files whose stat changed (new or edited files: they are read, and most of them parsed and their
         chunks embedded). The index passes its embedder's ``prepare_documents``, which can get ready to
-        embed meanwhile (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`)."""
+        embed meanwhile (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`).
+        ``prepare_split()``, when given, is called before a file is loaded to be chunked (the index passes
+        :func:`akasha.chunking.recursive.import_splitter_soon`: the splitter imports while the file loads)."""
         self.manifest = manifest
         self.settings_key = settings_key
         self.split = split
         self.prepare = prepare
+        self.prepare_split = prepare_split
         self._warned: set[tuple[str, str]] = set()
 
     def read(self, paths: Sequence[Path], progress: bool | None, report: Any) -> dict[str, str]:
@@ -152,6 +156,8 @@ class SourceReader:
         """Load and chunk one file, storing the result under its content key."""
         from akasha.loaders import load_file
 
+        if self.prepare_split is not None:
+            self.prepare_split()
         try:
             if data is None:
                 data = path.read_bytes()
