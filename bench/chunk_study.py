@@ -54,7 +54,9 @@ class Variant:
     window_overlap: int | None = None  # default: a fifth of the window
     window_pick: str = "all"  # with windows: "all"; "last" (only the chunk's last window: one extra vector);
     # "unread": one extra vector only for a chunk longer than MiniLM reads (256 word pieces): its last
-    # ``windows`` characters, starting no later than 100 characters before the point where MiniLM stops
+    # ``windows`` characters, starting no later than 100 characters before the point where MiniLM stops;
+    # "head" / "middle" / "tail": one extra vector per chunk longer than ``windows``: its first, middle or
+    # last ``windows`` characters
     pool: str = "max"  # a chunk's dense score: its best vector ("max"), or the cosine of their mean ("mean")
     file_title: bool = False  # the file name as a title when the text has none
     stem: str = ""  # BM25 tokens stemmed: "porter" (nltk, study only) or "light" (akasha's)
@@ -90,6 +92,9 @@ VARIANTS = {
     "whole+halves": Variant("whole+halves", windows=500, window_overlap=0),
     "whole+last500": Variant("whole+last500", windows=500, window_overlap=0, window_pick="last"),
     "whole+last400": Variant("whole+last400", windows=400, window_pick="last"),
+    "head400": Variant("head400", windows=400, window_pick="head"),
+    "middle400": Variant("middle400", windows=400, window_pick="middle"),
+    "tail400": Variant("tail400", windows=400, window_pick="tail"),
     "unread400": Variant("unread400", windows=400, window_pick="unread"),
     "unread600": Variant("unread600", windows=600, window_pick="unread"),
     "size500": Variant("size500", chunk_size=500),
@@ -153,6 +158,12 @@ def build_units(documents: list, variant: Variant) -> list[Unit]:
                 if stop is not None:
                     tail = piece[max(0, min(stop - 100, len(piece) - variant.windows)):]
                     embed.append(f"{path}\n\n{tail}" if variant.headings and path else tail)
+            elif variant.window_pick in ("head", "middle", "tail"):
+                if len(piece) > variant.windows:
+                    start = {"head": 0, "middle": (len(piece) - variant.windows) // 2,
+                             "tail": len(piece) - variant.windows}[variant.window_pick]
+                    window = piece[start:start + variant.windows]
+                    embed.append(f"{path}\n\n{window}" if variant.headings and path else window)
             elif variant.windows and len(piece) > variant.windows:
                 windows = split_text(piece, variant.windows, variant.windows // 5 if variant.window_overlap is None
                                      else variant.window_overlap)
