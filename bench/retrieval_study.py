@@ -408,6 +408,23 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
         return run
 
+    def context_vectors(beta, gamma=0.1):
+        """Dense list over context vectors v_i + beta * (v_prev + v_next), normalised; then auto + smoothing."""
+        def run(ctx, qi):
+            q, dense, tids, qtf = base_lists(ctx, qi)
+            key = f"_ctxnorm_{beta}"
+            norms = ctx.__dict__.get(key)
+            if norms is None:
+                pad = np.vstack([ctx.matrix, np.zeros((1, ctx.matrix.shape[1]), dtype=np.float32)])
+                combined = ctx.matrix + beta * (pad[ctx.prev] + pad[ctx.next])
+                norms = ctx.__dict__[key] = np.linalg.norm(combined, axis=1)
+            ext = np.append(dense, 0.0)
+            scores = (dense + beta * (ext[ctx.prev] + ext[ctx.next])) / norms
+            v, b = top(scores, ctx.ids), bm25_list(ctx, tids, qtf)
+            fused = fusion.adaptive(q, v, b, len(ctx.ids))
+            return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
+        return run
+
     out: dict[str, Ranker] = {"bm25": single("bm25"), "knn": single("knn"), "auto": auto()}
     for k in (5, 20, 30):
         out[f"auto k={k}"] = auto(k=k)
@@ -463,6 +480,9 @@ def variants() -> dict[str, Ranker]:
     for size, overlap in ((300, 60), (400, 80), (500, 100)):
         out[f"smooth 0.1 + passage bm25 {size}"] = passage_bm25(size, overlap)
         out[f"smooth 0.1 + passage bm25 {size} mix 0.5"] = passage_bm25(size, overlap, mix=0.5)
+    for beta in (0.1, 0.2, 0.3, 0.5):
+        out[f"smooth 0.1 + context vectors {beta}"] = context_vectors(beta)
+        out[f"context vectors {beta} no smoothing"] = context_vectors(beta, 0.0)
     for share in (0.3, 0.4, 0.5):
         out[f"zsum bm25 {share}"] = zsum(share)
         out[f"zsum max-norm bm25 {share}"] = zsum(share, "max")
