@@ -547,7 +547,7 @@ def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
     retrieval, chunking, reranking = spec.retrieval, spec.chunking, spec.reranking
     pattern = retrieval.get("pattern", DEFAULTS["retrieval.pattern"])
     fusion = retrieval.get("fusion") or (retrieval.get("hybrid") or {}).get("fusion") or "rrf"
-    equivalent = {"naive": "knn", "hybrid": "auto" if fusion == "rrf" else "hybrid"}.get(pattern, _ANY)
+    equivalent = {"naive": "knn", "hybrid": "auto" if fusion in ("rrf", "adaptive") else "hybrid"}.get(pattern, _ANY)
     values: dict[str, tuple[Any, str]] = {
         "search_type": (equivalent, f"retrieval.pattern: {pattern}"),
         "chunk_size": (chunking.get("chunk_size", DEFAULT_SPEC_CHUNK_SIZE),

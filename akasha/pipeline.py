@@ -404,7 +404,7 @@ class Pipeline:
             queries = self._transform(question, trace)
             candidates = self.candidates_for(k)
             lists = self._retrieve(queries, candidates, filters, trace)
-            return self._fuse(lists, candidates, trace)
+            return self._fuse(lists, candidates, trace, question)
 
     def second_stage(self, question: str, hits: list[Hit], k: int | None = None, *,
                      trace: Trace | None = None) -> list[Hit]:
@@ -508,7 +508,8 @@ class Pipeline:
             return [Hit(chunk=c, score=float(s), source="bm25", details={"bm25": float(s)}) for c, s in ranked]
         raise ConfigError(f"unknown retriever {retriever!r} in pattern {self.pattern.name!r} (known: vector, bm25, index)")
 
-    def _fuse(self, lists: list[tuple[str, list[Hit]]], candidates: int, trace: Trace) -> list[Hit]:
+    def _fuse(self, lists: list[tuple[str, list[Hit]]], candidates: int, trace: Trace,
+              question: str = "") -> list[Hit]:
         if len(lists) == 1 and (self.pattern.fusion == "none" or isinstance(self.pattern, IndexSearch)):
             return list(lists[0][1])
         chunks: dict[str, Chunk] = {}
@@ -524,16 +525,35 @@ class Pipeline:
         id_lists = [[(hit.chunk.id, hit.score) for hit in ranked] for _, ranked in lists]
         if self.pattern.fusion == "weighted":
             fused, key = weighted(id_lists, list(self.pattern.weights or [1.0] * len(id_lists))), "fused"
+        elif self.pattern.fusion == "adaptive":
+            fused, key = self._adaptive(question, [name for name, _ in lists], id_lists), "rrf"
         else:
             fused, key = rrf(id_lists), "rrf"
         fused = fused[:candidates]
-        trace.record("fuse", "weighted" if key == "fused" else "rrf", sum(len(x) for x in id_lists), len(fused),
-                     timer.ms)
+        name = "weighted" if key == "fused" else ("adaptive" if self.pattern.fusion == "adaptive" else "rrf")
+        trace.record("fuse", name, sum(len(x) for x in id_lists), len(fused), timer.ms)
         return [
             Hit(chunk=chunks[str(cid)], score=float(score), source="+".join(sorted(found_by[str(cid)])),
                 details={**best[str(cid)], key: float(score)})
             for cid, score in fused
         ]
+
+    def _adaptive(self, question: str, names: list[str], id_lists: list[list[tuple[str, float]]]
+                  ) -> list[tuple[Any, float]]:
+        """``fusion: adaptive``: the vector and BM25 lists fused as the ``auto`` search type fuses them."""
+        from akasha.retrieval import fusion
+        from akasha.retrieval.search import SearchSettings
+
+        settings = getattr(self.index, "search_settings", None) or SearchSettings()
+        vector = [pair for name, ranked in zip(names, id_lists, strict=True) if name == "vector" for pair in ranked]
+        lexical = [pair for name, ranked in zip(names, id_lists, strict=True) if name == "bm25" for pair in ranked]
+        try:
+            population = len(self.index)
+        except TypeError:  # an index without a size: the candidates are a lower bound
+            population = len({item for ranked in id_lists for item, _ in ranked})
+        fused = fusion.adaptive(question, vector, lexical, population, k=settings.adaptive_k,
+                                weights=settings.adaptive_weights)
+        return fusion.smooth_neighbours(fused, settings.neighbour_weight)
 
     def _rerank(self, question: str, hits: list[Hit], k: int, trace: Trace) -> list[Hit]:
         if self.reranker is None or not hits:

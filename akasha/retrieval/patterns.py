@@ -2,7 +2,9 @@
 
 * ``naive``: the question against the vector index.
 * ``hybrid``: the question against the vector index and BM25, fused by ``rrf``
-  (default) or ``weighted`` (``hybrid.weights`` = [vector, bm25], default [0.5, 0.5]).
+  (default, k=60), ``weighted`` (``hybrid.weights`` = [vector, bm25], default [0.5, 0.5])
+  or ``adaptive`` (what the facade's ``auto`` does: weighted RRF whose weights follow the
+  question, then neighbour smoothing, with the index's :class:``akasha.retrieval.search.SearchSettings``).
 * ``multi_query``: the LLM writes ``variants`` rewrites; the question and every
   rewrite run against the vector index; the lists are fused by RRF.
 * ``hyde``: the LLM writes a hypothetical answer passage; the question and the
@@ -25,7 +27,7 @@ from typing import Any
 
 from akasha.errors import SpecError
 
-FUSIONS = ("rrf", "weighted")
+FUSIONS = ("rrf", "weighted", "adaptive")
 
 
 def ask_model(llm: Any, prompt: str) -> str:
@@ -62,7 +64,7 @@ class Pattern:
 
     name: str
     retrievers: tuple[str, ...] = ("vector",)
-    fusion: str = "none"  # none | rrf | weighted
+    fusion: str = "none"  # none | rrf | weighted | adaptive
     weights: tuple[float, ...] | None = None
     needs_llm: bool = False
 
