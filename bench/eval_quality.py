@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -171,42 +172,29 @@ def answer_prompts(name: str, args: argparse.Namespace) -> list[dict]:
 
 
 def _answer_variants() -> dict:
-    """name -> ExtractiveSettings of the answerer variants ``--answer-study`` scores (the first is the default)."""
-    from functools import partial
+    """name -> ExtractiveSettings of the answerer variants ``--answer-study`` scores (the first is the default).
 
+    Each row after the first changes one setting of the default (docs/quality.md, "The extractive answerer").
+    """
     from akasha.llm.extractive import ExtractiveSettings as S
 
-    # B: the kept combination; each "B..." row changes one knob of it
-    B = partial(S, sentences=8, answer_budget=620, merge_runs=True, extend_best=True, markup=True, follow_colon=True,
-                code_penalty=0.5)
+    kept = S()
     return {
-        "default": S(),
-        "markup": S(markup=True),
-        "markup colon": S(markup=True, follow_colon=True),
-        "markup colon code 0.5": S(markup=True, follow_colon=True, code_penalty=0.5),
-        "merge": S(merge_runs=True),
-        "R580": S(sentences=8, answer_budget=580),
-        "R580 merge": S(sentences=8, answer_budget=580, merge_runs=True),
-        "R580 merge extend": S(sentences=8, answer_budget=580, merge_runs=True, extend_best=True),
-        "B580": B(answer_budget=580),
-        "B620": B(),
-        "B640": B(answer_budget=640),
-        "B620 keep 0.4": B(keep_fraction=0.4),
-        "B620 keep 0.6": B(keep_fraction=0.6),
-        "B620 prior 0.2": B(weights=(0.5, 0.3, 0.2)),
-        "B620 lexical 0.4": B(weights=(0.5, 0.4, 0.1)),
-        "B620 window 100": B(min_quote_chars=100),
-        "B620 window 60": B(min_quote_chars=60),
-        "B620 no extend": B(extend_best=False),
-        "B620 4 sentences": B(sentences=4),
-        "B620 neighbour 0.1": B(neighbour_bonus=0.1),
-        "B620 prior 0.15": B(weights=(0.55, 0.3, 0.15)),
-        "B620 prior 0.2 neighbour 0.1": B(weights=(0.5, 0.3, 0.2), neighbour_bonus=0.1),
-        "B600 prior 0.2": B(weights=(0.5, 0.3, 0.2), answer_budget=600),
-        "B620 fragments": B(join_fragments=True),
-        "B620 fragments yes/no 0.1": B(join_fragments=True, yes_no_bonus=0.1),
-        "B620 fragments yes/no 0.2": B(join_fragments=True, yes_no_bonus=0.2),
-        "B620 embed 60": B(embed_candidates=60),
+        "default": kept,
+        "budget 560": S(budget=560),
+        "budget 640": S(budget=640),
+        "4 sentences": S(sentences=4),
+        "weights 0.6/0.3/0.1": S(weights=(0.6, 0.3, 0.1)),
+        "weights 0.6/0.2/0.2": S(weights=(0.6, 0.2, 0.2)),
+        "weights 0.75/0.1/0.15": S(weights=(0.75, 0.1, 0.15)),
+        "cjk weights = weights": S(cjk_weights=kept.weights),
+        "cjk weights 0.6/0.3/0.1": S(cjk_weights=(0.6, 0.3, 0.1)),
+        "cjk weights 0.4/0.4/0.2": S(cjk_weights=(0.4, 0.4, 0.2)),
+        "window 60": S(min_quote_chars=60),
+        "window 100": S(min_quote_chars=100),
+        "keep 0.4": S(keep_fraction=0.4),
+        "keep 0.6": S(keep_fraction=0.6),
+        "embed 60": S(embed_candidates=60),
     }
 
 
@@ -244,7 +232,8 @@ def answer_study(name: str, args: argparse.Namespace) -> list[dict]:
         log.info("%s %s: answer@80 %.4f, %.0f chars (%.1f s)", name, variant, row["answer@80"], row["answer_chars"],
                  time.perf_counter() - start)
         if args.misses:
-            (RESULTS / f"answer-misses-{name}-{variant}.json").write_text(
+            slug = re.sub(r"[^\w.-]+", "_", variant)
+            (RESULTS / f"answer-misses-{name}-{slug}.json").write_text(
                 json.dumps(misses, indent=1, ensure_ascii=False), encoding="utf-8")
     return rows
 

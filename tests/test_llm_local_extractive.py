@@ -157,26 +157,53 @@ The office opens at nine on weekdays and is closed on Sundays for everyone.
 
 
 def test_markup_is_not_quoted_and_code_is_told_apart():
-    from akasha.llm.extractive import _split
+    from akasha.llm.sentences import quotable_sentences
 
-    pieces = _split(RST_DOC, markup=True)
-    texts = [text for text, _ in pieces]
+    pieces = quotable_sentences(RST_DOC)
+    texts = [p.text for p in pieces]
     assert not any("FAQ" in t or ".. " in t or "====" in t for t in texts)  # title, directives, label dropped
     assert texts[0] == "Use the standard library module smtplib to send mail from a script."
-    code = [text for text, is_code in pieces if is_code]
+    code = [p.text for p in pieces if p.code]
     assert code == ["import smtplib server = smtplib.SMTP('localhost') server.sendmail(fromaddr, toaddrs, msg)"]
-    # Without markup handling the title and its rules are glued into one "sentence".
-    assert any("Library and Mail FAQ" in text for text, _ in _split(RST_DOC))
+    assert all(not p.code for p in pieces if p.text != code[0])
 
 
-def test_a_sentence_ending_with_a_colon_brings_its_code_along_and_one_run_is_cited_once():
+def test_markdown_fences_and_doctest_lines_are_code_units():
+    from akasha.llm.sentences import quotable_sentences
+
+    text = ("Install it first.\n\n```bash\npip install akasha\nakasha ask ./docs\n```\n\n"
+            ">>> import akasha\n>>> akasha.RAG()\nThen ask your question in plain words.")
+    pieces = quotable_sentences(text)
+    assert ("pip install akasha akasha ask ./docs", True) in pieces
+    assert (">>> import akasha >>> akasha.RAG()", True) in pieces
+    assert pieces[-1] == ("Then ask your question in plain words.", False)
+
+
+def test_a_short_fragment_opens_the_next_sentence_of_its_paragraph():
+    from akasha.llm.sentences import quotable_sentences
+
+    pieces = [p.text for p in quotable_sentences("Yes. Debian runs on many kernels, Linux first.\n\nSee below.")]
+    assert pieces == ["Yes. Debian runs on many kernels, Linux first."]  # "See below." ends its paragraph alone
+
+
+def test_a_sentence_ending_with_a_colon_brings_its_code_along():
     answer = ExtractiveAnswerer(embedder=False).generate(
         messages_for("How do I send mail from a Python script with an SMTP listener?", [("library.rst", RST_DOC, 3)]), OPTS)
     assert "It works on any host that supports an SMTP listener:: import smtplib" in answer
     assert "office" not in answer
-    # Consecutive quoted sentences of one document form one line with one citation.
-    for line in answer.splitlines():
-        assert line.endswith("(library.rst, page 3)") and line.count("(library.rst") == 1
+    # The quotes of one source form one line with one citation.
+    assert len(answer.splitlines()) == 1 and answer.endswith("(library.rst, page 3)")
+    assert answer.count("(library.rst") == 1
+
+
+def test_quotes_of_one_source_share_a_line_with_gaps_marked():
+    docs = [("pump.md", "The pump must be serviced every 500 operating hours by a trained technician.", 2),
+            ("office.md", "The office is closed on Sundays and opens at nine on weekdays for every visitor.", None),
+            ("pump.md", "A serviced pump gets a green sticker dated by the technician who serviced it.", 2)]
+    answer = ExtractiveAnswerer(embedder=False).generate(
+        messages_for("Who services the pump?", docs), OPTS)
+    assert answer == ("The pump must be serviced every 500 operating hours by a trained technician. … "
+                      "A serviced pump gets a green sticker dated by the technician who serviced it. (pump.md, page 2)")
 
 
 def test_the_reply_budget_counts_citations_and_answers_are_deterministic():
@@ -189,12 +216,34 @@ def test_the_reply_budget_counts_citations_and_answers_are_deterministic():
              "Spare seals for servicing the pump are kept in cabinet B, next to the technician's workbench.",
              "The pump's bearings are greased at every second service, by the same technician if possible."]
     docs = [(f"doc{i}.md", fact, None) for i, fact in enumerate(facts, 1)]
-    settings = ExtractiveSettings(sentences=8, answer_budget=300, merge_runs=True, keep_fraction=0.0)
+    settings = ExtractiveSettings(budget=300, keep_fraction=0.0)
     model = ExtractiveAnswerer(embedder=False, settings=settings)
     msgs = messages_for("How often must the pump be serviced by a technician?", docs)
     answer = model.generate(msgs, OPTS)
     assert 1 < len(answer.splitlines()) and len(answer) <= 300
     assert all(line.endswith(".md)") for line in answer.splitlines())
     assert ExtractiveAnswerer(embedder=False, settings=settings).generate(msgs, OPTS) == answer
-    wider = ExtractiveAnswerer(embedder=False, settings=ExtractiveSettings(sentences=8, answer_budget=600, keep_fraction=0.0)).generate(msgs, OPTS)
+    wider = ExtractiveAnswerer(embedder=False, settings=ExtractiveSettings(budget=600, keep_fraction=0.0)).generate(msgs, OPTS)
     assert 300 < len(wider) <= 600
+
+
+def test_the_best_sentence_brings_the_passage_after_it():
+    doc = ("Lists and tuples are used in different ways. Tuples are small records of related values, "
+           "like a coordinate. Lists hold many items of one kind, handled one by one.")
+    answer = ExtractiveAnswerer(embedder=False).generate(
+        messages_for("Why are tuples and lists different?", [("design.txt", doc, None)]), OPTS)
+    assert answer == f"{doc} (design.txt)"
+
+
+def test_a_chinese_question_leans_on_bm25_with_an_english_embedder():
+    from akasha.llm.extractive import ExtractiveSettings, _scores, _candidates
+
+    docs = [{"source": "a.md", "page": None, "text": "空氣濾網每十二個月更換一次。"},
+            {"source": "b.md", "page": None, "text": "辦公室週日休息，午餐在中午。"}]
+    sentences = _candidates(docs)
+    dense_only = ExtractiveSettings(weights=(1.0, 0.0, 0.0), cjk_weights=(0.0, 1.0, 0.0), min_cosine=0.0)
+    embedder = KeywordEmbedder()  # finds nothing in Chinese: every sentence looks alike to it
+    scores = _scores("空氣濾網多久更換？", sentences, embedder, None, dense_only)
+    assert scores[0] == pytest.approx(1.0) and scores.get(1, 0.0) == pytest.approx(0.0)  # BM25 alone decided
+    english = _scores("How often is the air filter replaced?", sentences, embedder, None, dense_only)
+    assert set(english.values()) <= {0.0}  # the cosine weights apply, and they see no difference here

@@ -1,17 +1,25 @@
 """``model="extractive"``: a fully offline answerer that quotes the documents.
 
 It reads the ``<document>`` blocks of the packed prompt (see :mod:`akasha.prompts`),
-splits them into sentences and scores every sentence against the question twice:
+cuts them into sentences and code units (:mod:`akasha.llm.sentences`: markup dropped,
+code kept apart from prose) and scores every sentence against the question twice:
 with BM25 (idf over the candidate sentences, stop words dropped, light stemming)
 and, when an embedder is at hand, by cosine similarity of sentence and question
-vectors; a prior favours sentences from higher-ranked documents. It then picks
-the best sentences greedily, skipping any that repeat one already picked, until
-it holds ``n`` sentences (``"extractive:<n>"``, default 3) or about
-:data:`CHAR_BUDGET` characters. A picked sentence shorter than
-:data:`MIN_QUOTE_CHARS` brings the next sentence of its paragraph along, so a
-terse sentence keeps its context. The picks are printed in document order, each
-followed by its source ``(file, page N)``. Nothing is invented: every sentence is
-a verbatim quote a reader can check.
+vectors; a prior favours sentences from higher-ranked documents.
+On a question written mostly in Chinese, Japanese or Korean, BM25 and the prior weigh
+more (:attr:`ExtractiveSettings.cjk_weights`): the packaged MiniLM reads little of them.
+
+It then picks the best sentences greedily, skipping any that repeats one already
+picked, while the whole reply, citations included, stays within
+:attr:`ExtractiveSettings.budget` characters. A picked sentence shorter than
+:attr:`ExtractiveSettings.min_quote_chars`, or one that ends with a colon, brings the
+next sentence of its document along, so a terse sentence keeps its context and an
+introduction its list or code. The best sentence then takes the following sentences
+of its document while the budget allows, so the reply holds the passage around the
+best match rather than scattered fragments. The quotes of one source (file and
+page) make one line, consecutive sentences joined and gaps marked `` … ``, followed
+by the source ``(file, page N)``; lines in document order. Nothing is invented:
+every quote is verbatim text a reader can check.
 
 The embedder is the one given (``ExtractiveAnswerer(embedder=...)``); without one,
 the packaged MiniLM (``hf:all-MiniLM-L6-v2``) is used when it is installed, else
@@ -26,6 +34,10 @@ asking again over the same documents, even in a new process, embeds only the
 question. Embedding the few dozen candidate sentences is most of an answer's cost
 (about a second of CPU with MiniLM); the cached vectors are the same vectors, so
 answers do not change.
+
+The settings (:class:`ExtractiveSettings`) were chosen on four question sets
+(docs/quality.md, "The extractive answerer"); ``bench.eval_quality --answer-study``
+scores variants of them.
 """
 
 from __future__ import annotations
@@ -38,33 +50,21 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message
+from akasha.llm.sentences import MAX_SENTENCE_CHARS, quotable_sentences
 from akasha.prompts import parse_documents, parse_question
+from akasha.retrieval.fusion import CJK_SHARE, cjk_share
 from akasha.retrieval.tokenize import tokenize
 
 log = logging.getLogger(__name__)
 
 NO_ANSWER = "The retrieved documents do not appear to answer this question."
-#: About how many characters of quotes an answer holds (citations come on top).
-CHAR_BUDGET = 420
-#: A quoted sentence shorter than this brings the next sentence of its document along.
-MIN_QUOTE_CHARS = 80
-#: Sentences embedded per answer: the best by BM25 and document rank.
-EMBED_CANDIDATES = 40
-#: Weights of the sentence score: cosine to the question, BM25, document-rank prior.
-W_DENSE, W_LEXICAL, W_PRIOR = 0.6, 0.3, 0.1
-#: Without a shared word, a sentence needs this cosine to the question to be quoted.
-MIN_COSINE = 0.35
-#: A sentence is kept only when it scores at least this share of the best one.
-KEEP_FRACTION = 0.5
-#: Two sentences sharing this share of the shorter one's content words repeat each other.
-REDUNDANT_OVERLAP = 0.6
 DEFAULT_EMBEDDINGS = "hf:all-MiniLM-L6-v2"
 #: Sentence vectors kept in memory per answerer, and on disk per cache folder (oldest dropped first).
 _CACHE_LIMIT = 20_000
@@ -80,32 +80,68 @@ _STOP = frozenset(
     were what when where which who whom whose why will with would you your about any some please tell
     explain describe list give many much often""".split()
 )
-_SENTENCE_RE = re.compile(r"(?<=[A-Za-z0-9)\]\"'%][.!?])\s+(?=[A-Z0-9\"(\u3040-\u9fff])|(?<=[。！？])")
-_BLOCK_START_RE = re.compile(r"^(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|\S.{0,40}:$)")
-_RULE_RE = re.compile(r"^([=\-~^\"'`#*+:.])\1{3,}$")  # a reStructuredText title's under/overline
-_DIRECTIVE_RE = re.compile(r"^\.\.(?:\s|$)")  # ".. note::", ".. _label:", ".. XXX comment"
-_MARKUP_BLOCK_START_RE = re.compile(r"^(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|\S.{0,40}[^:]:$)")
-_YES_NO_QUESTION_RE = re.compile(
-    r"^\W*(?:can|could|is|are|am|was|were|do|does|did|will|would|should|shall|may|might|must|has|have|had)\b", re.I)
-_YES_NO_ANSWER_RE = re.compile(r"^\W*(?:yes|no)\b[,.;:!]", re.I)
-_OPTION_RE = re.compile(r"^:[\w-]+:")
-_CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "doctest", "testcode", "testoutput"})
-_LIST_MARKER_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-_MARKUP_RE = re.compile(r"\*\*|__|`")
-_MAX_SENTENCE_CHARS = 400
 _K1, _B = 1.2, 0.75
 
 
+@dataclass(frozen=True)
+class ExtractiveSettings:
+    """How the extractive answerer picks its quotes; the defaults are the measured ones (docs/quality.md).
+
+    Each field says what it bounds and why it has its default value.
+    """
+
+    #: Most sentences picked on their merits ("extractive:<n>" sets it); a sentence brought
+    #: along by another, or added while extending the best one, does not count.
+    sentences: int = 8
+    #: Most characters of the whole reply, citations and line breaks included (the first
+    #: pick is always quoted; a sentence is at most 400 characters).
+    budget: int = 600
+    #: A picked sentence shorter than this brings the next sentence of its document along.
+    min_quote_chars: int = 80
+    #: Sentences embedded per answer: the best by BM25 and document rank.
+    embed_candidates: int = 40
+    #: Weights of the sentence score: cosine to the question, BM25, document-rank prior.
+    weights: tuple[float, float, float] = (0.7, 0.15, 0.15)
+    #: The same for a question written mostly in Chinese, Japanese or Korean: the packaged
+    #: MiniLM reads little of these, so BM25 and the retrieval rank count for more (with
+    #: an embedder that reads them, pass ``cjk_weights=weights``).
+    cjk_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    #: Without a shared word, a sentence needs this cosine to the question to be quoted.
+    min_cosine: float = 0.35
+    #: A sentence is picked only when it scores at least this share of the best one.
+    keep_fraction: float = 0.5
+    #: Two sentences sharing this share of the shorter one's content words repeat each other.
+    redundant_overlap: float = 0.6
+
+
+@dataclass(frozen=True)
+class Quote:
+    """Consecutive sentences of one document, quoted verbatim, with where they come from."""
+
+    text: str
+    source: str
+    page: int | None = None
+
+    @property
+    def citation(self) -> str:
+        """``(file, page N)``, or ``(file)`` without a page."""
+        return f"({self.source}, page {self.page})" if self.page is not None else f"({self.source})"
+
+    def __str__(self) -> str:
+        return f"{self.text} {self.citation}"
+
+
 @dataclass
-class _Sentence:
+class _Candidate:
+    """A quotable sentence of the prompt: its text, document rank ``doc``, position in it, and terms."""
+
     text: str
     doc: int
     pos: int
     source: str
     page: int | None
     terms: list[str]
-    code: bool = False
 
 
 def _stem(token: str) -> str:
@@ -125,127 +161,22 @@ def _terms(text: str) -> list[str]:
     return words + ["#" + n for n in _NUMBER_RE.findall(text)]
 
 
-def _lines_to_units(text: str, markup: bool = False) -> list[tuple[str, bool]]:
-    """Re-join hard-wrapped lines: paragraphs, list items and table rows become one unit each.
-
-    Each unit comes with whether it is code. Without ``markup`` nothing is code. With
-    ``markup``, reStructuredText and Markdown scaffolding is dropped (a title with its
-    underline ``=====``, directive, label and comment lines such as ``.. note::`` and
-    ``.. _label:`` with their indented continuation) and code is told apart: the
-    indented block after a line ending in ``::``, a fenced Markdown block, and ``>>>``
-    doctest lines each make one code unit, never glued to the prose around them.
-    """
-    units: list[tuple[str, bool]] = []
-    current = ""
-    lines_in_current = 0
-    in_directive = literal = in_fence = False
-    code: list[str] = []
-
-    def close() -> None:
-        nonlocal current, lines_in_current
-        if current:
-            units.append((current, False))
-        current, lines_in_current = "", 0
-
-    def close_code() -> None:
-        if code:
-            units.append((" ".join(code), True))
-            code.clear()
-
-    for raw in text.splitlines():
-        line = raw.strip()
-        if markup:
-            if line.startswith("```") or line.startswith("~~~"):
-                close()
-                if in_fence:
-                    close_code()
-                in_fence = not in_fence
+def _candidates(documents: list[dict]) -> list[_Candidate]:
+    """Every quotable sentence of ``documents`` once (overlapping chunks repeat sentences), in order."""
+    out: list[_Candidate] = []
+    seen: set[str] = set()
+    for d, doc in enumerate(documents):
+        for p, sentence in enumerate(quotable_sentences(doc["text"])):
+            key = sentence.text.lower()
+            if key in seen:
                 continue
-            if in_fence:
-                if line:
-                    code.append(line)
-                continue
-            indented = raw[:1].isspace()
-            if in_directive and line and indented and (not literal or _OPTION_RE.match(line)):
-                continue  # a directive's indented arguments and options
-            in_directive = False
-            if code and line and not indented and not line.startswith(">>>"):
-                close_code()
-                literal = False
-            if line and ((literal and indented) or line.startswith(">>>")):
-                close()
-                code.append(line)
-                continue
-            if not line:
-                close()
-                continue
-            literal = False
-            if _RULE_RE.match(line):
-                if current and lines_in_current == 1:
-                    current, lines_in_current = "", 0  # the title above its underline
-                continue
-            if _DIRECTIVE_RE.match(line):
-                close()
-                in_directive = True
-                name = re.match(r"\.\.\s+([\w-]+)::", line)
-                literal = name is not None and name.group(1) in _CODE_DIRECTIVES
-                continue
-            if line.endswith("::"):
-                literal = True
-        starts_block = not line or (_MARKUP_BLOCK_START_RE if markup else _BLOCK_START_RE).match(line) is not None
-        if starts_block or not current:
-            close()
-            current, lines_in_current = line, 1
-        else:
-            current = f"{current} {line}"
-            lines_in_current += 1
-        if not line:
-            current, lines_in_current = "", 0
-    close()
-    close_code()
-    return units
-
-
-def _split(text: str, markup: bool = False, join_fragments: bool = False) -> list[tuple[str, bool]]:
-    """The quotable sentences of ``text``, each with whether it is code (see :func:`_lines_to_units`).
-
-    A piece under 12 characters is no quote by itself: it is dropped, or with
-    ``join_fragments`` kept at the head of the next sentence of its paragraph ("Yes. It is ...").
-    """
-    out = []
-    for unit, is_code in _lines_to_units(text, markup):
-        if is_code:
-            piece = re.sub(r"\s+", " ", unit).strip()
-            if len(piece) > _MAX_SENTENCE_CHARS:
-                piece = piece[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-            if len(piece) >= 12:
-                out.append((piece, True))
-            continue
-        if unit.startswith("#"):
-            continue  # headings make poor quotes
-        unit = _MARKUP_RE.sub("", unit)
-        unit = _LIST_MARKER_RE.sub("", unit)
-        if unit.startswith("|"):
-            unit = " | ".join(cell.strip() for cell in unit.strip("|").split("|") if cell.strip())
-            if set(unit) <= set("-: |"):
-                continue  # table rule
-        pending = ""
-        for piece in _SENTENCE_RE.split(unit):
-            piece = re.sub(r"\s+", " ", piece).strip(" -*•>\t")
-            if join_fragments and pending:
-                piece = f"{pending} {piece}" if piece else pending
-                pending = ""
-            if len(piece) < 12:
-                if join_fragments:
-                    pending = piece
-                continue  # fragments make poor quotes
-            if len(piece) > _MAX_SENTENCE_CHARS:
-                piece = piece[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-            out.append((piece, False))
+            seen.add(key)
+            out.append(_Candidate(sentence.text, d, p, doc["source"], doc["page"], _terms(sentence.text)))
     return out
 
 
-def _bm25(query: set[str], sentences: list[_Sentence]) -> list[float]:
+def _bm25(query: set[str], sentences: list[_Candidate]) -> list[float]:
+    """BM25 of each sentence for the query terms (idf over these sentences), raised for covering more of them."""
     df = Counter(t for s in sentences for t in set(s.terms))
     total = len(sentences)
     avgdl = sum(len(s.terms) for s in sentences) / total or 1.0
@@ -259,22 +190,9 @@ def _bm25(query: set[str], sentences: list[_Sentence]) -> list[float]:
                 f = tf[term]
                 score += idf * f * (_K1 + 1) / (f + _K1 * (1 - _B + _B * len(s.terms) / avgdl))
         if score > 0:
-            score *= 0.5 + len(query & set(s.terms)) / len(query)  # favour covering more of the question
+            score *= 0.5 + len(query & set(s.terms)) / len(query)
         scores.append(score)
     return scores
-
-
-def _sentences(documents: list[dict], markup: bool = False, join_fragments: bool = False) -> list[_Sentence]:
-    sentences: list[_Sentence] = []
-    seen: set[str] = set()
-    for d, doc in enumerate(documents):
-        for p, (text, is_code) in enumerate(_split(doc["text"], markup, join_fragments)):
-            key = text.lower()
-            if key in seen:  # overlapping chunks repeat sentences
-                continue
-            seen.add(key)
-            sentences.append(_Sentence(text, d, p, doc["source"], doc["page"], _terms(text), is_code))
-    return sentences
 
 
 class SentenceVectors:
@@ -422,158 +340,13 @@ def _similarity(embedder: Any, question: str, texts: list[str], cache: SentenceV
     return [float(known[t] @ query) for t in texts]
 
 
+
 def _spread(values: list[float]) -> list[float]:
     low, high = min(values), max(values)
     return [(v - low) / (high - low) if high > low else 0.0 for v in values]
 
 
-def _redundant(candidate: _Sentence, chosen: list[_Sentence], overlap: float = REDUNDANT_OVERLAP) -> bool:
-    words = set(candidate.terms)
-    for other in chosen:
-        theirs = set(other.terms)
-        if words and theirs and len(words & theirs) / min(len(words), len(theirs)) >= overlap:
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class ExtractiveSettings:
-    """How the extractive answerer picks its quotes; the defaults are the measured ones (docs/quality.md).
-
-    ``sentences``: most sentences picked (a window's follower does not count);
-    ``budget``: about how many characters of quotes; ``min_quote_chars``: a picked
-    sentence shorter than this brings the next one of its document along;
-    ``embed_candidates``: sentences embedded per answer; ``weights``: cosine, BM25 and
-    document-rank prior of the sentence score; ``min_cosine``: without a shared word a
-    sentence needs this cosine; ``keep_fraction``: a pick scores at least this share of
-    the best; ``redundant_overlap``: two sentences sharing this share of the shorter
-    one's content words repeat each other.
-    """
-
-    sentences: int = 3
-    budget: int = CHAR_BUDGET
-    min_quote_chars: int = MIN_QUOTE_CHARS
-    embed_candidates: int = EMBED_CANDIDATES
-    weights: tuple[float, float, float] = (W_DENSE, W_LEXICAL, W_PRIOR)
-    min_cosine: float = MIN_COSINE
-    keep_fraction: float = KEEP_FRACTION
-    redundant_overlap: float = REDUNDANT_OVERLAP
-    markup: bool = False
-    follow_colon: bool = False
-    neighbour_bonus: float = 0.0
-    merge_runs: bool = False
-    answer_budget: int | None = None
-    extend_best: bool = False
-    code_penalty: float = 0.0
-    join_fragments: bool = False
-    yes_no_bonus: float = 0.0
-
-
-def best_sentences(question: str, documents: list[dict], n: int | None = None, *, embedder: Any = None,
-                   cache: SentenceVectors | None = None, budget: int | None = None,
-                   settings: ExtractiveSettings | None = None) -> list[_Sentence]:
-    """Up to ``n`` non-redundant sentences that best support ``question``, in document order.
-
-    Scores: BM25 (0..1 of the best) and, with ``embedder``, the question-sentence cosine
-    (0..1 over the candidates), plus a prior for higher-ranked documents. Only sentences
-    that share a content word with the question, or (with an embedder) the closest
-    ``settings.embed_candidates``, are candidates. ``n`` and ``budget`` override
-    ``settings.sentences`` and ``settings.budget`` (quoted characters).
-    """
-    settings = settings or ExtractiveSettings()
-    n = settings.sentences if n is None else n
-    budget = settings.budget if budget is None else budget
-    sentences = _sentences(documents, settings.markup, settings.join_fragments)
-    score = _scores(question, sentences, embedder, cache, settings)
-    if settings.neighbour_bonus and score:
-        base = dict(score)
-        for i in base:
-            near = [base.get(j, 0.0) for j in (i - 1, i + 1)
-                    if 0 <= j < len(sentences) and sentences[j].doc == sentences[i].doc]
-            score[i] += settings.neighbour_bonus * max(near, default=0.0)
-    if settings.yes_no_bonus and _YES_NO_QUESTION_RE.match(question):
-        for i in score:
-            if _YES_NO_ANSWER_RE.match(sentences[i].text):
-                score[i] += settings.yes_no_bonus
-    ranked = sorted(score, key=lambda i: (-score[i], i))
-    if not ranked:
-        return []
-    best = score[ranked[0]]
-    picks: list[list[int]] = []  # each pick: a sentence and the followers its window brought along
-    taken: set[int] = set()
-    used = 0
-    for i in ranked:
-        if len(picks) >= n or score[i] < settings.keep_fraction * best:
-            break
-        if i in taken:
-            continue
-        s = sentences[i]
-        chosen = [_join([sentences[k] for k in pick]) for pick in picks]
-        if _redundant(s, chosen, settings.redundant_overlap):
-            continue
-        pick = [i]
-        if len(s.text) < settings.min_quote_chars or (settings.follow_colon and s.text.endswith(":")):
-            follower = _follower(i, sentences)
-            if follower is not None and follower not in taken and \
-                    len(s.text) + len(sentences[follower].text) <= _MAX_SENTENCE_CHARS:
-                pick.append(follower)
-        if settings.answer_budget is not None:
-            if picks and _reply_chars(_lines([*taken, *pick], sentences, settings.merge_runs)) > settings.answer_budget:
-                continue
-        elif picks and used + len(s.text) > budget:
-            continue
-        picks.append(pick)
-        taken.update(pick)
-        used += sum(len(sentences[k].text) for k in pick) + len(pick) - 1
-    if settings.extend_best and picks and settings.answer_budget is not None:
-        last = max(picks[0])
-        while (follower := _follower(last, sentences)) is not None and follower not in taken:
-            if _reply_chars(_lines([*taken, follower], sentences, settings.merge_runs)) > settings.answer_budget:
-                break
-            taken.add(follower)
-            last = follower
-    if settings.merge_runs or settings.extend_best:
-        return _lines(taken, sentences, settings.merge_runs)
-    return sorted((_join([sentences[k] for k in pick]) for pick in picks), key=lambda s: (s.doc, s.pos))
-
-
-def _follower(i: int, sentences: list[_Sentence]) -> int | None:
-    """The index of the sentence after ``i`` in the same document, or None."""
-    j = i + 1
-    if j < len(sentences) and sentences[j].doc == sentences[i].doc and sentences[j].pos == sentences[i].pos + 1:
-        return j
-    return None
-
-
-def _join(run: list[_Sentence]) -> _Sentence:
-    """Consecutive sentences of one document as one quote."""
-    first = run[0]
-    if len(run) == 1:
-        return first
-    return _Sentence(" ".join(s.text for s in run), first.doc, first.pos, first.source, first.page,
-                     [t for s in run for t in s.terms])
-
-
-def _lines(indices: Any, sentences: list[_Sentence], merge: bool) -> list[_Sentence]:
-    """The quotes of ``indices`` in document order; with ``merge``, each run of consecutive sentences is one quote."""
-    ordered = sorted(set(indices), key=lambda k: (sentences[k].doc, sentences[k].pos))
-    if not merge:
-        return [sentences[k] for k in ordered]
-    runs: list[list[int]] = []
-    for k in ordered:
-        if runs and _follower(runs[-1][-1], sentences) == k:
-            runs[-1].append(k)
-        else:
-            runs.append([k])
-    return [_join([sentences[k] for k in run]) for run in runs]
-
-
-def _reply_chars(lines: list[_Sentence]) -> int:
-    """Length of the reply these quotes make (each with its citation, one per line)."""
-    return sum(len(s.text) + 1 + len(_cite(s)) for s in lines) + max(len(lines) - 1, 0)
-
-
-def _scores(question: str, sentences: list[_Sentence], embedder: Any, cache: SentenceVectors | None,
+def _scores(question: str, sentences: list[_Candidate], embedder: Any, cache: SentenceVectors | None,
             settings: ExtractiveSettings) -> dict[int, float]:
     """Sentence index -> score against ``question``, for the candidates that may be quoted (none: no answer)."""
     query = set(_terms(question))
@@ -588,22 +361,114 @@ def _scores(question: str, sentences: list[_Sentence], embedder: Any, cache: Sen
         return {}
     similarity = _similarity(embedder, question, [sentences[i].text for i in pool],
                              cache if cache is not None else SentenceVectors()) if embedder is not None else None
-    if similarity is None:
-        pool = [i for i in pool if lexical[i] > 0]
-        return {i: (0.75 * lexical[i] / top_lexical + 0.25 * prior[i])
-                * (1.0 - settings.code_penalty if sentences[i].code else 1.0) for i in pool}
-    w_dense, w_lexical, w_prior = settings.weights
-    dense = dict(zip(pool, _spread(similarity), strict=True))
-    cosine = dict(zip(pool, similarity, strict=True))
+    if similarity is None:  # BM25 alone
+        return {i: 0.75 * lexical[i] / top_lexical + 0.25 * prior[i] for i in pool if lexical[i] > 0}
     if max(similarity) < settings.min_cosine and top_lexical <= 0:
         return {}
-    return {i: (w_dense * dense[i] + w_lexical * lexical[i] / (top_lexical or 1.0) + w_prior * prior[i])
-            * (1.0 - settings.code_penalty if sentences[i].code else 1.0)
+    w_dense, w_lexical, w_prior = settings.cjk_weights if cjk_share(question) >= CJK_SHARE else settings.weights
+    dense = dict(zip(pool, _spread(similarity), strict=True))
+    cosine = dict(zip(pool, similarity, strict=True))
+    return {i: w_dense * dense[i] + w_lexical * lexical[i] / (top_lexical or 1.0) + w_prior * prior[i]
             for i in pool if lexical[i] > 0 or cosine[i] >= settings.min_cosine}
 
 
-def _cite(s: _Sentence) -> str:
-    return f"({s.source}, page {s.page})" if s.page is not None else f"({s.source})"
+def _redundant(candidate: _Candidate, chosen: Iterable[_Candidate], overlap: float) -> bool:
+    """Whether ``candidate`` shares ``overlap`` of the shorter one's content words with a chosen quote."""
+    words = set(candidate.terms)
+    for other in chosen:
+        theirs = set(other.terms)
+        if words and theirs and len(words & theirs) / min(len(words), len(theirs)) >= overlap:
+            return True
+    return False
+
+
+def _follower(i: int, sentences: list[_Candidate]) -> int | None:
+    """The index of the sentence after ``i`` in the same document, or None."""
+    j = i + 1
+    if j < len(sentences) and sentences[j].doc == sentences[i].doc and sentences[j].pos == sentences[i].pos + 1:
+        return j
+    return None
+
+
+def _join(run: list[_Candidate]) -> _Candidate:
+    """Consecutive sentences of one document as one candidate."""
+    first = run[0]
+    if len(run) == 1:
+        return first
+    return _Candidate(" ".join(s.text for s in run), first.doc, first.pos, first.source, first.page,
+                      [t for s in run for t in s.terms])
+
+
+def _quotes(indices: Iterable[int], sentences: list[_Candidate]) -> list[Quote]:
+    """The sentences of ``indices`` as quotes, one per source (file and page), in document order.
+
+    Consecutive sentences are joined with a space; a gap between the runs of one source
+    is marked `` … `` and the source is cited once, which leaves more of the budget to text.
+    """
+    runs: list[list[int]] = []
+    for k in sorted(set(indices), key=lambda k: (sentences[k].doc, sentences[k].pos)):
+        if runs and _follower(runs[-1][-1], sentences) == k:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    grouped: dict[tuple[str, int | None], list[str]] = {}
+    for run in runs:
+        first = sentences[run[0]]
+        grouped.setdefault((first.source, first.page), []).append(" ".join(sentences[k].text for k in run))
+    return [Quote(" … ".join(texts), source, page) for (source, page), texts in grouped.items()]
+
+
+def _reply_chars(quotes: list[Quote]) -> int:
+    """Length of the reply these quotes make: each with its citation, one per line."""
+    return sum(len(str(q)) for q in quotes) + max(len(quotes) - 1, 0)
+
+
+def best_sentences(question: str, documents: list[dict], n: int | None = None, *, embedder: Any = None,
+                   cache: SentenceVectors | None = None, settings: ExtractiveSettings | None = None) -> list[Quote]:
+    """The quotes that best support ``question`` within ``settings.budget`` characters, in document order.
+
+    ``documents`` are :func:`akasha.prompts.parse_documents` dicts (rank order). Up to
+    ``n`` (default ``settings.sentences``) non-redundant sentences are picked best
+    first, the shorter ones with their next sentence; then the best one is extended
+    with the sentences after it while the reply stays within budget and the next
+    sentence repeats no quote.
+    """
+    settings = settings or ExtractiveSettings()
+    n = settings.sentences if n is None else n
+    sentences = _candidates(documents)
+    score = _scores(question, sentences, embedder, cache, settings)
+    ranked = sorted(score, key=lambda i: (-score[i], i))
+    if not ranked:
+        return []
+    best = score[ranked[0]]
+    picks: list[list[int]] = []  # each pick: a sentence and the follower it brought along
+    taken: set[int] = set()
+    for i in ranked:
+        if len(picks) >= n or score[i] < settings.keep_fraction * best:
+            break
+        if i in taken or _redundant(sentences[i], (_join([sentences[k] for k in p]) for p in picks),
+                                    settings.redundant_overlap):
+            continue
+        pick = [i]
+        text = sentences[i].text
+        if len(text) < settings.min_quote_chars or text.endswith(":"):
+            follower = _follower(i, sentences)
+            if follower is not None and follower not in taken and \
+                    len(text) + len(sentences[follower].text) <= MAX_SENTENCE_CHARS:
+                pick.append(follower)
+        if picks and _reply_chars(_quotes([*taken, *pick], sentences)) > settings.budget:
+            continue
+        picks.append(pick)
+        taken.update(pick)
+    last = max(picks[0])
+    chosen = [_join([sentences[k] for k in p]) for p in picks]
+    while (follower := _follower(last, sentences)) is not None and follower not in taken:
+        if _reply_chars(_quotes([*taken, follower], sentences)) > settings.budget or \
+                _redundant(sentences[follower], chosen, settings.redundant_overlap):
+            break
+        taken.add(follower)
+        last = follower
+    return _quotes(taken, sentences)
 
 
 def _packaged_embedder() -> Any:
@@ -624,7 +489,12 @@ def _packaged_embedder() -> Any:
 
 
 class ExtractiveAnswerer:
-    """Quotes the best-supporting sentences of the packed documents with their sources."""
+    """Quotes the best-supporting sentences of the packed documents with their sources.
+
+    ``rest`` is what follows ``"extractive:"`` in a model string: the most sentences
+    picked (:attr:`ExtractiveSettings.sentences`). ``settings`` changes how quotes are
+    picked; ``embedder`` and ``cache_dir`` are described in the module docstring.
+    """
 
     def __init__(self, rest: str = "", *, embedder: Any = None,
                  cache_dir: str | os.PathLike[str] | None = None, settings: ExtractiveSettings | None = None,
@@ -651,6 +521,7 @@ class ExtractiveAnswerer:
         return self._embedder or None
 
     def answer(self, messages: list[Message]) -> str:
+        """The reply to the last user message: one cited quote a line, or :data:`NO_ANSWER`."""
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         documents = parse_documents(user)
         question = parse_question(user)
@@ -658,7 +529,7 @@ class ExtractiveAnswerer:
                                 settings=self.settings)
         if not chosen:
             return NO_ANSWER
-        return "\n".join(f"{s.text} {_cite(s)}" for s in chosen)
+        return "\n".join(map(str, chosen))
 
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
         return self.answer(messages)
