@@ -186,6 +186,15 @@ def test_a_short_fragment_opens_the_next_sentence_of_its_paragraph():
     assert pieces == ["Yes. Debian runs on many kernels, Linux first."]  # "See below." ends its paragraph alone
 
 
+def test_chinese_and_japanese_sentences_do_not_end_inside_brackets_or_quotes():
+    from akasha.llm.sentences import quotable_sentences
+
+    zh = [p.text for p in quotable_sentences("本文档回答关于 Debian 的常见问题（以及解答！）。如果可能，会提供到其他文档的链接。")]
+    assert zh == ["本文档回答关于 Debian 的常见问题（以及解答！）。", "如果可能，会提供到其他文档的链接。"]
+    ja = [p.text for p in quotable_sentences("彼は「本当にそうですか？」と聞きました。それは正しいです、間違いありません。")]
+    assert ja == ["彼は「本当にそうですか？」と聞きました。", "それは正しいです、間違いありません。"]
+
+
 def test_a_sentence_ending_with_a_colon_brings_its_code_along():
     answer = ExtractiveAnswerer(embedder=False).generate(
         messages_for("How do I send mail from a Python script with an SMTP listener?", [("library.rst", RST_DOC, 3)]), OPTS)

@@ -18,7 +18,10 @@ MAX_SENTENCE_CHARS = 400
 #: A piece shorter than this ("Yes.", "No.") is no quote by itself (see :func:`quotable_sentences`).
 MIN_SENTENCE_CHARS = 12
 
-_SENTENCE_RE = re.compile(r"(?<=[A-Za-z0-9)\]\"'%][.!?])\s+(?=[A-Z0-9\"(\u3040-\u9fff])|(?<=[。！？])")
+# A sentence ends at ". " before a capital (English) or after 。！？ (Chinese, Japanese), but not
+# inside brackets or quotes: "（以及解答！）。" and "「本当？」と" stay whole.
+_SENTENCE_RE = re.compile(
+    r"(?<=[A-Za-z0-9)\]\"'%][.!?])\s+(?=[A-Z0-9\"(\u3040-\u9fff])|(?<=[。！？])(?![）」』”’】〕)\]」])")
 # A line that starts a new unit: a heading, a list item, a table row, a quote, a short "label:" line.
 _BLOCK_START_RE = re.compile(r"^(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||>|\S.{0,40}[^:]:$)")
 _RULE_RE = re.compile(r"^([=\-~^\"'`#*+:.])\1{3,}$")  # a reStructuredText title's under/overline
