@@ -114,7 +114,9 @@ def import_splitter_soon() -> None:
         return
     with _early_lock:
         if _early_import is None:
-            _early_import = threading.Thread(target=_import_splitter, name="akasha-import-splitter", daemon=True)
+            # Not a daemon: a process that ends first (no file could be loaded) waits for the
+            # import (a few tenths of a second) instead of being torn down in the middle of it.
+            _early_import = threading.Thread(target=_import_splitter, name="akasha-import-splitter")
             _early_import.start()
 
 
