@@ -58,6 +58,15 @@ def test_sentence_count_is_configurable():
         ExtractiveAnswerer("many")
 
 
+@pytest.mark.parametrize("bad", [{"budget": 0}, {"sentences": 0}, {"weights": (0.5, 0.5)}, {"cjk_weights": (0, 0, 0)},
+                                 {"weights": (1.0, -0.1, 0.1)}])
+def test_settings_out_of_range_are_refused(bad):
+    from akasha.llm.extractive import ExtractiveSettings
+
+    with pytest.raises(ConfigError, match="ExtractiveSettings"):
+        ExtractiveSettings(**bad)
+
+
 def test_chinese_question_matches_chinese_text():
     docs = [("維護.md", "空氣濾網每十二個月更換一次。冷卻液每五年更換。", None), ("other.md", "辦公室週日休息。", None)]
     answer = ExtractiveAnswerer().generate(messages_for("空氣濾網多久更換？", docs), OPTS)

@@ -86,9 +86,10 @@ _K1, _B = 1.2, 0.75
 
 @dataclass(frozen=True)
 class ExtractiveSettings:
-    """How the extractive answerer picks its quotes; the defaults are the measured ones (docs/quality.md).
+    """How the extractive answerer picks its quotes; the defaults are the measured ones.
 
-    Each field says what it bounds and why it has its default value.
+    docs/quality.md ("The extractive answerer") has the figures of each default and of
+    the values around it on four question sets. Values out of range raise ConfigError.
     """
 
     #: Most sentences picked on their merits ("extractive:<n>" sets it); a sentence brought
@@ -114,10 +115,20 @@ class ExtractiveSettings:
     #: Two sentences sharing this share of the shorter one's content words repeat each other.
     redundant_overlap: float = 0.6
 
+    def __post_init__(self) -> None:
+        for name in ("sentences", "budget", "embed_candidates"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"ExtractiveSettings.{name} must be at least 1, got {getattr(self, name)!r}")
+        for name in ("weights", "cjk_weights"):
+            weights = getattr(self, name)
+            if len(weights) != 3 or min(weights) < 0 or sum(weights) <= 0:
+                raise ConfigError(f"ExtractiveSettings.{name} takes three weights >= 0 (cosine, BM25, document "
+                                  f"rank), not all 0; got {weights!r}")
+
 
 @dataclass(frozen=True)
 class Quote:
-    """Consecutive sentences of one document, quoted verbatim, with where they come from."""
+    """Verbatim text of one source (file and page): runs of consecutive sentences, gaps marked `` … ``."""
 
     text: str
     source: str
