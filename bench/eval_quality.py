@@ -4,6 +4,7 @@
         debian-faq-zh-cn debian-reference-zh-cn debian-faq-ja          # once
     python -m bench.eval_quality                                       # every set, MiniLM (packaged, offline)
     python -m bench.eval_quality --sets python-faq --no-study          # one set, tables only
+    python -m bench.eval_quality --answer-study --misses               # extractive answerer variants
 
 The sets (built on first use by their builders, kept in the gitignored bench/.data/):
 

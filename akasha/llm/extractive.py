@@ -353,6 +353,7 @@ def _similarity(embedder: Any, question: str, texts: list[str], cache: SentenceV
 
 
 def _spread(values: list[float]) -> list[float]:
+    """``values`` rescaled to 0..1 (all 0 when they are equal), so cosines and BM25 add on one scale."""
     low, high = min(values), max(values)
     return [(v - low) / (high - low) if high > low else 0.0 for v in values]
 
