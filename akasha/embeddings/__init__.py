@@ -3,7 +3,8 @@
 ``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"``,
 ``"hf:<name-or-path>"`` or ``"sentence_transformers:<name-or-path>"`` (local
 sentence-transformers), ``"hf_api:<model>"`` (the Hugging Face Inference API, as
-``provider: hf`` in a RAGPipeline file), ``"hash"``/``"hash:<dim>"``
+``provider: hf`` in a RAGPipeline file), ``"prefixed:e5:<embeddings>"`` (any of these with
+the model family's query/passage prefixes, see :mod:`akasha.embeddings.prefixed`), ``"hash"``/``"hash:<dim>"``
 (deterministic, for tests), a callable ``list[str] -> vectors``, or any object
 with ``embed_documents``/``embed_query`` (LangChain embeddings included).
 A served model may name its server: ``"openai:<model>@http://host:port/v1"`` (also
@@ -33,7 +34,11 @@ EMBEDDING_PROVIDERS: dict[str, str] = {
     "sentence_transformers": "akasha.embeddings.local:SentenceTransformerEmbedder",
     "hf_api": "akasha.embeddings.hf_api:make_hf_api_from_string",
     "hash": "akasha.embeddings.hash:make_hash_embedder",
+    # "prefixed:e5:<embeddings>": role prefixes before questions and passages (akasha.embeddings.prefixed).
+    "prefixed": "akasha.embeddings.prefixed:make_prefixed_from_string",
 }
+#: Prefixes whose rest is another embeddings string (checked as one), not a model name.
+WRAPPER_PREFIXES = frozenset({"prefixed"})
 
 
 def split_model_string(
@@ -48,7 +53,11 @@ def split_model_string(
             f"{', '.join(sorted(known))} (for example {example!r}), "
             "or pass a callable"
         )
-    if "@" in rest:  # "openai:<model>@http://host:port/v1": refused now for a model that runs here
+    if prefix in WRAPPER_PREFIXES:  # "prefixed:e5:<embeddings>": the inner string is checked the same way
+        from akasha.embeddings.prefixed import split_family
+
+        split_model_string(split_family(rest.strip())[1], known, kind, example)
+    elif "@" in rest:  # "openai:<model>@http://host:port/v1": refused now for a model that runs here
         from akasha.providers.endpoints import endpoint_options
 
         endpoint_options(prefix, rest.strip(), {})
@@ -71,7 +80,8 @@ def resolve_embedder(spec: str | Callable[..., Any] | Any, **options: Any) -> Em
         prefix, rest = split_model_string(spec, EMBEDDING_PROVIDERS, "embeddings")
         from akasha.providers.endpoints import endpoint_options
 
-        rest, options = endpoint_options(prefix, rest, options)  # "<model>@<address>" -> base_url=/endpoint=
+        if prefix not in WRAPPER_PREFIXES:  # "<model>@<address>" -> base_url=/endpoint=
+            rest, options = endpoint_options(prefix, rest, options)
         module_name, factory_name = EMBEDDING_PROVIDERS[prefix].split(":")
         factory = getattr(importlib.import_module(module_name), factory_name)
         return factory(rest, **options)
