@@ -454,12 +454,12 @@ def best_sentences(question: str, documents: list[dict], n: int | None = None, *
         return []
     best = score[ranked[0]]
     picks: list[list[int]] = []  # each pick: a sentence and the follower it brought along
+    chosen: list[_Candidate] = []  # each pick joined into one candidate, for the redundancy check
     taken: set[int] = set()
     for i in ranked:
         if len(picks) >= n or score[i] < settings.keep_fraction * best:
             break
-        if i in taken or _redundant(sentences[i], (_join([sentences[k] for k in p]) for p in picks),
-                                    settings.redundant_overlap):
+        if i in taken or _redundant(sentences[i], chosen, settings.redundant_overlap):
             continue
         pick = [i]
         text = sentences[i].text
@@ -471,9 +471,9 @@ def best_sentences(question: str, documents: list[dict], n: int | None = None, *
         if picks and _reply_chars(_quotes([*taken, *pick], sentences)) > settings.budget:
             continue
         picks.append(pick)
+        chosen.append(_join([sentences[k] for k in pick]))
         taken.update(pick)
     last = max(picks[0])
-    chosen = [_join([sentences[k] for k in p]) for p in picks]
     while (follower := _follower(last, sentences)) is not None and follower not in taken:
         if _reply_chars(_quotes([*taken, follower], sentences)) > settings.budget or \
                 _redundant(sentences[follower], chosen, settings.redundant_overlap):
