@@ -541,8 +541,7 @@ class Pipeline:
     def _adaptive(self, question: str, names: list[str], id_lists: list[list[tuple[str, float]]]
                   ) -> list[tuple[Any, float]]:
         """``fusion: adaptive``: the vector and BM25 lists fused as the ``auto`` search type fuses them."""
-        from akasha.retrieval import fusion
-        from akasha.retrieval.search import SearchSettings
+        from akasha.retrieval.search import SearchSettings, fuse_adaptive
 
         settings = getattr(self.index, "search_settings", None) or SearchSettings()
         vector = [pair for name, ranked in zip(names, id_lists, strict=True) if name == "vector" for pair in ranked]
@@ -551,9 +550,9 @@ class Pipeline:
             population = len(self.index)
         except TypeError:  # an index without a size: the candidates are a lower bound
             population = len({item for ranked in id_lists for item, _ in ranked})
-        fused = fusion.adaptive(question, vector, lexical, population, k=settings.adaptive_k,
-                                weights=settings.adaptive_weights)
-        return fusion.smooth_neighbours(fused, settings.neighbour_weight)
+        reads = getattr(self.index, "dense_reads", None)
+        return fuse_adaptive(question, vector, lexical, population, settings,
+                             dense_reads=reads(question) if reads is not None and vector and lexical else None)
 
     def _rerank(self, question: str, hits: list[Hit], k: int, trace: Trace) -> list[Hit]:
         if self.reranker is None or not hits:

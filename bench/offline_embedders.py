@@ -189,16 +189,19 @@ def coverage(args: argparse.Namespace) -> int:
     from akasha.evaluation.relevance import load_questions
     from akasha.evaluation.runner import evaluate_search
     from akasha.index import CorpusIndex
-    from akasha.retrieval import fusion
+    from akasha.retrieval import fusion, reading
     from bench import eval_quality
 
-    rules = coverage_rules()
     out = []
     for spec in args.embeddings.split(","):
+        embedder = resolve_embedder(spec)
+        rules = coverage_rules()
+        rules["probe: the embedder reads the script (auto)"] = (
+            lambda q, b, v, n, e=embedder: bool(reading.reads_question(e, q, fusion.CJK_SHARE)))
         for name in args.sets.split(","):
             folder, questions_file, _ = eval_quality._set_paths(name)
             questions = load_questions(questions_file)
-            with CorpusIndex(resolve_embedder(spec), chunk_size=1000, cache_dir=args.cache_root / name) as index:
+            with CorpusIndex(embedder, chunk_size=1000, cache_dir=args.cache_root / name) as index:
                 index.sync(folder, progress=False)
                 chunks = {c.id: c for c in index.chunks}
                 rankings = {}

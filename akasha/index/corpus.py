@@ -53,6 +53,8 @@ from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreDense, StoreLink
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
+from akasha.retrieval.fusion import CJK_SHARE
+from akasha.retrieval.reading import reads_question
 from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
 from akasha.types import Chunk, Document, Hit
 
@@ -261,8 +263,18 @@ class CorpusIndex:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
         vector = None if search_type == "bm25" else self.embedder.embed_query(query)
         dense = self._store_dense() if search_type in ("knn", "auto", "hybrid") else self._dense
+        adaptive = search_type == "auto" and self.search_settings.auto_fusion == "adaptive"
+        reads = self.dense_reads(query) if adaptive else None
         return search(query, vector, k, search_type, bm25=self._bm25, dense=dense,
-                      chunks=self._chunks, settings=self.search_settings)
+                      chunks=self._chunks, settings=self.search_settings, dense_reads=reads)
+
+    def dense_reads(self, question: str) -> bool | None:
+        """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.
+
+        ``auto`` gives the dense list no weight for a question its embedder cannot read
+        (:func:`akasha.retrieval.reading.reads_question` probes the embedder once per process).
+        """
+        return reads_question(self.embedder, question, CJK_SHARE)
 
     def sync(self, data_source: DataSource, *, progress: bool | None = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.

@@ -4,7 +4,8 @@ RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
 (rank starting at 1), so it needs no score calibration. Weighted fusion
 min-max normalises each list to 0..1 (a list whose scores are all equal
 normalises to 1.0) and adds the weighted scores. Adaptive fusion (the ``auto``
-search type) is weighted RRF whose weights follow each question (:func:`adaptive`),
+search type) is weighted RRF whose weights follow each question (:func:`adaptive`; the dense
+list counts for nothing on a Chinese, Japanese or Korean question its embedder cannot read),
 after which each chunk gains a share of its best-scoring neighbour's fused score
 (:func:`smooth_neighbours`).
 """
@@ -61,7 +62,8 @@ ADAPTIVE_WEIGHTS = (0.6, 0.4)
 #: A question with at least this share of Chinese/Japanese/Korean characters among its
 #: letters and digits is checked for coverage.
 CJK_SHARE = 0.1
-#: ... and its dense list counts only when the two top-``AGREEMENT_DEPTH`` lists share at
+#: ... and, when nobody has asked the embedder whether it reads the language (``dense_reads``
+#: None), its dense list counts only when the two top-``AGREEMENT_DEPTH`` lists share at
 #: least this many times the items two random lists would share.
 MIN_LIFT = 5.0
 AGREEMENT_DEPTH = 50
@@ -91,16 +93,18 @@ def agreement_lift(a: Ranked, b: Ranked, population: int, depth: int = AGREEMENT
 
 
 def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: int, *,
-                     weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = ()) -> tuple[float, float]:
+                     weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = (),
+                     dense_reads: bool | None = None) -> tuple[float, float]:
     """(vector, bm25) weights for one question.
 
-    ``coverage``: a question written mostly in Chinese, Japanese or Korean whose dense
-    list agrees with BM25 less than :data:`MIN_LIFT` times chance is one the embedder
-    does not read (MiniLM and other English-only models); its dense list is near-random
-    and gets weight 0, so the answer rests on BM25. A multilingual embedder agrees with
-    BM25 well above chance and keeps its weight. Measured on four question sets
-    (docs/quality.md), this was the only per-question signal that helped on all of them;
-    flat score distributions did not tell a blind embedder from a seeing one.
+    ``coverage``: the dense list of a question written mostly in Chinese, Japanese or Korean
+    gets weight 0 when the embedder cannot read that language (MiniLM and other English-only
+    models give near-random lists there), so the answer rests on BM25. ``dense_reads`` says
+    whether it can: :func:`akasha.retrieval.reading.reads_question` asks the embedder itself
+    with a small probe, once per process. When it is None (not asked, or the probe failed) the
+    dense list is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance, a
+    per-question test that cannot tell a multilingual embedder from a blind one on corpora
+    of a few hundred chunks (docs/quality.md). English questions are never touched.
     """
     unknown = set(disable) - set(ADAPTIVE_SIGNALS)
     if unknown:
@@ -108,20 +112,24 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
     if not vector or not lexical:
         return (1.0, 0.0) if vector else (0.0, 1.0)
     w_vec, w_lex = float(weights[0]), float(weights[1])
-    if ("coverage" not in disable and cjk_share(query) >= CJK_SHARE
-            and agreement_lift(vector, lexical, population) < MIN_LIFT):
-        w_vec = 0.0
+    if "coverage" not in disable and cjk_share(query) >= CJK_SHARE:
+        blind = (not dense_reads if dense_reads is not None
+                 else agreement_lift(vector, lexical, population) < MIN_LIFT)
+        if blind:
+            w_vec = 0.0
     total = w_vec + w_lex
     return (w_vec / total, w_lex / total) if total > 0 else (0.5, 0.5)
 
 
 def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k: int = ADAPTIVE_K,
-             weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = ()) -> list[tuple[Hashable, float]]:
+             weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = (),
+             dense_reads: bool | None = None) -> list[tuple[Hashable, float]]:
     """Weighted RRF (``k`` = 10) of a dense and a BM25 list, weights per question (:func:`adaptive_weights`).
 
     ``population`` is the number of chunks searched. Returns (id, fused score), best first.
     """
-    w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, disable=disable)
+    w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, disable=disable,
+                                    dense_reads=dense_reads)
     return rrf([vector, lexical], k=k, weights=[w_vec, w_lex])
 
 

@@ -5,8 +5,8 @@
 * ``"auto"``   hybrid: BM25 and dense candidates fused by *adaptive* reciprocal-rank
   fusion (:func:`akasha.retrieval.fusion.adaptive`): RRF needs no score calibration, and
   weighted RRF (k=10, vector 0.6 / bm25 0.4) whose dense weight drops to 0 for a
-  Chinese/Japanese/Korean question whose dense list agrees with BM25 no better than
-  chance (an embedder that cannot read the language); then each candidate gains a tenth
+  Chinese/Japanese/Korean question the embedder cannot read (a twelve-question probe of
+  the embedder, once per process: :mod:`akasha.retrieval.reading`); then each candidate gains a tenth
   of its best-scoring neighbour's fused score (the chunk before or after it in its document,
   :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``);
   ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without smoothing;
@@ -88,8 +88,13 @@ def search(
     dense: DenseIndex,
     chunks: Mapping[str, Chunk],
     settings: SearchSettings | None = None,
+    dense_reads: bool | None = None,
 ) -> list[Hit]:
-    """Rank chunks for ``query``; ``chunks`` maps the ids held by both indexes to chunks."""
+    """Rank chunks for ``query``; ``chunks`` maps the ids held by both indexes to chunks.
+
+    ``dense_reads`` (``auto`` only) says whether the embedder reads the question's language
+    (:func:`akasha.retrieval.reading.reads_question`); None leaves it to the lists' agreement.
+    """
     search_type = validate_search_type(search_type)
     settings = settings or SearchSettings()
     if k <= 0:
@@ -108,9 +113,7 @@ def search(
     vec = dense.search(query_vector, n_cand)
     lex = bm25.search(query, n_cand)
     if search_type == "auto" and settings.auto_fusion == "adaptive":
-        fused = fusion.adaptive(query, vec, lex, len(chunks), k=settings.adaptive_k, weights=settings.adaptive_weights)
-        if settings.neighbour_weight:
-            fused = fusion.smooth_neighbours(fused, settings.neighbour_weight)
+        fused = fuse_adaptive(query, vec, lex, len(chunks), settings, dense_reads=dense_reads)
         key = "rrf"
     elif search_type == "auto":
         if settings.auto_fusion != "rrf":
@@ -132,6 +135,21 @@ def search(
         source = "bm25+vector" if len(details) == 3 else ("vector" if "vector" in details else "bm25")
         hits.append(Hit(chunks[doc_id], float(score), source, details))  # type: ignore[index]
     return hits
+
+
+def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, population: int,
+                  settings: SearchSettings, *, dense_reads: bool | None = None) -> list[tuple[Any, float]]:
+    """``auto``'s fusion of a dense and a BM25 list: adaptive weighted RRF, then neighbour smoothing.
+
+    The one place both doors rank with it: the ``auto`` search type here and a YAML
+    pattern's ``fusion: adaptive`` (:class:`akasha.pipeline.Pipeline`). ``population`` is
+    the number of chunks searched; ``dense_reads`` as in :func:`search`.
+    """
+    fused = fusion.adaptive(query, vector, lexical, population, k=settings.adaptive_k,
+                            weights=settings.adaptive_weights, dense_reads=dense_reads)
+    if settings.neighbour_weight:
+        fused = fusion.smooth_neighbours(fused, settings.neighbour_weight)
+    return fused
 
 
 def _mmr(query_vector: Any, k: int, dense: DenseIndex, chunks: Mapping[str, Chunk],
