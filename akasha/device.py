@@ -79,15 +79,23 @@ LOCAL_MODEL_PREFIXES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Embeddings strings that wrap another one after a family name ("prefixed:e5:<embeddings>").
+WRAPPED_EMBEDDINGS = ("prefixed",)
+
+
 def device_options(option: str, spec: object, device: str | None) -> dict[str, str]:
     """``{"device": device}`` for a model string of a local model (``option``: "embeddings", "model" or
     "reranker") when ``device`` is not ``"auto"``, else ``{}`` (the model's own default, "auto", applies).
 
     Remote models and objects get nothing: the device concerns only models akasha loads itself.
+    A wrapped embeddings string (``"prefixed:e5:hf:<model>"``) gets what its inner string gets.
     """
     if device is None or validate_device(device) == AUTO or not isinstance(spec, str):
         return {}
-    prefix = spec.partition(":")[0].strip().lower()
+    prefix, _, rest = spec.partition(":")
+    prefix = prefix.strip().lower()
+    if option == "embeddings" and prefix in WRAPPED_EMBEDDINGS:
+        return device_options(option, rest.partition(":")[2], device)  # "<family>:<inner embeddings>"
     return {"device": validate_device(device)} if prefix in LOCAL_MODEL_PREFIXES.get(option, ()) else {}
 
 

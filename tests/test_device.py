@@ -103,6 +103,8 @@ def test_device_options_only_for_local_model_strings():
     assert device.device_options("embeddings", "sentence_transformers:x", "mps") == {"device": "mps"}
     assert device.device_options("embeddings", "openai:text-embedding-3-small", "cuda") == {}
     assert device.device_options("embeddings", "hf:all-MiniLM-L6-v2", "auto") == {}
+    assert device.device_options("embeddings", "prefixed:e5:hf:intfloat/multilingual-e5-small", "cuda") == {"device": "cuda"}
+    assert device.device_options("embeddings", "prefixed:e5:openai:e5@http://127.0.0.1:8000/v1", "cuda") == {}
     assert device.device_options("model", "hf:./chat", "cuda:0") == {"device": "cuda:0"}
     assert device.device_options("model", "llama-cpp:smollm2", "cuda") == {}
     assert device.device_options("reranker", "bge:BAAI/bge-reranker-base", "cpu") == {"device": "cpu"}
@@ -130,6 +132,8 @@ def test_rag_option_reaches_local_models_and_per_call(monkeypatch, tmp_path):
     assert rag.device == "cpu"
     embedder = rag.components.embedder(rag.options.embeddings, rag.options.device)
     assert embedder.device == "cpu" and embedder.name == "hf:all-MiniLM-L6-v2"
+    prefixed = rag.components.embedder("prefixed:e5:hf:all-MiniLM-L6-v2", "cuda")
+    assert prefixed.inner.device == "cuda"  # a wrapped local model loads on the device too
     assert rag.components.chat_model(rag.options.model, "mps").device == "mps"
     pipeline = rag.pipeline(rag.options.merged(device="cuda"))
     assert pipeline.reranker.device == "cuda"  # a per-call device builds the reranker for that device
