@@ -163,7 +163,7 @@ def coverage_rules() -> dict[str, Callable]:
         return len({i for i, _ in b[:depth]} & {i for i, _ in v[:depth]})
 
     rules: dict[str, Callable] = {
-        "today: top-50 lift >= 5": lambda q, b, v, n: fusion.agreement_lift(v, b, n) >= fusion.MIN_LIFT,
+        "before: top-50 lift >= 5": lambda q, b, v, n: fusion.agreement_lift(v, b, n) >= fusion.MIN_LIFT,
         "always keep": lambda q, b, v, n: True,
         "never keep (bm25 weight only)": lambda q, b, v, n: False,
     }
@@ -192,12 +192,32 @@ def coverage(args: argparse.Namespace) -> int:
     from akasha.retrieval import fusion, reading
     from bench import eval_quality
 
+    def auto_combine(v, b, blind, dense=fusion.ADAPTIVE_WEIGHTS[0]):
+        """auto's weighted RRF (k=10) and neighbour smoothing; the dense list weighs 0 when ``blind``."""
+        weights = [0.0 if blind else dense, 1.0 - dense]
+        return fusion.smooth_neighbours(fusion.rrf([v, b], k=fusion.ADAPTIVE_K, weights=weights))
+
+    def minmax_combine(v, b, blind, smooth=0.0):
+        fused = fusion.weighted([v, b], [0.0 if blind else 0.5, 0.5])
+        return fusion.smooth_neighbours(fused, smooth) if smooth else fused
+
+    fusions = {
+        "probe, RRF k=10 dense 0.5": lambda v, b, blind: auto_combine(v, b, blind, 0.5),
+        "probe, RRF k=10 dense 0.4": lambda v, b, blind: auto_combine(v, b, blind, 0.4),
+        "probe, min-max 0.5 / 0.5 + smoothing": lambda v, b, blind: minmax_combine(v, b, blind, fusion.NEIGHBOUR_WEIGHT),
+        "probe, min-max 0.5 / 0.5 (hybrid)": minmax_combine,
+    }
     out = []
     for spec in args.embeddings.split(","):
         embedder = resolve_embedder(spec)
         rules = coverage_rules()
-        rules["probe: the embedder reads the script (auto)"] = (
-            lambda q, b, v, n, e=embedder: bool(reading.reads_question(e, q, fusion.CJK_SHARE)))
+        def probe(q, b, v, n, e=embedder):
+            return bool(reading.reads_question(e, q, fusion.CJK_SHARE))
+
+        rules["probe: the embedder reads the script (auto)"] = probe
+        # The same verdicts, other fusions of the kept lists (the dense list still drops for a blind embedder).
+        rules["probe, RRF k=10 dense 0.5"] = rules["probe, RRF k=10 dense 0.4"] = probe
+        rules["probe, min-max 0.5 / 0.5 + smoothing"] = rules["probe, min-max 0.5 / 0.5 (hybrid)"] = probe
         for name in args.sets.split(","):
             folder, questions_file, _ = eval_quality._set_paths(name)
             questions = load_questions(questions_file)
@@ -213,11 +233,11 @@ def coverage(args: argparse.Namespace) -> int:
             print(f"\n#### {name} ({len(chunks)} chunks), {spec}: {len(checked)} of {len(questions)} questions checked\n")
             print("| coverage rule | dense kept | recall@1 | recall@5 | MRR@10 | nDCG@10 |\n|---|---|---|---|---|---|")
             for rule, keep in rules.items():
-                def fuse(question, b, v, n, keep=keep):
-                    weights = list(fusion.ADAPTIVE_WEIGHTS)
-                    if fusion.cjk_share(question) >= fusion.CJK_SHARE and not keep(question, b, v, n):
-                        weights[0] = 0.0
-                    return fusion.smooth_neighbours(fusion.rrf([v, b], k=fusion.ADAPTIVE_K, weights=weights))
+                combine = fusions.get(rule, auto_combine)
+
+                def fuse(question, b, v, n, keep=keep, combine=combine):
+                    blind = fusion.cjk_share(question) >= fusion.CJK_SHARE and not keep(question, b, v, n)
+                    return combine(v, b, blind)
 
                 def search(question, _type, _reranker, k, fuse=fuse):
                     b, v = rankings[question]

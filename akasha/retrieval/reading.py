@@ -12,7 +12,7 @@ right), and counts how often a question's nearest passage is its own. Measured: 
 MiniLM gets 1, 0 and 2 of 12 (chance is 1), multilingual-e5-small 12, 10 and 10; an embedder
 reads a script when it gets at least :data:`PASS_SHARE` of them.
 
-The probe costs 24 short texts per script and embedder, once per process (about 0.1 s
+The probe costs 24 short texts per script and embedder, once per process (about 0.4 s
 with the packaged MiniLM; 12 query requests and one batch with a remote model).
 """
 
