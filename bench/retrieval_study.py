@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +51,17 @@ class Context:
     doc_of: np.ndarray  # document number of each row
     doc_matrix: np.ndarray  # (documents, d) normalised mean of each document's chunk vectors
     row: dict  # chunk id -> row
+    embedder: object = None  # the MiniLM that embedded the questions (for variants that embed other query texts)
+
+    def rewritten_vectors(self, rewrite: Callable[[str], str], tag: str) -> np.ndarray:
+        """Normalised vectors of every question after ``rewrite``, embedded once per ``tag``."""
+        key = f"_rewritten_{tag}"
+        cached = self.__dict__.get(key)
+        if cached is None:
+            vectors = np.stack([np.asarray(self.embedder.embed_query(rewrite(q.question)), dtype=np.float32)
+                                for q in self.questions])
+            cached = self.__dict__[key] = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return cached
 
     def passages(self, size: int, overlap: int) -> tuple:
         """(BM25 over windows of every chunk, window id -> chunk row), built once per (size, overlap)."""
@@ -130,7 +142,8 @@ def open_set(name: str, embedder) -> Context:
     doc_matrix = np.zeros((len(numbers), matrix.shape[1]), dtype=np.float32)
     np.add.at(doc_matrix, doc_of, matrix)
     doc_matrix /= np.maximum(np.linalg.norm(doc_matrix, axis=1, keepdims=True), 1e-12)
-    return Context(name, ids, chunks, matrix, bm25, questions, qvecs, folder, prev, nxt, doc_of, doc_matrix, row)
+    return Context(name, ids, chunks, matrix, bm25, questions, qvecs, folder, prev, nxt, doc_of, doc_matrix, row,
+                   embedder)
 
 
 # ------------------------------------------------------------------ building blocks
@@ -191,6 +204,17 @@ def rm3_terms(ctx: Context, feedback: list[str], tids: np.ndarray, n_terms: int)
 
 
 # ------------------------------------------------------------------ variants
+
+#: A short English stopword list (articles, pronouns, auxiliaries, question words, prepositions).
+STOPWORDS = frozenset("""a an the is are was were be been being do does did doing i you he she it we they me my
+your our their this that these those what which who whom whose when where why how can could should would will
+shall may might must of in on at to for from by with about as into like through over after before between out
+up down off than too very s t just so and or but if not no nor there here any some such own same other more most
+each all both few only then once again further also have has had having am get""".split())
+#: The opening of an English question ("How do I", "What is", "Why doesn't", "Is there", ...).
+QUESTION_OPENING = re.compile(
+    r"^(how (do|can|should|does|would) (i|you|one|we)|what (is|are|does|do)|why (is|are|does|do|doesn't|don't|"
+    r"can't|isn't|was)|is there|are there|can i|can you|do i|is it possible to)\s+", re.IGNORECASE)
 
 Ranker = Callable[[Context, int], list[str]]
 
@@ -425,7 +449,29 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
         return run
 
+    def question_words(stop_bm25=False, strip_mix=0.0, gamma=0.1):
+        """auto + smoothing with English question words out of the BM25 query (``stop_bm25``) and/or
+        the question embedded again without its opening ("How do I", "What is", ...), its cosines
+        mixed in at ``strip_mix``."""
+        def run(ctx, qi):
+            q, dense, tids, qtf = base_lists(ctx, qi)
+            if strip_mix:
+                stripped = ctx.rewritten_vectors(lambda text: QUESTION_OPENING.sub("", text.strip()), "opening")
+                dense = (1 - strip_mix) * dense + strip_mix * (ctx.matrix @ stripped[qi])
+            if stop_bm25:
+                vocab = ctx.bm25._vocab
+                stop = {vocab[w] for w in STOPWORDS if w in vocab}
+                keep = np.asarray([t not in stop for t in tids.tolist()], dtype=bool)
+                if keep.any():
+                    tids, qtf = tids[keep], qtf[keep]
+            v, b = top(dense, ctx.ids), bm25_list(ctx, tids, qtf)
+            return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
+        return run
+
     out: dict[str, Ranker] = {"bm25": single("bm25"), "knn": single("knn"), "auto": auto()}
+    out["smooth 0.1 + stopwords out of the bm25 query"] = question_words(stop_bm25=True)
+    out["smooth 0.1 + question opening stripped mix 0.5"] = question_words(strip_mix=0.5)
+    out["smooth 0.1 + question opening stripped mix 1.0"] = question_words(strip_mix=1.0)
     for k in (5, 20, 30):
         out[f"auto k={k}"] = auto(k=k)
     for wv in (0.55, 0.65, 0.7):
