@@ -288,19 +288,27 @@ def test_vectors_are_normalised_float32(docs):
     np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-5)
 
 
+def _count_bm25_additions(monkeypatch) -> list[int]:
+    """How many documents each BM25Index.add or add_tokens call indexes (a first build tokenises on a thread
+    while it embeds, then hands the tokens to add_tokens)."""
+    tokenised: list[int] = []
+    for name in ("add", "add_tokens"):
+        original = getattr(BM25Index, name)
+
+        def counting(self, ids, texts_or_tokens, _original=original):
+            tokenised.append(len(ids))
+            return _original(self, ids, texts_or_tokens)
+
+        monkeypatch.setattr(BM25Index, name, counting)
+    return tokenised
+
+
 def test_new_index_after_an_edit_applies_only_the_difference(docs, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     make_index(cache).sync(docs)
     (docs / "file05.txt").write_text("Only one new sentence about quasars now.")
     (docs / "file06.txt").unlink()
-    tokenised: list[int] = []
-    original = BM25Index.add
-
-    def counting_add(self, ids, texts):
-        tokenised.append(len(ids))
-        return original(self, ids, texts)
-
-    monkeypatch.setattr(BM25Index, "add", counting_add)
+    tokenised = _count_bm25_additions(monkeypatch)
     embedder = HashEmbedder()
     index = make_index(cache, embedder)
     report = index.sync(docs)
@@ -354,14 +362,7 @@ def test_bm25_statistics_from_different_tokenizers_never_mix(docs, tmp_path, mon
     cache = tmp_path / "cache"
     bigram = make_index(cache, tokenizer="bigram")
     bigram.sync(docs)
-    tokenised: list[int] = []
-    original = BM25Index.add
-
-    def counting_add(self, ids, texts):
-        tokenised.append(len(ids))
-        return original(self, ids, texts)
-
-    monkeypatch.setattr(BM25Index, "add", counting_add)
+    tokenised = _count_bm25_additions(monkeypatch)
     embedder = HashEmbedder()
     jieba_index = make_index(cache, embedder, tokenizer="jieba")
     jieba_index.sync(docs)

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from akasha.background import Background as _Background
 from akasha.device import AUTO, requested_device, resolve_device, validate_device
 from akasha.embeddings.base import as_matrix, normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
@@ -113,34 +114,6 @@ def dimension_from_config(folder: str) -> int | None:
         return int(size) if size else None
     except (OSError, ValueError, TypeError):
         return None
-
-
-class _Background:
-    """A function run on its own thread; :meth:`result` waits for it and returns its value or raises its exception.
-
-    A plain (non-daemon) thread: a process that ends while it runs waits for it (a few
-    tenths of a second at most for the encoder build) rather than stopping it mid-build.
-    """
-
-    def __init__(self, function: Any, name: str) -> None:
-        self._function = function
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._function()
-        except BaseException as exc:  # handed to the caller of result(), which handles it as its own
-            self._error = exc
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        return self._value
 
 
 class SentenceTransformerEmbedder:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from akasha.background import Background
 from akasha.embeddings.base import Embedder, as_matrix
 from akasha.errors import AkashaError, EmptySourceError
 from akasha.index.lazy_chunks import LazyChunks
@@ -51,6 +52,7 @@ from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreDense, StoreLink
+from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.retrieval.fusion import CJK_SHARE
@@ -272,9 +274,10 @@ class CorpusIndex:
         """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.
 
         ``auto`` gives the dense list no weight for a question its embedder cannot read
-        (:func:`akasha.retrieval.reading.reads_question` probes the embedder once per process).
+        (:func:`akasha.retrieval.reading.reads_question` probes the embedder once; this index's
+        manifest keeps the verdict for later processes).
         """
-        return reads_question(self.embedder, question, CJK_SHARE)
+        return reads_question(self.embedder, question, CJK_SHARE, self._manifest)
 
     def sync(self, data_source: DataSource, *, progress: bool | None = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.
@@ -719,6 +722,7 @@ class CorpusIndex:
             else:
                 changed = {p for p, h in files.items() if before.get(p) != h}
                 to_store = [c for c in new_chunks.values() if c.doc_id in changed]
+        tokens = self._tokens_ahead(added)  # BM25's tokenising runs while the embedder works
         vectors = self._vectors_for(added if not to_store else list({c.id: c for c in added + to_store}.values()),
                                     report)  # may raise: nothing changed yet
         if self._link is not None:  # may raise too: the next sync re-applies the same difference
@@ -730,7 +734,10 @@ class CorpusIndex:
             self._dense.remove(gone)
             if added:
                 ids = [c.id for c in added]
-                self._bm25.add(ids, [c.text for c in added])
+                if tokens is not None:
+                    self._bm25.add_tokens(ids, tokens.result())
+                else:
+                    self._bm25.add(ids, [c.text for c in added])
                 self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]))
         except BaseException:
             # Half-updated structures must never be searched: start over from the manifest next time.
@@ -739,6 +746,21 @@ class CorpusIndex:
             raise
         self._chunks = new_chunks
         self._files = dict(files)
+
+    def _tokens_ahead(self, chunks: list[Chunk]) -> Background | None:
+        """BM25's tokens of ``chunks``' texts, computed on a thread while they are embedded; None for none or many.
+
+        Tokenising (jieba's dictionary on the first Chinese text included) is Python work, while
+        the torch-free encoders spend the embedding in native code that releases the GIL: a first
+        build over the README's folder waited 0.3 s for it after the embedding. Up to
+        :data:`~akasha.retrieval.bm25.ADD_BATCH` chunks (more are tokenised batch by batch, as
+        ``BM25Index.add`` bounds the memory of token lists). Same tokens, same index.
+        """
+        if not chunks or len(chunks) > BM25_BATCH:
+            return None
+        texts = [c.text for c in chunks]
+        tokenize = self._bm25.tokenize
+        return Background(lambda: [tokenize(text) for text in texts], "akasha-bm25-tokens")
 
     def _vectors_for(self, chunks: list[Chunk], report: SyncReport) -> dict[str, np.ndarray]:
         """Vectors for the chunk texts, embedding (in committed batches) only the missing ones."""

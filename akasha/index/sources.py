@@ -56,10 +56,11 @@ class SourceReader:
     def __init__(self, manifest: Manifest, settings_key: str, split: Callable[[list[Document]], list[Chunk]],
                  prepare: Callable[[int], None] | None = None,
                  prepare_split: Callable[[], None] | None = None) -> None:
-        """``prepare(size)``, when given, is told at the start of each :meth:`read` the size in bytes of the
-        files whose stat changed (new or edited files: they are read, and most of them parsed and their
-        chunks embedded). The index passes its embedder's ``prepare_documents``, which can get ready to
-        embed meanwhile (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`).
+        """``prepare(size)``, when given, is told during each :meth:`read` that parses a file (before the first
+        one is loaded) the size in bytes of the files whose stat changed (new or edited files: they are
+        read, and most of them parsed and their chunks embedded). The index passes its embedder's
+        ``prepare_documents``, which can get ready to embed meanwhile
+        (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`).
         ``prepare_split()``, when given, is called before a file is loaded to be chunked (the index passes
         :func:`akasha.chunking.recursive.import_splitter_soon`: the splitter imports while the file loads)."""
         self.manifest = manifest
@@ -67,6 +68,7 @@ class SourceReader:
         self.split = split
         self.prepare = prepare
         self.prepare_split = prepare_split
+        self._pending_bytes = 0  # announced to ``prepare`` at the next file to parse
         self._warned: set[tuple[str, str]] = set()
 
     def read(self, paths: Sequence[Path], progress: bool | None, report: Any) -> dict[str, str]:
@@ -99,11 +101,7 @@ class SourceReader:
                 stat_results.append(path.stat())
             except OSError as exc:
                 stat_results.append(exc)
-        if self.prepare is not None:
-            changed = sum(st.st_size for path, st in zip(paths, stat_results) if isinstance(st, os.stat_result)
-                          and stat.S_ISREG(st.st_mode) and not _unchanged(stats.get(str(path)), st))
-            if changed:
-                self.prepare(changed)
+        self._announce(paths, stat_results, stats)
         for position, path in enumerate(paths):
             if bar is not None:
                 bar.update(1)
@@ -144,6 +142,31 @@ class SourceReader:
         self.manifest.remember_stats(fresh_stats)
         return files
 
+    def _announce(self, paths: Sequence[Path], stat_results: Sequence[os.stat_result | OSError],
+                  stats: dict[str, Any]) -> None:
+        """Tell the loaders now, and ``prepare`` at the first file to parse, what the files whose stat changed hold.
+
+        The loaders start the worker process that PDF and .docx files need (it imports their
+        parsers meanwhile). ``prepare`` (the embedder's: it reads its model folder, then builds
+        its encoder on a thread) waits for the first file to parse, so the splitter import, the
+        longest wait of a first build, starts before it (see :meth:`parse_file`).
+        """
+        changed = [(path, st) for path, st in zip(paths, stat_results) if isinstance(st, os.stat_result)
+                   and stat.S_ISREG(st.st_mode) and not _unchanged(stats.get(str(path)), st)]
+        self._pending_bytes = sum(st.st_size for _path, st in changed) if self.prepare is not None else 0
+        if changed:
+            from akasha.loaders import prepare_loaders
+
+            prepare_loaders({path.suffix for path, _st in changed})
+
+    def _prepare_soon(self) -> None:
+        """Before a file is parsed: start the splitter import, then hand ``prepare`` the announced bytes (once)."""
+        if self.prepare_split is not None:
+            self.prepare_split()
+        if self._pending_bytes and self.prepare is not None:
+            size, self._pending_bytes = self._pending_bytes, 0
+            self.prepare(size)
+
     def skip(self, report: Any, path: str, reason: str) -> None:
         """Count a skipped file in ``report``; warn once per (file, reason) in this index's life."""
         report.skipped += 1
@@ -156,8 +179,7 @@ class SourceReader:
         """Load and chunk one file, storing the result under its content key."""
         from akasha.loaders import load_file
 
-        if self.prepare_split is not None:
-            self.prepare_split()
+        self._prepare_soon()
         try:
             if data is None:
                 data = path.read_bytes()

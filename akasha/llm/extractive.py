@@ -244,6 +244,11 @@ class SentenceVectors:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 connection = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
+                # As the index's manifest: a write-ahead log, synced at checkpoints rather than at every
+                # commit. A cache of vectors that can be recomputed needs no fsync per answer (the default
+                # rollback journal syncs the journal and the file at each commit: a first answer waited
+                # for 3-4 of them, tenths of a second on a disk that other work keeps busy).
+                _write_ahead(connection)
                 connection.execute(
                     "CREATE TABLE IF NOT EXISTS sentence_vectors (embedder TEXT NOT NULL, digest BLOB NOT NULL, "
                     "vector BLOB NOT NULL, UNIQUE (embedder, digest))")
@@ -320,6 +325,17 @@ class SentenceVectors:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _write_ahead(connection: Any) -> None:
+    """Ask SQLite for a write-ahead log synced at checkpoints; a file that refuses (read-only) keeps its journal."""
+    import sqlite3
+
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error:
+        pass
 
 
 def _embedder_key(embedder: Any) -> str:

@@ -21,7 +21,7 @@ reported and skipped instead of ending the program.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -84,5 +84,30 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
     return _loader(suffix)(path, data, limits=limits, **options)
 
 
+def prepare_loaders(suffixes: Iterable[str], limits: LoaderLimits | None = None) -> None:
+    """Hint: files with these suffixes are about to be loaded (with ``limits``, as :func:`load_file` takes them).
+
+    When some are read in a worker process (PDF, .docx), one is started now, importing their
+    parsers while this process does other work, instead of when the first such file is loaded
+    (starting Python and importing pypdfium2 and python-docx there took 0.3-0.5 s that a first
+    index waited for). Loading is unchanged; a worker that cannot start is left to
+    :func:`load_file` to report.
+    """
+    limits = limits or LoaderLimits.from_env()
+    isolated = sorted({s.lower() for s in suffixes} & ISOLATED)
+    if isolated and limits.isolate:
+        from akasha.loaders import guard
+
+        guard.warm_up(isolated, limits.max_memory_mb)
+
+
+def warm_loader(suffix: str) -> None:
+    """Import the loader of ``suffix`` and what it needs to parse (its ``warm()``), before a file needs it."""
+    module, _, _function = LOADERS[suffix].partition(":")
+    warm = getattr(importlib.import_module(module), "warm", None)
+    if warm is not None:
+        warm()
+
+
 __all__ = ["ISOLATED", "LOADERS", "SUPPORTED_EXTENSIONS", "LoaderLimitError", "LoaderLimits",
-           "TransientLoaderError", "discover", "load_file"]
+           "TransientLoaderError", "discover", "load_file", "prepare_loaders", "warm_loader"]

@@ -112,12 +112,29 @@ def handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
     return {"documents": [[d.text, d.metadata, d.id] for d in documents]}
 
 
+def _warm(suffixes: list[str]) -> None:
+    """Import the parsers of ``suffixes`` before the first request (the parent announced those files).
+
+    Nothing here may stop the worker: a parser that fails to import fails the request that
+    needs it, with the loader's own error, as it would without this.
+    """
+    from akasha.loaders import LOADERS, warm_loader
+
+    for suffix in suffixes:
+        if suffix in LOADERS:
+            try:
+                warm_loader(suffix)
+            except Exception:  # reported by the request that needs this loader
+                pass
+
+
 def main() -> None:
     """Serve requests until end of input."""
     if hasattr(signal, "SIGINT"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.name == "posix":
         _limit_memory()
+    _warm(os.environ.get("AKASHA_WORKER_WARM", "").split())
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing a library prints may corrupt the reply stream
     collector = _Collect()

@@ -70,6 +70,12 @@ def _block_lines(container: Any) -> list[str]:
     return lines
 
 
+def warm() -> None:
+    """Import python-docx, as :func:`load_docx` will (a loader worker does it before its first file)."""
+    import docx  # noqa: F401
+    import docx.table  # noqa: F401
+
+
 def load_docx(path: Path, data: bytes | None = None, *, limits: LoaderLimits | None = None) -> list[Document]:
     """Load a .docx as one Document (paragraphs and table rows, one per line), in this process."""
     limits = limits or LoaderLimits.from_env()

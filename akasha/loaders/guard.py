@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ def _package_root() -> str:
 class _Worker:
     """One worker process: frames written to its stdin, read from its stdout by a thread."""
 
-    def __init__(self, memory_mb: float) -> None:
+    def __init__(self, memory_mb: float, warm: Sequence[str] = ()) -> None:
+        """Start the process; ``warm``: suffixes whose parsers it imports before it reads a request."""
         self.memory_mb = memory_mb
         self.pid_owner = os.getpid()
         env = dict(os.environ)
@@ -86,6 +88,7 @@ class _Worker:
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env.setdefault(name, "1")  # a worker never does linear algebra: no thread pools, less memory
         env["AKASHA_WORKER_MEMORY_MB"] = repr(float(memory_mb))
+        env["AKASHA_WORKER_WARM"] = " ".join(warm)
         if not sys.executable:
             raise WorkerStartError("sys.executable is empty (an embedded interpreter)")
         try:
@@ -172,6 +175,25 @@ def _take(memory_mb: float) -> _Worker:
             if os.getpid() == worker.pid_owner:
                 threading.Thread(target=worker.close, daemon=True).start()
     return _Worker(memory_mb)
+
+
+def warm_up(suffixes: Sequence[str], memory_mb: float) -> None:
+    """Start a worker now, importing the parsers of ``suffixes``, unless one is idle (see ``prepare_loaders``).
+
+    It waits in the idle pool for the first :func:`guarded_load` with this memory limit; the
+    process start and the imports (0.3-0.5 s) then happen while the caller does other work.
+    A worker that cannot start is not reported here: the first load reports it, as without this.
+    """
+    if _unavailable is not None:
+        return
+    with _lock:
+        if any(w.memory_mb == memory_mb and w.alive() for w in _idle):
+            return
+    try:
+        worker = _Worker(memory_mb, warm=suffixes)
+    except WorkerStartError:
+        return
+    _give_back(worker)
 
 
 def _give_back(worker: _Worker) -> None:

@@ -61,6 +61,11 @@ def available_engines() -> tuple[str, ...]:
     return tuple(name for name in PDF_ENGINES if importlib.util.find_spec(name) is not None)
 
 
+def warm() -> None:
+    """Import the engine :func:`load_pdf` uses by default (a loader worker does it before its first file)."""
+    importlib.import_module(available_engines()[0])
+
+
 def _check_header(path: Path, data: bytes) -> None:
     if not data:
         raise LoaderError(path, "empty file (0 bytes)")

@@ -1,0 +1,40 @@
+"""``akasha`` and ``python -m akasha`` end through cli.quick_exit: no interpreter teardown, nothing lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quick_exit_joins_threads_runs_atexit_flushes_output_and_keeps_the_code(tmp_path):
+    code = (
+        "import atexit, sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from akasha.cli import quick_exit\n"
+        f"out = Path({str(tmp_path)!r})\n"
+        "atexit.register(lambda: (out / 'atexit').write_text('ran'))\n"
+        "def late():\n"
+        "    time.sleep(0.2)\n"
+        "    (out / 'thread').write_text('done')\n"
+        "threading.Thread(target=late).start()\n"
+        "sys.stdout.write('answer without a newline')\n"
+        "quick_exit(3)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3
+    assert result.stdout == "answer without a newline"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").read_text() == "done"
+
+
+def test_python_m_akasha_exits_with_the_commands_code():
+    ok = subprocess.run([sys.executable, "-m", "akasha", "ask", "--help"], cwd=ROOT, capture_output=True, text=True,
+                        timeout=60)
+    assert ok.returncode == 0 and "usage" in ok.stdout
+    missing = subprocess.run([sys.executable, "-m", "akasha", "ask", str(ROOT / "no-such-folder"), "Why?",
+                              "--model", "extractive", "--embeddings", "hash"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode == 1 and "no-such-folder" in missing.stderr
