@@ -163,3 +163,28 @@ def test_a_yaml_adaptive_pattern_asks_its_index_the_same_question(monkeypatch):
         assert asked == ["下雨天出门要带什么？"] * 2
         assert [(h.chunk.id, h.score) for h in hits] == [(h.chunk.id, h.score) for h in auto]
         assert any(h.score == 0.0 for h in hits) is (not verdict)
+
+
+def test_an_index_keeps_the_verdict_for_later_processes(tmp_path):
+    bag = CharacterBag("character-bag-kept")
+    with CorpusIndex(bag, chunk_size=200, cache_dir=tmp_path) as index:
+        index.add_documents(DOCS)
+        assert index.dense_reads("下雨天出门要带什么？") is False
+    assert bag.calls == 2  # the documents, then the probe's passages
+    reading._verdicts.clear()  # a new process
+    with CorpusIndex(bag, chunk_size=200, cache_dir=tmp_path) as index:
+        assert index.dense_reads("为什么升级失败？") is False
+        assert index.dense_reads("パッケージをインストールするには？") is False  # another script: probed
+    assert bag.calls == 3
+
+
+def test_a_store_that_cannot_be_written_keeps_the_verdict_in_memory():
+    class ReadOnly:
+        def get_meta(self, key):
+            return None
+
+        def set_meta(self, key, value):
+            raise OSError("read-only file system")
+
+    assert reading.reads_script(CharacterBag(), "zh", ReadOnly()) is False
+    assert reading.reads_script(TopicReader(), "ja", ReadOnly()) is True

@@ -135,6 +135,11 @@ class Manifest:
         rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
         return rows[0][0] if rows else None
 
+    def set_meta(self, key: str, value: str) -> None:
+        """Keep ``value`` under ``key`` (one atomic statement; safe beside other processes' writes)."""
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     # -------------------------------------------------------------- stat cache
     def stat_cache(self) -> dict[str, tuple[int, int, str, int | None, int | None]]:
         """path -> (size, mtime_ns, file_hash, ctime_ns, inode) for every file seen before (None: not recorded)."""

@@ -12,8 +12,9 @@ right), and counts how often a question's nearest passage is its own. Measured: 
 MiniLM gets 1, 0 and 2 of 12 (chance is 1), multilingual-e5-small 12, 10 and 10; an embedder
 reads a script when it gets at least :data:`PASS_SHARE` of them.
 
-The probe costs 24 short texts per script and embedder, once per process (about 0.4 s
-with the packaged MiniLM; 12 query requests and one batch with a remote model).
+The probe costs 24 short texts per script and embedder (about 0.4 s with the packaged MiniLM;
+12 query requests and one batch with a remote model), once per process, and once per index
+cache when the index keeps the verdict in its manifest.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -113,20 +115,35 @@ def probe_share(embedder: Embedder, pairs: Sequence[tuple[str, str]]) -> float:
     return float(np.mean(nearest == np.arange(len(pairs))))
 
 
+class VerdictStore(Protocol):
+    """Where verdicts outlive the process: an index's manifest (``get_meta``/``set_meta``)."""
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+
 _verdicts: dict[tuple[str, str, int], bool | None] = {}
 _lock = threading.Lock()
 
 
-def reads_script(embedder: Embedder, script: str) -> bool | None:
+def reads_script(embedder: Embedder, script: str, store: VerdictStore | None = None) -> bool | None:
     """Whether ``embedder`` reads ``script`` (a key of :data:`PROBES`); None when the probe failed to run.
 
-    Measured once per process for each embedder ``name`` and script. An embedder that raises
-    during the probe (a server that is down) gets None and is asked again next time.
+    Measured once per process for each embedder ``name`` and script, and kept in ``store``
+    (the index's manifest) so that later processes over the same cache skip the probe. An
+    embedder that raises during the probe (a server that is down) gets None and is asked again
+    next time.
     """
     key = (embedder.name, script, PROBE_VERSION)
+    stored_as = f"reads:{PROBE_VERSION}:{script}:{embedder.name}"
     with _lock:
         if key in _verdicts:
             return _verdicts[key]
+        kept = _recall(store, stored_as)
+        if kept is not None:
+            _verdicts[key] = kept
+            return kept
         try:
             share = probe_share(embedder, PROBES[script])
         except Exception:  # the question's own embedding call reports the real error to the user
@@ -137,11 +154,33 @@ def reads_script(embedder: Embedder, script: str) -> bool | None:
         log.info("embedder %s %s %s text (probe: %.0f%% of questions found their answer)",
                  embedder.name, "reads" if verdict else "does not read", script, 100 * share)
         _verdicts[key] = verdict
+        _remember(store, stored_as, verdict)
         return verdict
 
 
-def reads_question(embedder: Embedder, question: str, min_share: float) -> bool | None:
-    """Whether ``embedder`` reads the script ``question`` is written in.
+def _recall(store: VerdictStore | None, key: str) -> bool | None:
+    if store is None:
+        return None
+    try:
+        value = store.get_meta(key)
+    except Exception:  # an unreadable cache only costs the probe
+        log.debug("could not read the stored reading verdict %s", key, exc_info=True)
+        return None
+    return {"1": True, "0": False}.get(value or "")
+
+
+def _remember(store: VerdictStore | None, key: str, verdict: bool) -> None:
+    if store is None:
+        return
+    try:
+        store.set_meta(key, "1" if verdict else "0")
+    except Exception:  # a read-only cache keeps the verdict for this process only
+        log.debug("could not store the reading verdict %s", key, exc_info=True)
+
+
+def reads_question(embedder: Embedder, question: str, min_share: float,
+                   store: VerdictStore | None = None) -> bool | None:
+    """Whether ``embedder`` reads the script ``question`` is written in (``store`` as in :func:`reads_script`).
 
     None when the question is not mostly Chinese, Japanese or Korean (less than
     ``min_share`` of its letters and digits are; nothing to decide) or the probe failed.
@@ -149,4 +188,4 @@ def reads_question(embedder: Embedder, question: str, min_share: float) -> bool 
     if cjk_share(question) < min_share:
         return None
     script = script_of(question)
-    return reads_script(embedder, script) if script is not None else None
+    return reads_script(embedder, script, store) if script is not None else None
