@@ -196,6 +196,10 @@ def _answer_variants() -> dict:
         "keep 0.4": S(keep_fraction=0.4),
         "keep 0.6": S(keep_fraction=0.6),
         "embed 60": S(embed_candidates=60),
+        "embed 30": S(embed_candidates=30),
+        "embed 20": S(embed_candidates=20),
+        "cjk weights 0.2/0.5/0.3": S(cjk_weights=(0.2, 0.5, 0.3)),
+        "cjk weights 0/0.6/0.4": S(cjk_weights=(0.0, 0.6, 0.4)),
     }
 
 
