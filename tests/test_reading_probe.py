@@ -188,3 +188,15 @@ def test_a_store_that_cannot_be_written_keeps_the_verdict_in_memory():
 
     assert reading.reads_script(CharacterBag(), "zh", ReadOnly()) is False
     assert reading.reads_script(TopicReader(), "ja", ReadOnly()) is True
+
+
+def test_search_settings_can_say_what_the_user_knows(tmp_path):
+    bag = CharacterBag("character-bag-told")
+    with CorpusIndex(bag, chunk_size=200, cache_dir=tmp_path) as index:
+        index.add_documents(DOCS)
+        index.search_settings.embedder_reads_cjk = True
+        assert index.dense_reads("下雨天出门要带什么？") is True
+        assert index.dense_reads("What do I take when it rains?") is None
+        hits = index.search("下雨天出门要带什么？", k=4, search_type="auto")
+    assert bag.calls == 1  # never probed
+    assert all(h.score > 0 for h in hits)  # the dense list counts: every chunk it ranks scores

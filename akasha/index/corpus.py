@@ -55,7 +55,7 @@ from akasha.index.store_link import StoreDense, StoreLink
 from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
-from akasha.retrieval.fusion import CJK_SHARE
+from akasha.retrieval.fusion import CJK_SHARE, cjk_share
 from akasha.retrieval.reading import reads_question
 from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
 from akasha.types import Chunk, Document, Hit
@@ -275,9 +275,13 @@ class CorpusIndex:
 
         ``auto`` gives the dense list no weight for a question its embedder cannot read
         (:func:`akasha.retrieval.reading.reads_question` probes the embedder once; this index's
-        manifest keeps the verdict for later processes).
+        manifest keeps the verdict for later processes). ``SearchSettings.embedder_reads_cjk``,
+        when set, is the answer instead.
         """
-        return reads_question(self.embedder, question, CJK_SHARE, self._manifest)
+        if cjk_share(question) < CJK_SHARE:
+            return None
+        known = self.search_settings.embedder_reads_cjk
+        return known if known is not None else reads_question(self.embedder, question, CJK_SHARE, self._manifest)
 
     def sync(self, data_source: DataSource, *, progress: bool | None = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.

@@ -73,6 +73,9 @@ class SearchSettings:
     adaptive_k: int = fusion.ADAPTIVE_K
     adaptive_weights: tuple[float, float] = fusion.ADAPTIVE_WEIGHTS  # (vector, bm25) before the signals
     neighbour_weight: float = fusion.NEIGHBOUR_WEIGHT  # auto: share of the best neighbour's fused score; 0 = off
+    #: auto on a Chinese/Japanese/Korean question: whether the embedder reads it. None asks the
+    #: embedder (akasha.retrieval.reading's probe); True or False says what you know instead.
+    embedder_reads_cjk: bool | None = None
     hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25)
     mmr_lambda: float = 0.5
     mmr_fetch: int = 20  # candidates for mmr (at least 4 * k)
