@@ -101,7 +101,7 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
     gets weight 0 when the embedder cannot read that language (MiniLM and other English-only
     models give near-random lists there), so the answer rests on BM25. ``dense_reads`` says
     whether it can: :func:`akasha.retrieval.reading.reads_question` asks the embedder itself
-    with a small probe, once per process. When it is None (not asked, or the probe failed) the
+    with a small probe, once per index cache. When it is None (not asked, or the probe failed) the
     dense list is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance, a
     per-question test that cannot tell a multilingual embedder from a blind one on corpora
     of a few hundred chunks (docs/quality.md). English questions are never touched.

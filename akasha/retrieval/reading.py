@@ -5,7 +5,7 @@ all-MiniLM-L6-v2 was trained on English, and its dense list for a Chinese questi
 random. Telling such an embedder from a multilingual one per question (how far its list
 agrees with BM25's) fails on small corpora, where even a good embedder's agreement stays
 near what chance gives (docs/quality.md, "Other offline embedders"). This module asks the
-embedder itself, once per process and script: it embeds twelve everyday questions and
+embedder itself, once per script: it embeds twelve everyday questions and
 twelve passages that answer them, written so that no question shares a content character
 with its own answer more than with the others (a character-overlap matcher gets at most 1 of 12
 right), and counts how often a question's nearest passage is its own. Measured: the packaged
@@ -123,7 +123,7 @@ class VerdictStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
 
-_verdicts: dict[tuple[str, str, int], bool | None] = {}
+_verdicts: dict[tuple[str, str, int], bool] = {}
 _lock = threading.Lock()
 
 

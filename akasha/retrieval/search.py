@@ -6,7 +6,7 @@
   fusion (:func:`akasha.retrieval.fusion.adaptive`): RRF needs no score calibration, and
   weighted RRF (k=10, vector 0.6 / bm25 0.4) whose dense weight drops to 0 for a
   Chinese/Japanese/Korean question the embedder cannot read (a twelve-question probe of
-  the embedder, once per process: :mod:`akasha.retrieval.reading`); then each candidate gains a tenth
+  the embedder, once per index cache: :mod:`akasha.retrieval.reading`); then each candidate gains a tenth
   of its best-scoring neighbour's fused score (the chunk before or after it in its document,
   :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``);
   ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without smoothing;
