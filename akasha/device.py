@@ -35,6 +35,7 @@ import re
 import shutil
 import sys
 
+from akasha.embeddings import WRAPPER_PREFIXES
 from akasha.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -79,10 +80,6 @@ LOCAL_MODEL_PREFIXES: dict[str, tuple[str, ...]] = {
 }
 
 
-#: Embeddings strings that wrap another one after a family name ("prefixed:e5:<embeddings>").
-WRAPPED_EMBEDDINGS = ("prefixed",)
-
-
 def device_options(option: str, spec: object, device: str | None) -> dict[str, str]:
     """``{"device": device}`` for a model string of a local model (``option``: "embeddings", "model" or
     "reranker") when ``device`` is not ``"auto"``, else ``{}`` (the model's own default, "auto", applies).
@@ -94,8 +91,10 @@ def device_options(option: str, spec: object, device: str | None) -> dict[str, s
         return {}
     prefix, _, rest = spec.partition(":")
     prefix = prefix.strip().lower()
-    if option == "embeddings" and prefix in WRAPPED_EMBEDDINGS:
-        return device_options(option, rest.partition(":")[2], device)  # "<family>:<inner embeddings>"
+    if option == "embeddings" and prefix in WRAPPER_PREFIXES:
+        from akasha.embeddings.prefixed import split_family
+
+        return device_options(option, split_family(rest)[1], device)  # "<family>:<inner embeddings>"
     return {"device": validate_device(device)} if prefix in LOCAL_MODEL_PREFIXES.get(option, ()) else {}
 
 
