@@ -278,10 +278,10 @@ class CorpusIndex:
         manifest keeps the verdict for later processes). ``SearchSettings.embedder_reads_cjk``,
         when set, is the answer instead.
         """
-        if cjk_share(question) < CJK_SHARE:
-            return None
         known = self.search_settings.embedder_reads_cjk
-        return known if known is not None else reads_question(self.embedder, question, CJK_SHARE, self._manifest)
+        if known is None:
+            return reads_question(self.embedder, question, CJK_SHARE, self._manifest)
+        return known if cjk_share(question) >= CJK_SHARE else None
 
     def sync(self, data_source: DataSource, *, progress: bool | None = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.
