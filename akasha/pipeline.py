@@ -552,7 +552,8 @@ class Pipeline:
             population = len({item for ranked in id_lists for item, _ in ranked})
         reads = getattr(self.index, "dense_reads", None)
         return fuse_adaptive(question, vector, lexical, population, settings,
-                             dense_reads=reads(question) if reads is not None and vector and lexical else None)
+                             dense_reads=reads(question) if reads is not None and vector and lexical else None,
+                             hubs=getattr(self.index, "hub_scores", None))
 
     def _rerank(self, question: str, hits: list[Hit], k: int, trace: Trace) -> list[Hit]:
         if self.reranker is None or not hits:

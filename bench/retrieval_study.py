@@ -468,6 +468,56 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
         return run
 
+    def hubness(kind, amount, k_hub=10, gamma=0.1):
+        """auto + smoothing over cosines corrected for hubs: chunks close to many chunks (generic text)
+        outrank focused ones for every question. ``centre``: cosines after subtracting ``amount`` times
+        the corpus' mean vector from every chunk vector (renormalised); ``csls``: cosine minus
+        ``amount`` times the chunk's mean cosine to its ``k_hub`` nearest chunks (as in CSLS)."""
+        def run(ctx, qi):
+            q, dense, tids, qtf = base_lists(ctx, qi)
+            key = f"_hub_{kind}_{amount}_{k_hub}"
+            cached = ctx.__dict__.get(key)
+            if cached is None:
+                if kind == "centre":
+                    shifted = ctx.matrix - amount * ctx.matrix.mean(axis=0, keepdims=True)
+                    cached = shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
+                else:
+                    sims = ctx.matrix @ ctx.matrix.T
+                    np.fill_diagonal(sims, -1.0)
+                    cached = np.sort(sims, axis=1)[:, -k_hub:].mean(axis=1)
+                ctx.__dict__[key] = cached
+            if kind == "centre":
+                dense = cached @ ctx.qvecs[qi]
+            else:
+                dense = dense - amount * cached
+            v, b = top(dense, ctx.ids), bm25_list(ctx, tids, qtf)
+            return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
+        return run
+
+    def hub_rescore(amount, k_hub, fetch, keep=DEPTH, gamma=0.1):
+        """As ``hubness("csls", ...)``, but only the ``fetch`` best raw cosines are corrected and re-sorted
+        (what a store's own nearest-neighbour search allows), the best ``keep`` of them fused."""
+        inner = hubness("csls", amount, k_hub)
+        def run(ctx, qi):
+            inner(ctx, qi)
+            hubs = ctx.__dict__[f"_hub_csls_{amount}_{k_hub}"]
+            q, dense, tids, qtf = base_lists(ctx, qi)
+            order = np.argsort(-dense, kind="stable")[:fetch]
+            corrected = sorted(((ctx.ids[i], float(dense[i] - amount * hubs[i])) for i in order), key=lambda p: -p[1])
+            v, b = corrected[:keep], bm25_list(ctx, tids, qtf)
+            return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
+        return run
+
+    def hub_knn(kind, amount, k_hub=10):
+        inner = hubness(kind, amount, k_hub)
+        def run(ctx, qi):
+            inner(ctx, qi)  # fills the cache
+            key = f"_hub_{kind}_{amount}_{k_hub}"
+            cached = ctx.__dict__[key]
+            dense = cached @ ctx.qvecs[qi] if kind == "centre" else ctx.matrix @ ctx.qvecs[qi] - amount * cached
+            return [ctx.ids[i] for i in np.argsort(-dense, kind="stable")[:DEPTH]]
+        return run
+
     out: dict[str, Ranker] = {"bm25": single("bm25"), "knn": single("knn"), "auto": auto()}
     out["smooth 0.1 + stopwords out of the bm25 query"] = question_words(stop_bm25=True)
     out["smooth 0.1 + question opening stripped mix 0.5"] = question_words(strip_mix=0.5)
@@ -532,6 +582,18 @@ def variants() -> dict[str, Ranker]:
     for share in (0.3, 0.4, 0.5):
         out[f"zsum bm25 {share}"] = zsum(share)
         out[f"zsum max-norm bm25 {share}"] = zsum(share, "max")
+    out["smooth 0.1"] = smooth(0.1, "max")
+    for amount in (0.5, 1.0):
+        out[f"hub centre {amount}"] = hubness("centre", amount)
+        out[f"hub centre {amount} knn"] = hub_knn("centre", amount)
+    for amount in (0.3, 0.5, 1.0):
+        out[f"hub csls {amount}"] = hubness("csls", amount)
+        out[f"hub csls {amount} knn"] = hub_knn("csls", amount)
+    for fetch in (50, 100, 200):
+        out[f"hub csls 0.5 k5 rescore {fetch}"] = hub_rescore(0.5, 5, fetch)
+    for amount in (0.4, 0.5, 0.6, 0.7):
+        for k_hub in (5, 10, 20, 50):
+            out[f"hub csls {amount} k{k_hub}"] = hubness("csls", amount, k_hub)
     return out
 
 

@@ -268,7 +268,19 @@ class CorpusIndex:
         adaptive = search_type == "auto" and self.search_settings.auto_fusion == "adaptive"
         reads = self.dense_reads(query) if adaptive else None
         return search(query, vector, k, search_type, bm25=self._bm25, dense=dense,
-                      chunks=self._chunks, settings=self.search_settings, dense_reads=reads)
+                      chunks=self._chunks, settings=self.search_settings, dense_reads=reads,
+                      hubs=self.hub_scores if adaptive else None)
+
+    def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
+        """The hub scores of ``ids`` (chunk ids of this index) that ``auto`` discounts dense candidates by.
+
+        Computed over the in-memory vectors once per corpus state and kept in the snapshot
+        (:mod:`akasha.retrieval.hubness`); None above its size limit or for unknown ids.
+        """
+        dense = self._dense
+        if dense is None or any(i not in dense for i in ids):
+            return None
+        return dense.hub_scores(ids)
 
     def dense_reads(self, question: str) -> bool | None:
         """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.

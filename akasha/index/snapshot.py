@@ -104,6 +104,9 @@ def write_snapshot(
     ids = dense.ids
     texts["dense_ids"] = ids
     arrays["dense_matrix"] = np.ascontiguousarray(dense.matrix(), dtype=np.float32)
+    hubs = dense.hubs()  # computed here, at indexing time, so a later process's first search need not
+    if hubs is not None:
+        arrays["dense_hubs"] = np.ascontiguousarray(hubs, dtype=np.float32)
     blobs = {name: _ENCODER.encode(value).encode("utf-8") for name, value in texts.items()}
     raw = set()
     # Chunks are stored in row order, one record each; a mapping that does not match the rows is left out
@@ -162,7 +165,8 @@ def read_snapshot(
             return None
         bm25 = BM25Index.from_parts({**texts, **arrays})
         matrix = arrays["dense_matrix"]
-        dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True) if len(matrix) else DenseIndex()
+        dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True, hubs=arrays.get("dense_hubs")) \
+            if len(matrix) else DenseIndex()
         chunks = None
         if _RECORDS in texts:
             chunks = LazyChunks.from_records(texts["dense_ids"], texts[_RECORDS], arrays["chunk_ends"])

@@ -24,6 +24,7 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.retrieval.bm25 import top_k
+from akasha.retrieval.hubness import HUB_MAX_ROWS, hub_scores
 from akasha.retrieval.quantized import BinaryCodes, nearest
 
 log = logging.getLogger(__name__)
@@ -74,14 +75,16 @@ class DenseIndex:
         self._slot: dict[str, int] = {}
         self._alive = np.zeros(0, dtype=bool)
         self._n_live = 0
+        self._hubs: np.ndarray | None = None  # hub score per row slot (dead slots 0), None until asked for
 
     @classmethod
     def from_matrix(cls, ids: Sequence[str], matrix: np.ndarray, *, normalized: bool = False,
-                    **options: object) -> DenseIndex:
+                    hubs: np.ndarray | None = None, **options: object) -> DenseIndex:
         """Wrap an existing ``(n, d)`` matrix (memory-mapped is fine) without copying it when normalised.
 
         ``options`` are the constructor's keywords (``quantize_above`` ...); quantised codes
-        are built on the first search that needs them.
+        are built on the first search that needs them. ``hubs`` are the rows' hub scores as
+        :meth:`hubs` computed them before (from a snapshot); ignored unless one per row.
         """
         index = cls(int(matrix.shape[1]), **options)  # type: ignore[arg-type]
         matrix = matrix if normalized and matrix.dtype == np.float32 else normalize_rows(matrix)
@@ -93,6 +96,8 @@ class DenseIndex:
             raise ValueError("DenseIndex.from_matrix got duplicate ids")
         index._alive = np.ones(len(ids), dtype=bool)
         index._n_live = len(ids)
+        if hubs is not None and np.shape(hubs) == (len(ids),):
+            index._hubs = np.asarray(hubs, dtype=np.float32)
         return index
 
     def __len__(self) -> int:
@@ -118,6 +123,7 @@ class DenseIndex:
         if vectors.shape[1] != self.dimension:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, this index holds {self.dimension}")
         self.remove([i for i in ids if i in self._slot])
+        self._hubs = None
         need = self._n + len(ids)
         if need > self._m.shape[0] or not self._m.flags.writeable:
             grown = np.empty((max(need, 2 * self._m.shape[0], 64), self.dimension), dtype=np.float32)
@@ -149,12 +155,14 @@ class DenseIndex:
             self._alive[slot] = False
             self._ids[slot] = None
             self._n_live -= 1
+            self._hubs = None
         if self._n - self._n_live > max(1000, self._n_live):
             self._compact()
 
     def _compact(self) -> None:
         live = np.flatnonzero(self._alive[: self._n])
         self._m = np.ascontiguousarray(self._m[live])
+        self._hubs = None
         if self._codes is not None:
             self._codes.keep(live)
         self._ids = [self._ids[s] for s in live]
@@ -167,6 +175,32 @@ class DenseIndex:
         if self._n_live == self._n:
             return self._m[: self._n]
         return self._m[: self._n][self._alive[: self._n]]
+
+    def hubs(self) -> np.ndarray | None:
+        """The live rows' hub scores, aligned with :meth:`matrix` (:func:`akasha.retrieval.hubness.hub_scores`).
+
+        Computed on the first call after any change (``n^2 * d`` work) and kept until the next;
+        None above :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows, where that pass
+        would cost more than the search it serves.
+        """
+        if self._n_live > HUB_MAX_ROWS:
+            return None
+        if self._hubs is None:
+            live = np.flatnonzero(self._alive[: self._n])
+            slots = np.zeros(self._n, dtype=np.float32)
+            slots[live] = hub_scores(self.matrix())
+            self._hubs = slots
+        return self._hubs[: self._n][self._alive[: self._n]] if self._n_live != self._n else self._hubs[: self._n]
+
+    def has_hubs(self) -> bool:
+        """True when hub scores are computed for the current rows (a snapshot can then keep them)."""
+        return self._hubs is not None
+
+    def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
+        """Hub scores of ``ids`` (known ids only), or None where :meth:`hubs` gives none."""
+        if self.hubs() is None or self._hubs is None:
+            return None
+        return self._hubs[[self._slot[i] for i in ids]]
 
     def vector(self, doc_id: str) -> np.ndarray:
         """The normalised vector stored for ``doc_id``."""

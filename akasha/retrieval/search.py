@@ -8,7 +8,10 @@
   Chinese/Japanese/Korean question the embedder cannot read (a twelve-question probe of
   the embedder, once per index cache: :mod:`akasha.retrieval.reading`); then each candidate gains a tenth
   of its best-scoring neighbour's fused score (the chunk before or after it in its document,
-  :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``);
+  :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``).
+  Before fusion the dense candidates are re-sorted by cosine minus half their hub score
+  (how close a chunk lies to its nearest chunks: generic text near everything is discounted,
+  :mod:`akasha.retrieval.hubness`; ``SearchSettings.hub_weight``);
   ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without smoothing;
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
@@ -33,7 +36,7 @@ from typing import Any, Union
 import numpy as np
 
 from akasha.errors import ConfigError
-from akasha.retrieval import fusion
+from akasha.retrieval import fusion, hubness
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.retrieval.mmr import mmr
@@ -73,6 +76,7 @@ class SearchSettings:
     adaptive_k: int = fusion.ADAPTIVE_K
     adaptive_weights: tuple[float, float] = fusion.ADAPTIVE_WEIGHTS  # (vector, bm25) before the signals
     neighbour_weight: float = fusion.NEIGHBOUR_WEIGHT  # auto: share of the best neighbour's fused score; 0 = off
+    hub_weight: float = hubness.HUB_WEIGHT  # auto: dense candidates ranked by cosine - this * hub score; 0 = off
     #: auto on a Chinese/Japanese/Korean question: whether the embedder reads it. None asks the
     #: embedder (akasha.retrieval.reading's probe); True or False says what you know instead.
     embedder_reads_cjk: bool | None = None
@@ -92,11 +96,14 @@ def search(
     chunks: Mapping[str, Chunk],
     settings: SearchSettings | None = None,
     dense_reads: bool | None = None,
+    hubs: hubness.HubLookup | None = None,
 ) -> list[Hit]:
     """Rank chunks for ``query``; ``chunks`` maps the ids held by both indexes to chunks.
 
     ``dense_reads`` (``auto`` only) says whether the embedder reads the question's language
     (:func:`akasha.retrieval.reading.reads_question`); None leaves it to the lists' agreement.
+    ``hubs`` (``auto`` only) gives the chunks' hub scores; None uses ``dense``'s own when it
+    has them (:meth:`DenseIndex.hub_scores`).
     """
     search_type = validate_search_type(search_type)
     settings = settings or SearchSettings()
@@ -116,7 +123,9 @@ def search(
     vec = dense.search(query_vector, n_cand)
     lex = bm25.search(query, n_cand)
     if search_type == "auto" and settings.auto_fusion == "adaptive":
-        fused = fuse_adaptive(query, vec, lex, len(chunks), settings, dense_reads=dense_reads)
+        if hubs is None:
+            hubs = getattr(dense, "hub_scores", None)
+        fused = fuse_adaptive(query, vec, lex, len(chunks), settings, dense_reads=dense_reads, hubs=hubs)
         key = "rrf"
     elif search_type == "auto":
         if settings.auto_fusion != "rrf":
@@ -141,13 +150,18 @@ def search(
 
 
 def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, population: int,
-                  settings: SearchSettings, *, dense_reads: bool | None = None) -> list[tuple[Any, float]]:
-    """``auto``'s fusion of a dense and a BM25 list: adaptive weighted RRF, then neighbour smoothing.
+                  settings: SearchSettings, *, dense_reads: bool | None = None,
+                  hubs: hubness.HubLookup | None = None) -> list[tuple[Any, float]]:
+    """``auto``'s fusion of a dense and a BM25 list: hub discount, adaptive weighted RRF, neighbour smoothing.
 
     The one place both doors rank with it: the ``auto`` search type here and a YAML
     pattern's ``fusion: adaptive`` (:class:`akasha.pipeline.Pipeline`). ``population`` is
-    the number of chunks searched; ``dense_reads`` as in :func:`search`.
+    the number of chunks searched; ``dense_reads`` as in :func:`search`; ``hubs`` gives the
+    hub scores of the dense list's ids (:func:`akasha.retrieval.hubness.discount`), None or
+    ``SearchSettings.hub_weight=0`` keeps the list's own order.
     """
+    if hubs is not None and settings.hub_weight:
+        vector = hubness.discount(list(vector), hubs, settings.hub_weight)  # type: ignore[arg-type]
     fused = fusion.adaptive(query, vector, lexical, population, k=settings.adaptive_k,
                             weights=settings.adaptive_weights, dense_reads=dense_reads)
     if settings.neighbour_weight:

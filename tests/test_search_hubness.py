@@ -1,0 +1,127 @@
+"""Hub discount in auto: a chunk close to many other chunks loses ground to one close only to the question."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from akasha.index.snapshot import read_snapshot, write_snapshot
+from akasha.retrieval import hubness
+from akasha.retrieval.bm25 import BM25Index
+from akasha.retrieval.dense import DenseIndex
+from akasha.retrieval.search import SearchSettings, search
+from akasha.types import Chunk
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _brute_force(matrix: np.ndarray, neighbours: int) -> np.ndarray:
+    out = []
+    for i, row in enumerate(matrix):
+        others = sorted((float(row @ other) for j, other in enumerate(matrix) if j != i), reverse=True)
+        out.append(np.mean(others[:neighbours]) if others else 0.0)
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 6, 37])
+def test_hub_scores_are_the_mean_cosine_with_the_nearest_other_rows(n, monkeypatch):
+    monkeypatch.setattr(hubness, "BLOCK", 8)  # several blocks, the last one short
+    matrix = _unit(np.random.default_rng(n).normal(size=(n, 12)))
+    for neighbours in (1, 5):
+        assert hubness.hub_scores(matrix, neighbours) == pytest.approx(_brute_force(matrix, neighbours), abs=1e-5)
+
+
+def test_a_duplicate_is_a_neighbour():
+    matrix = _unit(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+    assert hubness.hub_scores(matrix, 1) == pytest.approx([1.0, 1.0, 0.0], abs=1e-6)
+
+
+def test_discount_reorders_and_keeps_the_raw_cosines():
+    ranked = [("hub", 0.80), ("focused", 0.75), ("other", 0.70)]
+    hubs = {"hub": 0.9, "focused": 0.2, "other": 0.1}
+    out = hubness.discount(ranked, lambda ids: np.array([hubs[i] for i in ids]), 0.5)
+    assert out == [("focused", 0.75), ("other", 0.70), ("hub", 0.80)]  # 0.65, 0.65 (input order), 0.35
+    assert hubness.discount(ranked, lambda ids: None, 0.5) == ranked
+    assert hubness.discount(ranked, lambda ids: np.zeros(len(ids)), 0.0) == ranked
+    assert hubness.discount([], lambda ids: None, 0.5) == []
+
+
+def test_dense_index_recomputes_hubs_after_every_change():
+    rng = np.random.default_rng(0)
+    dense = DenseIndex()
+    dense.add([f"c{i}" for i in range(10)], rng.normal(size=(10, 8)))
+    first = dense.hubs()
+    assert first is not None and dense.has_hubs()
+    assert first == pytest.approx(hubness.hub_scores(dense.matrix()))
+    assert dense.hub_scores(["c3", "c0"]) == pytest.approx(first[[3, 0]])
+    dense.remove(["c3"])
+    assert not dense.has_hubs()
+    assert dense.hubs() == pytest.approx(hubness.hub_scores(dense.matrix()))  # nine live rows, one dead slot
+    assert dense.hub_scores(["c4"]) == pytest.approx(hubness.hub_scores(dense.matrix())[3])
+    dense.add(["new"], rng.normal(size=(1, 8)))
+    assert not dense.has_hubs()
+    assert len(dense.hubs()) == 10
+
+
+def test_no_hubs_above_the_size_limit(monkeypatch):
+    monkeypatch.setattr("akasha.retrieval.dense.HUB_MAX_ROWS", 5)
+    dense = DenseIndex()
+    dense.add([f"c{i}" for i in range(6)], np.random.default_rng(1).normal(size=(6, 4)))
+    assert dense.hubs() is None and dense.hub_scores(["c0"]) is None
+
+
+def test_a_snapshot_keeps_the_hub_scores(tmp_path):
+    ids = [f"d#{i}" for i in range(7)]
+    texts = [f"text number {i}" for i in range(7)]
+    bm25 = BM25Index(tokenizer="auto")
+    bm25.add(ids, texts)
+    dense = DenseIndex()
+    dense.add(ids, np.random.default_rng(2).normal(size=(7, 6)))
+    write_snapshot(tmp_path / "s.snap", "state", bm25, dense)
+    loaded = read_snapshot(tmp_path / "s.snap", "state")
+    assert loaded is not None
+    restored = loaded[1]
+    assert restored.has_hubs()  # read, not recomputed
+    assert restored.hubs() == pytest.approx(dense.hubs())
+
+
+def _world():
+    """Five chunks of one theme close together (the hub: t#0 sits in their middle) and one focused chunk.
+
+    For the question, the hub t#0 has the best cosine, the focused chunk f#0 the second best;
+    BM25 finds nothing (no shared words), so the dense order alone decides.
+    """
+    theme = np.array([1.0, 0.0, 0.0, 0.0])
+    rows = {"t#0": theme + [0, 0.05, 0, 0], "t#1": theme + [0, 0.3, 0.1, 0], "t#2": theme + [0, 0.1, 0.3, 0],
+            "t#3": theme + [0, -0.2, 0.2, 0], "t#4": theme + [0, 0.2, -0.2, 0],
+            "f#0": np.array([0.8, 0.0, 0.0, 0.6])}
+    ids = list(rows)
+    dense = DenseIndex()
+    dense.add(ids, np.stack([rows[i] for i in ids]))
+    bm25 = BM25Index(tokenizer="auto")
+    bm25.add(ids, [f"filler {i}" for i in range(len(ids))])
+    chunks = {cid: Chunk(cid, f"filler {n}", {"source": cid.split("#")[0]}) for n, cid in enumerate(ids)}
+    query = _unit(np.array([[0.95, 0.0, 0.0, 0.31]]))[0]
+    return chunks, bm25, dense, query
+
+
+def test_auto_ranks_the_focused_chunk_above_the_hub_and_the_knob_switches_it_off():
+    chunks, bm25, dense, query = _world()
+    raw = [i for i, _ in dense.search(query, 6)]
+    assert raw[:2] == ["t#0", "f#0"]
+
+    def first(settings):
+        hits = search("unrelated words", query, 6, "auto", bm25=bm25, dense=dense, chunks=chunks, settings=settings)
+        return hits
+
+    hits = first(SearchSettings(neighbour_weight=0.0))
+    assert hits[0].chunk.id == "f#0"
+    cosines = dict(dense.search(query, 6))
+    assert all(h.details["vector"] == pytest.approx(cosines[h.chunk.id]) for h in hits)  # raw cosines reported
+    off = first(SearchSettings(neighbour_weight=0.0, hub_weight=0.0))
+    assert off[0].chunk.id == "t#0"
+    # knn is plain cosine: no discount
+    knn = search("unrelated words", query, 2, "knn", bm25=bm25, dense=dense, chunks=chunks)
+    assert [h.chunk.id for h in knn] == ["t#0", "f#0"]
