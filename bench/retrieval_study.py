@@ -494,7 +494,7 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
         return run
 
-    def hub_rescore(amount, k_hub, fetch, keep=DEPTH, gamma=0.1):
+    def hub_rescore(amount, k_hub, fetch, keep=DEPTH, gamma=0.1, k=10, w=(0.6, 0.4)):
         """As ``hubness("csls", ...)``, but only the ``fetch`` best raw cosines are corrected and re-sorted
         (what a store's own nearest-neighbour search allows), the best ``keep`` of them fused."""
         inner = hubness("csls", amount, k_hub)
@@ -505,7 +505,8 @@ def variants() -> dict[str, Ranker]:
             order = np.argsort(-dense, kind="stable")[:fetch]
             corrected = sorted(((ctx.ids[i], float(dense[i] - amount * hubs[i])) for i in order), key=lambda p: -p[1])
             v, b = corrected[:keep], bm25_list(ctx, tids, qtf)
-            return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
+            fused = fusion.adaptive(q, v, b, len(ctx.ids), k=k, weights=w)
+            return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
         return run
 
     def hub_knn(kind, amount, k_hub=10):
@@ -591,6 +592,12 @@ def variants() -> dict[str, Ranker]:
         out[f"hub csls {amount} knn"] = hub_knn("csls", amount)
     for fetch in (50, 100, 200):
         out[f"hub csls 0.5 k5 rescore {fetch}"] = hub_rescore(0.5, 5, fetch)
+    for wv in (0.55, 0.65, 0.7):
+        out[f"hub 0.5 k5 + w={wv}"] = hub_rescore(0.5, 5, 50, w=(wv, 1 - wv))
+    for rrf_k in (5, 20):
+        out[f"hub 0.5 k5 + k={rrf_k}"] = hub_rescore(0.5, 5, 50, k=rrf_k)
+    for gamma in (0.0, 0.05, 0.15):
+        out[f"hub 0.5 k5 + smoothing {gamma}"] = hub_rescore(0.5, 5, 50, gamma=gamma)
     for amount in (0.4, 0.5, 0.6, 0.7):
         for k_hub in (5, 10, 20, 50):
             out[f"hub csls {amount} k{k_hub}"] = hubness("csls", amount, k_hub)
