@@ -48,25 +48,53 @@ def test_discount_reorders_and_keeps_the_raw_cosines():
     assert hubness.discount([], lambda ids: None, 0.5) == []
 
 
-def test_dense_index_recomputes_hubs_after_every_change():
+def test_dense_index_keeps_hubs_right_through_adds_removes_and_replacements(monkeypatch):
+    monkeypatch.setattr(hubness, "BLOCK", 3)  # several blocks of new rows per add
     rng = np.random.default_rng(0)
     dense = DenseIndex()
     dense.add([f"c{i}" for i in range(10)], rng.normal(size=(10, 8)))
     first = dense.hubs()
     assert first is not None and dense.has_hubs()
-    assert first == pytest.approx(hubness.hub_scores(dense.matrix()))
-    assert dense.hub_scores(["c3", "c0"]) == pytest.approx(first[[3, 0]])
-    dense.remove(["c3"])
-    assert not dense.has_hubs()
-    assert dense.hubs() == pytest.approx(hubness.hub_scores(dense.matrix()))  # nine live rows, one dead slot
-    assert dense.hub_scores(["c4"]) == pytest.approx(hubness.hub_scores(dense.matrix())[3])
-    dense.add(["new"], rng.normal(size=(1, 8)))
-    assert not dense.has_hubs()
-    assert len(dense.hubs()) == 10
+    assert first == pytest.approx(hubness.hub_scores(dense.matrix()), abs=1e-5)
+    assert dense.hub_scores(["c3", "c0"]) == pytest.approx(first[[3, 0]], abs=1e-6)
+    names = [f"c{i}" for i in range(10)]
+    for step in range(25):
+        action = step % 3
+        if action == 0:  # add a few new rows
+            new = [f"n{step}.{j}" for j in range(1 + step % 4)]
+            dense.add(new, rng.normal(size=(len(new), 8)))
+            names += new
+        elif action == 1 and len(names) > 3:  # remove some
+            gone = [names.pop(int(rng.integers(len(names)))) for _ in range(1 + step % 3)]
+            dense.remove(gone)
+        else:  # replace one row's vector
+            dense.add([names[0]], rng.normal(size=(1, 8)))
+        expected = hubness.hub_scores(dense.matrix())
+        assert dense.hubs() == pytest.approx(expected, abs=1e-5), step
+        assert dense.hub_scores(dense.ids[:2]) == pytest.approx(expected[:2], abs=1e-5)
+
+
+def test_an_added_row_costs_one_pass_over_the_others_not_all_pairs(monkeypatch):
+    rng = np.random.default_rng(3)
+    dense = DenseIndex()
+    dense.add([f"c{i}" for i in range(50)], rng.normal(size=(50, 8)))
+    dense.hubs()
+    queried = []
+    real = hubness.nearest
+
+    def counting(queries, matrix, own=None, neighbours=hubness.HUB_NEIGHBOURS):
+        queried.append(len(queries))
+        return real(queries, matrix, own, neighbours)
+
+    monkeypatch.setattr(hubness, "nearest", counting)
+    dense.add(["late"], rng.normal(size=(1, 8)))
+    dense.hubs()
+    assert queried == [1]
+    assert dense.hubs() == pytest.approx(hubness.hub_scores(dense.matrix()), abs=1e-5)
 
 
 def test_no_hubs_above_the_size_limit(monkeypatch):
-    monkeypatch.setattr("akasha.retrieval.dense.HUB_MAX_ROWS", 5)
+    monkeypatch.setattr(hubness, "HUB_MAX_ROWS", 5)
     dense = DenseIndex()
     dense.add([f"c{i}" for i in range(6)], np.random.default_rng(1).normal(size=(6, 4)))
     assert dense.hubs() is None and dense.hub_scores(["c0"]) is None
@@ -85,6 +113,18 @@ def test_a_snapshot_keeps_the_hub_scores(tmp_path):
     restored = loaded[1]
     assert restored.has_hubs()  # read, not recomputed
     assert restored.hubs() == pytest.approx(dense.hubs())
+    restored.add(["d#late"], np.random.default_rng(4).normal(size=(1, 6)))  # and kept up to date from there
+    assert restored.hubs() == pytest.approx(hubness.hub_scores(restored.matrix()), abs=1e-5)
+
+
+def test_a_snapshot_that_does_not_fit_is_recomputed_not_trusted():
+    ids = [f"d#{i}" for i in range(4)]
+    matrix = _unit(np.random.default_rng(5).normal(size=(4, 3)))
+    wrong_rows = np.full((4, hubness.HUB_NEIGHBOURS), 9, dtype=np.int64)  # rows that do not exist
+    dense = DenseIndex.from_matrix(ids, matrix, normalized=True,
+                                   neighbours=(np.zeros((4, hubness.HUB_NEIGHBOURS), np.float32), wrong_rows))
+    assert not dense.has_hubs()
+    assert dense.hubs() == pytest.approx(hubness.hub_scores(matrix), abs=1e-6)
 
 
 def _world():

@@ -104,9 +104,11 @@ def write_snapshot(
     ids = dense.ids
     texts["dense_ids"] = ids
     arrays["dense_matrix"] = np.ascontiguousarray(dense.matrix(), dtype=np.float32)
-    hubs = dense.hubs()  # computed here, at indexing time, so a later process's first search need not
-    if hubs is not None:
-        arrays["dense_hubs"] = np.ascontiguousarray(hubs, dtype=np.float32)
+    # Computed here, at indexing time, if not yet, so a later process's first search need not.
+    neighbours = dense.neighbour_state()
+    if neighbours is not None:
+        arrays["dense_hub_cosines"] = np.ascontiguousarray(neighbours[0], dtype=np.float32)
+        arrays["dense_hub_rows"] = np.ascontiguousarray(neighbours[1], dtype=np.int64)
     blobs = {name: _ENCODER.encode(value).encode("utf-8") for name, value in texts.items()}
     raw = set()
     # Chunks are stored in row order, one record each; a mapping that does not match the rows is left out
@@ -165,7 +167,8 @@ def read_snapshot(
             return None
         bm25 = BM25Index.from_parts({**texts, **arrays})
         matrix = arrays["dense_matrix"]
-        dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True, hubs=arrays.get("dense_hubs")) \
+        neighbours = (arrays["dense_hub_cosines"], arrays["dense_hub_rows"]) if "dense_hub_rows" in arrays else None
+        dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True, neighbours=neighbours) \
             if len(matrix) else DenseIndex()
         chunks = None
         if _RECORDS in texts:

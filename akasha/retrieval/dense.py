@@ -24,7 +24,7 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.retrieval.bm25 import top_k
-from akasha.retrieval.hubness import HUB_MAX_ROWS, hub_scores
+from akasha.retrieval import hubness
 from akasha.retrieval.quantized import BinaryCodes, nearest
 
 log = logging.getLogger(__name__)
@@ -75,16 +75,20 @@ class DenseIndex:
         self._slot: dict[str, int] = {}
         self._alive = np.zeros(0, dtype=bool)
         self._n_live = 0
-        self._hubs: np.ndarray | None = None  # hub score per row slot (dead slots 0), None until asked for
+        # Each slot's nearest other live rows (cosines, slots), kept up to date once asked for
+        # (:meth:`hubs`); slots whose neighbour list names a removed row are recomputed on the next ask.
+        self._near: tuple[np.ndarray, np.ndarray] | None = None
+        self._stale = np.zeros(0, dtype=bool)
+        self._stale_rows = False  # whether any slot of _stale is set
 
     @classmethod
     def from_matrix(cls, ids: Sequence[str], matrix: np.ndarray, *, normalized: bool = False,
-                    hubs: np.ndarray | None = None, **options: object) -> DenseIndex:
+                    neighbours: tuple[np.ndarray, np.ndarray] | None = None, **options: object) -> DenseIndex:
         """Wrap an existing ``(n, d)`` matrix (memory-mapped is fine) without copying it when normalised.
 
         ``options`` are the constructor's keywords (``quantize_above`` ...); quantised codes
-        are built on the first search that needs them. ``hubs`` are the rows' hub scores as
-        :meth:`hubs` computed them before (from a snapshot); ignored unless one per row.
+        are built on the first search that needs them. ``neighbours`` is what
+        :meth:`neighbour_state` gave for these rows before (from a snapshot); ignored unless it fits.
         """
         index = cls(int(matrix.shape[1]), **options)  # type: ignore[arg-type]
         matrix = matrix if normalized and matrix.dtype == np.float32 else normalize_rows(matrix)
@@ -96,8 +100,8 @@ class DenseIndex:
             raise ValueError("DenseIndex.from_matrix got duplicate ids")
         index._alive = np.ones(len(ids), dtype=bool)
         index._n_live = len(ids)
-        if hubs is not None and np.shape(hubs) == (len(ids),):
-            index._hubs = np.asarray(hubs, dtype=np.float32)
+        if neighbours is not None:
+            index._restore_neighbours(*neighbours)
         return index
 
     def __len__(self) -> int:
@@ -123,7 +127,7 @@ class DenseIndex:
         if vectors.shape[1] != self.dimension:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, this index holds {self.dimension}")
         self.remove([i for i in ids if i in self._slot])
-        self._hubs = None
+        first = self._n
         need = self._n + len(ids)
         if need > self._m.shape[0] or not self._m.flags.writeable:
             grown = np.empty((max(need, 2 * self._m.shape[0], 64), self.dimension), dtype=np.float32)
@@ -143,11 +147,14 @@ class DenseIndex:
         self._ids.extend(ids)
         self._n = need
         self._n_live += len(ids)
+        if self._near is not None:
+            self._add_neighbours(first)
         if self._quantized():
             self._ensure_codes()  # pay for the codes at build time, not on the first query
 
     def remove(self, ids: Iterable[str]) -> None:
         """Forget ``ids``; unknown ids are ignored."""
+        removed = []
         for doc_id in ids:
             slot = self._slot.pop(doc_id, None)
             if slot is None:
@@ -155,14 +162,18 @@ class DenseIndex:
             self._alive[slot] = False
             self._ids[slot] = None
             self._n_live -= 1
-            self._hubs = None
+            removed.append(slot)
+        if removed and self._near is not None:
+            hit = np.isin(self._near[1], removed).any(axis=1)
+            self._stale |= hit
+            self._stale_rows = self._stale_rows or bool(hit.any())
         if self._n - self._n_live > max(1000, self._n_live):
             self._compact()
 
     def _compact(self) -> None:
         live = np.flatnonzero(self._alive[: self._n])
         self._m = np.ascontiguousarray(self._m[live])
-        self._hubs = None
+        self._near = None  # slots are renumbered: recomputed on the next ask
         if self._codes is not None:
             self._codes.keep(live)
         self._ids = [self._ids[s] for s in live]
@@ -179,28 +190,106 @@ class DenseIndex:
     def hubs(self) -> np.ndarray | None:
         """The live rows' hub scores, aligned with :meth:`matrix` (:func:`akasha.retrieval.hubness.hub_scores`).
 
-        Computed on the first call after any change (``n^2 * d`` work) and kept until the next;
-        None above :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows, where that pass
-        would cost more than the search it serves.
+        The first call computes every row's nearest neighbours (``n^2 * d`` work); the index then
+        keeps them up to date as rows come and go (an added row costs one pass over the others,
+        a removed one a pass for each row that had it as a neighbour). None above
+        :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows, where the first pass would cost
+        more than the searches it serves.
         """
-        if self._n_live > HUB_MAX_ROWS:
+        if not self._refresh_neighbours():
             return None
-        if self._hubs is None:
-            live = np.flatnonzero(self._alive[: self._n])
-            slots = np.zeros(self._n, dtype=np.float32)
-            slots[live] = hub_scores(self.matrix())
-            self._hubs = slots
-        return self._hubs[: self._n][self._alive[: self._n]] if self._n_live != self._n else self._hubs[: self._n]
+        assert self._near is not None
+        return hubness.mean_cosine(self._near[0][: self._n][self._alive[: self._n]])
 
     def has_hubs(self) -> bool:
-        """True when hub scores are computed for the current rows (a snapshot can then keep them)."""
-        return self._hubs is not None
+        """True when the hub scores are up to date without any computing (a snapshot can then keep them)."""
+        return self._near is not None and not self._stale_rows
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
         """Hub scores of ``ids`` (known ids only), or None where :meth:`hubs` gives none."""
-        if self.hubs() is None or self._hubs is None:
+        if not self._refresh_neighbours():
             return None
-        return self._hubs[[self._slot[i] for i in ids]]
+        assert self._near is not None
+        return hubness.mean_cosine(self._near[0][[self._slot[i] for i in ids]])
+
+    def _refresh_neighbours(self) -> bool:
+        """Bring every live row's nearest neighbours up to date (see :meth:`hubs`); False above the size limit."""
+        if self._n_live > hubness.HUB_MAX_ROWS:
+            self._near = None
+            return False
+        if self._near is not None and not self._stale_rows:
+            return True
+        live = np.flatnonzero(self._alive[: self._n])
+        width = hubness.HUB_NEIGHBOURS
+        if self._near is None:
+            cosines, rows = hubness.nearest(self._m[live], self._m[live], np.arange(len(live)), width)
+            near = (np.full((self._n, width), -np.inf, dtype=np.float32), np.full((self._n, width), -1, dtype=np.int64))
+            near[0][live], near[1][live] = cosines, np.where(rows >= 0, live[np.maximum(rows, 0)], -1)
+            self._stale = np.zeros(self._n, dtype=bool)
+            self._near = near  # complete before a concurrent search can see it
+        else:
+            stale = live[self._stale[live]]
+            position = np.full(self._n, -1, dtype=np.int64)
+            position[live] = np.arange(len(live))
+            cosines, rows = hubness.nearest(self._m[stale], self._m[live], position[stale], width)
+            self._near[0][stale], self._near[1][stale] = cosines, np.where(rows >= 0, live[np.maximum(rows, 0)], -1)
+        self._stale = np.zeros(self._n, dtype=bool)
+        self._stale_rows = False
+        return True
+
+    def neighbour_state(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(cosines, rows)`` of every live row's nearest neighbours, rows numbered as in :meth:`matrix`.
+
+        What a snapshot stores so the next process need not recompute them (:meth:`from_matrix`);
+        None when :meth:`hubs` gives none.
+        """
+        if self.hubs() is None or self._near is None:
+            return None
+        live = np.flatnonzero(self._alive[: self._n])
+        row_of = np.full(self._n, -1, dtype=np.int64)
+        row_of[live] = np.arange(len(live))
+        cosines, slots = self._near[0][live], self._near[1][live]
+        return cosines.copy(), np.where(slots >= 0, row_of[np.maximum(slots, 0)], -1)
+
+    def _restore_neighbours(self, cosines: np.ndarray, rows: np.ndarray) -> None:
+        """Take a snapshot's :meth:`neighbour_state` (every row live, so rows are slots) if it fits this index."""
+        shape = (self._n, hubness.HUB_NEIGHBOURS)
+        if np.shape(cosines) != shape or np.shape(rows) != shape or self._n != self._n_live:
+            return
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size and (rows.max() >= self._n or rows.min() < -1):
+            return
+        self._near = (np.array(cosines, dtype=np.float32), rows.copy())
+        self._stale = np.zeros(self._n, dtype=bool)
+        self._stale_rows = False
+
+    def _add_neighbours(self, first: int) -> None:
+        """Rows ``first..`` were just added: their nearest neighbours, and theirs as new neighbours of the rest."""
+        assert self._near is not None
+        grow, width = self._n - self._near[0].shape[0], hubness.HUB_NEIGHBOURS
+        if grow > 0:
+            self._near = (np.vstack([self._near[0], np.full((grow, width), -np.inf, dtype=np.float32)]),
+                          np.vstack([self._near[1], np.full((grow, width), -1, dtype=np.int64)]))
+            self._stale = np.concatenate([self._stale, np.zeros(grow, dtype=bool)])
+        if self._n_live > hubness.HUB_MAX_ROWS:
+            self._near = None
+            return
+        live = np.flatnonzero(self._alive[: self._n])
+        new = np.arange(first, self._n)
+        position = np.full(self._n, -1, dtype=np.int64)
+        position[live] = np.arange(len(live))
+        cosines, rows = hubness.nearest(self._m[new], self._m[live], position[new], width)
+        self._near[0][new], self._near[1][new] = cosines, np.where(rows >= 0, live[np.maximum(rows, 0)], -1)
+        self._stale[new] = False
+        old = live[live < first]
+        if not len(old):
+            return
+        for start in range(0, len(new), hubness.BLOCK):
+            block = new[start : start + hubness.BLOCK]
+            more = self._m[old] @ self._m[block].T
+            merged = hubness.merge(self._near[0][old], self._near[1][old], more,
+                           np.broadcast_to(block, more.shape).astype(np.int64))
+            self._near[0][old], self._near[1][old] = merged
 
     def vector(self, doc_id: str) -> np.ndarray:
         """The normalised vector stored for ``doc_id``."""

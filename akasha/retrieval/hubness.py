@@ -15,10 +15,12 @@ python-faq recall@5 / MRR@10 0.743 / 0.605 -> 0.796 / 0.618, debian-faq-en 0.706
 -> 0.731 / 0.539, the Chinese and Japanese sets unchanged (MiniLM does not read them, so
 their dense list has no weight).
 
-Cost: one pass over all pairs of chunks, ``n^2 * d`` multiply-adds (about 3 s for 20,000
-chunks of 384 dimensions on 2 cores), done once per corpus state and kept in the index's
-snapshot. Above :data:`HUB_MAX_ROWS` chunks the pass is skipped and ``auto`` ranks by the
-raw cosine, as before.
+Cost: the first time, one pass over all pairs of chunks, ``n^2 * d`` multiply-adds (about
+3 s for 20,000 chunks of 384 dimensions on 2 cores); the index keeps each chunk's nearest
+neighbours (:func:`nearest`), so later edits cost only the changed chunks against the rest
+(:class:`~akasha.retrieval.dense.DenseIndex`), and the snapshot keeps them for the next
+process. Above :data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw
+cosine, as before.
 """
 
 from __future__ import annotations
@@ -43,24 +45,60 @@ BLOCK = 1024
 HubLookup = Callable[[Sequence[str]], "np.ndarray | None"]
 
 
+def nearest(queries: np.ndarray, matrix: np.ndarray, own: np.ndarray | None = None,
+            neighbours: int = HUB_NEIGHBOURS) -> tuple[np.ndarray, np.ndarray]:
+    """``(cosines, rows)``: each query row's ``neighbours`` largest cosines with ``matrix``'s rows, and which rows.
+
+    ``own[i]`` is the row of ``matrix`` that query ``i`` is (not its own neighbour), or -1.
+    Both arrays are ``(len(queries), neighbours)``, unsorted; where ``matrix`` has too few other
+    rows the spare places hold cosine ``-inf`` and row -1. Computed in blocks of :data:`BLOCK` queries.
+    """
+    count, n = int(queries.shape[0]), int(matrix.shape[0])
+    cosines = np.full((count, neighbours), -np.inf, dtype=np.float32)
+    rows = np.full((count, neighbours), -1, dtype=np.int64)
+    take = min(neighbours, n)
+    if take == 0 or count == 0:
+        return cosines, rows
+    for start in range(0, count, BLOCK):
+        stop = min(start + BLOCK, count)
+        block = queries[start:stop] @ matrix.T
+        if own is not None:
+            mine = own[start:stop]
+            hit = mine >= 0
+            block[np.flatnonzero(hit), mine[hit]] = -np.inf
+        picked = np.argpartition(block, n - take, axis=1)[:, n - take:]
+        values = np.take_along_axis(block, picked, axis=1)
+        rows[start:stop, :take] = np.where(np.isfinite(values), picked, -1)
+        cosines[start:stop, :take] = values
+    return cosines, rows
+
+
+def merge(cosines: np.ndarray, rows: np.ndarray, more_cosines: np.ndarray, more_rows: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """The largest ``cosines.shape[1]`` of each row's two candidate sets (``cosines``/``rows`` and the ``more_`` pair)."""
+    width = cosines.shape[1]
+    both = np.concatenate([cosines, more_cosines], axis=1)
+    which = np.concatenate([rows, more_rows], axis=1)
+    picked = np.argpartition(both, both.shape[1] - width, axis=1)[:, both.shape[1] - width:]
+    return np.take_along_axis(both, picked, axis=1), np.take_along_axis(which, picked, axis=1)
+
+
+def mean_cosine(cosines: np.ndarray) -> np.ndarray:
+    """Hub scores from :func:`nearest`'s cosines: the mean over each row's real neighbours (0 with none)."""
+    real = np.isfinite(cosines)
+    total = np.where(real, cosines, 0.0).sum(axis=1)
+    count = real.sum(axis=1)
+    return np.where(count > 0, total / np.maximum(count, 1), 0.0).astype(np.float32)
+
+
 def hub_scores(matrix: np.ndarray, neighbours: int = HUB_NEIGHBOURS) -> np.ndarray:
     """Each row's mean cosine with its ``neighbours`` nearest other rows; ``matrix`` is ``(n, d)``, unit rows.
 
     Exact duplicates count as neighbours (a chunk repeated across files is a hub too). With
     ``neighbours`` or fewer other rows, the mean is over all of them; a single row scores 0.
     """
-    n = int(matrix.shape[0])
-    out = np.zeros(n, dtype=np.float32)
-    take = min(int(neighbours), n - 1)
-    if take <= 0:
-        return out
-    for start in range(0, n, BLOCK):
-        stop = min(start + BLOCK, n)
-        cosines = matrix[start:stop] @ matrix.T
-        cosines[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # not its own neighbour
-        nearest = np.partition(cosines, n - take, axis=1)[:, n - take:]
-        out[start:stop] = nearest.mean(axis=1)
-    return out
+    cosines, _rows = nearest(matrix, matrix, np.arange(matrix.shape[0]), neighbours)
+    return mean_cosine(cosines)
 
 
 def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float) -> list[tuple[str, float]]:
@@ -79,4 +117,5 @@ def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float
     return [ranked[i] for i in order.tolist()]
 
 
-__all__ = ["BLOCK", "HUB_MAX_ROWS", "HUB_NEIGHBOURS", "HUB_WEIGHT", "HubLookup", "discount", "hub_scores"]
+__all__ = ["BLOCK", "HUB_MAX_ROWS", "HUB_NEIGHBOURS", "HUB_WEIGHT", "HubLookup", "discount", "hub_scores",
+           "mean_cosine", "merge", "nearest"]
