@@ -274,8 +274,9 @@ class CorpusIndex:
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
         """The hub scores of ``ids`` (chunk ids of this index) that ``auto`` discounts dense candidates by.
 
-        Computed over the in-memory vectors once per corpus state and kept in the snapshot
-        (:mod:`akasha.retrieval.hubness`); None above its size limit or for unknown ids.
+        Computed over the in-memory vectors the first time, then kept up to date as chunks come
+        and go, and kept in the snapshot (:mod:`akasha.retrieval.hubness`); None above its size
+        limit or for unknown ids.
         """
         dense = self._dense
         if dense is None or any(i not in dense for i in ids):

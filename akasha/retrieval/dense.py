@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.retrieval.bm25 import top_k
 from akasha.retrieval import hubness
+from akasha.retrieval.bm25 import top_k
 from akasha.retrieval.quantized import BinaryCodes, nearest
 
 log = logging.getLogger(__name__)
@@ -288,7 +288,7 @@ class DenseIndex:
             block = new[start : start + hubness.BLOCK]
             more = self._m[old] @ self._m[block].T
             merged = hubness.merge(self._near[0][old], self._near[1][old], more,
-                           np.broadcast_to(block, more.shape).astype(np.int64))
+                                   np.broadcast_to(block, more.shape).astype(np.int64))
             self._near[0][old], self._near[1][old] = merged
 
     def vector(self, doc_id: str) -> np.ndarray:

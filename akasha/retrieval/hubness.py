@@ -25,12 +25,9 @@ cosine, as before.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
-log = logging.getLogger(__name__)
 
 #: Neighbours a hub score averages over (5 and 10 did best of 5-50 on all four question sets).
 HUB_NEIGHBOURS = 5
