@@ -509,6 +509,24 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
         return run
 
+    def hub_scaled(amount, k_hub=5, fetch=50, gamma=0.1):
+        """The hub discount with its weight scaled to the candidates: cosine - amount * (sd of the
+        candidates' cosines / sd of their hub scores) * hub score, so an embedder whose cosines all
+        lie close together (e5) is not discounted harder than one whose cosines spread (MiniLM)."""
+        inner = hubness("csls", amount, k_hub)
+        def run(ctx, qi):
+            inner(ctx, qi)
+            hubs = ctx.__dict__[f"_hub_csls_{amount}_{k_hub}"]
+            q, dense, tids, qtf = base_lists(ctx, qi)
+            order = np.argsort(-dense, kind="stable")[:fetch]
+            cos, hub = dense[order], hubs[order]
+            scale = float(cos.std()) / max(float(hub.std()), 1e-9)
+            adjusted = cos - amount * scale * hub
+            v = [(ctx.ids[order[i]], float(dense[order[i]])) for i in np.argsort(-adjusted, kind="stable")]
+            fused = fusion.adaptive(q, v, bm25_list(ctx, tids, qtf), len(ctx.ids))
+            return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
+        return run
+
     def hub_knn(kind, amount, k_hub=10):
         inner = hubness(kind, amount, k_hub)
         def run(ctx, qi):
@@ -592,6 +610,8 @@ def variants() -> dict[str, Ranker]:
         out[f"hub csls {amount} knn"] = hub_knn("csls", amount)
     for fetch in (50, 100, 200):
         out[f"hub csls 0.5 k5 rescore {fetch}"] = hub_rescore(0.5, 5, fetch)
+    for amount in (0.1, 0.2, 0.3, 0.5):
+        out[f"hub scaled {amount}"] = hub_scaled(amount)
     for wv in (0.55, 0.65, 0.7):
         out[f"hub 0.5 k5 + w={wv}"] = hub_rescore(0.5, 5, 50, w=(wv, 1 - wv))
     for rrf_k in (5, 20):

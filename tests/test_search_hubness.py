@@ -165,3 +165,11 @@ def test_auto_ranks_the_focused_chunk_above_the_hub_and_the_knob_switches_it_off
     # knn is plain cosine: no discount
     knn = search("unrelated words", query, 2, "knn", bm25=bm25, dense=dense, chunks=chunks)
     assert [h.chunk.id for h in knn] == ["t#0", "f#0"]
+
+
+def test_a_chinese_question_keeps_the_plain_cosine_order():
+    chunks, bm25, dense, query = _world()
+    settings = SearchSettings(neighbour_weight=0.0, embedder_reads_cjk=True)
+    hits = search("泵的密封为什么失效", query, 6, "auto", bm25=bm25, dense=dense, chunks=chunks, settings=settings,
+                  dense_reads=True)
+    assert hits[0].chunk.id == "t#0"
