@@ -494,36 +494,22 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
         return run
 
-    def hub_rescore(amount, k_hub, fetch, keep=DEPTH, gamma=0.1, k=10, w=(0.6, 0.4)):
+    def hub_rescore(amount, k_hub, fetch, keep=DEPTH, gamma=0.1, k=10, w=(0.6, 0.4), scaled=False):
         """As ``hubness("csls", ...)``, but only the ``fetch`` best raw cosines are corrected and re-sorted
-        (what a store's own nearest-neighbour search allows), the best ``keep`` of them fused."""
+        (what a store's own nearest-neighbour search allows), the best ``keep`` of them fused.
+
+        ``scaled``: the weight is multiplied by sd(candidates' cosines) / sd(their hub scores), so an
+        embedder whose cosines all lie close together (e5) is not discounted harder than MiniLM."""
         inner = hubness("csls", amount, k_hub)
         def run(ctx, qi):
             inner(ctx, qi)
             hubs = ctx.__dict__[f"_hub_csls_{amount}_{k_hub}"]
             q, dense, tids, qtf = base_lists(ctx, qi)
             order = np.argsort(-dense, kind="stable")[:fetch]
-            corrected = sorted(((ctx.ids[i], float(dense[i] - amount * hubs[i])) for i in order), key=lambda p: -p[1])
+            weight = amount * (float(dense[order].std()) / max(float(hubs[order].std()), 1e-9) if scaled else 1.0)
+            corrected = sorted(((ctx.ids[i], float(dense[i] - weight * hubs[i])) for i in order), key=lambda p: -p[1])
             v, b = corrected[:keep], bm25_list(ctx, tids, qtf)
             fused = fusion.adaptive(q, v, b, len(ctx.ids), k=k, weights=w)
-            return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
-        return run
-
-    def hub_scaled(amount, k_hub=5, fetch=50, gamma=0.1):
-        """The hub discount with its weight scaled to the candidates: cosine - amount * (sd of the
-        candidates' cosines / sd of their hub scores) * hub score, so an embedder whose cosines all
-        lie close together (e5) is not discounted harder than one whose cosines spread (MiniLM)."""
-        inner = hubness("csls", amount, k_hub)
-        def run(ctx, qi):
-            inner(ctx, qi)
-            hubs = ctx.__dict__[f"_hub_csls_{amount}_{k_hub}"]
-            q, dense, tids, qtf = base_lists(ctx, qi)
-            order = np.argsort(-dense, kind="stable")[:fetch]
-            cos, hub = dense[order], hubs[order]
-            scale = float(cos.std()) / max(float(hub.std()), 1e-9)
-            adjusted = cos - amount * scale * hub
-            v = [(ctx.ids[order[i]], float(dense[order[i]])) for i in np.argsort(-adjusted, kind="stable")]
-            fused = fusion.adaptive(q, v, bm25_list(ctx, tids, qtf), len(ctx.ids))
             return [i for i, _ in fusion.smooth_neighbours(fused, gamma)]
         return run
 
@@ -611,7 +597,7 @@ def variants() -> dict[str, Ranker]:
     for fetch in (50, 100, 200):
         out[f"hub csls 0.5 k5 rescore {fetch}"] = hub_rescore(0.5, 5, fetch)
     for amount in (0.1, 0.2, 0.3, 0.5):
-        out[f"hub scaled {amount}"] = hub_scaled(amount)
+        out[f"hub scaled {amount}"] = hub_rescore(amount, 5, 50, scaled=True)
     for wv in (0.55, 0.65, 0.7):
         out[f"hub 0.5 k5 + w={wv}"] = hub_rescore(0.5, 5, 50, w=(wv, 1 - wv))
     for rrf_k in (5, 20):
