@@ -278,10 +278,9 @@ class CorpusIndex:
         and go, and kept in the snapshot (:mod:`akasha.retrieval.hubness`); None above its size
         limit or for unknown ids.
         """
-        dense = self._dense
-        if dense is None or any(i not in dense for i in ids):
+        if any(i not in self._dense for i in ids):
             return None
-        return dense.hub_scores(ids)
+        return self._dense.hub_scores(ids)
 
     def dense_reads(self, question: str) -> bool | None:
         """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.

@@ -79,7 +79,6 @@ class DenseIndex:
         # (:meth:`hubs`); slots whose neighbour list names a removed row are recomputed on the next ask.
         self._near: tuple[np.ndarray, np.ndarray] | None = None
         self._stale = np.zeros(0, dtype=bool)
-        self._stale_rows = False  # whether any slot of _stale is set
 
     @classmethod
     def from_matrix(cls, ids: Sequence[str], matrix: np.ndarray, *, normalized: bool = False,
@@ -164,9 +163,7 @@ class DenseIndex:
             self._n_live -= 1
             removed.append(slot)
         if removed and self._near is not None:
-            hit = np.isin(self._near[1], removed).any(axis=1)
-            self._stale |= hit
-            self._stale_rows = self._stale_rows or bool(hit.any())
+            self._stale |= np.isin(self._near[1], removed).any(axis=1)
         if self._n - self._n_live > max(1000, self._n_live):
             self._compact()
 
@@ -203,7 +200,7 @@ class DenseIndex:
 
     def has_hubs(self) -> bool:
         """True when the hub scores are up to date without any computing (a snapshot can then keep them)."""
-        return self._near is not None and not self._stale_rows
+        return self._near is not None and not self._stale.any()
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
         """Hub scores of ``ids`` (known ids only), or None where :meth:`hubs` gives none."""
@@ -212,44 +209,50 @@ class DenseIndex:
         assert self._near is not None
         return hubness.mean_cosine(self._near[0][[self._slot[i] for i in ids]])
 
-    def _refresh_neighbours(self) -> bool:
-        """Bring every live row's nearest neighbours up to date (see :meth:`hubs`); False above the size limit."""
-        if self._n_live > hubness.HUB_MAX_ROWS:
-            self._near = None
-            return False
-        if self._near is not None and not self._stale_rows:
-            return True
-        live = np.flatnonzero(self._alive[: self._n])
-        width = hubness.HUB_NEIGHBOURS
-        if self._near is None:
-            cosines, rows = hubness.nearest(self._m[live], self._m[live], np.arange(len(live)), width)
-            near = (np.full((self._n, width), -np.inf, dtype=np.float32), np.full((self._n, width), -1, dtype=np.int64))
-            near[0][live], near[1][live] = cosines, np.where(rows >= 0, live[np.maximum(rows, 0)], -1)
-            self._stale = np.zeros(self._n, dtype=bool)
-            self._near = near  # complete before a concurrent search can see it
-        else:
-            stale = live[self._stale[live]]
-            position = np.full(self._n, -1, dtype=np.int64)
-            position[live] = np.arange(len(live))
-            cosines, rows = hubness.nearest(self._m[stale], self._m[live], position[stale], width)
-            self._near[0][stale], self._near[1][stale] = cosines, np.where(rows >= 0, live[np.maximum(rows, 0)], -1)
-        self._stale = np.zeros(self._n, dtype=bool)
-        self._stale_rows = False
-        return True
-
     def neighbour_state(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(cosines, rows)`` of every live row's nearest neighbours, rows numbered as in :meth:`matrix`.
 
         What a snapshot stores so the next process need not recompute them (:meth:`from_matrix`);
         None when :meth:`hubs` gives none.
         """
-        if self.hubs() is None or self._near is None:
+        if not self._refresh_neighbours():
             return None
+        assert self._near is not None
         live = np.flatnonzero(self._alive[: self._n])
-        row_of = np.full(self._n, -1, dtype=np.int64)
-        row_of[live] = np.arange(len(live))
-        cosines, slots = self._near[0][live], self._near[1][live]
-        return cosines.copy(), np.where(slots >= 0, row_of[np.maximum(slots, 0)], -1)
+        row_of = self._live_rows(live)
+        slots = self._near[1][live]
+        return self._near[0][live].copy(), np.where(slots >= 0, row_of[np.maximum(slots, 0)], -1)
+
+    def _refresh_neighbours(self) -> bool:
+        """Bring every live row's nearest neighbours up to date (see :meth:`hubs`); False above the size limit."""
+        if self._n_live > hubness.HUB_MAX_ROWS:
+            self._near = None
+            return False
+        if self._near is not None and not self._stale.any():
+            return True
+        live = np.flatnonzero(self._alive[: self._n])
+        if self._near is None:
+            width = hubness.HUB_NEIGHBOURS
+            near = (np.full((self._n, width), -np.inf, dtype=np.float32), np.full((self._n, width), -1, dtype=np.int64))
+            self._find_nearest(live, live, near)
+            self._stale = np.zeros(self._n, dtype=bool)
+            self._near = near  # complete before a concurrent search can see it
+        else:
+            self._find_nearest(live[self._stale[live]], live, self._near)
+            self._stale = np.zeros(self._n, dtype=bool)
+        return True
+
+    def _live_rows(self, live: np.ndarray) -> np.ndarray:
+        """Slot -> its row among the live rows ``live`` (-1 for a dead slot)."""
+        rows = np.full(self._n, -1, dtype=np.int64)
+        rows[live] = np.arange(len(live))
+        return rows
+
+    def _find_nearest(self, slots: np.ndarray, live: np.ndarray, near: tuple[np.ndarray, np.ndarray]) -> None:
+        """Write into ``near`` the nearest neighbours of the rows at ``slots`` among the live rows ``live``."""
+        cosines, rows = hubness.nearest(self._m[slots], self._m[live], self._live_rows(live)[slots],
+                                        hubness.HUB_NEIGHBOURS)
+        near[0][slots], near[1][slots] = cosines, np.where(rows >= 0, live[np.maximum(rows, 0)], -1)
 
     def _restore_neighbours(self, cosines: np.ndarray, rows: np.ndarray) -> None:
         """Take a snapshot's :meth:`neighbour_state` (every row live, so rows are slots) if it fits this index."""
@@ -261,7 +264,6 @@ class DenseIndex:
             return
         self._near = (np.array(cosines, dtype=np.float32), rows.copy())
         self._stale = np.zeros(self._n, dtype=bool)
-        self._stale_rows = False
 
     def _add_neighbours(self, first: int) -> None:
         """Rows ``first..`` were just added: their nearest neighbours, and theirs as new neighbours of the rest."""
@@ -276,11 +278,7 @@ class DenseIndex:
             return
         live = np.flatnonzero(self._alive[: self._n])
         new = np.arange(first, self._n)
-        position = np.full(self._n, -1, dtype=np.int64)
-        position[live] = np.arange(len(live))
-        cosines, rows = hubness.nearest(self._m[new], self._m[live], position[new], width)
-        self._near[0][new], self._near[1][new] = cosines, np.where(rows >= 0, live[np.maximum(rows, 0)], -1)
-        self._stale[new] = False
+        self._find_nearest(new, live, self._near)
         old = live[live < first]
         if not len(old):
             return
