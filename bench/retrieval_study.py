@@ -221,6 +221,7 @@ Ranker = Callable[[Context, int], list[str]]
 
 def variants() -> dict[str, Ranker]:
     from akasha.retrieval import fusion
+    from akasha.retrieval.hubness import hub_scores
 
     def base_lists(ctx, qi):
         q = ctx.questions[qi].question
@@ -468,29 +469,35 @@ def variants() -> dict[str, Ranker]:
             return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
         return run
 
+    def hub_values(ctx, kind, amount, k_hub):
+        """Cached per set: ``csls``, every chunk's hub score (akasha's own ``hub_scores`` with ``k_hub``
+        neighbours); ``centre``, the chunk vectors less ``amount`` times their mean, renormalised."""
+        key = f"_hub_csls_{k_hub}" if kind == "csls" else f"_hub_centre_{amount}"
+        cached = ctx.__dict__.get(key)
+        if cached is None:
+            if kind == "csls":
+                cached = hub_scores(ctx.matrix, k_hub)
+            else:
+                shifted = ctx.matrix - amount * ctx.matrix.mean(axis=0, keepdims=True)
+                cached = shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
+            ctx.__dict__[key] = cached
+        return cached
+
+    def hub_cosines(ctx, qi, kind, amount, k_hub):
+        """The question's cosines corrected for hubs (see :func:`hubness`)."""
+        values = hub_values(ctx, kind, amount, k_hub)
+        if kind == "centre":
+            return values @ ctx.qvecs[qi]
+        return ctx.matrix @ ctx.qvecs[qi] - amount * values
+
     def hubness(kind, amount, k_hub=10, gamma=0.1):
         """auto + smoothing over cosines corrected for hubs: chunks close to many chunks (generic text)
         outrank focused ones for every question. ``centre``: cosines after subtracting ``amount`` times
         the corpus' mean vector from every chunk vector (renormalised); ``csls``: cosine minus
         ``amount`` times the chunk's mean cosine to its ``k_hub`` nearest chunks (as in CSLS)."""
         def run(ctx, qi):
-            q, dense, tids, qtf = base_lists(ctx, qi)
-            key = f"_hub_{kind}_{amount}_{k_hub}"
-            cached = ctx.__dict__.get(key)
-            if cached is None:
-                if kind == "centre":
-                    shifted = ctx.matrix - amount * ctx.matrix.mean(axis=0, keepdims=True)
-                    cached = shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
-                else:
-                    sims = ctx.matrix @ ctx.matrix.T
-                    np.fill_diagonal(sims, -1.0)
-                    cached = np.sort(sims, axis=1)[:, -k_hub:].mean(axis=1)
-                ctx.__dict__[key] = cached
-            if kind == "centre":
-                dense = cached @ ctx.qvecs[qi]
-            else:
-                dense = dense - amount * cached
-            v, b = top(dense, ctx.ids), bm25_list(ctx, tids, qtf)
+            q, _dense, tids, qtf = base_lists(ctx, qi)
+            v, b = top(hub_cosines(ctx, qi, kind, amount, k_hub), ctx.ids), bm25_list(ctx, tids, qtf)
             return [i for i, _ in fusion.smooth_neighbours(fusion.adaptive(q, v, b, len(ctx.ids)), gamma)]
         return run
 
@@ -500,10 +507,8 @@ def variants() -> dict[str, Ranker]:
 
         ``scaled``: the weight is multiplied by sd(candidates' cosines) / sd(their hub scores), so an
         embedder whose cosines all lie close together (e5) is not discounted harder than MiniLM."""
-        inner = hubness("csls", amount, k_hub)
         def run(ctx, qi):
-            inner(ctx, qi)
-            hubs = ctx.__dict__[f"_hub_csls_{amount}_{k_hub}"]
+            hubs = hub_values(ctx, "csls", amount, k_hub)
             q, dense, tids, qtf = base_lists(ctx, qi)
             order = np.argsort(-dense, kind="stable")[:fetch]
             weight = amount * (float(dense[order].std()) / max(float(hubs[order].std()), 1e-9) if scaled else 1.0)
@@ -514,13 +519,8 @@ def variants() -> dict[str, Ranker]:
         return run
 
     def hub_knn(kind, amount, k_hub=10):
-        inner = hubness(kind, amount, k_hub)
         def run(ctx, qi):
-            inner(ctx, qi)  # fills the cache
-            key = f"_hub_{kind}_{amount}_{k_hub}"
-            cached = ctx.__dict__[key]
-            dense = cached @ ctx.qvecs[qi] if kind == "centre" else ctx.matrix @ ctx.qvecs[qi] - amount * cached
-            return [ctx.ids[i] for i in np.argsort(-dense, kind="stable")[:DEPTH]]
+            return [ctx.ids[i] for i in np.argsort(-hub_cosines(ctx, qi, kind, amount, k_hub), kind="stable")[:DEPTH]]
         return run
 
     out: dict[str, Ranker] = {"bm25": single("bm25"), "knn": single("knn"), "auto": auto()}
