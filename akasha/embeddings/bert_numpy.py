@@ -167,13 +167,25 @@ class BertFolder:
             yield rows, ids, types, mask
 
     def encode(self, texts: Sequence[str], forward: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-               batch_size: int) -> np.ndarray:
+               batch_size: int, passages: list[np.ndarray | None] | None = None) -> np.ndarray:
         """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled.
 
         A single text (a question) is remembered (the last :data:`RECENT_TEXTS`), whichever
         encoder ran it: a RAG call embeds its question for the search and again for the
-        extractive answerer, and both get the same vector for the price of one.
+        extractive answerer, and both get the same vector for the price of one. ``passages``,
+        a list as long as ``texts``, receives each text's passage vectors, pooled from the same
+        hidden states (:func:`akasha.retrieval.passages.window_vectors`).
         """
+        if passages is not None:
+            from akasha.retrieval.passages import window_vectors
+
+            out = np.zeros((len(texts), self.hidden), dtype=np.float32)
+            for rows, ids, types, mask in self.batches(texts, batch_size):
+                hidden = forward(ids, types, mask)
+                out[rows] = self.pool(hidden, mask)
+                for position, row in enumerate(rows):
+                    passages[row] = window_vectors(hidden[position, : int(mask[position].sum())])
+            return out
         single = texts[0] if len(texts) == 1 else None
         if single is not None:
             with self._recent_lock:
@@ -285,13 +297,16 @@ class NumpyBertEncoder:
                 "norm2": (f.tensor(at + "output.LayerNorm.weight"), f.tensor(at + "output.LayerNorm.bias")),
             })
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Sentence vectors of ``texts`` (batched by similar length to keep padding small)."""
+    def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
+        """Sentence vectors of ``texts`` (batched by similar length to keep padding small).
+
+        ``passages`` as in :meth:`BertFolder.encode`.
+        """
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with single_threaded_blas():
-            return self.folder.encode(texts, self._forward, 16)
+            return self.folder.encode(texts, self._forward, 16, passages)
 
     def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
         batch, length = ids.shape

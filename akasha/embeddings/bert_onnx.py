@@ -239,12 +239,12 @@ class OnnxBertEncoder:
         self.session: Any = onnxruntime.InferenceSession(bert_graph(self.folder), options,
                                                          providers=["CPUExecutionProvider"])
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Sentence vectors of ``texts`` (batched by similar token length)."""
+    def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
+        """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return self.folder.encode(texts, self._forward, BATCH)
+        return self.folder.encode(texts, self._forward, BATCH, passages)
 
     def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
         embeddings = self.folder.embed(ids, types).reshape(ids.shape[0], ids.shape[1], self.dimension)

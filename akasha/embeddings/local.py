@@ -317,6 +317,26 @@ class SentenceTransformerEmbedder:
             self.dimension = int(matrix.shape[1])
         return normalize_rows(matrix) if self.normalize else matrix
 
+    def embed_documents_with_passages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[bytes | None]]:
+        """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`).
+
+        The passages come from the same forward pass as the vectors, so they cost no encoder
+        work; through the torch-free encoders only (through sentence-transformers every text
+        gets None, and ``auto`` then ranks by chunk vectors alone).
+        """
+        from akasha.retrieval.passages import pack
+
+        texts = list(texts)
+        encoder = self._torch_free_encoder(texts) if texts else None
+        if encoder is None:
+            return self.embed_documents(texts), [None] * len(texts)
+        windows: list[np.ndarray | None] = [None] * len(texts)
+        matrix = as_matrix(encoder.encode(texts, passages=windows), len(texts), self.name)
+        if self.dimension is None:
+            self.dimension = int(matrix.shape[1])
+        return (normalize_rows(matrix) if self.normalize else matrix,
+                [pack(w) if w is not None and len(w) else None for w in windows])
+
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 

@@ -56,6 +56,7 @@ from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.retrieval.fusion import CJK_SHARE, cjk_share
+from akasha.retrieval.passages import rescore as rescore_passages
 from akasha.retrieval.reading import reads_question
 from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
 from akasha.types import Chunk, Document, Hit
@@ -269,7 +270,8 @@ class CorpusIndex:
         reads = self.dense_reads(query) if adaptive else None
         return search(query, vector, k, search_type, bm25=self._bm25, dense=dense,
                       chunks=self._chunks, settings=self.search_settings, dense_reads=reads,
-                      hubs=self.hub_scores if adaptive else None)
+                      hubs=self.hub_scores if adaptive else None,
+                      passages=self.passage_scores if adaptive and self._dense.has_passages() else None)
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
         """The hub scores of ``ids`` (chunk ids of this index) that ``auto`` discounts dense candidates by.
@@ -281,6 +283,16 @@ class CorpusIndex:
         if any(i not in self._dense for i in ids):
             return None
         return self._dense.hub_scores(ids)
+
+    def passage_scores(self, ids: Sequence[str], query_vector: np.ndarray) -> np.ndarray | None:
+        """The best passage cosine of each of ``ids`` with ``query_vector`` (:mod:`akasha.retrieval.passages`).
+
+        None unless every chunk of the index has passage vectors (computed with its vector by the
+        torch-free encoders of ``hf:`` models): ``auto`` then ranks by chunk vectors alone.
+        """
+        if not self._dense.has_passages():
+            return None
+        return self._dense.passage_scores(ids, query_vector)
 
     def dense_reads(self, question: str) -> bool | None:
         """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.
@@ -405,7 +417,8 @@ class CorpusIndex:
         if added:
             ids = [c.id for c in added]
             self._bm25.add(ids, [c.text for c in added])
-            self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]))
+            self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]),
+                            self._passages_for(added))
         for cid in old:
             chunks.pop(cid, None)
         chunks.update(fresh)
@@ -535,18 +548,27 @@ class CorpusIndex:
         self._bm25, self._dense = bm25, DenseIndex.from_matrix(ids, matrix)
         self._chunks = {c.id: c for c in chunks}
 
-    def vector_search(self, query: str | np.ndarray, k: int, filters: Mapping[str, Any] | None = None
-                      ) -> list[tuple[Chunk, float]]:
+    def vector_search(self, query: str | np.ndarray, k: int, filters: Mapping[str, Any] | None = None, *,
+                      passages: bool = False) -> list[tuple[Chunk, float]]:
         """The ``k`` chunks most cosine-similar to ``query`` (a question or its vector), best first.
 
         ``filters`` keeps chunks whose metadata equals every given value (``doc_id``
         is the document id). Searches the corpus in memory (restored if needed).
+        ``passages=True`` ranks as ``auto``'s dense list does when every chunk has passage
+        vectors: the best candidates re-scored by the better of their chunk and best passage
+        cosine, which is then the score (:func:`akasha.retrieval.search.dense_candidates`).
         """
         if k <= 0 or not self.restore():
             return []
-        vector = self.embedder.embed_query(query) if isinstance(query, str) else query
-        pairs = self._store_dense().search(np.asarray(vector, dtype=np.float32), len(self._chunks) if filters else k)
-        return self._filtered(pairs, k, filters)
+        vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query, dtype=np.float32)
+        fetch = self.search_settings.passage_fetch if passages and self._dense.has_passages() else 0
+        pairs = self._store_dense().search(vector, len(self._chunks) if filters else max(k, fetch))
+        if not fetch:
+            return self._filtered(pairs, k, filters)
+        kept = [(c.id, s) for c, s in self._filtered(pairs, max(k, fetch), filters)]
+        rescored = rescore_passages(kept, vector, self.passage_scores)
+        ranked = rescored[0] if rescored is not None else kept
+        return [(self._chunks[i], float(s)) for i, s in ranked[:k]]
 
     def bm25_search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[tuple[Chunk, float]]:
         """The ``k`` best BM25 matches for ``query``, best first (``filters`` as in :meth:`vector_search`)."""
@@ -754,7 +776,8 @@ class CorpusIndex:
                     self._bm25.add_tokens(ids, tokens.result())
                 else:
                     self._bm25.add(ids, [c.text for c in added])
-                self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]))
+                self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]),
+                                self._passages_for(added))
         except BaseException:
             # Half-updated structures must never be searched: start over from the manifest next time.
             self._bm25, self._dense = BM25Index(tokenizer=self._tokenizer), DenseIndex()
@@ -794,11 +817,18 @@ class CorpusIndex:
                 missing = [h for h in missing if h not in shared]
         batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
         bar = _embedding_bar(len(missing), self._progress)
+        with_passages = getattr(self.embedder, "embed_documents_with_passages", None) \
+            if self.search_settings.passage_fetch else None
         try:
             for start in range(0, len(missing), batch):
                 hashes = missing[start : start + batch]
-                matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
-                                   model)
+                if with_passages is not None:
+                    vectors, passages = with_passages([texts[h] for h in hashes])
+                    matrix = as_matrix(vectors, len(hashes), model)
+                    self._manifest.store_passages(model, hashes, passages, matrix.shape[1])
+                else:
+                    matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
+                                       model)
                 self._manifest.store_vectors(model, hashes, matrix)
                 report.embedded += len(hashes)
                 if bar is not None:
@@ -811,6 +841,14 @@ class CorpusIndex:
         if lost:
             raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self._manifest.path}")
         return vectors
+
+    def _passages_for(self, chunks: Sequence[Chunk]) -> list[bytes | None] | None:
+        """The packed passage vectors of ``chunks`` from the manifest (None for a chunk without any), or
+        None when passage ranking is off (``SearchSettings.passage_fetch=0``)."""
+        if not self.search_settings.passage_fetch or not chunks:
+            return None
+        stored = self._manifest.load_passages(self.embedder.name, [c.metadata["content_hash"] for c in chunks])
+        return [stored.get(c.metadata["content_hash"]) for c in chunks]
 
     def _commit(self, source_key: str, state_key: str, files: dict[str, str], *, snapshot: bool = True) -> None:
         """Persist the in-memory state: snapshot file first (unless ``snapshot=False``), then the

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from akasha.retrieval.passages import PASSAGE_STRIDE, PASSAGE_TOKENS
+
 SCHEMA_VERSION = "1"
 
 _SCHEMA = """
@@ -233,6 +235,31 @@ class Manifest:
                 [(model, th, int(vec.shape[0]), vec.tobytes()) for th, vec in zip(text_hashes, vectors, strict=True)],
             )
 
+    def store_passages(self, model: str, text_hashes: Sequence[str], blobs: Sequence[bytes], dimension: int) -> None:
+        """Commit the packed passage vectors of texts (:func:`akasha.retrieval.passages.pack`).
+
+        They live in the ``embeddings`` table under ``passage_model(model)``, so pruning and
+        content keying treat them exactly as the texts' vectors.
+        """
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)",
+                [(passage_model(model), th, int(dimension), blob)
+                 for th, blob in zip(text_hashes, blobs, strict=True) if blob],
+            )
+
+    def load_passages(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
+        """The packed passage vectors stored for ``text_hashes`` (texts without any are left out)."""
+        out: dict[str, bytes] = {}
+        for part in _batches(list(dict.fromkeys(text_hashes)), 500):
+            marks = ",".join("?" * len(part))
+            for th, blob in self._query(
+                f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})",
+                [passage_model(model), *part],
+            ):
+                out[th] = bytes(blob)
+        return out
+
     # ----------------------------------------------------------------- corpora
     def last_source(self, namespace: str) -> str | None:
         """The source committed last in ``namespace`` (None when none was).
@@ -305,6 +332,11 @@ class Manifest:
                     self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:
                 raise self._storage_error(exc) from exc
+
+
+def passage_model(model: str) -> str:
+    """The ``embeddings`` table's model key of ``model``'s passage vectors (never an embedder's own name)."""
+    return f"{model} #passages-{PASSAGE_TOKENS}/{PASSAGE_STRIDE}"
 
 
 def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:

@@ -58,7 +58,7 @@ _MAGIC = b"AKSNAP"
 _VERSION = 2  # 2: CRC-32 of every part in the header
 _PREAMBLE = struct.Struct("<6sHQ")  # magic, version, header length
 _ALIGN = 64
-_DTYPES = {"uint8": "|u1", "int32": "<i4", "int64": "<i8", "float32": "<f4"}
+_DTYPES = {"uint8": "|u1", "int8": "|i1", "int32": "<i4", "int64": "<i8", "float32": "<f4"}
 _RECORDS = "chunk_records"
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one encoder: json.dumps(**options) builds one per call
 
@@ -109,6 +109,11 @@ def write_snapshot(
     if neighbours is not None:
         arrays["dense_hub_cosines"] = np.ascontiguousarray(neighbours[0], dtype=np.float32)
         arrays["dense_hub_rows"] = np.ascontiguousarray(neighbours[1], dtype=np.int64)
+    passages = dense.passage_state()
+    if passages is not None:
+        arrays["passage_codes"] = np.ascontiguousarray(passages[0], dtype=np.int8)
+        arrays["passage_scales"] = np.ascontiguousarray(passages[1], dtype=np.float32)
+        arrays["passage_counts"] = np.ascontiguousarray(passages[2], dtype=np.int64)
     blobs = {name: _ENCODER.encode(value).encode("utf-8") for name, value in texts.items()}
     raw = set()
     # Chunks are stored in row order, one record each; a mapping that does not match the rows is left out
@@ -168,8 +173,10 @@ def read_snapshot(
         bm25 = BM25Index.from_parts({**texts, **arrays})
         matrix = arrays["dense_matrix"]
         neighbours = (arrays["dense_hub_cosines"], arrays["dense_hub_rows"]) if "dense_hub_rows" in arrays else None
-        dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True, neighbours=neighbours) \
-            if len(matrix) else DenseIndex()
+        passages = (arrays["passage_codes"], arrays["passage_scales"], arrays["passage_counts"]) \
+            if "passage_counts" in arrays else None
+        dense = DenseIndex.from_matrix(texts["dense_ids"], matrix, normalized=True, neighbours=neighbours,
+                                       passages=passages) if len(matrix) else DenseIndex()
         chunks = None
         if _RECORDS in texts:
             chunks = LazyChunks.from_records(texts["dense_ids"], texts[_RECORDS], arrays["chunk_ends"])

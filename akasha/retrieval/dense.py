@@ -24,6 +24,7 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.retrieval import hubness
+from akasha.retrieval.passages import PassageTable
 from akasha.retrieval.bm25 import top_k
 from akasha.retrieval.quantized import BinaryCodes, nearest
 
@@ -79,15 +80,20 @@ class DenseIndex:
         # (:meth:`hubs`); slots whose neighbour list names a removed row are recomputed on the next ask.
         self._near: tuple[np.ndarray, np.ndarray] | None = None
         self._stale = np.zeros(0, dtype=bool)
+        # Each row's passage vectors (akasha.retrieval.passages), for the rows that came with them.
+        self._passages: PassageTable | None = None
 
     @classmethod
     def from_matrix(cls, ids: Sequence[str], matrix: np.ndarray, *, normalized: bool = False,
-                    neighbours: tuple[np.ndarray, np.ndarray] | None = None, **options: object) -> DenseIndex:
+                    neighbours: tuple[np.ndarray, np.ndarray] | None = None,
+                    passages: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                    **options: object) -> DenseIndex:
         """Wrap an existing ``(n, d)`` matrix (memory-mapped is fine) without copying it when normalised.
 
         ``options`` are the constructor's keywords (``quantize_above`` ...); quantised codes
         are built on the first search that needs them. ``neighbours`` is what
         :meth:`neighbour_state` gave for these rows before (from a snapshot); ignored unless it fits.
+        ``passages`` is what :meth:`passage_state` gave for them; ignored unless it fits.
         """
         index = cls(int(matrix.shape[1]), **options)  # type: ignore[arg-type]
         matrix = matrix if normalized and matrix.dtype == np.float32 else normalize_rows(matrix)
@@ -101,6 +107,8 @@ class DenseIndex:
         index._n_live = len(ids)
         if neighbours is not None:
             index._restore_neighbours(*neighbours)
+        if passages is not None:
+            index._passages = PassageTable.from_state(index._ids, *passages)  # type: ignore[arg-type]
         return index
 
     def __len__(self) -> int:
@@ -114,8 +122,12 @@ class DenseIndex:
         """Live ids in row order."""
         return [i for i in self._ids if i is not None]
 
-    def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
-        """Add (or replace) rows; ``vectors`` is ``(len(ids), d)`` and gets normalised."""
+    def add(self, ids: Sequence[str], vectors: np.ndarray, passages: Sequence[bytes | None] | None = None) -> None:
+        """Add (or replace) rows; ``vectors`` is ``(len(ids), d)`` and gets normalised.
+
+        ``passages`` gives each row's packed passage vectors (:func:`akasha.retrieval.passages.pack`;
+        None for a row without any).
+        """
         ids = list(ids)
         if not ids:
             return
@@ -148,6 +160,10 @@ class DenseIndex:
         self._n_live += len(ids)
         if self._near is not None:
             self._add_neighbours(first)
+        if passages is not None and any(passages):
+            if self._passages is None:
+                self._passages = PassageTable(self.dimension)
+            self._passages.add(ids, passages)
         if self._quantized():
             self._ensure_codes()  # pay for the codes at build time, not on the first query
 
@@ -162,6 +178,8 @@ class DenseIndex:
             self._ids[slot] = None
             self._n_live -= 1
             removed.append(slot)
+            if self._passages is not None:
+                self._passages.remove((doc_id,))
         if removed and self._near is not None:
             self._stale |= np.isin(self._near[1], removed).any(axis=1)
         if self._n - self._n_live > max(1000, self._n_live):
@@ -288,6 +306,26 @@ class DenseIndex:
             merged = hubness.merge(self._near[0][old], self._near[1][old], more,
                                    np.broadcast_to(block, more.shape).astype(np.int64))
             self._near[0][old], self._near[1][old] = merged
+
+    def has_passages(self) -> bool:
+        """True when every live row has passage vectors (``auto`` then re-scores its dense candidates with them)."""
+        return self._passages is not None and self._n_live > 0 and len(self._passages) == self._n_live
+
+    def passage_scores(self, ids: Sequence[str], query_vector: np.ndarray) -> np.ndarray | None:
+        """The best passage cosine of each of ``ids`` with the query; None when one of them has no passages."""
+        if self._passages is None:
+            return None
+        return self._passages.best(ids, self._unit_query(query_vector))
+
+    def passage_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(codes, scales, counts)`` of the live rows' passages in :attr:`ids` order, for a snapshot.
+
+        None unless every live row has passages (:meth:`has_passages`).
+        """
+        if not self.has_passages():
+            return None
+        assert self._passages is not None
+        return self._passages.state(self.ids)
 
     def vector(self, doc_id: str) -> np.ndarray:
         """The normalised vector stored for ``doc_id``."""

@@ -38,6 +38,7 @@ import numpy as np
 
 from akasha.errors import ConfigError
 from akasha.retrieval import fusion, hubness
+from akasha.retrieval import passages as passages_module
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.retrieval.mmr import mmr
@@ -78,6 +79,9 @@ class SearchSettings:
     adaptive_weights: tuple[float, float] = fusion.ADAPTIVE_WEIGHTS  # (vector, bm25) before the signals
     neighbour_weight: float = fusion.NEIGHBOUR_WEIGHT  # auto: share of the best neighbour's fused score; 0 = off
     hub_weight: float = hubness.HUB_WEIGHT  # auto: dense candidates ranked by cosine - this * hub score; 0 = off
+    #: auto: the best dense candidates re-scored by their best passage vector (akasha.retrieval.passages);
+    #: 0 turns passages off (an index then neither computes nor stores them).
+    passage_fetch: int = passages_module.PASSAGE_FETCH
     #: auto on a Chinese/Japanese/Korean question: whether the embedder reads it. None asks the
     #: embedder (akasha.retrieval.reading's probe); True or False says what you know instead.
     embedder_reads_cjk: bool | None = None
@@ -98,13 +102,15 @@ def search(
     settings: SearchSettings | None = None,
     dense_reads: bool | None = None,
     hubs: hubness.HubLookup | None = None,
+    passages: passages_module.PassageScores | None = None,
 ) -> list[Hit]:
     """Rank chunks for ``query``; ``chunks`` maps the ids held by both indexes to chunks.
 
     ``dense_reads`` (``auto`` only) says whether the embedder reads the question's language
     (:func:`akasha.retrieval.reading.reads_question`); None leaves it to the lists' agreement.
     ``hubs`` (``auto`` only) gives the chunks' hub scores; None uses ``dense``'s own when it
-    has them (:meth:`DenseIndex.hub_scores`).
+    has them (:meth:`DenseIndex.hub_scores`). ``passages`` (``auto`` only) gives the chunks'
+    best passage cosines (:func:`dense_candidates`); None ranks by chunk vectors alone.
     """
     search_type = validate_search_type(search_type)
     settings = settings or SearchSettings()
@@ -121,9 +127,10 @@ def search(
     if search_type == "mmr":
         return _mmr(query_vector, k, dense, chunks, settings)
     n_cand = max(settings.candidates, 4 * k)
-    vec = dense.search(query_vector, n_cand)
+    adaptive = search_type == "auto" and settings.auto_fusion == "adaptive"
+    vec, raw, best_passage = dense_candidates(dense, query_vector, n_cand, settings, passages if adaptive else None)
     lex = bm25.search(query, n_cand)
-    if search_type == "auto" and settings.auto_fusion == "adaptive":
+    if adaptive:
         if hubs is None:
             hubs = getattr(dense, "hub_scores", None)
         fused = fuse_adaptive(query, vec, lex, len(chunks), settings, dense_reads=dense_reads, hubs=hubs)
@@ -136,18 +143,42 @@ def search(
     else:
         fused = fusion.weighted([vec, lex], list(settings.hybrid_weights))
         key = "fused"
-    vec_scores, lex_scores = dict(vec), dict(lex)
+    in_vec, lex_scores = {i for i, _ in vec}, dict(lex)
     hits = []
     for doc_id, score in fused[:k]:
         details: dict[str, float] = {}
-        if doc_id in vec_scores:
-            details["vector"] = vec_scores[doc_id]
+        if doc_id in in_vec:
+            details["vector"] = raw[doc_id]
+            if doc_id in best_passage:
+                details["passage"] = best_passage[doc_id]
         if doc_id in lex_scores:
             details["bm25"] = lex_scores[doc_id]
         details[key] = float(score)
-        source = "bm25+vector" if len(details) == 3 else ("vector" if "vector" in details else "bm25")
+        source = "+".join(name for name, found in (("bm25", doc_id in lex_scores), ("vector", doc_id in in_vec))
+                          if found) or "bm25"
         hits.append(Hit(chunks[doc_id], float(score), source, details))  # type: ignore[index]
     return hits
+
+
+def dense_candidates(dense: DenseIndex, query_vector: np.ndarray, n: int, settings: SearchSettings,
+                     passages: passages_module.PassageScores | None = None
+                     ) -> tuple[list[tuple[str, float]], dict[str, float], dict[str, float]]:
+    """The ``n`` dense candidates: ``(ranked (id, score), id -> chunk cosine, id -> best passage cosine)``.
+
+    Without ``passages`` (or ``SearchSettings.passage_fetch=0``) the ``n`` best chunk cosines.
+    With them, the ``passage_fetch`` best chunk cosines re-scored by the better of the chunk's
+    and its best passage's cosine, best ``n`` kept (:func:`akasha.retrieval.passages.rescore`):
+    what ``auto`` and a YAML ``fusion: adaptive`` pattern rank with.
+    """
+    if passages is None or not settings.passage_fetch:
+        ranked = dense.search(query_vector, n)
+        return ranked, dict(ranked), {}
+    deep = dense.search(query_vector, max(n, settings.passage_fetch))
+    rescored = passages_module.rescore(deep, query_vector, passages)
+    if rescored is None:
+        return deep[:n], dict(deep), {}
+    ranked, best = rescored
+    return ranked[:n], dict(deep), best
 
 
 def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, population: int,
