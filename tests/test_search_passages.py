@@ -87,6 +87,27 @@ def test_a_table_survives_its_flat_state_and_refuses_a_state_that_does_not_fit()
     assert table.state(["a", "missing"]) is None
 
 
+def test_a_table_from_read_only_arrays_takes_edits_and_compacts_what_was_removed():
+    rng = np.random.default_rng(5)
+    vectors = {f"c{i}": _unit(rng.normal(size=(1 + i % 4, 8)).astype(np.float32)) for i in range(40)}
+    source = PassageTable(8)
+    source.add(list(vectors), [pack(v) for v in vectors.values()])
+    codes, scales, counts = source.state(list(vectors))
+    codes.flags.writeable = False  # as a memory-mapped snapshot gives them
+    table = PassageTable.from_state(list(vectors), codes, scales, counts)
+    table.add(["c3", "new"], [pack(vectors["c0"]), pack(vectors["c1"])])  # replaced and added
+    table.remove([f"c{i}" for i in range(10, 40)])
+    table.add([f"more{i}" for i in range(600)], [pack(vectors["c2"])] * 600)
+    table.remove([f"more{i}" for i in range(600)])  # most rows dead now: compacted
+    assert table._used < 1100 and len(table) == 11
+    query = _unit(rng.normal(size=(1, 8)).astype(np.float32))[0]
+    expected = {i: float((vectors[i] @ query).max()) for i in ("c0", "c1", "c5", "c9")}
+    expected.update({"c3": expected["c0"], "new": expected["c1"]})
+    got = table.best(list(expected), query)
+    np.testing.assert_allclose(got, list(expected.values()), atol=0.02)
+    assert table.best(["c10"], query) is None
+
+
 def test_rescore_ranks_by_the_better_of_chunk_and_passage_and_keeps_ties_in_order():
     ranked = [("a", 0.6), ("b", 0.5), ("c", 0.4), ("d", 0.4)]
     best = {"a": 0.3, "b": 0.9, "c": 0.1, "d": 0.2}

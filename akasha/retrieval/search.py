@@ -9,8 +9,11 @@
   the embedder, once per index cache: :mod:`akasha.retrieval.reading`); then each candidate gains a tenth
   of its best-scoring neighbour's fused score (the chunk before or after it in its document,
   :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``).
-  Before fusion the dense candidates of a question not written in Chinese, Japanese or Korean
-  are re-sorted by cosine minus half their hub score (how close a chunk lies to its nearest
+  Before fusion the :data:`~akasha.retrieval.passages.PASSAGE_FETCH` best dense candidates are
+  scored by the better of their cosine and their best passage vector's when every chunk has
+  passages (16-token windows of the encoder's hidden states, :mod:`akasha.retrieval.passages`;
+  ``SearchSettings.passage_fetch``), the best ``candidates`` kept, and those of a question not
+  written in Chinese, Japanese or Korean are re-sorted by that score minus half their hub score (how close a chunk lies to its nearest
   chunks: generic text near everything is discounted, :mod:`akasha.retrieval.hubness`;
   ``SearchSettings.hub_weight``);
   ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without smoothing;
