@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,6 +28,24 @@ def _corpus(n: int, rng: np.random.Generator) -> tuple[list[str], list[str], np.
     texts = [" ".join(rng.choice(words, 60)) for _ in range(n)]
     vectors = rng.normal(size=(n, 384)).astype(np.float32)
     return ids, texts, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def interleaved_p50_ms(queries: int, texts: list[str], rng: np.random.Generator,
+                       run: Callable[[str, str, np.ndarray], object]) -> tuple[float, float]:
+    """p50 milliseconds of ``run("on", question, vector)`` and ``run("off", ...)``, alternated query by query.
+
+    Each query is six words of a corpus text and a random vector; the two sides swap order every
+    query, so both see the same load on a shared machine.
+    """
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for q in range(queries):
+        question = " ".join(texts[q % len(texts)].split()[:6])
+        vector = rng.normal(size=384).astype(np.float32)
+        for name in (("on", "off") if q % 2 else ("off", "on")):
+            start = time.perf_counter()
+            run(name, question, vector)
+            times[name].append(time.perf_counter() - start)
+    return statistics.median(times["on"]) * 1000, statistics.median(times["off"]) * 1000
 
 
 def measure(n: int, queries: int) -> dict[str, float]:
@@ -48,15 +67,8 @@ def measure(n: int, queries: int) -> dict[str, float]:
     dense.hubs()  # computed once, as a snapshot or the first search would
     chunks = {i: Chunk(i, t, {"source": i.split("#")[0]}) for i, t in zip(ids, texts, strict=True)}
     settings = {"on": SearchSettings(), "off": SearchSettings(hub_weight=0.0)}
-    times: dict[str, list[float]] = {"on": [], "off": []}
-    for q in range(queries):
-        question = " ".join(texts[q % n].split()[:6])
-        vector = rng.normal(size=384).astype(np.float32)
-        for name in (("on", "off") if q % 2 else ("off", "on")):
-            start = time.perf_counter()
-            search(question, vector, 10, "auto", bm25=bm25, dense=dense, chunks=chunks, settings=settings[name])
-            times[name].append(time.perf_counter() - start)
-    on, off = statistics.median(times["on"]) * 1000, statistics.median(times["off"]) * 1000
+    on, off = interleaved_p50_ms(queries, texts, rng, lambda name, question, vector: search(
+        question, vector, 10, "auto", bm25=bm25, dense=dense, chunks=chunks, settings=settings[name]))
     start = time.perf_counter()  # an edit: one file's 8 chunks replaced, hub scores brought up to date
     dense.remove(ids[:8])
     dense.add([f"edited#{i}" for i in range(8)], rng.normal(size=(8, 384)).astype(np.float32))

@@ -39,6 +39,7 @@ def query_cost(n: int, queries: int) -> dict[str, float]:
     from akasha.retrieval.passages import pack
     from akasha.retrieval.search import SearchSettings, search
     from akasha.types import Chunk
+    from bench.hub_cost import interleaved_p50_ms
 
     rng = np.random.default_rng(n)
     words = [f"w{i}" for i in range(5000)]
@@ -53,16 +54,9 @@ def query_cost(n: int, queries: int) -> dict[str, float]:
     dense.hubs()
     chunks = {i: Chunk(i, t, {"source": i.split("#")[0]}) for i, t in zip(ids, texts, strict=True)}
     settings = SearchSettings()
-    times: dict[str, list[float]] = {"on": [], "off": []}
-    for q in range(queries):
-        question = " ".join(texts[q % n].split()[:6])
-        vector = rng.normal(size=384).astype(np.float32)
-        for name in (("on", "off") if q % 2 else ("off", "on")):
-            start = time.perf_counter()
-            search(question, vector, 10, "auto", bm25=bm25, dense=dense, chunks=chunks, settings=settings,
-                   passages=dense.passage_scores if name == "on" else None)
-            times[name].append(time.perf_counter() - start)
-    on, off = statistics.median(times["on"]) * 1000, statistics.median(times["off"]) * 1000
+    on, off = interleaved_p50_ms(queries, texts, rng, lambda name, question, vector: search(
+        question, vector, 10, "auto", bm25=bm25, dense=dense, chunks=chunks, settings=settings,
+        passages=dense.passage_scores if name == "on" else None))
     return {"chunks": n, "on_ms": on, "off_ms": off, "ratio": on / off,
             "passage_mb": sum(len(p) for p in packed) / 1e6, "vector_mb": vectors.nbytes / 1e6}
 

@@ -231,3 +231,36 @@ def test_a_yaml_adaptive_pattern_ranks_like_auto_with_passages():
         auto = pipeline.index.search(question, k=10, search_type="auto")
         assert [h.chunk.id for h in result.hits] == [h.chunk.id for h in auto]
         assert [h.score for h in result.hits] == pytest.approx([h.score for h in auto])
+
+
+@pytest.mark.slow
+def test_sentence_transformers_gives_the_passages_the_torch_free_encoder_gives():
+    from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
+
+    texts = ["Replace the pump seal.",
+             " ".join(f"Unit {i} had its seal replaced after a leak at the gland." for i in range(30))]
+    torch_free = SentenceTransformerEmbedder(str(packaged_model_dir()), device="cpu")
+    # any model keyword sends the model through sentence-transformers (and torch)
+    through_torch = SentenceTransformerEmbedder(str(packaged_model_dir()), device="cpu", trust_remote_code=False)
+    vectors, passages = torch_free.embed_documents_with_passages(texts)
+    torch_vectors, torch_passages = through_torch.embed_documents_with_passages(texts)
+    assert through_torch._model is not None and torch_free._model is None
+    np.testing.assert_allclose(torch_vectors, vectors, atol=1e-4)
+    for ours, theirs in zip(passages, torch_passages, strict=True):
+        a, b = (_unit(c.astype(np.float32) * s[:, None]) for c, s in (unpack(ours, 384), unpack(theirs, 384)))
+        assert a.shape == b.shape and (a * b).sum(axis=1).min() > 0.999
+
+
+def test_only_mean_pooled_models_give_passages():
+    from types import SimpleNamespace
+
+    from akasha.embeddings.local import _mean_pooled
+
+    transformer = SimpleNamespace()
+    assert _mean_pooled([transformer, SimpleNamespace(pooling_mode="mean")])
+    assert not _mean_pooled([transformer, SimpleNamespace(pooling_mode="cls")])
+    assert not _mean_pooled([transformer, SimpleNamespace(pooling_mode="lasttoken")])
+    assert not _mean_pooled([transformer, SimpleNamespace(pooling_mode=("mean", "max"))])
+    assert _mean_pooled([transformer, SimpleNamespace(pooling_mode_mean_tokens=True, pooling_mode_cls_token=False)])
+    assert not _mean_pooled([transformer, SimpleNamespace(pooling_mode_mean_tokens=True, pooling_mode_max_tokens=True)])
+    assert not _mean_pooled([transformer])

@@ -321,21 +321,41 @@ class SentenceTransformerEmbedder:
         """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`).
 
         The passages come from the same forward pass as the vectors, so they cost no encoder
-        work; through the torch-free encoders only (through sentence-transformers every text
-        gets None, and ``auto`` then ranks by chunk vectors alone).
+        work: from the torch-free encoders, or from sentence-transformers' token states for a
+        model that mean-pools them. A model that pools otherwise (its CLS or last token) gives
+        every text None, and ``auto`` then ranks by chunk vectors alone.
         """
         from akasha.retrieval.passages import pack
 
         texts = list(texts)
-        encoder = self._torch_free_encoder(texts) if texts else None
-        if encoder is None:
-            return self.embed_documents(texts), [None] * len(texts)
+        if not texts:
+            return self.embed_documents(texts), []
+        encoder = self._torch_free_encoder(texts)
         windows: list[np.ndarray | None] = [None] * len(texts)
-        matrix = as_matrix(encoder.encode(texts, passages=windows), len(texts), self.name)
+        if encoder is not None:
+            vectors: Any = encoder.encode(texts, passages=windows)
+        elif _mean_pooled(self._load()):
+            vectors = self._encode_with_windows(texts, windows)
+        else:  # CLS or last-token pooling: windows of its hidden states are not in the vectors' space
+            return self.embed_documents(texts), [None] * len(texts)
+        matrix = as_matrix(vectors, len(texts), self.name)
         if self.dimension is None:
             self.dimension = int(matrix.shape[1])
         return (normalize_rows(matrix) if self.normalize else matrix,
                 [pack(w) if w is not None and len(w) else None for w in windows])
+
+    def _encode_with_windows(self, texts: list[str], windows: list[np.ndarray | None]) -> np.ndarray:
+        """Sentence vectors through sentence-transformers, filling ``windows`` from the same pass's token states."""
+        from akasha.retrieval.passages import window_vectors
+
+        outputs = self._load().encode(texts, batch_size=self.batch_size, output_value=None, convert_to_numpy=False,
+                                      normalize_embeddings=False, show_progress_bar=False)
+        vectors = []
+        for position, output in enumerate(outputs):
+            vectors.append(output["sentence_embedding"].float().cpu().numpy())
+            real = output["attention_mask"].bool().cpu().numpy()  # padding may sit on either side
+            windows[position] = window_vectors(output["token_embeddings"].float().cpu().numpy()[real])
+        return np.stack(vectors)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -345,6 +365,19 @@ class SentenceTransformerEmbedder:
         import asyncio
 
         return await asyncio.to_thread(self.embed_documents, list(texts))
+
+
+def _mean_pooled(model: Any) -> bool:
+    """True when a sentence-transformers ``model`` pools by the mean of its token states (and nothing else)."""
+    for module in model:
+        mode = getattr(module, "pooling_mode", None)
+        if mode is not None:  # sentence-transformers 6: one mode name, or several
+            return mode == "mean"
+        if hasattr(module, "pooling_mode_mean_tokens"):  # earlier releases: one flag per mode
+            others = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+                      "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+            return bool(module.pooling_mode_mean_tokens) and not any(getattr(module, k, False) for k in others)
+    return False
 
 
 __all__ = ["SentenceTransformerEmbedder", "packaged_model_dir", "resolve_model_location", "dimension_from_config"]

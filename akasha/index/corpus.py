@@ -288,7 +288,7 @@ class CorpusIndex:
         """The best passage cosine of each of ``ids`` with ``query_vector`` (:mod:`akasha.retrieval.passages`).
 
         None unless every chunk of the index has passage vectors (computed with its vector by the
-        torch-free encoders of ``hf:`` models): ``auto`` then ranks by chunk vectors alone.
+        ``hf:`` models that mean-pool): ``auto`` then ranks by chunk vectors alone.
         """
         if not self._dense.has_passages():
             return None

@@ -16,9 +16,10 @@ list carries no weight there). 16-token windows beat 8, 12, 20, 24, 32, 48, 64 a
 sentence spans, on both English sets; re-scoring only 50 candidates gave about half the gain.
 
 Stored as int8 with one float32 scale per vector (:func:`pack`): about 27 windows and 10 KB per
-full chunk of MiniLM, beside its 1.5 KB float32 chunk vector. Only encoders that expose their
-hidden states give them (the torch-free BERT encoders of ``hf:`` models); for every other
-embedder, and for an index where some chunk has none, ``auto`` ranks by chunk vectors alone.
+full chunk of MiniLM, beside its 1.5 KB float32 chunk vector. Only local models whose vector is
+the mean of their token states give them (``hf:`` models through the torch-free encoders or
+sentence-transformers); for every other embedder, and for an index where some chunk has none,
+``auto`` ranks by chunk vectors alone.
 """
 
 from __future__ import annotations
@@ -80,22 +81,24 @@ class PassageTable:
     """Each chunk id's passage vectors (int8 codes and scales), for scoring a few candidates at a time.
 
     The codes of every chunk lie in one growing int8 matrix (a snapshot's arrays are used as
-    they are, without a copy), so scoring 200 candidates is one gather and one product.
+    they are, without a copy), so scoring 200 candidates is one gather and one product. The
+    arrays and the id -> rows map are swapped together, as one tuple, when they are rebuilt, so
+    a search running beside an edit reads a consistent pair.
     """
 
     def __init__(self, dimension: int) -> None:
         self.dimension = int(dimension)
-        self._codes = np.zeros((0, self.dimension), dtype=np.int8)
-        self._scales = np.zeros(0, dtype=np.float32)
-        self._used = 0  # rows of _codes in use (live or dead)
-        self._where: dict[str, tuple[int, int]] = {}  # chunk id -> (first row, count)
+        # (codes, scales, chunk id -> (first row, count))
+        self._arrays: tuple[np.ndarray, np.ndarray, dict[str, tuple[int, int]]] = (
+            np.zeros((0, self.dimension), dtype=np.int8), np.zeros(0, dtype=np.float32), {})
+        self._used = 0  # rows of the arrays in use (live or dead)
         self._live_rows = 0
 
     def __len__(self) -> int:
-        return len(self._where)
+        return len(self._arrays[2])
 
     def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._where
+        return chunk_id in self._arrays[2]
 
     def add(self, ids: Sequence[str], blobs: Sequence[bytes | None]) -> None:
         """Set (or replace) the passages of ``ids``; a None or malformed blob leaves that id without any."""
@@ -108,68 +111,73 @@ class PassageTable:
                 except ValueError:
                     continue
         need = self._used + sum(len(scales) for _, _, scales in decoded)
-        if need > len(self._codes) or not self._codes.flags.writeable:
-            self._resize(max(need, 2 * len(self._codes), 1024))
+        if need > len(self._arrays[0]) or not self._arrays[0].flags.writeable:
+            self._rebuild(max(need, 2 * len(self._arrays[0]), 1024))
+        all_codes, all_scales, where = self._arrays
         for chunk_id, codes, scales in decoded:
             first = self._used
-            self._codes[first : first + len(scales)] = codes
-            self._scales[first : first + len(scales)] = scales
-            self._where[chunk_id] = (first, len(scales))
+            all_codes[first : first + len(scales)] = codes
+            all_scales[first : first + len(scales)] = scales
+            where[chunk_id] = (first, len(scales))  # rows written first: a reader never sees unwritten rows
             self._used += len(scales)
             self._live_rows += len(scales)
 
     def remove(self, ids: Iterable[str]) -> None:
         """Forget the passages of ``ids`` (unknown ids are ignored); space is reclaimed once half is dead."""
+        where = self._arrays[2]
         for chunk_id in ids:
-            place = self._where.pop(chunk_id, None)
+            place = where.pop(chunk_id, None)
             if place is not None:
                 self._live_rows -= place[1]
         if self._used > 2 * self._live_rows + 1024:
-            self._resize(max(2 * self._live_rows, 1024))
+            self._rebuild(max(2 * self._live_rows, 1024))
 
-    def _resize(self, rows: int) -> None:
-        """Copy the live rows, in order, into arrays of ``rows`` rows (compacting away removed ones)."""
+    def _rebuild(self, rows: int) -> None:
+        """Copy the live rows, in order, into new arrays of ``rows`` rows (dropping removed ones); swap at once."""
+        old_codes, old_scales, old_where = self._arrays
         codes = np.zeros((rows, self.dimension), dtype=np.int8)
         scales = np.zeros(rows, dtype=np.float32)
+        where: dict[str, tuple[int, int]] = {}
         used = 0
-        for chunk_id, (first, count) in self._where.items():
-            codes[used : used + count] = self._codes[first : first + count]
-            scales[used : used + count] = self._scales[first : first + count]
-            self._where[chunk_id] = (used, count)
+        for chunk_id, (first, count) in old_where.items():
+            codes[used : used + count] = old_codes[first : first + count]
+            scales[used : used + count] = old_scales[first : first + count]
+            where[chunk_id] = (used, count)
             used += count
-        self._codes, self._scales, self._used = codes, scales, used
+        self._arrays, self._used = (codes, scales, where), used
 
-    def _rows(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
-        """(every passage row of ``ids``, in order; each id's count), or None when one has no passages."""
+    def _rows(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(codes, scales, every passage row of ``ids`` in order, each id's count); None when one has no passages."""
+        codes, scales, where = self._arrays
         try:
-            places = [self._where[i] for i in ids]
+            places = [where[i] for i in ids]
         except KeyError:
             return None
         firsts = np.fromiter((f for f, _ in places), dtype=np.int64, count=len(places))
         counts = np.fromiter((c for _, c in places), dtype=np.int64, count=len(places))
         offsets = np.cumsum(counts) - counts
         rows = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(firsts - offsets, counts)
-        return rows, counts
+        return codes, scales, rows, counts
 
     def best(self, ids: Sequence[str], query: np.ndarray) -> np.ndarray | None:
         """The best passage cosine of each of ``ids`` with the unit vector ``query``; None if one has no passages."""
         found = self._rows(ids)
         if found is None:
             return None
-        rows, counts = found
+        codes, scales, rows, counts = found
         if not len(counts):
             return np.zeros(0, dtype=np.float32)
         # int8 codes straight into einsum: cheaper than converting the gathered rows to float32 first
-        cosines = np.einsum("ij,j->i", self._codes[rows], np.asarray(query, dtype=np.float32)) * self._scales[rows]
+        cosines = np.einsum("ij,j->i", codes[rows], np.asarray(query, dtype=np.float32)) * scales[rows]
         return np.maximum.reduceat(cosines, np.cumsum(counts) - counts).astype(np.float32)
 
     def state(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``(codes, scales, counts)`` of ``ids`` in order, one flat array each (for a snapshot); None if one has none."""
         found = self._rows(ids)
-        if found is None or not len(found[1]):
+        if found is None or not len(found[3]):
             return None
-        rows, counts = found
-        return self._codes[rows], self._scales[rows], counts
+        codes, scales, rows, counts = found
+        return codes[rows], scales[rows], counts
 
     @classmethod
     def from_state(cls, ids: Sequence[str], codes: np.ndarray, scales: np.ndarray, counts: np.ndarray
@@ -180,11 +188,10 @@ class PassageTable:
                 or int(counts.sum()) != len(codes) or len(scales) != len(codes):
             return None
         table = cls(codes.shape[1])
-        table._codes, table._scales = codes, np.asarray(scales, dtype=np.float32)
-        table._used = table._live_rows = len(codes)
         firsts = (np.cumsum(counts) - counts).tolist()
-        table._where = {chunk_id: (first, count)
-                        for chunk_id, first, count in zip(ids, firsts, counts.tolist(), strict=True)}
+        where = {chunk_id: (first, count) for chunk_id, first, count in zip(ids, firsts, counts.tolist(), strict=True)}
+        table._arrays = (codes, np.asarray(scales, dtype=np.float32), where)
+        table._used = table._live_rows = len(codes)
         return table
 
 
