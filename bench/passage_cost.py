@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.chunks:
         r = indexing_cost(args.chunks, args.rounds)
         print()
-        print("| chunks indexed (MiniLM) | with passages | without | ratio (target <= 1.5x) | cache folder with | without |")
+        print("| chunks indexed (MiniLM) | with passages | without | ratio (target <= 1.5x) "
+              "| cache folder with | without |")
         print("|---|---|---|---|---|---|")
         print(f"| {r['chunks']} | {r['on_s']:.2f} s | {r['off_s']:.2f} s | {r['ratio']:.2f}x "
               f"| {r['on_bytes'] / 1e6:.1f} MB | {r['off_bytes'] / 1e6:.1f} MB |")

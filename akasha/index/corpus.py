@@ -556,7 +556,8 @@ class CorpusIndex:
         is the document id). Searches the corpus in memory (restored if needed).
         ``passages=True`` ranks as ``auto``'s dense list does when every chunk has passage
         vectors: the best candidates re-scored by the better of their chunk and best passage
-        cosine, which is then the score (:func:`akasha.retrieval.search.dense_candidates`).
+        cosine, which is then the score (:func:`akasha.retrieval.passages.rescore`), as
+        :func:`akasha.retrieval.search.dense_candidates` does for ``auto``.
         """
         if k <= 0 or not self.restore():
             return []

@@ -24,8 +24,8 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.retrieval import hubness
-from akasha.retrieval.passages import PassageTable
 from akasha.retrieval.bm25 import top_k
+from akasha.retrieval.passages import PassageTable
 from akasha.retrieval.quantized import BinaryCodes, nearest
 
 log = logging.getLogger(__name__)

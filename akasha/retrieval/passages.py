@@ -172,7 +172,10 @@ class PassageTable:
         return np.maximum.reduceat(cosines, np.cumsum(counts) - counts).astype(np.float32)
 
     def state(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """``(codes, scales, counts)`` of ``ids`` in order, one flat array each (for a snapshot); None if one has none."""
+        """``(codes, scales, counts)`` of ``ids`` in order, one flat array each (for a snapshot).
+
+        None when one of them has no passages.
+        """
         found = self._rows(ids)
         if found is None or not len(found[3]):
             return None

@@ -13,9 +13,9 @@
   scored by the better of their cosine and their best passage vector's when every chunk has
   passages (16-token windows of the encoder's hidden states, :mod:`akasha.retrieval.passages`;
   ``SearchSettings.passage_fetch``), the best ``candidates`` kept, and those of a question not
-  written in Chinese, Japanese or Korean are re-sorted by that score minus half their hub score (how close a chunk lies to its nearest
-  chunks: generic text near everything is discounted, :mod:`akasha.retrieval.hubness`;
-  ``SearchSettings.hub_weight``);
+  written in Chinese, Japanese or Korean are re-sorted by that score minus half their hub
+  score (how close a chunk lies to its nearest chunks: generic text near everything is
+  discounted, :mod:`akasha.retrieval.hubness`; ``SearchSettings.hub_weight``);
   ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without smoothing;
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
