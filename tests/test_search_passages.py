@@ -200,15 +200,17 @@ def test_passages_off_stores_none_and_ranks_by_chunk_vectors(tmp_path):
     assert [h.chunk.id for h in index.search(question, k=3)] == [h.chunk.id for h in plain.search(question, k=3)]
 
 
-def test_an_index_where_some_chunks_lack_passages_ranks_by_chunk_vectors(tmp_path):
+def test_an_index_where_some_chunks_lack_passages_ranks_by_chunk_vectors(tmp_path, caplog):
     folder = _folder(tmp_path)
     old = CorpusIndex(HashEmbedder(), cache_dir=tmp_path / "cache")  # a cache written without passages
     old.sync(folder)
     old.close()
     (folder / "new.txt").write_text("A new note about seal failure and dry running.", encoding="utf-8")
     index = CorpusIndex(PassageHashEmbedder(), cache_dir=tmp_path / "cache")
-    index.sync(folder)
+    with caplog.at_level("INFO", logger="akasha.index.corpus"):
+        index.sync(folder)
     assert not index._dense.has_passages()  # the cached chunks were not embedded again for them
+    assert "3 of 4 chunks in this index have no passage vectors" in caplog.text
     assert index.embedder.calls == 1
     question = "what caused the seal failure"
     vector = index.embedder.embed_query(question)

@@ -187,6 +187,7 @@ class CorpusIndex:
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
         self._source: str | None = None  # the source key of the corpus in memory
         self._server_dense: StoreDense | None = None
+        self._passages_noted = False  # _note_missing_passages said its piece
         self._by_doc: tuple[Mapping[str, Chunk], dict[str, list[str]]] | None = None  # see _doc_chunk_ids
         self._since_snapshot = 0  # documents changed since the last snapshot was written
         self._pending = 0  # documents changed since the last commit (see flush)
@@ -654,7 +655,18 @@ class CorpusIndex:
             )
         source_key = digest(json.dumps(sorted(_describe_each(data_source))))
         self._apply(source_key, files, report)
+        self._note_missing_passages()
         return report
+
+    def _note_missing_passages(self) -> None:
+        """Say once (INFO) that ``auto`` ranks without passage vectors because only some chunks have them."""
+        have, live = self._dense.passage_rows(), len(self._dense)
+        if self._passages_noted or not have or have == live:
+            return
+        self._passages_noted = True
+        log.info("%d of %d chunks in this index have no passage vectors (embedded by an earlier akasha, or read "
+                 "from a shared store), so auto ranks by chunk vectors alone; a new cache folder embeds them "
+                 "with passages", live - have, live)
 
     def _apply(self, source_key: str, files: dict[str, str], report: SyncReport) -> None:
         """Make ``files`` (path -> content key) the current corpus of ``source_key`` and commit it.

@@ -311,6 +311,10 @@ class DenseIndex:
         """True when every live row has passage vectors (``auto`` then re-scores its dense candidates with them)."""
         return self._passages is not None and self._n_live > 0 and len(self._passages) == self._n_live
 
+    def passage_rows(self) -> int:
+        """How many live rows have passage vectors."""
+        return 0 if self._passages is None else len(self._passages)
+
     def passage_scores(self, ids: Sequence[str], query_vector: np.ndarray) -> np.ndarray | None:
         """The best passage cosine of each of ``ids`` with the query; None when one of them has no passages."""
         if self._passages is None:
