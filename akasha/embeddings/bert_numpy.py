@@ -176,26 +176,23 @@ class BertFolder:
         a list as long as ``texts``, receives each text's passage vectors, pooled from the same
         hidden states (:func:`akasha.retrieval.passages.window_vectors`).
         """
-        if passages is not None:
-            from akasha.retrieval.passages import window_vectors
-
-            out = np.zeros((len(texts), self.hidden), dtype=np.float32)
-            for rows, ids, types, mask in self.batches(texts, batch_size):
-                hidden = forward(ids, types, mask)
-                out[rows] = self.pool(hidden, mask)
-                for position, row in enumerate(rows):
-                    passages[row] = window_vectors(hidden[position, : int(mask[position].sum())])
-            return out
-        single = texts[0] if len(texts) == 1 else None
+        # A remembered vector has no hidden states to pool passages from: only plain calls use the memory.
+        single = texts[0] if len(texts) == 1 and passages is None else None
         if single is not None:
             with self._recent_lock:
                 vector = self._recent.get(single)
                 if vector is not None:
                     self._recent.move_to_end(single)
                     return vector[None, :].copy()
+        from akasha.retrieval.passages import window_vectors
+
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         for rows, ids, types, mask in self.batches(texts, batch_size):
-            out[rows] = self.pool(forward(ids, types, mask), mask)
+            hidden = forward(ids, types, mask)
+            out[rows] = self.pool(hidden, mask)
+            if passages is not None:
+                for position, row in enumerate(rows):
+                    passages[row] = window_vectors(hidden[position, : int(mask[position].sum())])
         if single is not None:
             with self._recent_lock:
                 self._recent[single] = out[0].copy()
