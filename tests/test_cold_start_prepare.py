@@ -124,13 +124,18 @@ def test_a_failing_early_import_is_left_to_the_first_chunking(monkeypatch, caplo
 
 
 @needs_onnx
-def test_onnxruntime_worker_threads_do_not_spin(tmp_path):
+def test_onnxruntime_runs_one_thread_per_batch_and_keeps_layer_norm_unfused(tmp_path):
+    import onnxruntime
+
     from tests.test_embeddings_numpy_bert import tiny_bert_folder
 
     pytest.importorskip("tokenizers")
-    encoder = bert_onnx.OnnxBertEncoder(tiny_bert_folder(tmp_path))
+    folder = tiny_bert_folder(tmp_path)
+    encoder = bert_onnx.OnnxBertEncoder(folder)
     options = encoder.session.get_session_options()
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == 1 and encoder.workers == bert_onnx.usable_cores()
+    assert options.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    assert bert_onnx.OnnxBertEncoder(folder, threads=3).workers == 3
 
 
 @needs_model

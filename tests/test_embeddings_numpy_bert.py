@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +161,7 @@ def test_questions_are_embedded_without_importing_torch(tmp_path):
         (docs / f"b{i}.txt").write_text(f"Bearing {i} is greased every {500 + i} hours.")
     script = """
 import sys
+import threading
 from akasha.index import CorpusIndex
 from akasha.embeddings.local import SentenceTransformerEmbedder
 index = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=sys.argv[2])
@@ -260,3 +262,34 @@ def test_length_groups_cut_where_padding_costs_least():
         groups = bert_numpy.length_groups(lengths, 3, batch_cost=32)
         assert all(len(group) <= 3 for group in groups) and cost(groups, lengths) == best
     assert bert_numpy.length_groups([], 32) == []
+
+
+def test_length_groups_keep_padded_tokens_under_the_cap():
+    lengths = [10] * 50 + [200, 230, 240, 256, 256, 256, 300]
+    groups = bert_numpy.length_groups(lengths, 32, max_tokens=512)
+    assert [i for group in groups for i in group] == list(range(len(lengths)))
+    assert all(len(group) * lengths[group[-1]] <= 512 or len(group) == 1 for group in groups)
+    assert [lengths[i] for i in groups[-1]] == [300]  # longer than the cap alone: a batch of its own
+    assert max(len(group) for group in groups) == 32  # short texts still fill whole batches
+
+
+@needs_onnx
+def test_batches_running_on_threads_give_the_same_vectors_and_passages(tmp_path):
+    pytest.importorskip("tokenizers")
+    folder = bert_numpy.BertFolder(tiny_bert_folder(tmp_path))
+    encoder = bert_onnx.OnnxBertEncoder(folder, threads=1)
+    texts = [" ".join("abc"[(i * j) % 3] for j in range(3 + 17 * i % 40)) for i in range(40)]
+    alone_passages: list = [None] * len(texts)
+    alone = encoder.encode(texts, alone_passages)
+    calls: list[str] = []
+    forward = encoder._forward
+
+    def recording(*arrays):
+        calls.append(threading.current_thread().name)
+        return forward(*arrays)
+
+    together_passages: list = [None] * len(texts)
+    together = folder.encode(texts, recording, 4, together_passages, max_tokens=40, workers=3)
+    assert np.abs(together - alone).max() < 1e-6
+    assert all(np.abs(a - b).max() < 1e-6 for a, b in zip(alone_passages, together_passages))
+    assert len(calls) > 3 and len({name for name in calls if name.startswith("akasha-encode")}) > 1

@@ -28,6 +28,7 @@ import math
 import struct
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -144,15 +145,17 @@ class BertFolder:
         """How many tokens ``texts`` make for the model (each truncated at its maximum length)."""
         return sum(len(encoding.ids) for encoding in self.tokenizer.encode_batch(list(texts)))
 
-    def batches(self, texts: Sequence[str], size: int) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
+    def batches(self, texts: Sequence[str], size: int, max_tokens: int | None = None,
+                ) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
         """``(rows, ids, type_ids, mask)`` per batch of at most ``size`` texts of similar token length.
 
         ``rows`` are the texts' positions in ``texts``; the arrays are int32, right-padded with zeros.
-        Where the batches are cut is :func:`length_groups`'s choice (padding against per-batch cost).
+        Where the batches are cut is :func:`length_groups`'s choice (padding against per-batch cost,
+        at most ``max_tokens`` padded tokens a batch when given).
         """
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        for rows in length_groups([len(encodings[i].ids) for i in order], size):
+        for rows in length_groups([len(encodings[i].ids) for i in order], size, max_tokens=max_tokens):
             rows = [order[i] for i in rows]
             length = max(len(encodings[i].ids) for i in rows)
             ids = np.zeros((len(rows), length), dtype=np.int32)
@@ -167,14 +170,18 @@ class BertFolder:
             yield rows, ids, types, mask
 
     def encode(self, texts: Sequence[str], forward: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-               batch_size: int, passages: list[np.ndarray | None] | None = None) -> np.ndarray:
+               batch_size: int, passages: list[np.ndarray | None] | None = None, *,
+               max_tokens: int | None = None, workers: int = 1) -> np.ndarray:
         """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled.
 
         A single text (a question) is remembered (the last :data:`RECENT_TEXTS`), whichever
         encoder ran it: a RAG call embeds its question for the search and again for the
         extractive answerer, and both get the same vector for the price of one. ``passages``,
         a list as long as ``texts``, receives each text's passage vectors, pooled from the same
-        hidden states (:func:`akasha.retrieval.passages.window_vectors`).
+        hidden states (:func:`akasha.retrieval.passages.window_vectors`). ``max_tokens`` caps a
+        batch's padded tokens (:func:`length_groups`); with ``workers`` > 1, that many batches run
+        at once on threads (``forward`` must then be thread-safe and release the GIL, as an
+        onnxruntime session does).
         """
         # A remembered vector has no hidden states to pool passages from: only plain calls use the memory.
         single = texts[0] if len(texts) == 1 and passages is None else None
@@ -187,12 +194,23 @@ class BertFolder:
         from akasha.retrieval.passages import window_vectors
 
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
-        for rows, ids, types, mask in self.batches(texts, batch_size):
+
+        def run(batch: tuple[list[int], np.ndarray, np.ndarray, np.ndarray]) -> None:
+            rows, ids, types, mask = batch
             hidden = forward(ids, types, mask)
-            out[rows] = self.pool(hidden, mask)
+            out[rows] = self.pool(hidden, mask)  # batches hold distinct rows: no lock needed
             if passages is not None:
                 for position, row in enumerate(rows):
                     passages[row] = window_vectors(hidden[position, : int(mask[position].sum())])
+
+        batches = list(self.batches(texts, batch_size, max_tokens))  # token ids only: small
+        if workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(min(workers, len(batches)), thread_name_prefix="akasha-encode") as pool:
+                for _ in pool.map(run, batches):  # re-raises a failed batch's error here
+                    pass
+        else:
+            for batch in batches:
+                run(batch)
         if single is not None:
             with self._recent_lock:
                 self._recent[single] = out[0].copy()
@@ -232,21 +250,25 @@ class BertFolder:
 BATCH_COST_TOKENS = 32
 
 
-def length_groups(lengths: Sequence[int], size: int, batch_cost: int = BATCH_COST_TOKENS) -> list[list[int]]:
+def length_groups(lengths: Sequence[int], size: int, batch_cost: int = BATCH_COST_TOKENS,
+                  max_tokens: int | None = None) -> list[list[int]]:
     """Cut ``lengths`` (sorted ascending) into runs of at most ``size`` that cost the fewest tokens in all.
 
     A batch is padded to its longest text, so a run ``i..j`` costs ``(j - i) * lengths[j - 1]`` tokens
     plus ``batch_cost``. Cutting every ``size`` texts instead pads 17 answer sentences of 48 to 162
     tokens to a 256-token neighbour (twice the real work); this dynamic programme (at most
     ``len(lengths) * size`` steps) keeps both the padding and the number of calls small.
-    Returns the positions of each run, in order.
+    ``max_tokens`` also caps a run's padded tokens (a single text may exceed it), so long texts
+    go in small batches whose activations stay in the CPU's cache. Returns the positions of each
+    run, in order.
     """
     n = len(lengths)
     best = [0.0] + [float("inf")] * n  # best[i]: cheapest cost of the first i texts
     cut = [0] * (n + 1)
     for end in range(1, n + 1):
         longest = lengths[end - 1]
-        for start in range(max(0, end - size), end):
+        most = size if max_tokens is None else min(size, max(1, max_tokens // max(1, longest)))
+        for start in range(max(0, end - most), end):
             cost = best[start] + (end - start) * longest + batch_cost
             if cost < best[end]:
                 best[end], cut[end] = cost, start
