@@ -293,3 +293,11 @@ def test_batches_running_on_threads_give_the_same_vectors_and_passages(tmp_path)
     assert np.abs(together - alone).max() < 1e-6
     assert all(np.abs(a - b).max() < 1e-6 for a, b in zip(alone_passages, together_passages))
     assert len(calls) > 3 and len({name for name in calls if name.startswith("akasha-encode")}) > 1
+
+    def failing(ids, types, mask):
+        if ids.shape[1] > 12:
+            raise RuntimeError("batch failed")
+        return forward(ids, types, mask)
+
+    with pytest.raises(RuntimeError, match="batch failed"):  # a batch's error reaches the caller
+        folder.encode(texts, failing, 4, max_tokens=40, workers=3)
