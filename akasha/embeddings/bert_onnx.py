@@ -13,7 +13,7 @@ and no download is needed:
      -> MatMul -> BiasGelu -> MatMul -> Add -> Add -> LayerNormalization] x layers
 
 Two choices here were measured against onnxruntime's defaults (300 chunks of about
-230 tokens, 2 cores, vectors unchanged): the residual adds and LayerNorm stay three
+250 tokens, 2 cores, vectors unchanged): the residual adds and LayerNorm stay three
 plain operators, because the ``SkipLayerNormalization`` that onnxruntime's extended
 optimisations fuse them into ran about ten times slower on the CPU (1.75 against
 0.18 CPU-s); and the session runs single-threaded while one thread per core runs
@@ -49,7 +49,7 @@ from akasha.embeddings.bert_numpy import BertFolder
 #: Texts per onnxruntime call at most (grouped by token length, so padding stays small).
 BATCH = 32
 #: Padded tokens per onnxruntime call at most: two full-length chunks, or a few dozen short
-#: sentences. Measured on 2 cores with one batch per core: 300 chunks of about 230 tokens ran at
+#: sentences. Measured on 2 cores with one batch per core: 300 chunks of about 250 tokens ran at
 #: 49 / 52 / 49 / 46 chunks/s with 1 / 2 / 4 / 8 per batch; short sentences at 452-473 a second
 #: with 2-8 per batch and 414 with 32.
 BATCH_TOKENS = 512
@@ -207,17 +207,20 @@ def bert_graph(folder: BertFolder) -> bytes:
                   [f"l{i}.attention"], _MS, num_heads=folder.heads),
             _node("MatMul", [f"l{i}.attention", weight(f"l{i}.out", t(at + "attention.output.dense.weight").T)],
                   [f"l{i}.projected"]),
-            *_residual_norm(f"l{i}.norm1", f"l{i}.projected", weight(f"l{i}.out_bias", t(at + "attention.output.dense.bias")),
-                            x, weight(f"l{i}.norm1_weight", t(at + "attention.output.LayerNorm.weight")),
-                            weight(f"l{i}.norm1_bias", t(at + "attention.output.LayerNorm.bias")), f"l{i}.attended", eps),
+            *_residual_norm(f"l{i}.norm1", f"l{i}.projected",
+                            weight(f"l{i}.out_bias", t(at + "attention.output.dense.bias")), x,
+                            weight(f"l{i}.norm1_weight", t(at + "attention.output.LayerNorm.weight")),
+                            weight(f"l{i}.norm1_bias", t(at + "attention.output.LayerNorm.bias")),
+                            f"l{i}.attended", eps),
             _node("MatMul", [f"l{i}.attended", weight(f"l{i}.up", t(at + "intermediate.dense.weight").T)],
                   [f"l{i}.up_out"]),
             _node("BiasGelu", [f"l{i}.up_out", weight(f"l{i}.up_bias", t(at + "intermediate.dense.bias"))],
                   [f"l{i}.gelu"], _MS),
             _node("MatMul", [f"l{i}.gelu", weight(f"l{i}.down", t(at + "output.dense.weight").T)],
                   [f"l{i}.down_out"]),
-            *_residual_norm(f"l{i}.norm2", f"l{i}.down_out", weight(f"l{i}.down_bias", t(at + "output.dense.bias")),
-                            f"l{i}.attended", weight(f"l{i}.norm2_weight", t(at + "output.LayerNorm.weight")),
+            *_residual_norm(f"l{i}.norm2", f"l{i}.down_out",
+                            weight(f"l{i}.down_bias", t(at + "output.dense.bias")), f"l{i}.attended",
+                            weight(f"l{i}.norm2_weight", t(at + "output.LayerNorm.weight")),
                             weight(f"l{i}.norm2_bias", t(at + "output.LayerNorm.bias")),
                             "last_hidden_state" if i == folder.layers - 1 else f"hidden{i + 1}", eps),
         ]
