@@ -23,7 +23,10 @@ and ``--before`` prints a saved run's ratios beside this one's (before/after a c
   model load included), then sentence-transformers on the same texts in the same process
   (``import sentence_transformers`` + ``SentenceTransformer(folder)`` + ``encode``). Two
   ratios: against sentence-transformers including its import (what a process that has not
-  loaded it yet pays) and excluding it (torch already imported). Target >= 1.5x.
+  loaded it yet pays) and excluding it (torch already imported). Target >= 1.5x. Printed with
+  them: the encoder's work on those texts in GFLOP (MiniLM's matrix multiplies, attention
+  included) and this machine's float32 matrix-multiply rate (torch, every core), so a run shows
+  how close each side is to what the CPU can do at that precision.
 """
 
 from __future__ import annotations
@@ -79,6 +82,21 @@ timings["st_load_encode_s"] = done - imported
 timings["st_import_cpu"] = imported_cpu - cpu
 timings["st_load_encode_cpu"] = time.process_time() - imported_cpu
 timings["st_texts"] = len(texts)
+# The model's work on these texts, and how fast this machine multiplies float32 matrices (torch's
+# CPU kernels, every core, the shape of MiniLM's feed-forward layer over a 32-chunk batch).
+from akasha.embeddings.bert_numpy import BertFolder
+folder = BertFolder(packaged_model_dir())
+hidden, inner = folder.hidden, int(folder.config["intermediate_size"])
+lengths = [len(e.ids) for e in folder.tokenizer.encode_batch(texts)]
+timings["model_gflop"] = folder.layers * sum(2 * n * (4 * hidden * hidden + 2 * hidden * inner)
+                                             + 4 * n * n * hidden for n in lengths) / 1e9
+import torch
+a, b = torch.rand(8192, hidden), torch.rand(hidden, inner)
+a @ b
+start = time.perf_counter()
+for _ in range(10):
+    a @ b
+timings["matmul_gflops"] = 10 * 2 * 8192 * hidden * inner / (time.perf_counter() - start) / 1e9
 print(json.dumps(timings))
 """
 
@@ -246,6 +264,14 @@ def report(figures: dict, before: dict | None = None) -> bool:
             print(f"| {label} | {seconds:.2f} | {t['st_texts'] / seconds:.1f} | {ratio:.2f}x | "
                   f"{then(f'{key} x', '.2f', 'x')} | >= {THROUGHPUT_TARGET}x | {'met' if met else 'MISSED'} | "
                   f"{cpu:.2f} | {now[f'{key} cpu x']:.2f}x | {then(f'{key} cpu x', '.2f', 'x')} |")
+        if "model_gflop" in t:
+            work, peak = t["model_gflop"], t["matmul_gflops"]
+            needed = THROUGHPUT_TARGET * work / t["st_load_encode_s"]
+            print(f"\nthe encoder's work: {work:.0f} GFLOP ({work / t['akasha_chunks']:.2f} a chunk); "
+                  f"float32 matrix multiply on this machine (torch, every core): {peak:.0f} GFLOP/s. "
+                  f"akasha sustained {work / t['akasha_s']:.0f} GFLOP/s, model load included; "
+                  f"sentence-transformers {work / t['st_load_encode_s']:.0f} with torch imported; "
+                  f"{THROUGHPUT_TARGET}x that needs {needed:.0f} GFLOP/s ({needed / peak:.0%} of the multiply rate).")
     return ok
 
 

@@ -133,7 +133,7 @@ def test_onnxruntime_runs_one_thread_per_batch_and_keeps_layer_norm_unfused(tmp_
     folder = tiny_bert_folder(tmp_path)
     encoder = bert_onnx.OnnxBertEncoder(folder)
     options = encoder.session.get_session_options()
-    assert options.intra_op_num_threads == 1 and encoder.workers == bert_onnx.usable_cores()
+    assert options.intra_op_num_threads == 1 and encoder.workers == bert_numpy.usable_cores()
     assert options.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     assert bert_onnx.OnnxBertEncoder(folder, threads=3).workers == 3
 

@@ -301,3 +301,11 @@ def test_batches_running_on_threads_give_the_same_vectors_and_passages(tmp_path)
 
     with pytest.raises(RuntimeError, match="batch failed"):  # a batch's error reaches the caller
         folder.encode(texts, failing, 4, max_tokens=40, workers=3)
+
+    numpy_encoder = bert_numpy.NumpyBertEncoder(folder)
+    assert numpy_encoder.workers == bert_numpy.usable_cores()
+    numpy_encoder.workers = 3
+    side_by_side = numpy_encoder.encode(texts)
+    numpy_encoder.workers = 1
+    assert np.abs(side_by_side - numpy_encoder.encode(texts)).max() < 1e-6
+    assert np.abs(side_by_side - alone).max() < 1e-5

@@ -36,7 +36,6 @@ every level of nesting.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.bert_numpy import BertFolder
+from akasha.embeddings.bert_numpy import BertFolder, usable_cores
 
 #: Texts per onnxruntime call at most (grouped by token length, so padding stays small).
 BATCH = 32
@@ -57,14 +56,6 @@ _MS = "com.microsoft"
 #: TensorProto.DataType values.
 _FLOAT, _INT32 = 1, 6
 _ELEMENT_TYPES = {np.dtype(np.float32): _FLOAT, np.dtype(np.int32): _INT32}
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity where the system tells, else all)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS and Windows have no affinity call
-        return max(1, os.cpu_count() or 1)
 
 
 def available() -> bool:
@@ -281,4 +272,4 @@ class OnnxBertEncoder:
         return self.session.run(["last_hidden_state"], feed)[0]
 
 
-__all__ = ["BATCH", "BATCH_TOKENS", "OnnxBertEncoder", "available", "bert_graph", "usable_cores"]
+__all__ = ["BATCH", "BATCH_TOKENS", "OnnxBertEncoder", "available", "bert_graph"]
