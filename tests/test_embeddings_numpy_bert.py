@@ -161,7 +161,6 @@ def test_questions_are_embedded_without_importing_torch(tmp_path):
         (docs / f"b{i}.txt").write_text(f"Bearing {i} is greased every {500 + i} hours.")
     script = """
 import sys
-import threading
 from akasha.index import CorpusIndex
 from akasha.embeddings.local import SentenceTransformerEmbedder
 index = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=sys.argv[2])
