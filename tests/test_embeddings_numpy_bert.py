@@ -272,6 +272,25 @@ def test_length_groups_keep_padded_tokens_under_the_cap():
     assert max(len(group) for group in groups) == 32  # short texts still fill whole batches
 
 
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"cpu.max": "200000 100000\n"}, 2),  # cgroup v2: --cpus=2
+    ({"cpu.max": "150000 100000\n"}, 2),  # 1.5 cores' worth: two threads keep it busy
+    ({"cpu.max": "max 100000\n"}, None),  # no limit
+    ({"quota": "50000\n", "period": "100000\n"}, 1),  # cgroup v1
+    ({"quota": "-1\n", "period": "100000\n"}, None),
+    ({"cpu.max": "nonsense"}, None),
+    ({}, None),  # no cgroup files at all (macOS, Windows, some sandboxes)
+])
+def test_usable_cores_follow_a_containers_cpu_quota(tmp_path, monkeypatch, files, expected):
+    names = {"cpu.max": tmp_path / "cpu.max", "quota": tmp_path / "quota", "period": tmp_path / "period"}
+    for key, text in files.items():
+        names[key].write_text(text)
+    monkeypatch.setattr(bert_numpy, "CGROUP_CPU_FILES",
+                        (str(names["cpu.max"]), (str(names["quota"]), str(names["period"]))))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert bert_numpy.usable_cores() == (64 if expected is None else expected)
+
+
 @needs_onnx
 def test_batches_running_on_threads_give_the_same_vectors_and_passages(tmp_path):
     pytest.importorskip("tokenizers")

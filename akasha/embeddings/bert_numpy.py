@@ -281,12 +281,43 @@ def length_groups(lengths: Sequence[int], size: int, batch_cost: int = BATCH_COS
     return groups[::-1]
 
 
+#: Where Linux tells a container's CPU quota: cgroup v2, then v1 (quota and period in microseconds).
+CGROUP_CPU_FILES = ("/sys/fs/cgroup/cpu.max",
+                    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+
+
 def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity where the system tells, else all)."""
+    """The CPU cores this process may keep busy: its affinity (else every core), capped by a cgroup CPU quota.
+
+    A container started with ``--cpus=2`` on a 64-core host sees 64 cores in its affinity but
+    gets two cores' worth of time: running 64 batches at once there would only add switching.
+    """
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows have no affinity call
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    return max(1, cores)
+
+
+def _cgroup_cpu_quota() -> float | None:
+    """The cores' worth of CPU time this process's cgroup allows, or None when it sets no limit (or says nothing)."""
+    v2, (v1_quota, v1_period) = CGROUP_CPU_FILES
+    try:
+        if os.path.exists(v2):
+            quota, _, period = Path(v2).read_text(encoding="ascii").strip().partition(" ")
+        elif os.path.exists(v1_quota):
+            quota = Path(v1_quota).read_text(encoding="ascii").strip()
+            period = Path(v1_period).read_text(encoding="ascii").strip()
+        else:
+            return None
+        if quota in ("max", "-1") or not period:
+            return None
+        return max(float(quota) / float(period), 0.01)
+    except (OSError, ValueError):  # unreadable or unexpected: no cap rather than a wrong one
+        return None
 
 
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
