@@ -499,10 +499,9 @@ class Pipeline:
             search_type = getattr(self.pattern, "search_type", self.pattern.name)
             return list(self.index.search(text, k=candidates, search_type=search_type))
         if retriever == "vector":
-            if getattr(self.pattern, "fusion", None) == "adaptive":  # ranked as auto's dense list (passage vectors)
-                ranked = self.index.vector_search(text, candidates, filters, passages=True)
-            else:
-                ranked = self.index.vector_search(text, candidates, filters)
+            # A fusion: adaptive pattern ranks as auto's dense list does (passage vectors).
+            ranked = self.index.vector_search(text, candidates, filters,
+                                              passages=getattr(self.pattern, "fusion", None) == "adaptive")
             if self.similarity_threshold is not None:
                 ranked = [(c, s) for c, s in ranked if s >= self.similarity_threshold]
             return [Hit(chunk=c, score=float(s), source="vector", details={"vector": float(s)}) for c, s in ranked]

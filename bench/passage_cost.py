@@ -29,11 +29,8 @@ import numpy as np
 WINDOWS_PER_CHUNK = 27
 
 
-def _unit(rows: np.ndarray) -> np.ndarray:
-    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
-
-
 def query_cost(n: int, queries: int) -> dict[str, float]:
+    from akasha.embeddings.base import normalize_rows
     from akasha.retrieval.bm25 import BM25Index
     from akasha.retrieval.dense import DenseIndex
     from akasha.retrieval.passages import pack
@@ -45,8 +42,8 @@ def query_cost(n: int, queries: int) -> dict[str, float]:
     words = [f"w{i}" for i in range(5000)]
     ids = [f"doc{i // 8}.txt#{i % 8}" for i in range(n)]
     texts = [" ".join(rng.choice(words, 60)) for _ in range(n)]
-    vectors = _unit(rng.normal(size=(n, 384)).astype(np.float32))
-    packed = [pack(_unit(rng.normal(size=(WINDOWS_PER_CHUNK, 384)).astype(np.float32))) for _ in range(n)]
+    vectors = normalize_rows(rng.normal(size=(n, 384)).astype(np.float32))
+    packed = [pack(normalize_rows(rng.normal(size=(WINDOWS_PER_CHUNK, 384)).astype(np.float32))) for _ in range(n)]
     bm25 = BM25Index(tokenizer="auto")
     bm25.add(ids, texts)
     dense = DenseIndex()

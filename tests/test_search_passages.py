@@ -16,10 +16,6 @@ from akasha.testing import HashEmbedder
 from tests.spec_fixtures import body
 
 
-def _unit(rows: np.ndarray) -> np.ndarray:
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
-
-
 class PassageHashEmbedder(HashEmbedder):
     """The hash embedder, plus one passage vector per three-word window (step 2) of each text."""
 
@@ -40,21 +36,21 @@ def test_windows_are_unit_means_of_every_stretch_and_cover_the_last_token():
     windows = window_vectors(states, tokens=16, stride=8)
     starts = [0, 8, 16, 21]  # the last window ends at the last token
     assert windows.shape == (len(starts), 8)
-    expected = _unit(np.stack([states[s : s + 16].mean(axis=0) for s in starts]))
+    expected = normalize_rows(np.stack([states[s : s + 16].mean(axis=0) for s in starts]))
     np.testing.assert_allclose(windows, expected, atol=1e-5)
 
 
 def test_a_text_shorter_than_a_window_gets_the_mean_of_all_its_tokens():
     states = np.random.default_rng(1).normal(size=(5, 8)).astype(np.float32)
-    np.testing.assert_allclose(window_vectors(states, tokens=16, stride=8), _unit(states.mean(axis=0)[None]), atol=1e-5)
+    np.testing.assert_allclose(window_vectors(states, tokens=16, stride=8), normalize_rows(states.mean(axis=0)[None]), atol=1e-5)
     assert window_vectors(np.zeros((0, 8), dtype=np.float32)).shape == (0, 8)
 
 
 def test_packed_vectors_keep_their_direction():
-    vectors = _unit(np.random.default_rng(2).normal(size=(30, 384)).astype(np.float32))
+    vectors = normalize_rows(np.random.default_rng(2).normal(size=(30, 384)).astype(np.float32))
     codes, scales = unpack(pack(vectors), 384)
     restored = codes.astype(np.float32) * scales[:, None]
-    cosines = (_unit(restored) * vectors).sum(axis=1)
+    cosines = (normalize_rows(restored) * vectors).sum(axis=1)
     assert cosines.min() > 0.999
     with pytest.raises(ValueError, match="not passage vectors"):
         unpack(pack(vectors)[:-1], 384)
@@ -62,10 +58,10 @@ def test_packed_vectors_keep_their_direction():
 
 def test_the_table_gives_each_chunk_its_best_passage_and_none_for_a_chunk_without():
     rng = np.random.default_rng(3)
-    passages = {f"c{i}": _unit(rng.normal(size=(i + 1, 16)).astype(np.float32)) for i in range(6)}
+    passages = {f"c{i}": normalize_rows(rng.normal(size=(i + 1, 16)).astype(np.float32)) for i in range(6)}
     table = PassageTable(16)
     table.add(list(passages), [pack(v) for v in passages.values()])
-    query = _unit(rng.normal(size=(1, 16)).astype(np.float32))[0]
+    query = normalize_rows(rng.normal(size=(1, 16)).astype(np.float32))[0]
     best = table.best(["c4", "c0", "c2"], query)
     assert best is not None
     np.testing.assert_allclose(best, [float((passages[i] @ query).max()) for i in ("c4", "c0", "c2")], atol=0.01)
@@ -77,10 +73,10 @@ def test_the_table_gives_each_chunk_its_best_passage_and_none_for_a_chunk_withou
 def test_a_table_survives_its_flat_state_and_refuses_a_state_that_does_not_fit():
     rng = np.random.default_rng(4)
     table = PassageTable(8)
-    table.add(["a", "b"], [pack(_unit(rng.normal(size=(n, 8)).astype(np.float32))) for n in (2, 3)])
+    table.add(["a", "b"], [pack(normalize_rows(rng.normal(size=(n, 8)).astype(np.float32))) for n in (2, 3)])
     codes, scales, counts = table.state(["b", "a"])
     again = PassageTable.from_state(["b", "a"], codes, scales, counts)
-    query = _unit(rng.normal(size=(1, 8)).astype(np.float32))[0]
+    query = normalize_rows(rng.normal(size=(1, 8)).astype(np.float32))[0]
     np.testing.assert_allclose(again.best(["a", "b"], query), table.best(["a", "b"], query))
     assert PassageTable.from_state(["b"], codes, scales, counts) is None
     assert PassageTable.from_state(["b", "a"], codes[:-1], scales, counts) is None
@@ -89,7 +85,7 @@ def test_a_table_survives_its_flat_state_and_refuses_a_state_that_does_not_fit()
 
 def test_a_table_from_read_only_arrays_takes_edits_and_compacts_what_was_removed():
     rng = np.random.default_rng(5)
-    vectors = {f"c{i}": _unit(rng.normal(size=(1 + i % 4, 8)).astype(np.float32)) for i in range(40)}
+    vectors = {f"c{i}": normalize_rows(rng.normal(size=(1 + i % 4, 8)).astype(np.float32)) for i in range(40)}
     source = PassageTable(8)
     source.add(list(vectors), [pack(v) for v in vectors.values()])
     codes, scales, counts = source.state(list(vectors))
@@ -100,7 +96,7 @@ def test_a_table_from_read_only_arrays_takes_edits_and_compacts_what_was_removed
     table.add([f"more{i}" for i in range(600)], [pack(vectors["c2"])] * 600)
     table.remove([f"more{i}" for i in range(600)])  # most rows dead now: compacted
     assert table._used < 1100 and len(table) == 11
-    query = _unit(rng.normal(size=(1, 8)).astype(np.float32))[0]
+    query = normalize_rows(rng.normal(size=(1, 8)).astype(np.float32))[0]
     expected = {i: float((vectors[i] @ query).max()) for i in ("c0", "c1", "c5", "c9")}
     expected.update({"c3": expected["c0"], "new": expected["c1"]})
     got = table.best(list(expected), query)
@@ -132,7 +128,7 @@ def test_minilm_passages_come_from_the_same_forward_pass():
     np.testing.assert_allclose(vectors, embedder.embed_documents([short, long]), atol=1e-5)
     codes, scales = unpack(passages[0], 384)
     assert len(scales) == 1  # fewer tokens than a window: one passage, the mean of every token
-    assert float(_unit(codes.astype(np.float32) * scales[:, None])[0] @ vectors[0]) > 0.999
+    assert float(normalize_rows(codes.astype(np.float32) * scales[:, None])[0] @ vectors[0]) > 0.999
     tokens = embedder._folder.token_count([long])
     assert tokens == 256  # truncated: windows cover the tokens the model read
     assert len(unpack(passages[1], 384)[1]) == len(range(0, tokens - 16 + 1, 8))
@@ -249,7 +245,7 @@ def test_sentence_transformers_gives_the_passages_the_torch_free_encoder_gives()
     assert through_torch._model is not None and torch_free._model is None
     np.testing.assert_allclose(torch_vectors, vectors, atol=1e-4)
     for ours, theirs in zip(passages, torch_passages, strict=True):
-        a, b = (_unit(c.astype(np.float32) * s[:, None]) for c, s in (unpack(ours, 384), unpack(theirs, 384)))
+        a, b = (normalize_rows(c.astype(np.float32) * s[:, None]) for c, s in (unpack(ours, 384), unpack(theirs, 384)))
         assert a.shape == b.shape and (a * b).sum(axis=1).min() > 0.999
 
 

@@ -169,7 +169,7 @@ class DenseIndex:
 
     def remove(self, ids: Iterable[str]) -> None:
         """Forget ``ids``; unknown ids are ignored."""
-        removed = []
+        removed, removed_ids = [], []
         for doc_id in ids:
             slot = self._slot.pop(doc_id, None)
             if slot is None:
@@ -178,8 +178,9 @@ class DenseIndex:
             self._ids[slot] = None
             self._n_live -= 1
             removed.append(slot)
-            if self._passages is not None:
-                self._passages.remove((doc_id,))
+            removed_ids.append(doc_id)
+        if self._passages is not None:
+            self._passages.remove(removed_ids)  # one call: the table decides once whether to compact
         if removed and self._near is not None:
             self._stale |= np.isin(self._near[1], removed).any(axis=1)
         if self._n - self._n_live > max(1000, self._n_live):

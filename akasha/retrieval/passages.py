@@ -97,9 +97,6 @@ class PassageTable:
     def __len__(self) -> int:
         return len(self._arrays[2])
 
-    def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._arrays[2]
-
     def add(self, ids: Sequence[str], blobs: Sequence[bytes | None]) -> None:
         """Set (or replace) the passages of ``ids``; a None or malformed blob leaves that id without any."""
         self.remove(ids)
