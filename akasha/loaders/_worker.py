@@ -173,3 +173,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    # Every reply was flushed as it was written and nothing else is buffered: leave without the
+    # interpreter's teardown (freeing the parsers' modules, about 20-30 ms), which the parent
+    # waits for when it closes the worker at its own exit.
+    os._exit(0)

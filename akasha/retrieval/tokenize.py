@@ -70,6 +70,13 @@ def _nothing_to_prepare(text: str) -> None:
     """``prepare`` of a jieba tokenizer whose prefix dictionary is complete."""
 
 
+#: Bytes of ``dict.txt`` read per step (whole lines): each step's few calls into C (decode, split,
+#: sum, sort) hold the GIL for about 2 ms, so the threads that embed meanwhile are never held up
+#: for long (one ``split`` of the whole 5 MB file held it for 40 ms, and the encoder's threads,
+#: which need it between batches, waited; a first ask had a core idle for 0.2 s).
+_DICT_PIECE_BYTES = 1 << 18
+
+
 class _JiebaWords:
     """jieba's prefix dictionary, filled in one first character at a time.
 
@@ -78,7 +85,8 @@ class _JiebaWords:
     word with count 0 (about 500,000 entries): about a second of pure Python to build on a
     small machine, most of a first run's tokenizing. jieba only ever looks up pieces of the
     text it cuts, so an entry is needed only once its first character occurs in some text.
-    The words are kept sorted (those starting with one character are a contiguous range) and
+    The file is read in pieces of :data:`_DICT_PIECE_BYTES`, each kept sorted by word (the
+    words starting with one character are a contiguous range of each piece), and
     :meth:`cover` adds a character's words and prefixes to :attr:`freq` before a text that
     has it is cut: for every key jieba looks up, :attr:`freq` holds what jieba's own
     ``gen_pfdict`` would (a plain dict, so lookups cost what they always did), for about a
@@ -88,17 +96,19 @@ class _JiebaWords:
     def __init__(self, data: bytes) -> None:
         import threading
 
-        text = data.decode("utf-8")
-        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-        fields = text.split()
-        if len(fields) != 3 * lines:
-            raise ValueError("not three fields per line")
-        words, counts = fields[0::3], fields[1::3]
-        self.total = sum(map(int, counts))
-        # A stable sort: of a word listed twice, the later line comes later and wins, as in jieba.
-        order = sorted(range(len(words)), key=words.__getitem__)
-        self._words = [words[i] for i in order]
-        self._counts = [counts[i] for i in order]
+        self.total = 0
+        #: (words, counts) of each piece in file order, both sorted by word; the sort is stable, so
+        #: of a word listed twice the later line comes later (and a later piece later): it wins, as in jieba.
+        self._pieces: list[tuple[list[str], list[str]]] = []
+        for piece in _line_pieces(data, _DICT_PIECE_BYTES):
+            text = piece.decode("utf-8")
+            fields = text.split()
+            if len(fields) != 3 * (text.count("\n") + (0 if text.endswith("\n") else 1)):
+                raise ValueError("not three fields per line")
+            words, counts = fields[0::3], fields[1::3]
+            self.total += sum(map(int, counts))
+            order = sorted(range(len(words)), key=words.__getitem__)
+            self._pieces.append(([words[i] for i in order], [counts[i] for i in order]))
         self.freq: dict[str, int] = {}
         self._covered: set[str] = set()
         self._lock = threading.Lock()
@@ -110,18 +120,32 @@ class _JiebaWords:
         from bisect import bisect_left
 
         with self._lock:
+            freq = self.freq
             for char in set(text).difference(self._covered):
                 # The words starting with ``char`` sort from ``char`` up to (not including) the next code point.
-                first = bisect_left(self._words, char)
-                last = bisect_left(self._words, chr(ord(char) + 1), first) if ord(char) < 0x10FFFF \
-                    else len(self._words)
-                words = self._words[first:last]
-                freq = self.freq
-                freq.update(zip(words, map(int, self._counts[first:last])))
-                for word in words:
+                after = chr(ord(char) + 1) if ord(char) < 0x10FFFF else None
+                found: list[str] = []
+                for words, counts in self._pieces:
+                    first = bisect_left(words, char)
+                    last = bisect_left(words, after, first) if after is not None else len(words)
+                    if first < last:
+                        freq.update(zip(words[first:last], map(int, counts[first:last])))
+                        found.extend(words[first:last])
+                for word in found:  # every word first, then the prefixes that are not words
                     for end in range(1, len(word)):
                         freq.setdefault(word[:end], 0)
                 self._covered.add(char)
+
+
+def _line_pieces(data: bytes, size: int) -> list[bytes]:
+    """``data`` cut into pieces of about ``size`` bytes, each ending at a line break (the last at the end)."""
+    pieces, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", min(start + size, len(data)) - 1)
+        end = len(data) if end < 0 else end + 1
+        pieces.append(data[start:end])
+        start = end
+    return pieces
 
 
 def _fold(text: str) -> str:
