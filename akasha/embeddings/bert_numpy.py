@@ -206,6 +206,9 @@ class BertFolder:
 
         batches = list(self.batches(texts, batch_size, max_tokens))  # token ids only: small
         if workers > 1 and len(batches) > 1:
+            # The largest batches first: the threads then finish together, on small ones, instead of
+            # one thread running the longest batch alone at the end (the core beside it idle).
+            batches.sort(key=lambda batch: batch[1].size, reverse=True)
             with ThreadPoolExecutor(min(workers, len(batches)), thread_name_prefix="akasha-encode") as pool:
                 for _ in pool.map(run, batches):  # re-raises a failed batch's error here
                     pass
