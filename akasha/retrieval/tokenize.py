@@ -14,6 +14,7 @@ jieba runs in search mode (``lcut_for_search``): "北京大学" also yields "北
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import unicodedata
 from collections.abc import Callable
@@ -107,8 +108,10 @@ class _JiebaWords:
                 raise ValueError("not three fields per line")
             words, counts = fields[0::3], fields[1::3]
             self.total += sum(map(int, counts))
-            order = sorted(range(len(words)), key=words.__getitem__)
-            self._pieces.append(([words[i] for i in order], [counts[i] for i in order]))
+            if not all(map(operator.le, words, words[1:])):  # jieba's file is sorted but for a few places
+                order = sorted(range(len(words)), key=words.__getitem__)
+                words, counts = [words[i] for i in order], [counts[i] for i in order]
+            self._pieces.append((words, counts))
         self.freq: dict[str, int] = {}
         self._covered: set[str] = set()
         self._lock = threading.Lock()
@@ -131,9 +134,9 @@ class _JiebaWords:
                     if first < last:
                         freq.update(zip(words[first:last], map(int, counts[first:last])))
                         found.extend(words[first:last])
-                for word in found:  # every word first, then the prefixes that are not words
-                    for end in range(1, len(word)):
-                        freq.setdefault(word[:end], 0)
+                # Every word first, then the prefixes that are not words.
+                prefixes = {word[:end] for word in found for end in range(1, len(word))}
+                freq.update(dict.fromkeys([prefix for prefix in prefixes if prefix not in freq], 0))
                 self._covered.add(char)
 
 
