@@ -72,6 +72,19 @@ def test_the_graph_is_a_well_formed_protocol_buffer(tmp_path):
         assert _read_varint(bert_onnx._varint(value)) == value
 
 
+def test_the_graph_hands_onnxruntime_the_folders_own_weights(tmp_path):
+    """No weight is copied in Python: the graph names them as external data, the arrays are the mapped file's."""
+    pytest.importorskip("tokenizers")
+    folder = bert_numpy.BertFolder(tiny_bert_folder(tmp_path))
+    model, weights = bert_onnx.bert_graph(folder)
+    assert bert_onnx._EXTERNAL_LOCATION.encode() in model
+    stored = {name: folder.tensor(name) for name in folder._tensors if name.startswith("encoder.")}
+    assert len(weights) == len(stored)  # every layer weight once (the embedding tables stay in numpy)
+    for array in weights.values():
+        assert any(np.shares_memory(array, original) for original in stored.values())
+        assert array.tobytes() not in model
+
+
 def _read_varint(data: bytes) -> int:
     value = 0
     for shift, byte in enumerate(data):

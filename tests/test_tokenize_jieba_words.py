@@ -59,6 +59,25 @@ def test_a_word_listed_twice_keeps_its_last_count_as_in_jieba():
     assert words.freq["泵站"] == 9 and words.freq["水泵"] == 0
 
 
+@pytest.mark.parametrize("piece_bytes", [1, 200, 4096, 1 << 18])
+def test_the_file_read_in_pieces_of_any_size_and_order_gives_jiebas_dictionary(monkeypatch, piece_bytes):
+    """Pieces are cut at line breaks; a piece out of order is sorted; later lines still win (shuffled lines)."""
+    lines = DICT.read_bytes().splitlines(keepends=True)[:3000]
+    random.Random(5).shuffle(lines)
+    lines += [b"\xe6\xb3\xb5\xe7\xab\x99 7 n\n", lines[0]]  # a word listed again, and a line listed twice
+    data = b"".join(lines).rstrip(b"\n")  # the last line without its line break
+    monkeypatch.setattr(tok, "_DICT_PIECE_BYTES", piece_bytes)
+    words = tok._JiebaWords(data)
+    import io
+
+    expected, total = jieba.Tokenizer().gen_pfdict(io.BytesIO(data))
+    words.cover("".join({key[0] for key in expected}))
+    assert words.freq == expected and words.total == total
+    pieces = tok._line_pieces(data, piece_bytes)
+    assert b"".join(pieces) == data and len(words._pieces) == len(pieces)
+    assert len(pieces) == {1: len(lines), 1 << 18: 1}.get(piece_bytes, len(pieces))  # a line each; all in one
+
+
 def test_a_dictionary_in_another_layout_is_refused():
     with pytest.raises(ValueError):
         tok._JiebaWords("泵站 5\n泵 3 n\n".encode())
