@@ -72,7 +72,7 @@ def available() -> bool:
 
 
 class _Blob:
-    """Serialized protocol-buffer bytes kept as a list of parts (bytes or nested blobs), joined once by :meth:`tobytes`."""
+    """Serialized protocol-buffer bytes kept as a list of parts (bytes or nested blobs), joined once at the end."""
 
     __slots__ = ("parts", "size")
 
@@ -191,7 +191,7 @@ def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
         return name
 
     def transposed(name: str, array: np.ndarray) -> str:
-        """A Linear layer's weight as MatMul wants it: stored (out, in), used (in, out); folded when the session builds."""
+        """A Linear layer's weight as MatMul wants it: stored (out, in), used (in, out); folded at the build."""
         nodes.append(_node("Transpose", [weight(name + ".stored", array)], [name]))
         return name
 
