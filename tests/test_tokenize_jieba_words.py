@@ -64,7 +64,7 @@ def test_the_file_read_in_pieces_of_any_size_and_order_gives_jiebas_dictionary(m
     """Pieces are cut at line breaks; a piece out of order is sorted; later lines still win (shuffled lines)."""
     lines = DICT.read_bytes().splitlines(keepends=True)[:3000]
     random.Random(5).shuffle(lines)
-    lines += [b"\xe6\xb3\xb5\xe7\xab\x99 7 n\n", lines[0]]  # a word listed again, and a line listed twice
+    lines += [lines[1].split()[0] + b" 7 n\n", lines[0]]  # a word listed again with another count; a line twice
     data = b"".join(lines).rstrip(b"\n")  # the last line without its line break
     monkeypatch.setattr(tok, "_DICT_PIECE_BYTES", piece_bytes)
     words = tok._JiebaWords(data)
