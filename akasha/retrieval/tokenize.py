@@ -132,8 +132,9 @@ class _JiebaWords:
                     first = bisect_left(words, char)
                     last = bisect_left(words, after, first) if after is not None else len(words)
                     if first < last:
-                        freq.update(zip(words[first:last], map(int, counts[first:last])))
-                        found.extend(words[first:last])
+                        starting = words[first:last]
+                        freq.update(zip(starting, map(int, counts[first:last])))
+                        found.extend(starting)
                 # Every word first, then the prefixes that are not words.
                 prefixes = {word[:end] for word in found for end in range(1, len(word))}
                 freq.update(dict.fromkeys([prefix for prefix in prefixes if prefix not in freq], 0))
