@@ -10,14 +10,14 @@ target (12x ``import numpy``). The chain, and why each link waits for the one be
 1. the interpreter and the akasha modules a first ask imports before it reads a file;
 2. ``import langchain_text_splitters`` (the chunker the design card names): Python imports hold the
    GIL, so it cannot overlap step 1, and no chunk exists before it;
-3. embedding the 20 chunks on every core (onnxruntime, model already built): the search needs every
-   chunk's vector;
+3. embedding the 20 chunks on every core (with the bulk encoder akasha picks here, OpenVINO in
+   bfloat16 or onnxruntime; already built): the search needs every chunk's vector;
 4. jieba for the Chinese file's BM25 tokens: it runs beside step 3, so at least its CPU time divided
    by the cores is added to it;
 5. embedding the answer's 40 candidate sentences: they come from the documents the search returns.
 
 Left out, though the real ask does them too: reading and parsing the files (the PDF and .docx in a
-worker process), chunking, building the onnxruntime session, BM25, the index's writes, the search,
+worker process), chunking, building the encoder, BM25, the index's writes, the search,
 assembling the answer and exiting. So the real ask is slower than this sum on any machine.
 """
 
@@ -55,14 +55,14 @@ def recording(embedder, question, texts, cache):
 extractive._similarity = recording
 rag = akasha.RAG(model="extractive", embeddings="hf:all-MiniLM-L6-v2", cache_dir=":memory:")
 rag("examples/docs", sys.argv[2])
-from akasha.embeddings import bert_numpy, bert_onnx
-from akasha.embeddings.local import packaged_model_dir
 from akasha.index import CorpusIndex
 from akasha.embeddings import resolve_embedder
 index = CorpusIndex(resolve_embedder("hash"), cache_dir=":memory:")
 index.sync("examples/docs")
 chunks = [chunk.text for chunk in index._chunks.values()]
-encoder = bert_onnx.OnnxBertEncoder(bert_numpy.BertFolder(packaged_model_dir()))
+embedder = resolve_embedder("hf:all-MiniLM-L6-v2")
+embedder._folder = embedder._read_folder()
+kind, encoder, _ = embedder._construct_bulk(embedder._folder)  # the bulk encoder the ask used
 encoder.encode(chunks[:2])
 def median_seconds(texts, passages):
     seconds = []
@@ -71,7 +71,7 @@ def median_seconds(texts, passages):
         encoder.encode(texts, [None] * len(texts) if passages else None)
         seconds.append(time.perf_counter() - start)
     return statistics.median(seconds)
-figures = {"chunks": len(chunks), "sentences": len(sentences), "workers": encoder.workers,
+figures = {"chunks": len(chunks), "sentences": len(sentences), "workers": encoder.workers, "encoder": kind,
            "chunk_tokens": encoder.folder.token_count(chunks),
            "sentence_tokens": encoder.folder.token_count(sentences),
            "chunks_s": median_seconds(chunks, True), "sentences_s": median_seconds(sentences, False)}
@@ -114,7 +114,8 @@ def report(figures: dict[str, float]) -> None:
          f"`python -c \"{_FIRST_IMPORTS}\"`"),
         ("`import langchain_text_splitters`", figures["splitter"], "in a fresh process, after the modules above"),
         (f"embedding the {figures['chunks']:.0f} chunks", figures["chunks_s"],
-         f"{figures['chunk_tokens']:.0f} tokens, {figures['workers']:.0f} batches at once, session built"),
+         f"{figures['chunk_tokens']:.0f} tokens, {figures['encoder']}, {figures['workers']:.0f} batches at once, "
+         "encoder built"),
         (f"jieba for {figures['chinese_chunks']:.0f} Chinese chunk(s), beside the embedding", jieba_share,
          f"{figures['jieba_cpu']:.3f} CPU-s / {figures['workers']:.0f} cores"),
         (f"embedding the {figures['sentences']:.0f} answer sentences", figures["sentences_s"],

