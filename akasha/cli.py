@@ -525,17 +525,24 @@ def run(argv: Sequence[str] | None = None) -> None:
 def quick_exit(code: int) -> None:
     """End the process with ``code`` without the interpreter's teardown, as ``sys.exit`` would otherwise.
 
-    Waits for non-daemon threads, runs the ``atexit`` handlers (loader workers stopped, logging
-    flushed, temporary folders removed), flushes stdout and stderr, then ``os._exit``. Output that
-    cannot be flushed (a closed pipe) makes the code 120, as Python's own exit does.
+    Does what the interpreter's exit does first: threading's exit hooks (an idle
+    ``ThreadPoolExecutor`` worker, such as a library's, is told to stop there; joining it without
+    them waits forever), then waits for non-daemon threads. Then it runs the ``atexit`` handlers
+    (loader workers stopped, logging flushed, temporary folders removed), flushes stdout and
+    stderr, and calls ``os._exit``. Output that cannot be flushed (a closed pipe) makes the code
+    120, as Python's own exit does.
     """
     import atexit
     import threading
 
     current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    shutdown_threads = getattr(threading, "_shutdown", None)
+    if shutdown_threads is not None and current is threading.main_thread():
+        shutdown_threads()
+    else:  # not the main thread, or an interpreter without the hook: join what can be joined
+        for thread in threading.enumerate():
+            if thread is not current and not thread.daemon:
+                thread.join()
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_functions is None:  # an interpreter without it: the ordinary exit
         sys.exit(code)

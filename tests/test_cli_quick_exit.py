@@ -30,6 +30,19 @@ def test_quick_exit_joins_threads_runs_atexit_flushes_output_and_keeps_the_code(
     assert (tmp_path / "thread").read_text() == "done"
 
 
+def test_quick_exit_stops_an_idle_thread_pool_as_the_interpreter_would(tmp_path):
+    """A library's ThreadPoolExecutor with an idle worker (OpenVINO's telemetry sender left one) does not hang the exit."""
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from akasha.cli import quick_exit\n"
+        "pool = ThreadPoolExecutor()\n"
+        "pool.submit(print, 'sent')\n"
+        "quick_exit(0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout == "sent\n"
+
+
 def test_python_m_akasha_exits_with_the_commands_code():
     ok = subprocess.run([sys.executable, "-m", "akasha", "ask", "--help"], cwd=ROOT, capture_output=True, text=True,
                         timeout=60)

