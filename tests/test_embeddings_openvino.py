@@ -199,3 +199,19 @@ def test_an_openvino_imported_by_the_user_is_used_as_it_is(monkeypatch):
     import openvino
 
     assert bert_openvino.import_openvino() is openvino
+
+
+@needs_openvino
+def test_the_models_weights_share_the_mapped_files_memory_and_the_file_never_changes(tmp_path):
+    """No weight is copied in Python (copying held the GIL for 30-60 ms); the mapping is copy-on-write."""
+    pytest.importorskip("tokenizers")
+    root = tiny_bert_folder(tmp_path)
+    before = (root / "model.safetensors").read_bytes()
+    folder = bert_numpy.BertFolder(root)
+    model = bert_openvino.bert_model(folder)
+    weight = folder.tensor("encoder.layer.0.output.dense.weight", writable=True)
+    constants = [op for op in model.get_ordered_ops() if op.get_type_name() == "Constant"]
+    assert any(np.shares_memory(op.get_data(), weight) for op in constants)
+    assert not folder.tensor("encoder.layer.0.output.dense.weight").flags.writeable  # the default stays read-only
+    weight[:] = 0.0  # a write stays in this process
+    assert (root / "model.safetensors").read_bytes() == before
