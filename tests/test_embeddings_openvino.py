@@ -34,8 +34,7 @@ def _float32_forward(folder: bert_numpy.BertFolder):
     compiled = ov.Core().compile_model(bert_openvino.bert_model(folder), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
 
     def forward(ids, types, mask):
-        embeddings = folder.embed(ids, types).reshape(ids.shape[0], ids.shape[1], folder.hidden)
-        return compiled({"embeddings": embeddings, "mask": mask.astype(np.float32)})[0]
+        return compiled(bert_openvino.model_inputs(folder, ids, types, mask))[0]
 
     return forward
 

@@ -20,13 +20,16 @@ vectors to 1e-6 picks ``precision="float32"`` on the embedder, which then uses o
 
 Where the CPU has no native bfloat16 OpenVINO would run float32 (no faster than
 onnxruntime, and about 50 ms slower to start) or, on ARM, float16; so :func:`native_bfloat16`
-is asked first and the embedder uses onnxruntime there. Like the onnxruntime encoder, the
-input embeddings (a gather from the memory-mapped table, and a LayerNorm) and the mean
-pooling run in numpy, shared with the other encoders; the layer weights enter the model as
-constants sharing the folder's memory-mapped arrays. One OpenVINO stream per core, each
-with its own inference request, runs one small batch at a time (measured against one
-stream over both cores: 151-156 against 142-144 chunks/s, 30 against 35 ms for the
-sentences).
+is asked first and the embedder uses onnxruntime there. The word-embedding lookup (rows of
+the memory-mapped 47 MB table, float32) and the mean pooling run in numpy, shared with the
+other encoders; the rest of the input embeddings (positions, token types, LayerNorm) is in the
+model, so a batch holds the GIL only for one numpy lookup: in a first ask, jieba tokenises on
+another thread at the same time and holds the GIL for long stretches, and the numpy LayerNorm
+waited for it (moving it into the model took a first ask from 0.91 to 0.84 s, interleaved
+runs). The weights enter the model as constants sharing a copy-on-write mapping of the
+folder's file. One OpenVINO stream per core, each with its own inference request, runs one
+small batch at a time (measured against one stream over both cores: 151-156 against 142-144
+chunks/s, 30 against 35 ms for the sentences).
 
 OpenVINO is imported without its model-conversion tools (:func:`import_openvino`):
 ``import openvino`` imports ``openvino.tools.ovc`` when it is installed, and that sends a
@@ -130,11 +133,14 @@ class NoNativeBfloat16(RuntimeError):
 
 
 def bert_model(folder: BertFolder) -> Any:
-    """``folder``'s BERT layers as an ``openvino.Model``.
+    """``folder``'s BERT as an ``openvino.Model``: the input embeddings' sums and LayerNorm, then the layers.
 
-    Inputs: ``embeddings`` (float32, batch x sequence x hidden: the input embeddings after their
-    LayerNorm, see :meth:`BertFolder.embed`) and ``mask`` (float32, batch x sequence: 1 for a real
-    token, 0 for padding). Output: the last hidden state (float32, batch x sequence x hidden).
+    Inputs: ``words`` (float32, batch x sequence x hidden: the rows of the word-embedding table for
+    the token ids, see :func:`model_inputs`; the 47 MB table stays in numpy, memory-mapped),
+    ``types`` (int32, batch x sequence: token type ids) and ``mask`` (float32, batch x sequence: 1
+    for a real token, 0 for padding). Output: the last hidden state (float32, batch x sequence x
+    hidden). Everything after the word lookup runs inside OpenVINO, which releases the GIL: a batch
+    then needs Python only for one numpy lookup, however busy another thread keeps the GIL.
     """
     ov = import_openvino()
     import openvino.opset13 as ops
@@ -164,12 +170,18 @@ def bert_model(folder: BertFolder) -> Any:
     def by_head(x: Any) -> Any:  # (batch, sequence, hidden) -> (batch, heads, sequence, head size)
         return ops.transpose(ops.reshape(x, split_heads, True), swap)
 
-    embeddings = ops.parameter([-1, -1, hidden], np.float32, name="embeddings")
+    words = ops.parameter([-1, -1, hidden], np.float32, name="words")
+    types = ops.parameter([-1, -1], np.int32, name="types")
     mask = ops.parameter([-1, -1], np.float32, name="mask")
+    length = ops.gather(ops.shape_of(words), ops.constant(np.array([1], np.int64)), ops.constant(np.int64(0)))
+    positions = ops.slice(constant(t("embeddings.position_embeddings.weight")), ops.constant(np.array([0], np.int64)),
+                          length, ops.constant(np.array([1], np.int64)), ops.constant(np.array([0], np.int64)))
+    type_rows = ops.gather(constant(t("embeddings.token_type_embeddings.weight")), types, ops.constant(np.int64(0)))
+    summed = ops.add(ops.add(words, ops.unsqueeze(positions, ops.constant(np.int64(0)))), type_rows)
     # (batch, 1, 1, keys): 0 for a real token, _MASKED for padding, added to every query's scores
     scores_mask = ops.multiply(ops.subtract(mask, ops.constant(np.float32(1))), ops.constant(np.float32(-_MASKED)))
     scores_mask = ops.unsqueeze(scores_mask, ops.constant(np.array([1, 2], np.int64)))
-    x = embeddings
+    x = layer_norm(summed, "embeddings.LayerNorm")
     for i in range(folder.layers):
         at = f"encoder.layer.{i}."
         q, k, v = (by_head(linear(x, at + f"attention.self.{name}")) for name in ("query", "key", "value"))
@@ -178,7 +190,14 @@ def bert_model(folder: BertFolder) -> Any:
         x = layer_norm(ops.add(linear(attended, at + "attention.output.dense"), x), at + "attention.output.LayerNorm")
         inner = ops.gelu(linear(x, at + "intermediate.dense"), "erf")
         x = layer_norm(ops.add(linear(inner, at + "output.dense"), x), at + "output.LayerNorm")
-    return ov.Model([x], [embeddings, mask], "akasha-bert")
+    return ov.Model([x], [words, types, mask], "akasha-bert")
+
+
+def model_inputs(folder: BertFolder, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The inputs of :func:`bert_model` for a batch of token ids (int arrays, batch x sequence, as
+    :meth:`BertFolder.batches` gives them)."""
+    return {"words": folder.tensor("embeddings.word_embeddings.weight")[ids],
+            "types": np.ascontiguousarray(types, dtype=np.int32), "mask": mask.astype(np.float32)}
 
 
 class OpenVinoBertEncoder:
@@ -217,8 +236,8 @@ class OpenVinoBertEncoder:
         ahead of the first batch when ``prepare_documents`` started the build.
         """
         request = self.compiled.create_infer_request()
-        request.infer({"embeddings": np.zeros((1, 8, self.dimension), np.float32),
-                       "mask": np.ones((1, 8), np.float32)})
+        ids = np.zeros((1, 8), np.int32)
+        request.infer(model_inputs(self.folder, ids, ids, np.ones_like(ids)))
         return request
 
     def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
@@ -230,18 +249,18 @@ class OpenVinoBertEncoder:
                                   workers=self.workers)
 
     def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        embeddings = self.folder.embed(ids, types).reshape(ids.shape[0], ids.shape[1], self.dimension)
+        inputs = model_inputs(self.folder, ids, types, mask)
         try:
             request = self._idle.get_nowait()
         except queue.Empty:
             request = self.compiled.create_infer_request()
         try:
             # infer() releases the GIL while the model runs, and copies the output out of the request
-            outputs = request.infer({"embeddings": embeddings, "mask": mask.astype(np.float32)}, share_inputs=True)
+            outputs = request.infer(inputs, share_inputs=True)
             return outputs[0]
         finally:
             self._idle.put(request)
 
 
 __all__ = ["BATCH", "BATCH_TOKENS", "NoNativeBfloat16", "OpenVinoBertEncoder", "available", "bert_model",
-           "import_openvino", "native_bfloat16"]
+           "import_openvino", "model_inputs", "native_bfloat16"]
