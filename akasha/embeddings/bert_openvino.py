@@ -229,15 +229,17 @@ class OpenVinoBertEncoder:
             self._idle.put(self._warm_request())
 
     def _warm_request(self) -> Any:
-        """A new inference request that has run once: a request's first run sets up its kernels.
+        """A new inference request running once on a short input, in the background: a request's first
+        run sets up its kernels.
 
         Measured: 26 ms for the first run of one short text, and 40 ms less for the first batches
-        of a first ask after it. Done here, it happens on the thread that builds the encoder,
-        ahead of the first batch when ``prepare_documents`` started the build.
+        of a first ask after it. It runs on OpenVINO's threads while the encoder is handed over
+        (``start_async``: the build does not wait for it); a batch that takes this request first
+        waits for the run to end (``_forward``).
         """
         request = self.compiled.create_infer_request()
         ids = np.zeros((1, 8), np.int32)
-        request.infer(model_inputs(self.folder, ids, ids, np.ones_like(ids)))
+        request.start_async(model_inputs(self.folder, ids, ids, np.ones_like(ids)))
         return request
 
     def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
@@ -255,6 +257,7 @@ class OpenVinoBertEncoder:
         except queue.Empty:
             request = self.compiled.create_infer_request()
         try:
+            request.wait()  # a warming run still going (see _warm_request); at once otherwise
             # infer() releases the GIL while the model runs, and copies the output out of the request
             outputs = request.infer(inputs, share_inputs=True)
             return outputs[0]
