@@ -518,8 +518,19 @@ def run(argv: Sequence[str] | None = None) -> None:
     model's weights, onnxruntime's threads and memory arenas) is work nobody waits for but the
     user: 0.2-0.3 s of a first ``akasha ask``. :func:`quick_exit` does what that teardown does
     that matters (threads joined, ``atexit`` handlers, output flushed) and ends the process.
+
+    Before anything loads numpy it sets ``OPENBLAS_THREAD_TIMEOUT`` (unless the user has):
+    OpenBLAS's worker threads otherwise busy-wait for 2^28 cycles after they start and after
+    each call, about 0.1 s of a core each, which in a first ask is a core taken from the
+    splitter import and the PDF reader (measured: ``import numpy`` alone, 0.118 -> 0.064 CPU-s).
+    At 4 (the least OpenBLAS takes: 2^4 cycles) they sleep at once and wake for the next call.
     """
+    os.environ.setdefault(OPENBLAS_SPIN, "4")
     quick_exit(main(argv))
+
+
+#: OpenBLAS's busy-wait before its threads sleep, as log2 of CPU cycles (4-30; it defaults to 28).
+OPENBLAS_SPIN = "OPENBLAS_THREAD_TIMEOUT"
 
 
 def quick_exit(code: int) -> None:

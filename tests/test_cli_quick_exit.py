@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,18 @@ def test_python_m_akasha_exits_with_the_commands_code():
                               "--model", "extractive", "--embeddings", "hash"], cwd=ROOT, capture_output=True,
                              text=True, timeout=120)
     assert missing.returncode == 1 and "no-such-folder" in missing.stderr
+
+
+def test_the_command_keeps_openblas_threads_from_spinning_unless_the_user_chose(tmp_path):
+    code = ("import os, sys\n"
+            "import akasha.cli\n"
+            "akasha.cli.main = lambda argv: print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'), 'numpy' in sys.modules)"
+            " or 0\n"
+            "akasha.cli.run([])\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env=env)
+    assert result.stdout.split() == ["4", "False"]  # set before numpy (and OpenBLAS) loads
+    chosen = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env={**env, "OPENBLAS_THREAD_TIMEOUT": "20"})
+    assert chosen.stdout.split() == ["20", "False"]
