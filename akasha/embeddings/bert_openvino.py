@@ -15,8 +15,9 @@ sentence-transformers); 20 chunks in 0.13 s instead of 0.37 s; 40 answer sentenc
 instead of 80 ms. The vectors are within cosine 0.99996 of sentence-transformers' (0.99997
 on average over those 300 chunks; the issue that asked for a torch-free encoder set 0.999).
 A text's vector moves with the batch it runs in by bfloat16 rounding only (cosine 0.999994
-at worst between a text alone and in a batch: other shapes take other kernels). A caller who needs float32
-vectors to 1e-6 picks ``precision="float32"`` on the embedder, which then uses onnxruntime.
+at worst between a text alone and in a batch: other shapes take other kernels). A caller who
+needs float32 vectors to 1e-6 picks ``precision="float32"`` on the embedder, which then uses
+onnxruntime.
 
 Where the CPU has no native bfloat16 OpenVINO would run float32 (no faster than
 onnxruntime, and about 50 ms slower to start) or, on ARM, float16; so :func:`native_bfloat16`
@@ -25,8 +26,8 @@ the memory-mapped 47 MB table, float32) and the mean pooling run in numpy, share
 other encoders; the rest of the input embeddings (positions, token types, LayerNorm) is in the
 model, so a batch holds the GIL only for one numpy lookup: in a first ask, jieba tokenises on
 another thread at the same time and holds the GIL for long stretches, and the numpy LayerNorm
-waited for it (moving it into the model took a first ask from 0.91 to 0.84 s, interleaved
-runs). The weights enter the model as constants sharing a copy-on-write mapping of the
+waited for it (moving it into the model: a first ask 0.962 -> 0.947 s, 14 interleaved runs
+each; small, near the noise). The weights enter the model as constants sharing a copy-on-write mapping of the
 folder's file. One OpenVINO stream per core, each with its own inference request, runs one
 small batch at a time (measured against one stream over both cores: 151-156 against 142-144
 chunks/s, 30 against 35 ms for the sentences).

@@ -273,7 +273,7 @@ class SentenceTransformerEmbedder:
         for kind in self.bulk_kinds():
             try:
                 return kind, self._construct(kind, folder), failures
-            except Exception as exc:  # noqa: BLE001 - reported by _adopt_bulk, then the next kind
+            except Exception as exc:  # reported by _adopt_bulk; the next kind is tried
                 failures.append((kind, exc))
         return None, False, failures
 
