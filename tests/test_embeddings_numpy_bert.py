@@ -331,9 +331,12 @@ def test_batches_running_on_threads_give_the_same_vectors_and_passages(tmp_path)
     alone = encoder.encode(texts, alone_passages)
     calls: list[str] = []
     forward = encoder._forward
+    first_two = threading.Barrier(2, timeout=60)
 
     def recording(*arrays):
         calls.append(threading.current_thread().name)
+        if len(calls) <= 2:  # the first two batches wait for each other: two threads run at once, even on a
+            first_two.wait()  # loaded machine where one thread could otherwise take every batch in turn
         return forward(*arrays)
 
     together_passages: list = [None] * len(texts)

@@ -352,6 +352,32 @@ def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     return threadpool_limits(1, user_api="blas")
 
 
+class ThreadedBatchEncoder:
+    """``encode`` for the encoders whose ``_forward`` runs one batch outside the GIL (onnxruntime, OpenVINO).
+
+    Batches of at most :attr:`batch` texts and :attr:`batch_tokens` padded tokens, :attr:`workers`
+    of them at once on threads (see :meth:`BertFolder.encode`). A subclass sets ``folder``,
+    ``dimension`` and ``workers`` and implements ``_forward(ids, types, mask) -> hidden states``.
+    """
+
+    folder: BertFolder
+    dimension: int
+    workers: int
+    batch: int = 32
+    batch_tokens: int = 512
+
+    def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
+        """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self.folder.encode(texts, self._forward, self.batch, passages, max_tokens=self.batch_tokens,
+                                  workers=self.workers)
+
+    def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
 class NumpyBertEncoder:
     """``encode(texts) -> (n, hidden)`` float32 sentence vectors, as sentence-transformers would give."""
 

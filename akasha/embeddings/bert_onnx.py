@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.bert_numpy import BertFolder, usable_cores
+from akasha.embeddings.bert_numpy import BertFolder, ThreadedBatchEncoder, usable_cores
 
 #: Texts per onnxruntime call at most (grouped by token length, so padding stays small).
 BATCH = 32
@@ -250,7 +250,7 @@ def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
     return model, weights
 
 
-class OnnxBertEncoder:
+class OnnxBertEncoder(ThreadedBatchEncoder):
     """``encode(texts) -> (n, hidden)`` float32 sentence vectors from onnxruntime, as sentence-transformers would give.
 
     ``threads``: how many batches run at once, each on one thread (default: the
@@ -258,6 +258,8 @@ class OnnxBertEncoder:
     onnxruntime's own error if it cannot build the graph (for example a build
     without the ``com.microsoft`` operators).
     """
+
+    batch, batch_tokens = BATCH, BATCH_TOKENS
 
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None) -> None:
         import onnxruntime
@@ -277,14 +279,6 @@ class OnnxBertEncoder:
         options.add_external_initializers(
             list(weights), [onnxruntime.OrtValue.ortvalue_from_numpy(array) for array in weights.values()])
         self.session: Any = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-
-    def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
-        """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return self.folder.encode(texts, self._forward, BATCH, passages, max_tokens=BATCH_TOKENS,
-                                  workers=self.workers)
 
     def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
         embeddings = self.folder.embed(ids, types).reshape(ids.shape[0], ids.shape[1], self.dimension)

@@ -46,13 +46,12 @@ import importlib.util
 import queue
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.bert_numpy import BertFolder, usable_cores
+from akasha.embeddings.bert_numpy import BertFolder, ThreadedBatchEncoder, usable_cores
 
 #: Texts per inference call at most, and padded tokens per call (as for the onnxruntime encoder).
 BATCH = 32
@@ -201,7 +200,7 @@ def model_inputs(folder: BertFolder, ids: np.ndarray, types: np.ndarray, mask: n
             "types": np.ascontiguousarray(types, dtype=np.int32), "mask": mask.astype(np.float32)}
 
 
-class OpenVinoBertEncoder:
+class OpenVinoBertEncoder(ThreadedBatchEncoder):
     """``encode(texts) -> (n, hidden)`` float32 sentence vectors from OpenVINO, computed in bfloat16.
 
     ``threads``: how many batches run at once, one OpenVINO stream (of one thread) each
@@ -209,6 +208,8 @@ class OpenVinoBertEncoder:
     :class:`NoNativeBfloat16` on a CPU where OpenVINO would not run bfloat16, and OpenVINO's
     own error if it cannot compile the model.
     """
+
+    batch, batch_tokens = BATCH, BATCH_TOKENS
 
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None, warm: int | None = None,
                  ) -> None:
@@ -242,14 +243,6 @@ class OpenVinoBertEncoder:
         ids = np.zeros((1, 8), np.int32)
         request.start_async(model_inputs(self.folder, ids, ids, np.ones_like(ids)))
         return request
-
-    def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
-        """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return self.folder.encode(texts, self._forward, BATCH, passages, max_tokens=BATCH_TOKENS,
-                                  workers=self.workers)
 
     def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
         inputs = model_inputs(self.folder, ids, types, mask)
