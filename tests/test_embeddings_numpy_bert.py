@@ -97,6 +97,21 @@ def _read_varint(data: bytes) -> int:
     return value
 
 
+def two_batches_at_once(forward, calls: list[str]):
+    """``forward`` that records each batch's thread name in ``calls`` and makes the first two batches wait
+    for each other: two threads then run at once, even on a loaded machine where one thread could
+    otherwise take every batch in turn."""
+    first_two = threading.Barrier(2, timeout=60)
+
+    def recording(*arrays):
+        calls.append(threading.current_thread().name)
+        if len(calls) <= 2:
+            first_two.wait()
+        return forward(*arrays)
+
+    return recording
+
+
 def tiny_bert_folder(root: Path) -> Path:
     """A random 2-layer BERT (hidden 8, 2 heads, 6-word vocabulary) in sentence-transformers' layout."""
     import struct
@@ -331,14 +346,7 @@ def test_batches_running_on_threads_give_the_same_vectors_and_passages(tmp_path)
     alone = encoder.encode(texts, alone_passages)
     calls: list[str] = []
     forward = encoder._forward
-    first_two = threading.Barrier(2, timeout=60)
-
-    def recording(*arrays):
-        calls.append(threading.current_thread().name)
-        if len(calls) <= 2:  # the first two batches wait for each other: two threads run at once, even on a
-            first_two.wait()  # loaded machine where one thread could otherwise take every batch in turn
-        return forward(*arrays)
-
+    recording = two_batches_at_once(forward, calls)
     together_passages: list = [None] * len(texts)
     together = folder.encode(texts, recording, 4, together_passages, max_tokens=40, workers=3)
     assert np.abs(together - alone).max() < 1e-6

@@ -7,7 +7,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 
 from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
-from tests.test_embeddings_numpy_bert import TEXTS, tiny_bert_folder
+from tests.test_embeddings_numpy_bert import TEXTS, tiny_bert_folder, two_batches_at_once
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = packaged_model_dir()
@@ -87,16 +86,7 @@ def test_batches_run_on_several_threads_each_with_its_own_request(tmp_path):
     texts = [" ".join("abc"[(i * j) % 3] for j in range(3 + 17 * i % 13)) for i in range(60)]
     alone = np.stack([encoder.encode([text])[0] for text in texts])
     threads: list[str] = []
-    forward = encoder._forward
-    first_two = threading.Barrier(2, timeout=60)
-
-    def recording(*arrays):
-        threads.append(threading.current_thread().name)
-        if len(threads) <= 2:  # the first two batches wait for each other: two threads run at once
-            first_two.wait()
-        return forward(*arrays)
-
-    together = folder.encode(texts, recording, 2, max_tokens=16, workers=3)
+    together = folder.encode(texts, two_batches_at_once(encoder._forward, threads), 2, max_tokens=16, workers=3)
     assert len(set(threads)) > 1
     assert float(np.min(np.sum(together * alone, axis=1))) > 0.9999
     assert 1 <= encoder._idle.qsize() <= 3  # at most one request per batch running at once, reused afterwards

@@ -356,15 +356,18 @@ class ThreadedBatchEncoder:
     """``encode`` for the encoders whose ``_forward`` runs one batch outside the GIL (onnxruntime, OpenVINO).
 
     Batches of at most :attr:`batch` texts and :attr:`batch_tokens` padded tokens, :attr:`workers`
-    of them at once on threads (see :meth:`BertFolder.encode`). A subclass sets ``folder``,
-    ``dimension`` and ``workers`` and implements ``_forward(ids, types, mask) -> hidden states``.
+    of them at once on threads (see :meth:`BertFolder.encode`). ``threads`` sets :attr:`workers`
+    (default: the cores this process may use). A subclass implements
+    ``_forward(ids, types, mask) -> hidden states``.
     """
 
-    folder: BertFolder
-    dimension: int
-    workers: int
     batch: int = 32
     batch_tokens: int = 512
+
+    def __init__(self, folder: str | Path | BertFolder, threads: int | None = None) -> None:
+        self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
+        self.dimension = self.folder.hidden
+        self.workers = int(threads) if threads else usable_cores()
 
     def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
         """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""

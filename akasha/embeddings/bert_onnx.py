@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.bert_numpy import BertFolder, ThreadedBatchEncoder, usable_cores
+from akasha.embeddings.bert_numpy import BertFolder, ThreadedBatchEncoder
 
 #: Texts per onnxruntime call at most (grouped by token length, so padding stays small).
 BATCH = 32
@@ -264,14 +264,12 @@ class OnnxBertEncoder(ThreadedBatchEncoder):
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None) -> None:
         import onnxruntime
 
-        self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
-        self.dimension = self.folder.hidden
+        super().__init__(folder, threads)
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initializers and the like are noise here
         # One thread per run (no worker pool to hand work to or spin); ``workers`` runs share the
         # session, whose run() is thread-safe.
         options.intra_op_num_threads = 1
-        self.workers = int(threads) if threads else usable_cores()
         # The extended level would fuse Add + LayerNormalization into the slower SkipLayerNormalization.
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
         model, weights = bert_graph(self.folder)

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.bert_numpy import BertFolder, ThreadedBatchEncoder, usable_cores
+from akasha.embeddings.bert_numpy import BertFolder, ThreadedBatchEncoder
 
 #: Texts per inference call at most, and padded tokens per call (as for the onnxruntime encoder).
 BATCH = 32
@@ -214,9 +214,7 @@ class OpenVinoBertEncoder(ThreadedBatchEncoder):
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None, warm: int | None = None,
                  ) -> None:
         ov = import_openvino()
-        self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
-        self.dimension = self.folder.hidden
-        self.workers = int(threads) if threads else usable_cores()
+        super().__init__(folder, threads)
         core = ov.Core()
         if core.get_property("CPU", "INFERENCE_PRECISION_HINT") != ov.Type.bf16:
             raise NoNativeBfloat16("OpenVINO's CPU plugin does not default to bfloat16 on this CPU")
