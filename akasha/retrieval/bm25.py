@@ -276,8 +276,8 @@ class BM25Index:
         self._sat_key = None
 
     # ----------------------------------------------------------------- search
-    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        counts = Counter(self._tokenize(query))
+    def _query_terms(self, query: str | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        counts = Counter(self._tokenize(query) if isinstance(query, str) else query)
         pairs = [(self._vocab[t], c) for t, c in counts.items() if t in self._vocab]
         if not pairs:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
@@ -353,8 +353,9 @@ class BM25Index:
         self._sat_key = key
         return self._sat
 
-    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` best ``(id, score)`` pairs for ``query``, best first (ties by insertion order)."""
+    def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, score)`` pairs for ``query`` (a text, or its tokens), best first (ties by
+        insertion order)."""
         if k <= 0:
             return []
         tids, qtf = self._query_terms(query)  # tokenised once for both paths

@@ -10,6 +10,9 @@ The contract is synchronous and keyed by chunk id:
 * ``remove(ids)``, ``fetch(ids)``, ``ids_of_documents(doc_ids)``, ``count()``;
 * ``vectors_for(content_hashes, embedder)``: vectors already stored for chunk texts
   (by the ``content_hash`` and ``embedder`` metadata), so a second machine embeds nothing;
+* ``query(request)``: the store's engine ranks chunks for a
+  :class:`~akasha.stores.query.SearchRequest` (dense, lexical or hybrid, fused in
+  the engine where it can; ``capabilities`` says which sides it answers natively);
 * ``nearest(vector, k, filters)``: cosine similarity, best first;
 * ``scan(batch)``: every record with its vector;
 * ``load_state``/``save_state``, ``lock(timeout)``, ``close()``.
@@ -36,7 +39,8 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import IndexMismatchError
-from akasha.types import Chunk
+from akasha.stores.query import SearchRequest, rank_hits
+from akasha.types import Chunk, Hit
 
 #: Metadata filters: equality on metadata keys; ``doc_id`` matches the document id.
 Filters = Mapping[str, Any]
@@ -59,6 +63,12 @@ class Store(Protocol):
 
     name: str
     dimension: int | None
+    #: What :meth:`query` answers in the store's engine: a subset of ``{"dense", "lexical", "hybrid"}``.
+    capabilities: frozenset[str]
+
+    def query(self, request: SearchRequest) -> list[Hit]:
+        """Rank chunks for ``request`` (dense, lexical or both fused) with the store's own engine."""
+        ...
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Write ``chunks`` with one vector each, replacing records of the same id."""
@@ -79,6 +89,22 @@ class Store(Protocol):
     def nearest(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
         """The ``k`` most cosine-similar chunks, best first, as ``(chunk, cosine)``."""
         ...
+
+    def query(self, request: SearchRequest) -> list[Hit]:
+        """Rank chunks for ``request`` with the store's engine: each side's ``pool`` candidates, fused.
+
+        Stores whose engine fuses (PostgreSQL) override this; the rest fetch each side they
+        can answer (:meth:`_nearest`, :meth:`_lexical`) and fuse here
+        (:func:`akasha.stores.query.rank_hits`): never more than the pool per side in memory.
+        """
+        filters = dict(request.filters) if request.filters else None
+        dense: list[tuple[Chunk, float]] = []
+        lexical: list[tuple[Chunk, float]] = []
+        if request.mode in ("dense", "hybrid") and request.vector is not None and self.dimension is not None:
+            dense = self._nearest(check_query(request.vector, self.dimension), request.pool, filters)
+        if request.mode in ("lexical", "hybrid") and "lexical" in self.capabilities:
+            lexical = self._lexical(request.tokens, request.pool, filters)
+        return rank_hits(dense, lexical, request)
 
     def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         """Every record with its vector, ``batch`` at a time."""
@@ -310,6 +336,11 @@ class BaseStore:
     name: str = "store"
     dimension: int | None = None
     embedder: str | None = None
+    #: What :meth:`query` answers in the store's own engine (see :data:`akasha.stores.query.CAPABILITIES`);
+    #: a request for a side the store lacks is answered by that side alone, or not at all.
+    capabilities: frozenset[str] = frozenset({"dense"})
+    #: The BM25 tokenizer (:func:`akasha.retrieval.tokenize.resolve_tokenizer` id) of the lexical side.
+    lexical_tokenizer: str = "auto"
     #: The embedder the store was opened for (``embedder=``), checked against every write.
     _expected: str | None = None
 
@@ -342,6 +373,10 @@ class BaseStore:
         raise NotImplementedError
 
     def _save_state(self, key: str, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        """The ``k`` best lexical matches for ``tokens``, best first (stores with a ``"lexical"`` capability)."""
         raise NotImplementedError
 
     def _record_embedder(self, embedder: str, dimension: int) -> None:
@@ -404,6 +439,22 @@ class BaseStore:
         if self.dimension is None:  # nothing written yet
             return []
         return self._nearest(query, k, dict(filters) if filters else None)
+
+    def query(self, request: SearchRequest) -> list[Hit]:
+        """Rank chunks for ``request`` with the store's engine: each side's ``pool`` candidates, fused.
+
+        Stores whose engine fuses (PostgreSQL) override this; the rest fetch each side they
+        can answer (:meth:`_nearest`, :meth:`_lexical`) and fuse here
+        (:func:`akasha.stores.query.rank_hits`): never more than the pool per side in memory.
+        """
+        filters = dict(request.filters) if request.filters else None
+        dense: list[tuple[Chunk, float]] = []
+        lexical: list[tuple[Chunk, float]] = []
+        if request.mode in ("dense", "hybrid") and request.vector is not None and self.dimension is not None:
+            dense = self._nearest(check_query(request.vector, self.dimension), request.pool, filters)
+        if request.mode in ("lexical", "hybrid") and "lexical" in self.capabilities:
+            lexical = self._lexical(request.tokens, request.pool, filters)
+        return rank_hits(dense, lexical, request)
 
     def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         """Every record with its unit vector, ``batch`` records at a time."""

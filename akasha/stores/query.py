@@ -1,0 +1,139 @@
+"""The Store contract's query verb: one request, answered by the store's own engine.
+
+A :class:`SearchRequest` carries everything a store needs to rank chunks for a
+question: the query vector (dense side), the question and its tokens as akasha's
+BM25 tokenizer splits them (lexical side), ``k``, the candidate ``pool`` each side
+fetches before fusion, metadata ``filters`` and the fusion settings. A store says
+what its engine answers natively in ``capabilities`` (a subset of
+:data:`CAPABILITIES`) and answers with ``query(request) -> list[Hit]``:
+
+* a store whose engine fuses (PostgreSQL: one SQL statement) returns the fused list;
+* any other returns each side's candidates (at most ``pool`` each, with their
+  scores) and :func:`fuse_sides` fuses them here, so no process ever holds more
+  than the pool, whatever the size of the store.
+
+Each :class:`~akasha.types.Hit` keeps the scores it collected in ``details``
+(``vector``: cosine, ``bm25``: the lexical score, ``rrf``: the fused score) and in
+``source`` which sides found it (``vector``, ``bm25`` or ``bm25+vector``), as the
+in-process search types do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from akasha.types import Chunk, Hit
+
+#: What a store's engine can answer natively: a dense (vector) side, a lexical side, and both fused.
+CAPABILITIES = ("dense", "lexical", "hybrid")
+#: RRF's k and the (vector, lexical) weights when a request names none.
+DEFAULT_RRF_K = 60
+DEFAULT_WEIGHTS = (0.5, 0.5)
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One ranking request for a store (see the module docstring).
+
+    ``vector`` is a unit-length query vector or None (lexical only); ``tokens`` the
+    question's lexical terms, already split by akasha's tokenizer (empty: dense only);
+    ``pool`` how many candidates each side fetches (at least ``k``); ``rrf_k`` and
+    ``weights`` = (vector, lexical) the fusion settings.
+    """
+
+    vector: np.ndarray | None = None
+    tokens: tuple[str, ...] = ()
+    k: int = 10
+    pool: int = 50
+    filters: Mapping[str, Any] | None = None
+    rrf_k: int = DEFAULT_RRF_K
+    weights: tuple[float, float] = DEFAULT_WEIGHTS
+    text: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k <= 0:
+            raise ValueError(f"k must be a positive integer, got {self.k!r}")
+        if not isinstance(self.pool, int) or isinstance(self.pool, bool) or self.pool <= 0:
+            raise ValueError(f"pool must be a positive integer, got {self.pool!r}")
+        if self.pool < self.k:
+            object.__setattr__(self, "pool", self.k)
+        weights = tuple(float(w) for w in self.weights)
+        if len(weights) != 2 or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
+            raise ValueError(f"fusion weights must be two finite non-negative numbers, not both 0; got {self.weights!r}")
+        object.__setattr__(self, "weights", weights)
+        if not isinstance(self.rrf_k, int) or self.rrf_k < 0:
+            raise ValueError(f"rrf_k must be a non-negative integer, got {self.rrf_k!r}")
+        object.__setattr__(self, "tokens", tuple(str(t) for t in self.tokens if t))
+
+    @property
+    def mode(self) -> str:
+        """``"dense"``, ``"lexical"`` or ``"hybrid"``: which sides this request ranks by."""
+        has_vector = self.vector is not None and self.weights[0] > 0
+        has_tokens = bool(self.tokens) and self.weights[1] > 0
+        if has_vector and has_tokens:
+            return "hybrid"
+        return "dense" if has_vector or not has_tokens else "lexical"
+
+
+def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
+              request: SearchRequest) -> list[Hit]:
+    """Fuse one store's two candidate lists into the request's ``k`` hits (the one fusion of akasha).
+
+    ``dense`` is ``(chunk, cosine)`` best first, ``lexical`` ``(chunk, score)`` best first.
+    A request with one side returns that side's list as hits.
+    """
+    if request.mode == "dense" or not lexical:
+        return [Hit(c, float(s), "vector", {"vector": float(s)}) for c, s in list(dense)[: request.k]]
+    if request.mode == "lexical" or not dense:
+        return [Hit(c, float(s), "bm25", {"bm25": float(s)}) for c, s in list(lexical)[: request.k]]
+    return fuse_sides(dense, lexical, request)
+
+
+def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
+               request: SearchRequest) -> list[Hit]:
+    """Weighted reciprocal-rank fusion of a dense and a lexical list, ``k`` hits with both sides' scores."""
+    from akasha.retrieval.fusion import rrf
+
+    chunks: dict[str, Chunk] = {}
+    details: dict[str, dict[str, float]] = {}
+    for key, ranked in (("vector", dense), ("bm25", lexical)):
+        for chunk, score in ranked:
+            chunks.setdefault(chunk.id, chunk)
+            details.setdefault(chunk.id, {})[key] = float(score)
+    lists = [[(c.id, float(s)) for c, s in dense], [(c.id, float(s)) for c, s in lexical]]
+    fused = rrf(lists, k=request.rrf_k, weights=list(request.weights))
+    hits = []
+    for chunk_id, score in fused[: request.k]:
+        found = details[str(chunk_id)]
+        source = "+".join(name for name in ("bm25", "vector") if name in found)
+        hits.append(Hit(chunks[str(chunk_id)], float(score), source, {**found, "rrf": float(score)}))
+    return hits
+
+
+
+
+
+def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
+    """The tokenizer function for a name (``auto``, ``jieba``, ``bigram``) or a persisted tokenizer id.
+
+    A store tokenizes the texts it writes with it, and the question with the same one, so a
+    query worker ranks with the very terms the indexing process stored. ConfigError when
+    this process cannot reproduce the id (e.g. jieba is not installed here).
+    """
+    from akasha.retrieval.tokenize import TOKENIZER_NAMES, resolve_tokenizer, tokenizer_from_id
+
+    if tokenizer_id in TOKENIZER_NAMES:
+        return resolve_tokenizer(tokenizer_id)[1]
+    found = tokenizer_from_id(tokenizer_id)
+    if found is None:
+        from akasha.errors import ConfigError
+
+        raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
+                          "cannot reproduce; install what it needs (jieba: the 'full' extra) or re-index")
+    return found
+__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "SearchRequest", "fuse_sides", "lexical_tokenizer", "rank_hits"]
