@@ -96,6 +96,10 @@ class EmptySourceError(AkashaError, ValueError):
     """A data_source exists but yields no text at all."""
 
 
+class EmptyStoreError(EmptySourceError):
+    """``data_source=None`` (answer from the store as it is) and the store holds no chunks to search."""
+
+
 class LoaderError(AkashaError):
     """One file could not be read; the indexer reports it and skips the file."""
 

@@ -47,11 +47,12 @@ from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.lock import IndexLock
 from akasha.index.manifest import Manifest
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
+from akasha.index.portable import check_corpus_name, portable_keys
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.index.sources import SourceReader, digest
-from akasha.index.store_link import StoreDense, StoreLink
+from akasha.index.store_link import StoreLink
 from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -65,6 +66,8 @@ log = logging.getLogger(__name__)
 
 DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 STORES = ("sqlite", "chroma")
+#: The search types an external store's engine answers (mmr and callables rank in this process).
+STORE_SEARCH_TYPES = ("auto", "hybrid", "knn", "bm25")
 #: What an external store object must offer (see akasha.stores.base.Store).
 _STORE_METHODS = ("upsert", "remove", "fetch", "vectors_for", "nearest", "ids_of_documents", "load_state",
                   "save_state")
@@ -167,7 +170,7 @@ class CorpusIndex:
             raise ConfigError("chunker needs split_documents(documents) and a settings_key string naming its "
                               "settings (chunks are cached under it)")
         options = dict(vector_store_options or {})
-        self._server_knn = bool(options.pop("server_knn", False))
+        self.corpus = check_corpus_name(options.pop("corpus", None))
         self.vector_store: str | None = None
         self.embedder = embedder
         self.chunk_size = chunk_size
@@ -186,7 +189,9 @@ class CorpusIndex:
         self._state_key: str | None = None  # the corpus state held in memory
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
         self._source: str | None = None  # the source key of the corpus in memory
-        self._server_dense: StoreDense | None = None
+        self._store_checked = False  # a query worker found records in the external store
+        #: local source key -> the key the shared store keeps its state under (portable: no machine path)
+        self._shared_keys: dict[str, str] = {}
         self._passages_noted = False  # _note_missing_passages said its piece
         self._by_doc: tuple[Mapping[str, Chunk], dict[str, list[str]]] | None = None  # see _doc_chunk_ids
         self._since_snapshot = 0  # documents changed since the last snapshot was written
@@ -226,7 +231,9 @@ class CorpusIndex:
             self._manifest.close()
             raise
         if external_store is not None:
-            self._link = StoreLink(external_store, embedder.name, self.namespace)
+            if getattr(external_store, "lexical_tokenizer", None) == "auto":  # a new table: our terms
+                external_store.lexical_tokenizer = self._bm25.tokenizer_id
+            self._link = StoreLink(external_store, embedder.name, self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
 
     # ---------------------------------------------------------------- public
@@ -263,16 +270,71 @@ class CorpusIndex:
     def search(self, query: str, k: int = 5, search_type: SearchType = "auto") -> list[Hit]:
         """Rank the corpus's chunks for ``query`` (run :meth:`sync` first)."""
         search_type = validate_search_type(search_type)
+        if search_type in STORE_SEARCH_TYPES and self.searches_store:
+            self._check_store_holds_records()
+            return self._store_search(query, k, search_type)
         if self._state_key is None:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
         vector = None if search_type == "bm25" else self.embedder.embed_query(query)
-        dense = self._store_dense() if search_type in ("knn", "auto", "hybrid") else self._dense
+        dense = self._dense
         adaptive = search_type == "auto" and self.search_settings.auto_fusion == "adaptive"
         reads = self.dense_reads(query) if adaptive else None
         return search(query, vector, k, search_type, bm25=self._bm25, dense=dense,
                       chunks=self._chunks, settings=self.search_settings, dense_reads=reads,
                       hubs=self.hub_scores if adaptive else None,
                       passages=self.passage_scores if adaptive and self._dense.has_passages() else None)
+
+    @property
+    def searches_store(self) -> bool:
+        """True when searches run in the external store's engine (its ``query`` verb), not in this process."""
+        store = self._link.store if self._link is not None else None
+        return store is not None and callable(getattr(store, "query", None)) and bool(
+            getattr(store, "capabilities", None))
+
+    def _store_request(self, query: str | np.ndarray, k: int, sides: str, filters: Mapping[str, Any] | None,
+                       weights: tuple[float, float], rrf_k: int) -> Any:
+        """The :class:`~akasha.stores.query.SearchRequest` of one search in the store (``sides``: knn, bm25, both)."""
+        from akasha.stores.query import SearchRequest, lexical_tokenizer
+
+        store = self._link.store  # type: ignore[union-attr]
+        vector = None
+        if sides != "bm25":
+            vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query,
+                                dtype=np.float32)
+        tokens: tuple[str, ...] = ()
+        if sides != "knn" and isinstance(query, str):
+            tokens = tuple(lexical_tokenizer(str(getattr(store, "lexical_tokenizer", self._bm25.tokenizer_id)))(query))
+        wanted = dict(filters or {})
+        if self.corpus:
+            wanted.setdefault("corpus", self.corpus)
+        pool = max(self.search_settings.candidates, 4 * k)
+        return SearchRequest(vector=vector, tokens=tokens, k=k, pool=pool, filters=wanted or None,
+                             rrf_k=rrf_k, weights=weights, text=query if isinstance(query, str) else "")
+
+    def _store_search(self, query: str, k: int, search_type: str) -> list[Hit]:
+        """A search type answered by the store's engine: knn, bm25, or both fused (hybrid, auto)."""
+        settings = self.search_settings
+        if search_type == "auto":
+            weights, rrf_k = tuple(settings.adaptive_weights), settings.adaptive_k
+        else:
+            weights, rrf_k = tuple(settings.hybrid_weights), settings.rrf_k
+        sides = search_type if search_type in ("knn", "bm25") else "both"
+        request = self._store_request(query, k, sides, None, weights, rrf_k)  # type: ignore[arg-type]
+        return list(self._link.store.query(request))  # type: ignore[union-attr]
+
+    def _check_store_holds_records(self) -> None:
+        """A query worker's first search: EmptyStoreError when the store holds nothing to search."""
+        if self._store_checked or self._state_key is not None:
+            return
+        link = self._link
+        assert link is not None
+        if link.last_source() is None and not int(link.store.count()):
+            from akasha.errors import EmptyStoreError
+
+            raise EmptyStoreError(
+                f"data_source is None, so akasha answers from the store {link.name}, and it holds no chunks: "
+                "index a folder into it first (rag(folder, question) or `akasha index FOLDER --vector-store URL`)")
+        self._store_checked = True
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
         """The hub scores of ``ids`` (chunk ids of this index) that ``auto`` discounts dense candidates by.
@@ -514,6 +576,9 @@ class CorpusIndex:
         """
         if self._state_key is not None:
             return True
+        if self.searches_store:  # a query worker: the store answers, nothing is loaded here
+            self._check_store_holds_records()
+            return True
         source_key = self._manifest.last_source(self.namespace)
         committed = self._manifest.corpus(source_key, self.namespace) if source_key else None
         if committed is None:
@@ -562,9 +627,12 @@ class CorpusIndex:
         """
         if k <= 0 or not self.restore():
             return []
+        if self.searches_store:
+            request = self._store_request(query, k, "knn", filters, (1.0, 0.0), self.search_settings.rrf_k)
+            return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
         vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query, dtype=np.float32)
         fetch = self.search_settings.passage_fetch if passages and self._dense.has_passages() else 0
-        pairs = self._store_dense().search(vector, len(self._chunks) if filters else max(k, fetch))
+        pairs = self._dense.search(vector, len(self._chunks) if filters else max(k, fetch))
         if not fetch:
             return self._filtered(pairs, k, filters)
         kept = [(c.id, s) for c, s in self._filtered(pairs, max(k, fetch), filters)]
@@ -576,16 +644,10 @@ class CorpusIndex:
         """The ``k`` best BM25 matches for ``query``, best first (``filters`` as in :meth:`vector_search`)."""
         if k <= 0 or not self.restore():
             return []
+        if self.searches_store:
+            request = self._store_request(query, k, "bm25", filters, (0.0, 1.0), self.search_settings.rrf_k)
+            return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
         return self._filtered(self._bm25.search(query, len(self._chunks) if filters else k), k, filters)
-
-    def _store_dense(self) -> Any:
-        """The dense index searches use: the store's ANN index with ``server_knn``, else the exact local one."""
-        if self._link is None or not self._server_knn:
-            return self._dense
-        cached = self._server_dense
-        if cached is None or cached.local is not self._dense or cached.chunks is not self._chunks:
-            self._server_dense = cached = StoreDense(self._link.store, self._dense, self._chunks)
-        return cached
 
     def _filtered(self, pairs: Sequence[tuple[str, float]], k: int, filters: Mapping[str, Any] | None
                   ) -> list[tuple[Chunk, float]]:
@@ -653,7 +715,10 @@ class CorpusIndex:
                 + (f" (unreadable files: {detail})" if detail else " (no supported files found)")
                 + "; point it at .txt, .md, .pdf, .docx, .csv or .html files with text in them"
             )
+        keys = portable_keys(list(files), data_source, self.corpus)
+        files = {keys[path]: content for path, content in files.items()}
         source_key = digest(json.dumps(sorted(_describe_each(data_source))))
+        self._shared_keys[source_key] = f"folder:{self.corpus}"
         self._apply(source_key, files, report)
         self._note_missing_passages()
         return report
@@ -686,7 +751,13 @@ class CorpusIndex:
         fresh_process = self._state_key is None
         previous = self._files
         committed = self._manifest.corpus(source_key, self.namespace)
-        stored = self._link.load_state(source_key) if self._link is not None else None
+        stored = legacy = None
+        if self._link is not None:
+            stored = self._link.load_state(self._shared_key(source_key))
+            if stored is None and self._shared_key(source_key) != source_key:
+                # written by a release that keyed records by this machine's absolute paths: those
+                # records are replaced by portable ones (their vectors reused, nothing re-embedded)
+                legacy = self._link.load_state(source_key)
         if fresh_process and committed is not None:
             previous = committed[1]
         elif fresh_process and stored is not None:
@@ -704,7 +775,7 @@ class CorpusIndex:
             # What the store holds for this source; None when it holds something else than this
             # process's corpus (a new store, or another machine's commit): then write all of it.
             in_step = stored is not None and stored[0] == self._state_key and stored[1] == self._files
-            store_files = stored[1] if stored is not None else {}
+            store_files = stored[1] if stored is not None else (legacy[1] if legacy is not None else {})
             if not in_step:
                 self._store_behind = True
         if state_key != self._state_key or self._store_behind:
@@ -715,6 +786,12 @@ class CorpusIndex:
                 stored is None or stored[0] != state_key)):
             self._commit(source_key, state_key, files)
         report.chunks = len(self._chunks)
+
+    def _shared_key(self, source_key: str) -> str:
+        """The key a shared store keeps this corpus's state under: the corpus name, never a machine's path."""
+        if source_key == DOCUMENTS_SOURCE:
+            return DOCUMENTS_SOURCE if not self.corpus else f"{DOCUMENTS_SOURCE}:{self.corpus}"
+        return self._shared_keys.get(source_key, source_key)
 
     def _split(self, documents: list[Document]) -> list[Chunk]:
         """Chunk loaded documents with the index's chunker (the recursive splitter unless one was given)."""
@@ -878,7 +955,7 @@ class CorpusIndex:
             except OSError as exc:  # the next sync retries; the in-memory index is complete and usable
                 raise storage_error(self.cache_dir, exc) from exc
         if self._link is not None:
-            self._link.save_state(source_key, state_key, files)
+            self._link.save_state(self._shared_key(source_key), state_key, files)
         self._manifest.store_corpus(source_key, self.namespace, state_key, files, name)
         self._committed = (source_key, state_key)
         if name is not None:

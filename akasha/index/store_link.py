@@ -41,10 +41,11 @@ def state_key_for(namespace: str, source_key: str) -> str:
 class StoreLink:
     """Writes an index's corpus into ``store`` and reads back what another machine left there."""
 
-    def __init__(self, store: Any, embedder_name: str, namespace: str) -> None:
+    def __init__(self, store: Any, embedder_name: str, namespace: str, corpus: str = "") -> None:
         self.store = store
         self.embedder_name = embedder_name
         self.namespace = namespace
+        self.corpus = corpus
 
     @property
     def name(self) -> str:
@@ -127,6 +128,8 @@ class StoreLink:
         meta.setdefault("source", chunk.doc_id)
         meta["doc_id"] = chunk.doc_id
         meta["embedder"] = self.embedder_name
+        if self.corpus:
+            meta["corpus"] = self.corpus
         return Chunk(chunk.id, chunk.text, meta)
 
     def _not_yet_stored(self, added: Sequence[Chunk]) -> list[Chunk]:
@@ -143,40 +146,4 @@ class StoreLink:
 
 
 
-class StoreDense:
-    """A DenseIndex look-alike whose ``search`` asks the store's ANN index, keeping this corpus's chunks only.
-
-    Everything else (``vectors``, ``ids``, ``matrix`` ...) comes from the local
-    DenseIndex. A shared store may hold other corpora or other machines' paths,
-    so ``search`` over-fetches and widens until it has ``k`` hits of this corpus.
-    """
-
-    def __init__(self, store: Any, local: Any, chunks: Mapping[str, Chunk]) -> None:
-        self.store = store
-        self.local = local
-        self.chunks = chunks
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.local, name)
-
-    def __len__(self) -> int:
-        return len(self.local)
-
-    def search(self, query_vector: np.ndarray, k: int = 10) -> list[tuple[str, float]]:
-        k = min(int(k), len(self.local))
-        if k <= 0:
-            return []
-        fetch = max(k + 10, (3 * k + 1) // 2)
-        while True:
-            found = self.store.nearest(np.asarray(query_vector, dtype=np.float32), fetch)
-            hits = [(c.id, float(score)) for c, score in found if self._ours(c)]
-            if len(hits) >= k or len(found) < fetch or fetch >= 10 * len(self.local) + 100:
-                return hits[:k]
-            fetch *= 4
-
-    def _ours(self, record: Chunk) -> bool:
-        mine = self.chunks.get(record.id)
-        return mine is not None and mine.metadata.get("content_hash") == record.metadata.get("content_hash")
-
-
-__all__ = ["StoreLink", "StoreDense", "state_key_for", "WRITE_BATCH"]
+__all__ = ["StoreLink", "state_key_for", "WRITE_BATCH"]

@@ -4,10 +4,21 @@ One plain table per store, the way a PostgreSQL user reads it with SQL::
 
     <t>        id text PRIMARY KEY, doc_id text, text text, source text, page integer,
                chunk_index integer, content_hash text, embedder text, metadata jsonb,
-               embedding vector(d)
-               + btree indexes on doc_id, content_hash and source, and an HNSW index
-               (vector_cosine_ops) named <t>_hnsw, built once the first rows are in
+               embedding vector(d), lexical tsvector
+               + btree indexes on doc_id, content_hash and source, a GIN index on lexical, and
+               an HNSW index (vector_cosine_ops) named <t>_hnsw, built once the first rows are in
     <t>_state  key text PRIMARY KEY, state jsonb, updated_at timestamptz  (the index's state)
+
+``lexical`` holds each text's terms as akasha's BM25 tokenizer splits them (lower-cased,
+Chinese and Japanese already segmented, positions kept), so PostgreSQL's ``simple``
+configuration ranks every language alike; the tokenizer's id is kept in the state
+table (key ``akasha-lexical``) and a query worker splits the question with the same one.
+
+Searches run in the server (:meth:`PgVectorStore.query`): one SQL statement ranks the
+vector side with the HNSW index (``hnsw.ef_search`` set from the candidate pool), the
+lexical side with the GIN index (BM25-style: each term's IDF from its document
+frequency, counted up to :data:`DF_CAP` rows, times ``ts_rank``), and fuses both with
+weighted reciprocal-rank fusion; only the ``k`` fused rows travel to the client.
 
 ``metadata`` holds the chunk metadata as given; the columns repeat what SQL users
 filter on. Every write is one transaction; writers on all machines can be
@@ -40,16 +51,28 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
-from akasha.stores.base import BaseStore
+from akasha.stores.base import BaseStore, check_query
 from akasha.stores.redact import redact_conninfo
+from akasha.stores.query import SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.retry import Retry
-from akasha.types import Chunk
+from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _BATCH = 5000
+#: Document frequencies are counted up to this many rows; a term in more rows counts as this common.
+DF_CAP = 5000
+#: The lexical side scores at most this many matching rows (only a question made of common words reaches it).
+LEXICAL_SCAN = 20000
+#: hnsw.ef_search for a pool of candidates: this many times the pool, at least EF_MIN, at most pgvector's 1000.
+EF_PER_CANDIDATE = 8
+EF_MIN = 200
+#: A lexeme PostgreSQL accepts (2,047 bytes); longer tokens are left out of the lexical column.
+_MAX_LEXEME_BYTES = 2047
+_MAX_POSITIONS = 255
+_LEXICAL_STATE = "akasha-lexical"
 _HNSW_MAX_DIM = 2000
 _INT4 = (-(2**31), 2**31 - 1)
 COLUMNS = ("id", "doc_id", "text", "source", "page", "chunk_index", "content_hash", "embedder", "metadata",
@@ -92,6 +115,29 @@ def _int4(value: Any) -> int | None:
 def _metadata_json(metadata: Mapping[str, Any]) -> str:
     return json.dumps(dict(metadata), ensure_ascii=False, default=str).replace("\\u0000", "\ufffd").replace(
         "\x00", "\ufffd")
+
+
+def _quoted_lexeme(term: str) -> str:
+    """A lexeme as PostgreSQL's tsvector/tsquery input reads it literally (no parsing, no stemming)."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_literal(tokens: list[str]) -> str:
+    """``tokens`` as a tsvector value (``'term':1,5 'other':2``) with their positions, for a ``::tsvector`` cast."""
+    positions: dict[str, list[int]] = {}
+    for position, token in enumerate(tokens, start=1):
+        term = _clean(token)
+        if not term or len(term.encode("utf-8", "replace")) > _MAX_LEXEME_BYTES:
+            continue
+        found = positions.setdefault(term, [])
+        if len(found) < _MAX_POSITIONS:
+            found.append(min(position, 16383))
+    return " ".join(f"{_quoted_lexeme(term)}:{','.join(map(str, places))}" for term, places in positions.items())
+
+
+def tsquery_literal(term: str) -> str:
+    """One query term as a tsquery value that matches exactly that lexeme."""
+    return _quoted_lexeme(_clean(term))
 
 
 def _conninfo(**params: Any) -> str:
@@ -164,6 +210,8 @@ class PgVectorStore(BaseStore):
         self._ann_checked = False
         self._state_ready = False
         self._iterative: bool | None = None
+        self._ef_set: int | None = None  # hnsw.ef_search of the open connection
+        self._lexical_recorded = False  # the table's tokenizer is known (read from, or written to, its state)
         self._driver: Any = None
         if not lazy:  # a lazy store (YAML) checks for psycopg and connects on first use
             self._run("opening the table", self._open)
@@ -194,7 +242,7 @@ class PgVectorStore(BaseStore):
         return conn
 
     def _drop(self) -> None:
-        conn, self._conn = self._conn, None
+        conn, self._conn, self._ef_set = self._conn, None, None
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -270,6 +318,9 @@ class PgVectorStore(BaseStore):
                 "open it with that embedder, or name another table for this one")
         self.dimension = width or self.dimension
         self.embedder = recorded
+        if "lexical" not in columns:
+            self._add_lexical(conn)
+        self._read_lexical_state(conn)
         self._exists = True
 
     def _upgrade(self, conn: Any) -> None:
@@ -292,11 +343,64 @@ class PgVectorStore(BaseStore):
             self._indexes(conn)
         log.info("upgraded table %s on %s to the current chunk-table layout", t, self.server)
 
+    def _add_lexical(self, conn: Any) -> None:
+        """Give a table written by an earlier release its lexical column, filled from the stored texts.
+
+        Nothing is re-embedded: the terms come from each row's text, in batches, under the
+        schema lock (another process waiting for it finds the column there and returns).
+        """
+        t = self.table
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{t}"),))
+            conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lexical tsvector")
+        self._backfill_lexical(conn)
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_lexical_idx ON {t} USING gin (lexical)")
+        log.info("added the lexical column to table %s on %s", t, self.server)
+
+    def _backfill_lexical(self, conn: Any) -> None:
+        """Fill ``lexical`` for rows that lack it (written before the column existed), a batch at a time."""
+        tokenize = lexical_tokenizer(self._tokenizer_for_writes(conn))
+        t = self.table
+        after = ""
+        while True:
+            rows = conn.execute(f"SELECT id, text FROM {t} WHERE lexical IS NULL AND id > %s ORDER BY id LIMIT %s",
+                                (after, _BATCH)).fetchall()
+            if not rows:
+                return
+            with conn.transaction():
+                conn.execute(f"UPDATE {t} SET lexical = v.lexical::tsvector FROM unnest(%s::text[], %s::text[]) "
+                             "AS v(id, lexical) WHERE {t}.id = v.id".replace("{t}", t),
+                             ([r[0] for r in rows], [tsvector_literal(tokenize(r[1])) for r in rows]))
+            after = rows[-1][0]
+
+    def _read_lexical_state(self, conn: Any) -> None:
+        """Adopt the tokenizer the table's lexical terms were made with (recorded by the first writer)."""
+        if conn.execute("SELECT to_regclass(%s)", (f"{self.table}_state",)).fetchone()[0] is None:
+            return
+        row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (_LEXICAL_STATE,)).fetchone()
+        state = None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
+        if isinstance(state, dict) and isinstance(state.get("tokenizer"), str):
+            self.lexical_tokenizer = state["tokenizer"]
+            self._lexical_recorded = True
+
+    def _tokenizer_for_writes(self, conn: Any) -> str:
+        """The tokenizer id the lexical column uses, recorded in the state table by the first writer."""
+        if not self._lexical_recorded:
+            self._read_lexical_state(conn)
+        if not self._lexical_recorded:
+            from akasha.stores.query import resolve_tokenizer_id
+
+            tokenizer = resolve_tokenizer_id(self.lexical_tokenizer)
+            self._save_state_row(conn, _LEXICAL_STATE, {"tokenizer": tokenizer})
+            self.lexical_tokenizer, self._lexical_recorded = tokenizer, True
+        return self.lexical_tokenizer
+
     def _indexes(self, conn: Any) -> None:
         t = self.table
         conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_doc_id_idx ON {t} (doc_id)")
         conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_content_hash_idx ON {t} (content_hash)")
         conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_source_idx ON {t} (source)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_lexical_idx ON {t} USING gin (lexical)")
 
     def _create_extension(self, conn: Any) -> None:
         try:
@@ -319,7 +423,8 @@ class PgVectorStore(BaseStore):
             conn.execute(f"""CREATE TABLE IF NOT EXISTS {t} (
                 id text PRIMARY KEY, doc_id text NOT NULL, text text NOT NULL, source text, page integer,
                 chunk_index integer, content_hash text, embedder text,
-                metadata jsonb NOT NULL DEFAULT '{{}}'::jsonb, embedding vector({int(dimension)}) NOT NULL)""")
+                metadata jsonb NOT NULL DEFAULT '{{}}'::jsonb, embedding vector({int(dimension)}) NOT NULL,
+                lexical tsvector)""")
             self._indexes(conn)
         self._open(conn)
 
@@ -362,6 +467,7 @@ class PgVectorStore(BaseStore):
         names = ", ".join(COLUMNS)
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS[1:])
         rows = []
+        tokenize: Callable[[str], list[str]] | None = None
         for chunk, vec in zip(chunks, matrix, strict=True):
             meta = chunk.metadata
             source = meta.get("source")
@@ -372,18 +478,24 @@ class PgVectorStore(BaseStore):
                          Jsonb(meta, dumps=lambda obj: _metadata_json(obj)), _Vec(vec)))
 
         def write(conn: Any) -> None:
+            nonlocal tokenize
             self._ready(conn, int(matrix.shape[1]))
+            if tokenize is None:
+                tokenize = lexical_tokenizer(self._tokenizer_for_writes(conn))
             for start in range(0, len(rows), _BATCH):
                 part = rows[start : start + _BATCH]
                 with conn.transaction():
-                    conn.execute(f"CREATE TEMP TABLE akasha_stage (LIKE {t} INCLUDING DEFAULTS) ON COMMIT DROP")
-                    with conn.cursor().copy(f"COPY akasha_stage ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+                    conn.execute(f"CREATE TEMP TABLE akasha_stage (LIKE {t} INCLUDING DEFAULTS, lexical_text text) "
+                                 "ON COMMIT DROP")
+                    with conn.cursor().copy(f"COPY akasha_stage ({names}, lexical_text) FROM STDIN (FORMAT BINARY)"
+                                            ) as copy:
                         copy.set_types(["text", "text", "text", "text", "int4", "int4", "text", "text", "jsonb",
-                                        self._vector_oid])
+                                        self._vector_oid, "text"])
                         for row in part:
-                            copy.write_row(row)
-                    conn.execute(f"INSERT INTO {t} ({names}) SELECT {names} FROM akasha_stage "
-                                 f"ON CONFLICT (id) DO UPDATE SET {updates}")
+                            copy.write_row((*row, tsvector_literal(tokenize(row[2]))))
+                    conn.execute(f"INSERT INTO {t} ({names}, lexical) SELECT {names}, lexical_text::tsvector "
+                                 f"FROM akasha_stage ON CONFLICT (id) DO UPDATE SET {updates}, "
+                                 "lexical = EXCLUDED.lexical")
 
         self._run(f"writing {len(rows)} chunks", write)
 
@@ -494,6 +606,102 @@ class PgVectorStore(BaseStore):
 
         return self._run("searching", read)
 
+    # ------------------------------------------------------------- searching
+    capabilities = frozenset({"dense", "lexical", "hybrid"})
+
+    def query(self, request: SearchRequest) -> list[Hit]:
+        """Rank chunks in the server: one SQL statement (HNSW + GIN, fused by weighted RRF); ``k`` rows come back.
+
+        The vector side reads ``pool`` rows from the HNSW index with ``hnsw.ef_search`` set from
+        the pool (:data:`EF_PER_CANDIDATE`); the lexical side scores rows matching the
+        question's rarer terms (see the module docstring); each side's score and the fused
+        score are in every hit's ``details``.
+        """
+        mode = request.mode
+        if mode in ("dense", "hybrid") and request.vector is None:
+            mode = "lexical"
+        if mode == "lexical" and not request.tokens:
+            return []
+        if mode in ("dense", "hybrid") and not self._ann_checked:
+            self.ensure_ann_index()
+        vector = _Vec(check_query(request.vector, self.dimension)) if mode != "lexical" else None
+        terms = list(dict.fromkeys(request.tokens))[:64] if mode != "dense" else []
+        clause, params = self._where(dict(request.filters) if request.filters else None)
+        condition = clause.replace("WHERE ", "AND ", 1)
+        sql = self._query_sql(mode, condition)
+        args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
+                                "wv": request.weights[0], "wl": request.weights[1],
+                                "terms": [tsquery_literal(t) for t in terms], "df_cap": DF_CAP,
+                                "scan": LEXICAL_SCAN}
+        for i, value in enumerate(params):
+            args[f"f{i}"] = value
+        ef = min(1000, max(EF_MIN, EF_PER_CANDIDATE * request.pool))
+
+        def read(conn: Any) -> list[Any]:
+            if not self._ready(conn):
+                return []
+            if vector is not None and self._ef_set != ef:
+                conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+                self._ef_set = ef
+            return conn.execute(sql, args).fetchall()
+
+        rows = self._run("searching", read)
+        hits = []
+        for chunk_id, text, meta, fused, dense, lexical in rows:
+            details = {name: float(value) for name, value in (("vector", dense), ("bm25", lexical))
+                       if value is not None}
+            source = "+".join(n for n in ("bm25", "vector") if n in details)
+            if mode == "hybrid":
+                details["rrf"] = float(fused)
+            hits.append(Hit(self._chunk(chunk_id, text, meta), float(fused), source, details))
+        return hits
+
+    def _query_sql(self, mode: str, condition: str) -> str:
+        """The one statement of a query: CTEs for the sides ``mode`` needs, fused, joined to the k rows' texts."""
+        t = self.table
+        # %(fN)s placeholders: the filter's parameters, named so every CTE can repeat them.
+        named = condition
+        index = 0
+        while "%s" in named:
+            named = named.replace("%s", f"%(f{index})s", 1)
+            index += 1
+        dense = (f"dense AS (SELECT id, 1 - d AS score, row_number() OVER (ORDER BY d, id) AS rank FROM ("
+                 f"SELECT id, embedding <=> %(v)b AS d FROM {t} WHERE true {named} "
+                 f"ORDER BY embedding <=> %(v)b LIMIT %(pool)s) nearest)")
+        lexical = (
+            # each term's IDF from its document frequency (counted up to df_cap rows by the GIN index)
+            f"total AS (SELECT CASE WHEN c.reltuples > 0 THEN c.reltuples ELSE (SELECT count(*) FROM {t}) END AS n "
+            f"FROM pg_class c WHERE c.oid = '{t}'::regclass), "
+            f"terms AS (SELECT q.query, df.n AS df, ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5)) AS idf "
+            f"FROM unnest(%(terms)s::text[]) AS q0(term) CROSS JOIN LATERAL (SELECT q0.term::tsquery AS query) q "
+            f"CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT 1 FROM {t} WHERE lexical @@ q.query {named} "
+            f"LIMIT %(df_cap)s) hits) df CROSS JOIN total), "
+            # candidates: rows holding one of the rarer terms (all terms when every one is common)
+            f"wanted AS (SELECT coalesce(string_agg(query::text, ' | ') FILTER (WHERE df < %(df_cap)s), "
+            f"string_agg(query::text, ' | '))::tsquery AS query FROM terms), "
+            f"lexical AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM ("
+            f"SELECT c.id, (SELECT sum(terms.idf * ts_rank(c.lexical, terms.query, 1)) FROM terms "
+            f"WHERE c.lexical @@ terms.query) AS score FROM (SELECT id, lexical FROM {t} "
+            f"WHERE lexical @@ (SELECT query FROM wanted) {named} LIMIT %(scan)s) c "
+            f"ORDER BY score DESC, id LIMIT %(pool)s) matched)")
+        if mode == "dense":
+            ctes = dense
+            sides = "SELECT id, rank, score AS dense, NULL::float8 AS lexical, %(wv)s::float8 AS w FROM dense"
+        elif mode == "lexical":
+            ctes = lexical
+            sides = "SELECT id, rank, NULL::float8 AS dense, score AS lexical, %(wl)s::float8 AS w FROM lexical"
+        else:
+            ctes = f"{dense}, {lexical}"
+            sides = ("SELECT id, rank, score AS dense, NULL::float8 AS lexical, %(wv)s::float8 AS w FROM dense "
+                     "UNION ALL SELECT id, rank, NULL::float8, score, %(wl)s::float8 FROM lexical")
+        fused = (f"fused AS (SELECT id, sum(w / (%(rrf_k)s + rank)) AS rrf, max(dense) AS dense, "
+                 f"max(lexical) AS lexical FROM ({sides}) side GROUP BY id "
+                 f"ORDER BY rrf DESC, id LIMIT %(k)s)")
+        order = {"dense": "f.dense DESC", "lexical": "f.lexical DESC"}.get(mode, "f.rrf DESC")
+        score = {"dense": "f.dense", "lexical": "f.lexical"}.get(mode, "f.rrf")
+        return (f"WITH {ctes}, {fused} SELECT f.id, c.text, c.metadata, {score}, f.dense, f.lexical "
+                f"FROM fused f JOIN {t} c ON c.id = f.id ORDER BY {order}, f.id")
+
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         last = ""
         while True:
@@ -539,20 +747,19 @@ class PgVectorStore(BaseStore):
         return self._run("reading the index state", read)
 
     def _save_state(self, key: str, state: dict[str, Any]) -> None:
-        payload = json.dumps(state, ensure_ascii=False).replace("\\u0000", "\ufffd")
-
-        def write(conn: Any) -> None:
-            if not self._state_ready:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{self.table}"),))
-                    conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}_state (key text PRIMARY KEY, "
-                                 "state jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())")
-                self._state_ready = True
-            conn.execute(f"INSERT INTO {self.table}_state (key, state, updated_at) VALUES (%s, %s::jsonb, now()) "
-                         "ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, updated_at = now()", (key, payload))
-
-        self._run("committing the index state", write)
+        self._run("committing the index state", lambda conn: self._save_state_row(conn, key, state))
         self.ensure_ann_index()  # a commit follows the bulk writes: build the ANN index after them, once
+
+    def _save_state_row(self, conn: Any, key: str, state: dict[str, Any]) -> None:
+        payload = json.dumps(state, ensure_ascii=False).replace("\\u0000", "\ufffd")
+        if not self._state_ready:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{self.table}"),))
+                conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}_state (key text PRIMARY KEY, "
+                             "state jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())")
+            self._state_ready = True
+        conn.execute(f"INSERT INTO {self.table}_state (key, state, updated_at) VALUES (%s, %s::jsonb, now()) "
+                     "ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, updated_at = now()", (key, payload))
 
     # -------------------------------------------------------------- the lock
     @contextlib.contextmanager

@@ -118,6 +118,13 @@ def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chu
 
 
 
+def resolve_tokenizer_id(name: str) -> str:
+    """The persisted id of a tokenizer name (``auto`` -> what it means in this process); ids pass through."""
+    from akasha.retrieval.tokenize import TOKENIZER_NAMES, resolve_tokenizer
+
+    return resolve_tokenizer(name)[0] if name in TOKENIZER_NAMES else name
+
+
 def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
     """The tokenizer function for a name (``auto``, ``jieba``, ``bigram``) or a persisted tokenizer id.
 
@@ -136,4 +143,5 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
         raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
                           "cannot reproduce; install what it needs (jieba: the 'full' extra) or re-index")
     return found
-__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "SearchRequest", "fuse_sides", "lexical_tokenizer", "rank_hits"]
+__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "SearchRequest", "fuse_sides", "lexical_tokenizer", "rank_hits",
+           "resolve_tokenizer_id"]

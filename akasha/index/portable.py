@@ -1,0 +1,82 @@
+"""Portable document keys: a file is known by its path relative to the folder given as data_source.
+
+Two checkouts or two machines that index the same folder write the same records
+(ids ``<relative path>#<n>``, ``source`` the relative path), so a shared store holds one
+copy of a corpus, whatever path each machine keeps it under, and citations never show
+a machine's home folder. An optional corpus name (``vector_store_options={"corpus":
+"handbook"}``) prefixes the keys (``handbook/guide.md``), so several folders can share
+one store without their relative paths colliding.
+
+The root of a data source: the folder itself; for a single file, the folder holding it;
+for a list of paths, the deepest folder that holds them all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from akasha.errors import ConfigError
+
+DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+_CORPUS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_corpus_name(name: object) -> str:
+    """``name`` if it is a valid corpus name (letters, digits, ``.``, ``_``, ``-``; up to 128), ``""`` for None."""
+    if name is None or name == "":
+        return ""
+    if not isinstance(name, str) or not _CORPUS.match(name):
+        raise ConfigError(f"vector_store_options corpus {name!r} is not a valid corpus name: use letters, digits, "
+                          "'.', '_' and '-', starting with a letter or digit, at most 128 characters")
+    return name
+
+
+def source_items(data_source: DataSource) -> list[Path]:
+    """The data source's paths, absolute, with ``~`` expanded (not resolved: a symlinked root keeps its name)."""
+    items = [data_source] if isinstance(data_source, (str, os.PathLike)) else list(data_source)
+    return [Path(os.path.abspath(Path(os.fspath(p)).expanduser())) for p in items]
+
+
+def source_root(data_source: DataSource) -> Path:
+    """The folder document keys are relative to (see the module docstring)."""
+    folders = [p if p.is_dir() else p.parent for p in source_items(data_source)]
+    if not folders:
+        return Path(os.getcwd())
+    if len(folders) == 1:
+        return folders[0]
+    return Path(os.path.commonpath([str(f) for f in folders]))
+
+
+def document_key(path: str | os.PathLike[str], root: Path, corpus: str = "") -> str:
+    """The portable key of ``path`` (a file under ``root``): its relative POSIX path, after ``corpus/``.
+
+    A path outside ``root`` (a symlink's target, say) keeps its file name under ``_outside/``
+    with a short hash of where it was, so it still gets a key no machine path leaks into.
+    """
+    absolute = os.path.abspath(os.fspath(path))
+    try:
+        relative = os.path.relpath(absolute, root)
+    except ValueError:  # another drive (Windows)
+        relative = ".."
+    if relative == ".." or relative.startswith(".." + os.sep) or os.path.isabs(relative):
+        import hashlib
+
+        where = hashlib.sha256(os.path.dirname(absolute).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        relative = os.path.join("_outside", where, os.path.basename(absolute))
+    key = PurePosixPath(*Path(relative).parts).as_posix()
+    # A file name that is not valid UTF-8 (surrogate escapes) is shown with backslash escapes: any store can hold it.
+    key = key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return f"{corpus}/{key}" if corpus else key
+
+
+def portable_keys(paths: Sequence[str], data_source: DataSource, corpus: str = "") -> dict[str, str]:
+    """``{path: portable key}`` for files read from ``data_source`` (keys are unique by construction)."""
+    root = source_root(data_source)
+    return {path: document_key(path, root, corpus) for path in paths}
+
+
+__all__ = ["check_corpus_name", "document_key", "portable_keys", "source_items", "source_root"]
