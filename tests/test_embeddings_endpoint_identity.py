@@ -1,9 +1,10 @@
-"""An embedder's name (the key of the vector cache) includes where its vectors come from.
+"""An embedder's identity (the key of the vector cache) is what its vectors are.
 
 Two loopback servers answer for the same model name with different vectors (the second
 reverses each vector, as a server with another pooling would differ): pointing the same
-model string at the second one must embed again, while the providers' default public
-endpoints keep the names existing caches were written under.
+model string at the second one must embed again. The same model with the same vectors
+behind another port or host reuses every vector and embeds only the probe texts
+(akasha.embeddings.identity); a different function under the same name never reuses any.
 """
 
 from __future__ import annotations
@@ -104,7 +105,49 @@ def test_openai_base_url_from_the_environment_is_part_of_the_name(docs, tmp_path
         monkeypatch.setenv("OPENAI_BASE_URL", first.url + "/v1")
         before = first.app.request_count("/embeddings")
         rag3 = akasha.RAG(embeddings="openai:nomic-embed", model="extractive", cache_dir=str(cache))
-        assert rag3.index(str(docs)).embedded == 0 and first.app.request_count("/embeddings") == before
+        # only the probe texts are embedded (one request) to know these are the first server's vectors
+        assert rag3.index(str(docs)).embedded == 0 and first.app.request_count("/embeddings") == before + 1
+
+
+def test_same_model_behind_another_port_embeds_only_the_probe_texts(docs, tmp_path):
+    """A moved server (same model, same vectors, another port) reuses every cached vector."""
+    from akasha.embeddings.identity import PROBE_TEXTS
+
+    cache = tmp_path / "cache"
+    with serve(OpenAIApp()) as first:
+        report = sync(resolve_embedder("openai:nomic-embed", base_url=first.url + "/v1"), docs, cache)
+        assert report.embedded > 0
+    with serve(OpenAIApp()) as moved:
+        embedder = resolve_embedder("openai:nomic-embed", base_url=moved.url + "/v1")
+        again = sync(embedder, docs, cache)
+        assert again.embedded == 0 and again.unchanged == 3
+        texts = [t for r in moved.app.requests if "/embeddings" in r.path for t in r.body["input"]]
+        assert sorted(texts) == sorted(PROBE_TEXTS)
+
+
+def test_a_different_function_with_the_same_name_embeds_again(docs, tmp_path):
+    """A callable embedder is known by its vectors, not its name: another function re-embeds everything."""
+    cache = tmp_path / "cache"
+
+    def embed(texts):  # noqa: ANN001
+        return [[1.0, float(len(t)), 0.5] for t in texts]
+
+    first = CallableEmbedder(embed)
+    report = sync(first, docs, cache)
+    assert report.embedded > 0
+    assert sync(CallableEmbedder(embed), docs, cache).embedded == 0  # the same function: all reused
+
+    def embed(texts):  # noqa: ANN001, F811 - the same name, other vectors
+        return [[float(len(t)), -1.0, 0.25] for t in texts]
+
+    other = CallableEmbedder(embed)
+    assert other.name == first.name
+    assert sync(other, docs, cache).embedded == report.embedded
+    index = CorpusIndex(other, chunk_size=200, chunk_overlap=0, cache_dir=cache)
+    index.sync(docs)
+    chunk = index.chunks[0]
+    top, score = index.vector_search(np.asarray(other.embed_documents([chunk.text])[0]), k=1)[0]
+    assert score > 0.999
 
 
 def test_ollama_host_is_part_of_the_name(docs, tmp_path):
@@ -131,15 +174,29 @@ def test_default_public_endpoints_keep_the_names_existing_caches_use(monkeypatch
     assert HFInferenceEmbedder("BAAI/bge-small-en-v1.5").name == "hf-api:BAAI/bge-small-en-v1.5"
 
 
-def test_a_cache_written_under_the_plain_name_is_reused_by_the_default_endpoint(docs, tmp_path):
-    """Vectors cached under ``openai:text-embedding-3-small`` (as every earlier release named them)
-    serve an embedder for api.openai.com: nothing is embedded, no request is made, no key is needed."""
+def test_a_cache_written_under_the_plain_name_is_kept_when_its_vectors_are_reproduced(docs, tmp_path):
+    """Vectors cached under a plain name (as every earlier release keyed them) stay in use when the
+    embedder reproduces a few of them; an embedder that does not reproduces them embeds again."""
+    import json
+
+    from akasha.index.manifest import Manifest
+
     cache = tmp_path / "cache"
-    rng = np.random.default_rng(0)
-    earlier = CallableEmbedder(lambda texts: rng.normal(size=(len(texts), 1536)), name="openai:text-embedding-3-small")
-    assert sync(earlier, docs, cache).embedded > 0
-    default = resolve_embedder("openai:text-embedding-3-small")
-    assert sync(default, docs, cache).embedded == 0
+    with serve(OpenAIApp()) as server:
+        embedder = resolve_embedder("openai:nomic-embed", base_url=server.url + "/v1")
+        report = sync(embedder, docs, cache)
+        # what an earlier release left: vectors under the plain name, no identity registry
+        manifest = Manifest(str(cache / "index.sqlite3"))
+        with manifest.transaction() as db:
+            db.execute("UPDATE embeddings SET model = ?", (embedder.name,))
+            db.execute("DELETE FROM meta WHERE key LIKE 'akasha-embedder-identities%' OR key LIKE 'identity-hint%'")
+        manifest.close()
+        assert sync(resolve_embedder("openai:nomic-embed", base_url=server.url + "/v1"), docs, cache).embedded == 0
+    with serve(ReversedOpenAIApp()) as other:
+        impostor = CallableEmbedder(lambda texts: resolve_embedder(
+            "openai:nomic-embed", base_url=other.url + "/v1").embed_documents(texts), name=embedder.name)
+        assert sync(impostor, docs, cache).embedded == report.embedded
+    assert json.dumps(report.skipped_files) == "[]"
 
 
 def test_names_carry_other_endpoints_without_credentials(monkeypatch):

@@ -42,7 +42,7 @@ def test_chroma_store_mirrors_the_corpus_with_model_metadata(tmp_path):
     assert collection.configuration_json["hnsw"]["space"] == "cosine"
     sample = collection.get(limit=3, include=["documents", "metadatas"])
     assert all(doc for doc in sample["documents"])  # the chunk text is the record's document
-    assert {m["source"] for m in sample["metadatas"]} <= {str(p) for p in docs.iterdir()}
+    assert {m["source"] for m in sample["metadatas"]} <= {p.name for p in docs.iterdir()}
     assert all(m["embedder"] == "hash" and len(m["content_hash"]) == 64 for m in sample["metadatas"])
     assert collection.count() == report.chunks == len(index.chunks)
     (docs / "deserts.txt").unlink()

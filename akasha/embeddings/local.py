@@ -252,6 +252,24 @@ class SentenceTransformerEmbedder:
             return False
         return self._using("numpy", encoder)
 
+    @property
+    def identity_hint(self) -> str | None:
+        """What fixes this model's document vectors on this machine (folder, weight files, runtime), or None.
+
+        The index remembers the embedder's identity under it (:mod:`akasha.embeddings.identity`), so a
+        new process over the same cache does not embed the probe texts again. None for a hub name
+        (its files may change) or custom loading options.
+        """
+        folder = Path(self._location)
+        if self._model_kwargs or not folder.is_dir():
+            return None
+        stamps = []
+        for path in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+            info = path.stat()
+            stamps.append(f"{path.name}:{info.st_size}:{info.st_mtime_ns}")
+        runtime = (self.bulk_kinds() or ["torch"])[0] if requested_device(self.device) in ("cpu", AUTO) else self.device
+        return f"{folder}|{','.join(stamps)}|{self.precision}|{runtime}"
+
     def bulk_kinds(self) -> list[str]:
         """The :data:`BULK_ENCODERS` that may run here, in the order they are tried (nothing is imported)."""
         from akasha.embeddings import bert_onnx, bert_openvino

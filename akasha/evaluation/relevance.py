@@ -120,7 +120,10 @@ class SourceMatcher:
     def units(self, path: str | None) -> set[str]:
         if not path:
             return set()
-        hit = Path(path).resolve()
+        hit = Path(path)
+        if not hit.is_absolute() and self.folder is not None:  # a portable source: relative to the corpus folder
+            hit = self.folder / hit
+        hit = hit.resolve()
         relative = None
         if self.folder is not None:
             try:

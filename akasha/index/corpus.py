@@ -28,6 +28,7 @@ Writers hold a file lock, and the store's lock where it has one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -47,7 +48,7 @@ from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.lock import IndexLock
 from akasha.index.manifest import Manifest
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
-from akasha.index.portable import check_corpus_name, portable_keys
+from akasha.index.portable import check_corpus_name, portable_keys, source_root
 from akasha.index.snapshot import SUFFIX as SNAPSHOT_SUFFIX
 from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
@@ -182,7 +183,6 @@ class CorpusIndex:
         self.store = store if external_store is None else "external"
         self._tokenizer = tokenizer
         self._bm25 = BM25Index(tokenizer=tokenizer)
-        self.namespace = f"{embedder.name}|{self.settings_key}|{self._bm25.tokenizer_id}"
         self._dense = DenseIndex()
         self._chunks: Mapping[str, Chunk] = {}
         self._files: dict[str, str] = {}
@@ -190,8 +190,11 @@ class CorpusIndex:
         self._committed: tuple[str, str] | None = None  # (source, state) last persisted by this instance
         self._source: str | None = None  # the source key of the corpus in memory
         self._store_checked = False  # a query worker found records in the external store
+        self._shared_registry: dict[str, Any] | None = None  # identities to save into the store at its next commit
         #: local source key -> the key the shared store keeps its state under (portable: no machine path)
         self._shared_keys: dict[str, str] = {}
+        self._root: Path | None = None  # the folder the current sync's keys are relative to
+        self._machine_paths: list[str] = []  # this sync's files as absolute paths (see _rebuild)
         self._passages_noted = False  # _note_missing_passages said its piece
         self._by_doc: tuple[Mapping[str, Chunk], dict[str, list[str]]] | None = None  # see _doc_chunk_ids
         self._since_snapshot = 0  # documents changed since the last snapshot was written
@@ -218,7 +221,7 @@ class CorpusIndex:
             if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store
 
-                external_store = open_store(vector_store, embedder=embedder.name, **options)
+                external_store = open_store(vector_store, **options)
             elif vector_store is not None:  # a Store object the caller built (memory, faiss, qdrant, ...)
                 external_store = _checked_store(vector_store)
             if external_store is not None:
@@ -227,14 +230,59 @@ class CorpusIndex:
                 from akasha.index.mirror import mirror_collection
 
                 external_store = mirror_collection(self.cache_dir, embedder.name, chunk_size, overlap)
+            #: What this embedder's vectors are (model name + probe fingerprint): the key of every cached vector.
+            self.embedder_id = self._resolve_identity(external_store)
         except BaseException:
             self._manifest.close()
+            if external_store is not None and isinstance(vector_store, str):
+                external_store.close()
             raise
+        self.namespace = f"{self.embedder_id}|{self.settings_key}|{self._bm25.tokenizer_id}"
         if external_store is not None:
             if getattr(external_store, "lexical_tokenizer", None) == "auto":  # a new table: our terms
                 external_store.lexical_tokenizer = self._bm25.tokenizer_id
-            self._link = StoreLink(external_store, embedder.name, self.namespace, self.corpus)
+            self._link = StoreLink(external_store, self.embedder_id, self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
+
+    def _resolve_identity(self, store: Any) -> str:
+        """The embedder's identity (:mod:`akasha.embeddings.identity`), registered in the cache and checked
+        against what ``store`` holds: IndexMismatchError when the store holds another embedder's vectors."""
+        from akasha.embeddings import identity as ids
+
+        name = str(self.embedder.name)
+        hint = getattr(self.embedder, "identity_hint", None)
+        hint_key = f"identity-hint|{name}|{hint}" if isinstance(hint, str) and hint else None
+        if hint_key is not None and store is None:
+            remembered = self._manifest.get_meta(hint_key)
+            if remembered:
+                return remembered
+        local = ids.parse_registry(self._manifest.get_meta(ids.REGISTRY_KEY))
+        shared: ids.Registry = {}
+        if store is not None:
+            with contextlib.suppress(AttributeError, TypeError):
+                shared = ids.parse_registry(store.load_state(ids.REGISTRY_KEY))
+        samples = [functools.partial(self._manifest.sample_vectors, name, ids.VERIFY_TEXTS)]
+        if store is not None and getattr(store, "embedder", None) == name:
+            samples.append(functools.partial(_store_sample, store, ids.VERIFY_TEXTS))
+        identity, entry = ids.resolve_identity(self.embedder, [shared, local], samples)
+        if entry is not None and local.get(identity) is None:
+            local[identity] = entry
+            self._manifest.set_meta(ids.REGISTRY_KEY, json.dumps(ids.registry_state(local)))
+        if hint_key is not None:
+            self._manifest.set_meta(hint_key, identity)
+        if entry is not None and shared.get(identity) is None:
+            self._shared_registry = {**shared, identity: entry}
+        held = getattr(store, "embedder", None)
+        if held and held != identity:
+            from akasha.errors import IndexMismatchError
+
+            raise IndexMismatchError(
+                f"{getattr(store, 'name', 'the store')} holds vectors of {held!r}; the embeddings "
+                f"{name!r} make other vectors ({identity!r}): use the embeddings it was built with, "
+                "or another collection/table for these")
+        if store is not None and hasattr(store, "_expected"):
+            store._expected = identity  # every later write is checked against it
+        return identity
 
     # ---------------------------------------------------------------- public
     @property
@@ -270,7 +318,8 @@ class CorpusIndex:
     def search(self, query: str, k: int = 5, search_type: SearchType = "auto") -> list[Hit]:
         """Rank the corpus's chunks for ``query`` (run :meth:`sync` first)."""
         search_type = validate_search_type(search_type)
-        if search_type in STORE_SEARCH_TYPES and self.searches_store:
+        if search_type in STORE_SEARCH_TYPES and self._store_answers(
+                search_type if search_type in ("knn", "bm25") else "both"):
             self._check_store_holds_records()
             return self._store_search(query, k, search_type)
         if self._state_key is None:
@@ -286,10 +335,18 @@ class CorpusIndex:
 
     @property
     def searches_store(self) -> bool:
-        """True when searches run in the external store's engine (its ``query`` verb), not in this process."""
+        """True when searches run in the external store's engine (its ``query`` verb), not in this process:
+        the store answers both the dense and the lexical side (``capabilities``)."""
+        return self._store_answers("both")
+
+    def _store_answers(self, sides: str) -> bool:
+        """Whether the external store's engine answers ``sides`` (``knn``, ``bm25`` or ``both``) itself."""
         store = self._link.store if self._link is not None else None
-        return store is not None and callable(getattr(store, "query", None)) and bool(
-            getattr(store, "capabilities", None))
+        if store is None or not callable(getattr(store, "query", None)):
+            return False
+        able = set(getattr(store, "capabilities", ()) or ())
+        wanted = {"knn": {"dense"}, "bm25": {"lexical"}}.get(sides, {"dense", "lexical"})
+        return wanted <= able
 
     def _store_request(self, query: str | np.ndarray, k: int, sides: str, filters: Mapping[str, Any] | None,
                        weights: tuple[float, float], rrf_k: int) -> Any:
@@ -557,7 +614,7 @@ class CorpusIndex:
         width = getattr(self.embedder, "dimension", None)
         if isinstance(width, int) and width > 0 and matrix.shape[1] != width:
             raise IndexMismatchError(f"the store {self._link.name} holds {matrix.shape[1]}-dimensional vectors; "
-                                     f"{self.embedder.name!r} makes {width}-dimensional ones: use the embeddings "
+                                     f"{self.embedder_id!r} makes {width}-dimensional ones: use the embeddings "
                                      "the collection was built with")
         self._serve(chunks, matrix)
         self._files = {str(c.metadata.get("source") or c.doc_id): str(c.metadata.get("content_hash", ""))
@@ -583,9 +640,13 @@ class CorpusIndex:
         committed = self._manifest.corpus(source_key, self.namespace) if source_key else None
         if committed is None:
             return self._restore_from_store()
+        files = dict(committed[1])
+        if files and all(os.path.isabs(p) for p in files):  # committed by a release that keyed files by path
+            self._root = Path(os.path.commonpath([os.path.dirname(p) for p in files]))
+            files = dict(self._portable_previous(files))
         with self._write_lock():
             if self._state_key is None:
-                self._apply(source_key, dict(committed[1]), SyncReport())  # type: ignore[arg-type]
+                self._apply(source_key, files, SyncReport())  # type: ignore[arg-type]
         return self._state_key is not None
 
     def _restore_from_store(self) -> bool:
@@ -627,7 +688,7 @@ class CorpusIndex:
         """
         if k <= 0 or not self.restore():
             return []
-        if self.searches_store:
+        if self._store_answers("knn") and not passages:
             request = self._store_request(query, k, "knn", filters, (1.0, 0.0), self.search_settings.rrf_k)
             return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
         vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query, dtype=np.float32)
@@ -644,7 +705,7 @@ class CorpusIndex:
         """The ``k`` best BM25 matches for ``query``, best first (``filters`` as in :meth:`vector_search`)."""
         if k <= 0 or not self.restore():
             return []
-        if self.searches_store:
+        if self._store_answers("bm25"):
             request = self._store_request(query, k, "bm25", filters, (0.0, 1.0), self.search_settings.rrf_k)
             return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
         return self._filtered(self._bm25.search(query, len(self._chunks) if filters else k), k, filters)
@@ -715,6 +776,8 @@ class CorpusIndex:
                 + (f" (unreadable files: {detail})" if detail else " (no supported files found)")
                 + "; point it at .txt, .md, .pdf, .docx, .csv or .html files with text in them"
             )
+        self._root = source_root(data_source)
+        self._machine_paths = list(files)  # an earlier release keyed store records by these: replaced when seen
         keys = portable_keys(list(files), data_source, self.corpus)
         files = {keys[path]: content for path, content in files.items()}
         source_key = digest(json.dumps(sorted(_describe_each(data_source))))
@@ -762,6 +825,7 @@ class CorpusIndex:
             previous = committed[1]
         elif fresh_process and stored is not None:
             previous = stored[1]  # another machine committed this corpus into the shared store
+        previous = self._portable_previous(previous)
         report.unchanged = sum(1 for p, h in files.items() if previous.get(p) == h)
         report.indexed = len(files) - report.unchanged
         report.removed = sum(1 for p in previous if p not in files)
@@ -786,6 +850,15 @@ class CorpusIndex:
                 stored is None or stored[0] != state_key)):
             self._commit(source_key, state_key, files)
         report.chunks = len(self._chunks)
+
+    def _portable_previous(self, previous: Mapping[str, str]) -> Mapping[str, str]:
+        """A corpus committed by a release that keyed files by absolute path, keyed the portable way."""
+        root = self._root
+        if root is None or not any(os.path.isabs(p) for p in previous):
+            return previous
+        from akasha.index.portable import document_key
+
+        return {document_key(p, root, self.corpus) if os.path.isabs(p) else p: h for p, h in previous.items()}
 
     def _shared_key(self, source_key: str) -> str:
         """The key a shared store keeps this corpus's state under: the corpus name, never a machine's path."""
@@ -855,6 +928,8 @@ class CorpusIndex:
                                     report)  # may raise: nothing changed yet
         if self._link is not None:  # may raise too: the next sync re-applies the same difference
             touched = {c.doc_id for c in to_store} | {p for p in (stored_before or {}) if p not in files}
+            if to_store and len(to_store) == len(new_chunks):  # writing the whole corpus: also drop the records
+                touched |= set(self._machine_paths)  # an earlier release keyed by this machine's paths
             self._link.publish(to_store, vectors, sorted(touched), keep=set(new_chunks))
             self._store_behind = False
         try:
@@ -893,7 +968,7 @@ class CorpusIndex:
 
     def _vectors_for(self, chunks: list[Chunk], report: SyncReport) -> dict[str, np.ndarray]:
         """Vectors for the chunk texts, embedding (in committed batches) only the missing ones."""
-        model = self.embedder.name
+        model = self.embedder_id
         texts = {c.metadata["content_hash"]: c.text for c in chunks}
         if not texts:
             return {}
@@ -937,7 +1012,7 @@ class CorpusIndex:
         None when passage ranking is off (``SearchSettings.passage_fetch=0``)."""
         if not self.search_settings.passage_fetch or not chunks:
             return None
-        stored = self._manifest.load_passages(self.embedder.name, [c.metadata["content_hash"] for c in chunks])
+        stored = self._manifest.load_passages(self.embedder_id, [c.metadata["content_hash"] for c in chunks])
         return [stored.get(c.metadata["content_hash"]) for c in chunks]
 
     def _commit(self, source_key: str, state_key: str, files: dict[str, str], *, snapshot: bool = True) -> None:
@@ -955,6 +1030,11 @@ class CorpusIndex:
             except OSError as exc:  # the next sync retries; the in-memory index is complete and usable
                 raise storage_error(self.cache_dir, exc) from exc
         if self._link is not None:
+            if self._shared_registry is not None:  # the store learns this embedder's identity with its first commit
+                from akasha.embeddings.identity import REGISTRY_KEY, registry_state
+
+                self._link.store.save_state(REGISTRY_KEY, registry_state(self._shared_registry))
+                self._shared_registry = None
             self._link.save_state(self._shared_key(source_key), state_key, files)
         self._manifest.store_corpus(source_key, self.namespace, state_key, files, name)
         self._committed = (source_key, state_key)
@@ -990,6 +1070,14 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True
+
+
+def _store_sample(store: Any, count: int) -> tuple[list[str], np.ndarray]:
+    """Up to ``count`` stored texts with their vectors (to check whose vectors a store written before
+    identities holds)."""
+    for chunks, matrix in store.scan(count):
+        return [c.text for c in chunks[:count]], np.asarray(matrix, dtype=np.float32)[:count]
+    return [], np.zeros((0, 0), dtype=np.float32)
 
 
 def _import_splitter_soon() -> None:

@@ -226,6 +226,15 @@ class Manifest:
                 out[th] = np.frombuffer(blob, dtype=np.float32)
         return out
 
+    def sample_vectors(self, model: str, count: int) -> tuple[list[str], np.ndarray]:
+        """Up to ``count`` cached chunk texts with their vectors for ``model`` (to check whose vectors they are)."""
+        rows = self._query("SELECT c.text, e.vector FROM embeddings e JOIN chunks c ON c.text_hash = e.text_hash "
+                           "WHERE e.model = ? LIMIT ?", (model, int(count)))
+        rows = [r for r in rows if len(r[1]) == len(rows[0][1])] if rows else []
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+
     def store_vectors(self, model: str, text_hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Commit one batch of vectors (so a later failure never loses them)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)

@@ -25,7 +25,7 @@ def mirror_collection(cache_dir: Path | None, model: str, chunk_size: int, chunk
 
     name = collection_name(model, {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap})
     where = cache_dir / "chroma" if cache_dir is not None else None
-    return ChromaStore(name, path=where, create=True, embedder=model)
+    return ChromaStore(name, path=where, create=True)  # the index checks whose vectors it holds
 
 
 __all__ = ["collection_name", "mirror_collection"]
