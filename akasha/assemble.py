@@ -123,14 +123,16 @@ class Components:
             embedder = self.embedder(options.embeddings, options.device)
             cache = options.cache_dir if options.cache_dir in (None, ":memory:") else str(
                 Path(options.cache_dir).expanduser())
+            store_options = dict(options.vector_store_options or {})
             key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache,
-                   self._remember(options.vector_store))
+                   self._remember(options.vector_store), repr(sorted(store_options.items())))
             if key not in self.indexes:
                 from akasha.index import CorpusIndex
 
                 self.indexes[key] = CorpusIndex(
                     embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap,
                     cache_dir=options.cache_dir, vector_store=options.vector_store,
+                    vector_store_options=store_options,
                 )
             return self.indexes[key]
 
@@ -537,8 +539,8 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
 
 # ================================================================= spec vs facade
 #: Facade options a spec decides (retrieval and indexing).
-SPEC_GOVERNED = ("search_type", "chunk_size", "chunk_overlap", "vector_store", "use_chroma", "embeddings", "k",
-                 "reranker", "reranker_model", "rerank_top_k")
+SPEC_GOVERNED = ("search_type", "chunk_size", "chunk_overlap", "vector_store", "vector_store_options", "use_chroma",
+                 "embeddings", "k", "reranker", "reranker_model", "rerank_top_k")
 _ANY = object()  # "any explicit value contradicts the spec"
 
 
@@ -555,6 +557,7 @@ def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
         "chunk_overlap": (chunking.get("overlap", DEFAULT_SPEC_OVERLAP),
                           f"chunking.overlap: {chunking.get('overlap', DEFAULT_SPEC_OVERLAP)}"),
         "vector_store": (_ANY, f"vector_store.backend: {spec.vector_store.get('backend', DEFAULTS['vector_store.backend'])}"),
+        "vector_store_options": (_ANY, "vector_store (the spec's own keys configure its store)"),
         "use_chroma": (False, f"vector_store.backend: {spec.vector_store.get('backend', DEFAULTS['vector_store.backend'])}"),
         "embeddings": (_ANY, f"embeddings.provider: {spec.embeddings.get('provider', DEFAULTS['embeddings.provider'])}"),
         "k": (retrieval.get("top_k", 5), f"retrieval.top_k: {retrieval.get('top_k', 5)}"),
@@ -583,7 +586,7 @@ def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
         implied, says = values[name]
         if name == "use_chroma" and not value:
             continue
-        if name in ("vector_store", "reranker", "reranker_model") and value is None:
+        if name in ("vector_store", "vector_store_options", "reranker", "reranker_model") and value is None:
             continue
         if implied is not _ANY and value == implied:
             continue

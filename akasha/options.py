@@ -73,6 +73,10 @@ class RAGOptions:
     #: ("chroma://host:port/collection", "postgresql://user:pass@host/db?table=name", "qdrant://host:port/name")
     #: or a Store object from akasha.stores (memory, faiss, chroma, qdrant, pgvector).
     vector_store: Any = None
+    #: Options of the vector_store: ``corpus`` (a name for this folder's records, so several folders can share
+    #: one store), and per URL kind ``token``, ``retry``, ``connect_timeout``, ``ef_search``, ``hnsw_m``,
+    #: ``ef_construction`` (see docs/servers.md). Unknown keys raise ConfigError naming them.
+    vector_store_options: dict[str, Any] | None = None
     #: Where local models run (hf:/sentence_transformers: embeddings, "local"/"bge" rerankers, hf: chat
     #: models): "auto" (AKASHA_DEVICE, else CUDA, then Apple MPS, then CPU), "cpu", "cuda", "cuda:<n>", "mps".
     #: An index keeps the embedder it was built with; the device never changes an embedder's name.
@@ -150,6 +154,9 @@ def validate_options(options: RAGOptions) -> None:
             f"vector_store must be a URL (chroma://host:port/collection, postgresql://user:pass@host/db?table=name, "
             f"qdrant://host:port/collection) or a Store from akasha.stores, got {type(options.vector_store).__name__}"
         )
+    from akasha.stores.urls import check_store_options
+
+    check_store_options(options.vector_store, options.vector_store_options)
     from akasha.device import validate_device
 
     validate_device(options.device)

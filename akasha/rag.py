@@ -98,6 +98,7 @@ class RAG:
         chunk_overlap: int | None = None,
         k: int = 20,
         vector_store: str | None = None,
+        vector_store_options: dict[str, Any] | None = None,
         device: str = "auto",
     ) -> None:
         self.options = RAGOptions(
@@ -106,7 +107,8 @@ class RAG:
             max_input_tokens=max_input_tokens, use_chroma=use_chroma, stream=stream,
             max_output_tokens=max_output_tokens, temperature=temperature, system_prompt=system_prompt,
             language=language, verbose=verbose, keep_logs=keep_logs, cache_dir=cache_dir,
-            chunk_overlap=chunk_overlap, k=k, vector_store=vector_store, device=device,
+            chunk_overlap=chunk_overlap, k=k, vector_store=vector_store,
+            vector_store_options=vector_store_options, device=device,
         )
         #: One record per finished call when ``keep_logs=True``.
         self.logs: list[dict[str, Any]] = []

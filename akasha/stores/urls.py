@@ -136,6 +136,60 @@ def _parse_postgres(parts: Any, hostname: str | None, port: int | None, login: t
                      name=table.lower(), dsn=dsn, options=options)
 
 
+#: ``vector_store_options`` every store accepts: ``corpus`` names the corpus a folder is indexed as
+#: (document keys ``<corpus>/<relative path>``; a query worker searches only that corpus).
+COMMON_OPTIONS = ("corpus",)
+#: ``vector_store_options`` each kind of URL accepts besides :data:`COMMON_OPTIONS` (what :func:`open_store` takes).
+STORE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "chroma": ("token", "retry"),
+    "qdrant": ("token", "retry"),
+    "postgresql": ("retry", "connect_timeout", "ef_search", "hnsw_m", "ef_construction"),
+}
+
+
+def check_store_options(vector_store: Any, options: Any) -> dict[str, Any]:
+    """``vector_store_options`` checked against what ``vector_store`` accepts; ConfigError names an unknown key.
+
+    A URL's kind decides the keys (:data:`STORE_OPTIONS`); a Store object takes only
+    :data:`COMMON_OPTIONS` (it was configured when it was built). No I/O.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise ConfigError(f"vector_store_options must be a dict of option names, got {type(options).__name__}")
+    if vector_store is None:
+        if options:
+            raise ConfigError("vector_store_options needs a vector_store (a URL or a Store object)")
+        return {}
+    if isinstance(vector_store, str):
+        kind = parse_vector_store(vector_store).kind
+        known = COMMON_OPTIONS + STORE_OPTIONS[kind]
+        where = f"a {kind} vector_store"
+    else:
+        known, where = COMMON_OPTIONS, "a Store object (configure it when you build it)"
+    unknown = sorted(set(options) - set(known))
+    if "server_knn" in unknown:
+        raise ConfigError("vector_store_options server_knn is gone: searches of a server store always run in the "
+                          "server's engine now; drop the option")
+    if unknown:
+        raise ConfigError(f"unknown vector_store_options {', '.join(map(repr, unknown))} for {where}; "
+                          f"known: {', '.join(known)}")
+    for name in ("ef_search", "hnsw_m", "ef_construction"):
+        value = options.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"vector_store_options {name} must be a positive integer, got {value!r}")
+    if options.get("connect_timeout") is not None:
+        value = options["connect_timeout"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ConfigError(f"vector_store_options connect_timeout must be a positive number of seconds, "
+                              f"got {value!r}")
+    if "corpus" in options:
+        from akasha.index.portable import check_corpus_name
+
+        check_corpus_name(options["corpus"])
+    return dict(options)
+
+
 def open_store(url: str, *, token: str | None = None, retry: Any = None, **options: Any) -> Any:
     """Connect to the store at ``url`` and return it as a :class:`~akasha.stores.base.Store`.
 
@@ -166,4 +220,5 @@ def open_store(url: str, *, token: str | None = None, retry: Any = None, **optio
     return PgVectorStore(table=spec.name, dsn=spec.dsn, retry=retry, display=spec.display, **options)
 
 
-__all__ = ["SCHEMES", "ServerURL", "open_store", "parse_vector_store", "redact_url"]
+__all__ = ["COMMON_OPTIONS", "SCHEMES", "STORE_OPTIONS", "ServerURL", "check_store_options", "open_store",
+           "parse_vector_store", "redact_url"]

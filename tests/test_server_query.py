@@ -1,0 +1,202 @@
+"""Search where the data lives: a server store answers hybrid queries in its own engine (issue 31).
+
+PostgreSQL + pgvector (pgserver, started by the session fixture): a query worker
+(``RAG(vector_store=url)`` then ``rag.search(None, q)`` / ``rag(None, q)``) needs no
+files and no local copy, never reads the whole table, and finds the right chunk for a
+unique-token query and for a dense query; two checkouts of one folder write one set of
+rows; the facade and a YAML pipeline share the table; bad options and empty stores
+give clear errors.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from servers_fixtures import pg_server  # noqa: F401
+
+import akasha
+from akasha.embeddings.hash import HashEmbedder
+from akasha.errors import ConfigError, EmptyStoreError, IndexMismatchError
+from akasha.stores.pgvector import PgVectorStore
+
+pytestmark = pytest.mark.integration
+
+TOPICS = {
+    "filters.md": "The air filter should be replaced every 12 months or every 15,000 km. Dusty roads shorten it.",
+    "warranty.txt": "The warranty covers manufacturing defects for three years from the date of purchase.",
+    "coolant.md": "Coolant must be changed every 5 years. Use only the blue long-life coolant in the radiator.",
+    "tyres.txt": "Tyre pressure should be checked monthly; 2.4 bar front and 2.6 bar rear is recommended.",
+    "battery.md": "Batteries are covered for two years only. Charge the battery fully before winter storage.",
+    "notes/errors.txt": "Fault code E4711 means the pump ran dry; reset the controller after refilling.",
+}
+
+
+def write_corpus(folder: Path) -> Path:
+    for name, text in TOPICS.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n\n".join(f"{text} Part {i} of {name}." for i in range(3)), encoding="utf-8")
+    for i in range(30):  # more chunks than a worker ever asks for
+        (folder / "extra" / f"note{i}.txt").parent.mkdir(parents=True, exist_ok=True)
+        (folder / "extra" / f"note{i}.txt").write_text(f"Workshop note {i}: bay {i} keeps the spare parts.")
+    return folder
+
+
+def table_url(server: Any) -> str:
+    return server.dsn(table=f"q{uuid.uuid4().hex[:10]}")
+
+
+def rows(server: Any, sql: str) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(server.dsn().split("?")[0]) as conn:
+        return conn.execute(sql).fetchall()
+
+
+class RowCounter:
+    """Counts the rows each store call brings into this process, and refuses whole-table reads."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.largest = 0
+        original = PgVectorStore._run
+
+        def counting(store: PgVectorStore, what: str, fn: Any) -> Any:
+            result = original(store, what, fn)
+            if isinstance(result, (list, dict)):
+                self.largest = max(self.largest, len(result))
+            return result
+
+        def refuse(*_args: Any, **_kw: Any) -> Any:
+            raise AssertionError("a query worker read the whole table")
+
+        monkeypatch.setattr(PgVectorStore, "_run", counting)
+        monkeypatch.setattr(PgVectorStore, "_scan", refuse)
+
+
+@pytest.fixture
+def indexed(tmp_path, pg_server):  # noqa: F811
+    """A table indexed once from a folder by a writer with its own cache; the folder is then deleted."""
+    url = table_url(pg_server)
+    docs = write_corpus(tmp_path / "docs")
+    writer = akasha.RAG(embeddings=HashEmbedder(), model="extractive", cache_dir=str(tmp_path / "writer"),
+                        vector_store=url, chunk_size=200, chunk_overlap=0)
+    report = writer.index(str(docs))
+    writer.close()
+    shutil.rmtree(docs)
+    return url, report
+
+
+def worker(url: str, **options: Any) -> akasha.RAG:
+    """A fresh query process's RAG: no files, nothing cached on disk."""
+    return akasha.RAG(embeddings=HashEmbedder(), model="extractive", cache_dir=":memory:", vector_store=url,
+                      chunk_size=200, chunk_overlap=0, **options)
+
+
+def test_a_worker_answers_from_the_store_without_reading_the_table(indexed, monkeypatch):
+    url, report = indexed
+    counter = RowCounter(monkeypatch)
+    rag = worker(url)
+    hits = rag.search(None, "E4711", k=3)
+    assert hits[0].chunk.metadata["source"] == "notes/errors.txt"  # the unique token's chunk first, portable
+    assert hits[0].details.get("bm25") is not None and "rrf" in hits[0].details
+    dense = rag.search(None, "coolant blue long-life radiator", k=3, search_type="knn")
+    assert dense[0].chunk.metadata["source"] == "coolant.md"
+    lexical = rag.search(None, "tyre pressure bar", k=3, search_type="bm25")
+    assert lexical[0].chunk.metadata["source"] == "tyres.txt"
+    answer = rag(None, "What does fault code E4711 mean?")
+    assert "dry" in answer and rag.docs[0].chunk.metadata["source"] == "notes/errors.txt"
+    assert 0 < counter.largest <= rag.options.k < report.chunks  # never more rows than asked for
+
+
+def test_an_empty_store_names_data_source_and_the_store(pg_server, tmp_path):  # noqa: F811
+    url = table_url(pg_server)
+    rag = worker(url)
+    with pytest.raises(EmptyStoreError, match="data_source") as caught:
+        rag.search(None, "anything")
+    assert url.split("?table=")[1] in str(caught.value) and "secret" not in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_two_checkouts_of_one_folder_write_one_set_of_rows(pg_server, tmp_path):  # noqa: F811
+    url = table_url(pg_server)
+    table = url.split("?table=")[1]
+    counts = []
+    for checkout in ("checkout-a", "checkout-b"):
+        docs = write_corpus(tmp_path / checkout / "docs")
+        rag = akasha.RAG(embeddings=HashEmbedder(), model="extractive", cache_dir=str(tmp_path / checkout / "cache"),
+                         vector_store=url, chunk_size=200, chunk_overlap=0)
+        report = rag.index(str(docs))
+        rag.close()
+        counts.append((report.chunks, report.embedded, rows(pg_server, f"SELECT count(*) FROM {table}")[0][0]))
+    (chunks_a, embedded_a, rows_a), (chunks_b, embedded_b, rows_b) = counts
+    assert rows_a == rows_b == chunks_a == chunks_b and embedded_b == 0
+    sources = {r[0] for r in rows(pg_server, f"SELECT DISTINCT source FROM {table}")}
+    assert sources == set(TOPICS) | {f"extra/note{i}.txt" for i in range(30)}  # no machine path in the store
+
+
+def test_named_corpora_share_a_store_and_a_worker_can_pick_one(pg_server, tmp_path):  # noqa: F811
+    url = table_url(pg_server)
+    write_corpus(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "filters.md").write_text("Handbook B: the oil filter is changed with every service.")
+    for name in ("a", "b"):
+        rag = akasha.RAG(embeddings=HashEmbedder(), model="extractive", cache_dir=str(tmp_path / f"cache-{name}"),
+                         vector_store=url, vector_store_options={"corpus": f"handbook-{name}"})
+        rag.index(str(tmp_path / name))
+        rag.close()
+    only_b = worker(url, vector_store_options={"corpus": "handbook-b"}).search(None, "filter", k=5)
+    assert only_b and {h.chunk.metadata["source"] for h in only_b} == {"handbook-b/filters.md"}
+    everything = worker(url).search(None, "filter", k=10)
+    assert {h.chunk.metadata["source"] for h in everything} >= {"handbook-a/filters.md", "handbook-b/filters.md"}
+
+
+def test_vector_store_options_are_checked_by_name(pg_server):  # noqa: F811
+    url = table_url(pg_server)
+    assert worker(url, vector_store_options={"ef_search": 400, "corpus": "x"}).options.vector_store_options
+    with pytest.raises(ConfigError, match="'colour'.*known: corpus"):
+        worker(url, vector_store_options={"colour": "blue"})
+    with pytest.raises(ConfigError, match="server_knn is gone"):
+        worker(url, vector_store_options={"server_knn": True})
+    with pytest.raises(ConfigError, match="ef_search"):
+        worker(url, vector_store_options={"ef_search": 0})
+    with pytest.raises(ConfigError, match="corpus"):
+        worker(url, vector_store_options={"corpus": "../etc"})
+
+
+def test_a_yaml_pipeline_queries_the_table_the_facade_wrote(indexed, monkeypatch, tmp_path):
+    url, _report = indexed
+    dsn, table = url.split("?table=")
+    spec = {
+        "apiVersion": "astromesh/v1", "kind": "RAGPipeline", "metadata": {"name": "worker"},
+        "spec": {
+            "embeddings": {"provider": "hash"},
+            "chunking": {"strategy": "recursive", "chunk_size": 200, "overlap": 0},
+            "vector_store": {"backend": "pgvector", "dsn": dsn, "collection": table},
+            "retrieval": {"pattern": "hybrid", "top_k": 3},
+        },
+    }
+    counter = RowCounter(monkeypatch)
+    from akasha.spec import build
+
+    pipeline = build(spec, cache_dir=str(tmp_path / "yaml-cache"))
+    result = pipeline.query_sync("E4711", k=3)
+    assert result.hits and result.hits[0].chunk.metadata["source"] == "notes/errors.txt"
+    assert counter.largest <= 50
+
+
+def test_another_embedder_is_refused_by_name(indexed):
+    url, _report = indexed
+
+    def embed(texts):  # noqa: ANN001 - the hash embedder's name, other vectors
+        return np.ones((len(texts), 64), dtype=np.float32)
+
+    from akasha.embeddings.wrappers import CallableEmbedder
+
+    impostor = CallableEmbedder(embed, name="hash")
+    with pytest.raises(IndexMismatchError, match="holds vectors of 'hash'"):
+        akasha.RAG(embeddings=impostor, model="extractive", cache_dir=":memory:", vector_store=url).search(None, "x")
