@@ -200,3 +200,25 @@ def test_another_embedder_is_refused_by_name(indexed):
     impostor = CallableEmbedder(embed, name="hash")
     with pytest.raises(IndexMismatchError, match="holds vectors of 'hash'"):
         akasha.RAG(embeddings=impostor, model="extractive", cache_dir=":memory:", vector_store=url).search(None, "x")
+
+
+def test_the_sql_fusion_is_the_python_fusion(indexed):
+    """PostgreSQL fuses in its engine exactly as akasha.stores.query.fuse_sides does on the two candidate lists."""
+    from akasha.stores.query import SearchRequest, fuse_sides, lexical_tokenizer
+    from akasha.stores.urls import open_store
+
+    url, _report = indexed
+    store = open_store(url)
+    embedder = HashEmbedder()
+    tokenize = lexical_tokenizer(store.lexical_tokenizer)
+    for question in ("E4711 pump", "warranty defects purchase", "spare parts bay 7", "coolant radiator blue"):
+        vector = embedder.embed_query(question)
+        tokens = tuple(tokenize(question))
+        hybrid = store.query(SearchRequest(vector=vector, tokens=tokens, k=10, pool=20, rrf_k=10, weights=(0.6, 0.4)))
+        dense = store.query(SearchRequest(vector=vector, k=20, pool=20))
+        lexical = store.query(SearchRequest(tokens=tokens, k=20, pool=20))
+        mine = fuse_sides([(h.chunk, h.score) for h in dense], [(h.chunk, h.score) for h in lexical],
+                          SearchRequest(vector=vector, tokens=tokens, k=10, pool=20, rrf_k=10, weights=(0.6, 0.4)))
+        assert [h.id for h in hybrid] == [h.id for h in mine], question
+        np.testing.assert_allclose([h.score for h in hybrid], [h.score for h in mine], rtol=1e-9)
+    store.close()

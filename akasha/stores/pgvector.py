@@ -53,7 +53,7 @@ from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
 from akasha.stores.base import BaseStore, check_query
 from akasha.stores.redact import redact_conninfo
-from akasha.stores.query import SearchRequest, lexical_tokenizer, rank_hits
+from akasha.stores.query import EVIDENCE_BOOST, SearchRequest, lexical_tokenizer
 from akasha.stores.retry import Retry
 from akasha.types import Chunk, Hit
 
@@ -63,9 +63,9 @@ T = TypeVar("T")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _BATCH = 5000
 #: Document frequencies are counted up to this many rows; a term in more rows counts as this common.
-DF_CAP = 5000
-#: The lexical side scores at most this many matching rows (only a question made of common words reaches it).
-LEXICAL_SCAN = 20000
+DF_CAP = 1000
+#: The lexical side scores at most this many candidate rows (rows holding a rarer term, or two common ones).
+LEXICAL_SCAN = 5000
 #: hnsw.ef_search for a pool of candidates: this many times the pool, at least EF_MIN, at most pgvector's 1000.
 EF_PER_CANDIDATE = 8
 EF_MIN = 200
@@ -454,6 +454,7 @@ class PgVectorStore(BaseStore):
                 conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
                 conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw "
                              f"(embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})")
+            conn.execute(f"ANALYZE {self.table}")  # row count and term statistics for the query planner
             log.info("built the HNSW index of %s in %.1f s", self.table, time.perf_counter() - started)
 
         self._run("building the HNSW index", build)
@@ -657,10 +658,15 @@ class PgVectorStore(BaseStore):
         return hits
 
     def _query_sql(self, mode: str, condition: str) -> str:
-        """The one statement of a query: CTEs for the sides ``mode`` needs, fused, joined to the k rows' texts."""
+        """The one statement of a query: CTEs for the sides ``mode`` needs, fused, joined to the k rows' texts.
+
+        The fusion is :func:`akasha.stores.query.fuse_sides` written in SQL: each side's weight is
+        raised by its evidence (the lexical side's ``1 - second / first`` score, 1 for a single
+        match; the dense side's first-to-second cosine gap over its list's spread), then
+        weighted reciprocal-rank fusion.
+        """
         t = self.table
-        # %(fN)s placeholders: the filter's parameters, named so every CTE can repeat them.
-        named = condition
+        named = condition  # the filter's %s placeholders, named so that every CTE can repeat them
         index = 0
         while "%s" in named:
             named = named.replace("%s", f"%(f{index})s", 1)
@@ -672,34 +678,45 @@ class PgVectorStore(BaseStore):
             # each term's IDF from its document frequency (counted up to df_cap rows by the GIN index)
             f"total AS (SELECT CASE WHEN c.reltuples > 0 THEN c.reltuples ELSE (SELECT count(*) FROM {t}) END AS n "
             f"FROM pg_class c WHERE c.oid = '{t}'::regclass), "
-            f"terms AS (SELECT q.query, df.n AS df, ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5)) AS idf "
-            f"FROM unnest(%(terms)s::text[]) AS q0(term) CROSS JOIN LATERAL (SELECT q0.term::tsquery AS query) q "
+            f"terms AS (SELECT q.ord, q.query, df.n AS df, ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5)) AS idf "
+            f"FROM (SELECT q0.term::tsquery AS query, q0.ord FROM unnest(%(terms)s::text[]) WITH ORDINALITY "
+            f"AS q0(term, ord)) q "
             f"CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT 1 FROM {t} WHERE lexical @@ q.query {named} "
             f"LIMIT %(df_cap)s) hits) df CROSS JOIN total), "
-            # candidates: rows holding one of the rarer terms (all terms when every one is common)
-            f"wanted AS (SELECT coalesce(string_agg(query::text, ' | ') FILTER (WHERE df < %(df_cap)s), "
-            f"string_agg(query::text, ' | '))::tsquery AS query FROM terms), "
+            # candidates: rows holding one of the rarer terms; when every term is common, rows holding two of them
+            f"wanted AS (SELECT coalesce((SELECT string_agg(query::text, ' | ') FROM terms WHERE df < %(df_cap)s), "
+            f"(SELECT string_agg('(' || a.query::text || ' & ' || b.query::text || ')', ' | ') "
+            f"FROM terms a JOIN terms b ON a.ord < b.ord), "
+            f"(SELECT string_agg(query::text, ' | ') FROM terms))::tsquery AS query), "
             f"lexical AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM ("
             f"SELECT c.id, (SELECT sum(terms.idf * ts_rank(c.lexical, terms.query, 1)) FROM terms "
             f"WHERE c.lexical @@ terms.query) AS score FROM (SELECT id, lexical FROM {t} "
             f"WHERE lexical @@ (SELECT query FROM wanted) {named} LIMIT %(scan)s) c "
             f"ORDER BY score DESC, id LIMIT %(pool)s) matched)")
+        none = "SELECT 0::float8 AS e"
+        dense_e = ("SELECT CASE WHEN count(*) < 2 THEN 0 ELSE coalesce(greatest(0, max(score) - "
+                   "(array_agg(score ORDER BY rank))[2]) / nullif(max(score) - min(score), 0), 0) END AS e FROM dense")
+        lexical_e = ("SELECT CASE count(*) WHEN 0 THEN 0 WHEN 1 THEN 1 ELSE CASE WHEN max(score) > 0 THEN "
+                     "greatest(0, 1 - (array_agg(score ORDER BY rank))[2] / max(score)) ELSE 0 END END AS e FROM lexical")
         if mode == "dense":
-            ctes = dense
-            sides = "SELECT id, rank, score AS dense, NULL::float8 AS lexical, %(wv)s::float8 AS w FROM dense"
+            ctes, evidence = dense, f"ed AS ({dense_e}), el AS ({none})"
+            sides = "SELECT id, rank, score AS dense, NULL::float8 AS lexical, 'v' AS side FROM dense"
         elif mode == "lexical":
-            ctes = lexical
-            sides = "SELECT id, rank, NULL::float8 AS dense, score AS lexical, %(wl)s::float8 AS w FROM lexical"
+            ctes, evidence = lexical, f"ed AS ({none}), el AS ({lexical_e})"
+            sides = "SELECT id, rank, NULL::float8 AS dense, score AS lexical, 'l' AS side FROM lexical"
         else:
-            ctes = f"{dense}, {lexical}"
-            sides = ("SELECT id, rank, score AS dense, NULL::float8 AS lexical, %(wv)s::float8 AS w FROM dense "
-                     "UNION ALL SELECT id, rank, NULL::float8, score, %(wl)s::float8 FROM lexical")
-        fused = (f"fused AS (SELECT id, sum(w / (%(rrf_k)s + rank)) AS rrf, max(dense) AS dense, "
-                 f"max(lexical) AS lexical FROM ({sides}) side GROUP BY id "
+            ctes, evidence = f"{dense}, {lexical}", f"ed AS ({dense_e}), el AS ({lexical_e})"
+            sides = ("SELECT id, rank, score AS dense, NULL::float8 AS lexical, 'v' AS side FROM dense "
+                     "UNION ALL SELECT id, rank, NULL::float8, score, 'l' FROM lexical")
+        boost = float(EVIDENCE_BOOST)
+        share = "coalesce(lexical / nullif((SELECT max(score) FROM lexical), 0), 1)" if mode != "dense" else "1"
+        fused = (f"fused AS (SELECT id, sum(CASE side WHEN 'v' THEN %(wv)s::float8 * (1 + {boost} * (SELECT e FROM ed)) "
+                 f"ELSE %(wl)s::float8 * (1 + {boost} * (SELECT e FROM el)) * {share} END / (%(rrf_k)s + rank)) AS rrf, "
+                 f"max(dense) AS dense, max(lexical) AS lexical FROM ({sides}) side GROUP BY id "
                  f"ORDER BY rrf DESC, id LIMIT %(k)s)")
         order = {"dense": "f.dense DESC", "lexical": "f.lexical DESC"}.get(mode, "f.rrf DESC")
         score = {"dense": "f.dense", "lexical": "f.lexical"}.get(mode, "f.rrf")
-        return (f"WITH {ctes}, {fused} SELECT f.id, c.text, c.metadata, {score}, f.dense, f.lexical "
+        return (f"WITH {ctes}, {evidence}, {fused} SELECT f.id, c.text, c.metadata, {score}, f.dense, f.lexical "
                 f"FROM fused f JOIN {t} c ON c.id = f.id ORDER BY {order}, f.id")
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:

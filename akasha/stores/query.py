@@ -94,28 +94,72 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
     return fuse_sides(dense, lexical, request)
 
 
+#: How much a side's evidence can raise its weight: a side that is sure counts up to 1 + EVIDENCE_BOOST times.
+EVIDENCE_BOOST = 2.0
+
+
+def lexical_evidence(scores: Sequence[float]) -> float:
+    """How sure the lexical side is of its first hit: 1 when it is the only match, else ``1 - second / first``.
+
+    A question whose rare term (an error code, an option or function name) occurs in one chunk
+    gives that chunk a BM25 score far above every other match, so the lexical side is sure;
+    a question made of common words gives close scores, and evidence near 0.
+    """
+    if not scores:
+        return 0.0
+    if len(scores) == 1:
+        return 1.0
+    first, second = float(scores[0]), float(scores[1])
+    return max(0.0, 1.0 - second / first) if first > 0 else 0.0
+
+
+def dense_evidence(scores: Sequence[float]) -> float:
+    """How far the dense side's first cosine stands above the second, relative to its whole candidate list."""
+    if len(scores) < 2:
+        return 0.0
+    spread = float(scores[0]) - float(min(scores))
+    return max(0.0, float(scores[0]) - float(scores[1])) / spread if spread > 1e-9 else 0.0
+
+
+def fusion_weights(dense: Sequence[float], lexical: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:
+    """The (vector, lexical) weights of one question: the request's weights, each raised by its side's evidence."""
+    return (float(weights[0]) * (1.0 + EVIDENCE_BOOST * dense_evidence(dense)),
+            float(weights[1]) * (1.0 + EVIDENCE_BOOST * lexical_evidence(lexical)))
+
+
 def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
                request: SearchRequest) -> list[Hit]:
-    """Weighted reciprocal-rank fusion of a dense and a lexical list, ``k`` hits with both sides' scores."""
-    from akasha.retrieval.fusion import rrf
+    """Evidence-weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
 
+    Each side's weight grows with its own evidence (:func:`fusion_weights`): a chunk that
+    alone holds the question's rare term is not out-ranked by chunks only the dense side
+    likes, and a dense list whose first hit stands apart keeps its lead. Then
+    ``score = sum(weight / (rrf_k + rank))`` over the lists a chunk is in, where a lexical
+    match counts in proportion to its score next to the best one (a chunk matching only the
+    question's common words adds little). PostgreSQL
+    computes the same in its query (:meth:`akasha.stores.pgvector.PgVectorStore.query`).
+    """
     chunks: dict[str, Chunk] = {}
     details: dict[str, dict[str, float]] = {}
     for key, ranked in (("vector", dense), ("bm25", lexical)):
         for chunk, score in ranked:
             chunks.setdefault(chunk.id, chunk)
             details.setdefault(chunk.id, {})[key] = float(score)
-    lists = [[(c.id, float(s)) for c, s in dense], [(c.id, float(s)) for c, s in lexical]]
-    fused = rrf(lists, k=request.rrf_k, weights=list(request.weights))
+    w_vector, w_lexical = fusion_weights([s for _, s in dense], [s for _, s in lexical], request.weights)
+    scores: dict[str, float] = {}
+    for rank, (chunk, _score) in enumerate(dense, start=1):
+        scores[chunk.id] = scores.get(chunk.id, 0.0) + w_vector / (request.rrf_k + rank)
+    top = float(lexical[0][1]) if lexical else 0.0
+    for rank, (chunk, score) in enumerate(lexical, start=1):
+        share = float(score) / top if top > 0 else 1.0  # how well matched, next to the best lexical match
+        scores[chunk.id] = scores.get(chunk.id, 0.0) + w_lexical * share / (request.rrf_k + rank)
+    fused = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     hits = []
     for chunk_id, score in fused[: request.k]:
         found = details[str(chunk_id)]
         source = "+".join(name for name in ("bm25", "vector") if name in found)
         hits.append(Hit(chunks[str(chunk_id)], float(score), source, {**found, "rrf": float(score)}))
     return hits
-
-
-
 
 
 def resolve_tokenizer_id(name: str) -> str:
@@ -143,5 +187,6 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
         raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
                           "cannot reproduce; install what it needs (jieba: the 'full' extra) or re-index")
     return found
-__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "SearchRequest", "fuse_sides", "lexical_tokenizer", "rank_hits",
+__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "SearchRequest", "dense_evidence",
+           "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
            "resolve_tokenizer_id"]
