@@ -35,6 +35,7 @@ class CountingEmbedder:
         self.dimension = self._inner.dimension
         self.batch_size = 64
         self.location = location
+        self.identity_hint = f"{location}|hash"  # as the real packaged model: its identity is remembered per cache
         self.documents: list[str] = []
         self.queries: list[str] = []
 

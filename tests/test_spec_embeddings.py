@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from akasha.embeddings.identity import PROBE_TEXTS
+
 from akasha.spec import build, load_spec
 from tests.spec_fixtures import body, json_server
 
@@ -39,6 +41,7 @@ def test_ollama_over_api_embed():
     assert hits[0].chunk.id == "a#0" and hits[0].score == pytest.approx(1.0, abs=1e-5)
     paths = {p for p, _, _ in requests}
     assert paths == {"/api/embed"}
+    requests = [r for r in requests if r[1]["input"] != list(PROBE_TEXTS)]  # the identity probe, once
     assert requests[0][1]["model"] == "tiny-embed" and requests[0][1]["input"] == ["alpha text", "beta text"]
 
 
@@ -62,6 +65,7 @@ def test_hf_against_a_tei_server():
         assert pipeline.ingest_sync(["gamma text", "delta text"]) == 2
         hits = pipeline.query_sync("delta text", k=1).hits
     assert hits[0].chunk.text == "delta text"
+    requests = [r for r in requests if r[1]["inputs"] != list(PROBE_TEXTS)]  # the identity probe, once
     path, payload, headers = requests[0]
     assert path == "/embed" and payload == {"inputs": ["gamma text", "delta text"]}
     assert headers["authorization"] == "Bearer hf_secret"

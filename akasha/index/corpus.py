@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -230,19 +231,39 @@ class CorpusIndex:
                 from akasha.index.mirror import mirror_collection
 
                 external_store = mirror_collection(self.cache_dir, embedder.name, chunk_size, overlap)
-            #: What this embedder's vectors are (model name + probe fingerprint): the key of every cached vector.
-            self.embedder_id = self._resolve_identity(external_store)
         except BaseException:
             self._manifest.close()
             if external_store is not None and isinstance(vector_store, str):
                 external_store.close()
             raise
-        self.namespace = f"{self.embedder_id}|{self.settings_key}|{self._bm25.tokenizer_id}"
+        self._external = external_store
+        self._identity: tuple[str, str] | None = None  # (embedder identity, namespace), resolved on first use
+        self._identity_lock = threading.Lock()
         if external_store is not None:
             if getattr(external_store, "lexical_tokenizer", None) == "auto":  # a new table: our terms
                 external_store.lexical_tokenizer = self._bm25.tokenizer_id
-            self._link = StoreLink(external_store, self.embedder_id, self.namespace, self.corpus)
+            self._link = StoreLink(external_store, lambda: self.embedder_id, lambda: self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
+
+    @property
+    def embedder_id(self) -> str:
+        """What this embedder's vectors are (model name + probe fingerprint, :mod:`akasha.embeddings.identity`):
+        the key of every cached vector. Resolved on first use (it may embed three probe texts and read the
+        store), never while the index is built."""
+        return self._resolved()[0]
+
+    @property
+    def namespace(self) -> str:
+        """The embedder identity, chunk settings and tokenizer: what a committed corpus state belongs to."""
+        return self._resolved()[1]
+
+    def _resolved(self) -> tuple[str, str]:
+        if self._identity is None:
+            with self._identity_lock:
+                if self._identity is None:
+                    identity = self._resolve_identity(self._external)
+                    self._identity = (identity, f"{identity}|{self.settings_key}|{self._bm25.tokenizer_id}")
+        return self._identity
 
     def _resolve_identity(self, store: Any) -> str:
         """The embedder's identity (:mod:`akasha.embeddings.identity`), registered in the cache and checked

@@ -14,26 +14,12 @@ for a list of paths, the deepest folder that holds them all.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from akasha.errors import ConfigError
+from akasha.stores.urls import check_corpus_name
 
 DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-
-_CORPUS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def check_corpus_name(name: object) -> str:
-    """``name`` if it is a valid corpus name (letters, digits, ``.``, ``_``, ``-``; up to 128), ``""`` for None."""
-    if name is None or name == "":
-        return ""
-    if not isinstance(name, str) or not _CORPUS.match(name):
-        raise ConfigError(f"vector_store_options corpus {name!r} is not a valid corpus name: use letters, digits, "
-                          "'.', '_' and '-', starting with a letter or digit, at most 128 characters")
-    return name
-
 
 def source_items(data_source: DataSource) -> list[Path]:
     """The data source's paths, absolute, with ``~`` expanded (not resolved: a symlinked root keeps its name)."""

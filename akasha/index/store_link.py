@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,11 +41,26 @@ def state_key_for(namespace: str, source_key: str) -> str:
 class StoreLink:
     """Writes an index's corpus into ``store`` and reads back what another machine left there."""
 
-    def __init__(self, store: Any, embedder_name: str, namespace: str, corpus: str = "") -> None:
+    def __init__(self, store: Any, embedder_name: str | Callable[[], str], namespace: str | Callable[[], str],
+                 corpus: str = "") -> None:
+        """``embedder_name`` and ``namespace`` may be callables: the index resolves its embedder's identity on
+        first use, not when it is built."""
         self.store = store
-        self.embedder_name = embedder_name
-        self.namespace = namespace
+        self._embedder_name = embedder_name
+        self._namespace = namespace
         self.corpus = corpus
+
+    @property
+    def embedder_name(self) -> str:
+        """The identity of the vectors this link writes (``embedder`` metadata of every record)."""
+        value = self._embedder_name
+        return value() if callable(value) else value
+
+    @property
+    def namespace(self) -> str:
+        """The namespace of the corpus states this link saves and reads."""
+        value = self._namespace
+        return value() if callable(value) else value
 
     @property
     def name(self) -> str:

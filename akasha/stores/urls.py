@@ -136,6 +136,19 @@ def _parse_postgres(parts: Any, hostname: str | None, port: int | None, login: t
                      name=table.lower(), dsn=dsn, options=options)
 
 
+_CORPUS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_corpus_name(name: object) -> str:
+    """``name`` if it is a valid corpus name (letters, digits, ``.``, ``_``, ``-``; up to 128), ``""`` for None."""
+    if name is None or name == "":
+        return ""
+    if not isinstance(name, str) or not _CORPUS.match(name):
+        raise ConfigError(f"vector_store_options corpus {name!r} is not a valid corpus name: use letters, digits, "
+                          "'.', '_' and '-', starting with a letter or digit, at most 128 characters")
+    return name
+
+
 #: ``vector_store_options`` every store accepts: ``corpus`` names the corpus a folder is indexed as
 #: (document keys ``<corpus>/<relative path>``; a query worker searches only that corpus).
 COMMON_OPTIONS = ("corpus",)
@@ -184,8 +197,6 @@ def check_store_options(vector_store: Any, options: Any) -> dict[str, Any]:
             raise ConfigError(f"vector_store_options connect_timeout must be a positive number of seconds, "
                               f"got {value!r}")
     if "corpus" in options:
-        from akasha.index.portable import check_corpus_name
-
         check_corpus_name(options["corpus"])
     return dict(options)
 
@@ -220,5 +231,5 @@ def open_store(url: str, *, token: str | None = None, retry: Any = None, **optio
     return PgVectorStore(table=spec.name, dsn=spec.dsn, retry=retry, display=spec.display, **options)
 
 
-__all__ = ["COMMON_OPTIONS", "SCHEMES", "STORE_OPTIONS", "ServerURL", "check_store_options", "open_store",
+__all__ = ["COMMON_OPTIONS", "check_corpus_name", "SCHEMES", "STORE_OPTIONS", "ServerURL", "check_store_options", "open_store",
            "parse_vector_store", "redact_url"]
