@@ -54,8 +54,9 @@ def table_url(server: Any) -> str:
 def rows(server: Any, sql: str) -> list[tuple]:
     import psycopg
 
-    with psycopg.connect(server.dsn().split("?")[0]) as conn:
-        return conn.execute(sql).fetchall()
+    with psycopg.connect(server.dsn().split("?")[0], autocommit=True) as conn:
+        cursor = conn.execute(sql)
+        return cursor.fetchall() if cursor.description else []
 
 
 class RowCounter:
@@ -222,3 +223,40 @@ def test_the_sql_fusion_is_the_python_fusion(indexed):
         assert [h.id for h in hybrid] == [h.id for h in mine], question
         np.testing.assert_allclose([h.score for h in hybrid], [h.score for h in mine], rtol=1e-9)
     store.close()
+
+
+def test_a_moved_embeddings_server_reuses_the_stores_vectors(pg_server, tmp_path):  # noqa: F811
+    """The same model behind another port: a worker embeds only the probe texts and its questions."""
+    from servers.base import serve
+    from servers.openai_server import OpenAIApp
+
+    from akasha.embeddings.identity import PROBE_TEXTS
+
+    url = table_url(pg_server)
+    docs = write_corpus(tmp_path / "docs")
+    with serve(OpenAIApp()) as first:
+        writer = akasha.RAG(embeddings=f"openai:nomic-embed@{first.url}/v1", model="extractive",
+                            cache_dir=str(tmp_path / "writer"), vector_store=url, chunk_size=200, chunk_overlap=0)
+        assert writer.index(str(docs)).embedded > 0
+        writer.close()
+    with serve(OpenAIApp()) as moved:
+        rag = akasha.RAG(embeddings=f"openai:nomic-embed@{moved.url}/v1", model="extractive", cache_dir=":memory:",
+                         vector_store=url, chunk_size=200, chunk_overlap=0)
+        hits = rag.search(None, "Fault code E4711", k=3)
+        assert hits[0].chunk.metadata["source"] == "notes/errors.txt"
+        sent = [t for r in moved.app.requests if "/embeddings" in r.path for t in r.body["input"]]
+        assert sorted(sent) == sorted([*PROBE_TEXTS, "Fault code E4711"])
+
+
+def test_an_unreachable_or_foreign_store_is_a_clear_error(pg_server, tmp_path):  # noqa: F811
+    from akasha.errors import ServerUnavailableError
+    from akasha.stores.retry import Retry
+
+    dead = "postgresql://postgres:pw@127.0.0.1:1/postgres?table=docs"
+    with pytest.raises(ServerUnavailableError, match="127.0.0.1:1") as caught:
+        worker(dead, vector_store_options={"retry": Retry(attempts=1), "connect_timeout": 1}).search(None, "x")
+    assert "pw@" not in str(caught.value)
+    rows(pg_server, "CREATE TABLE IF NOT EXISTS inventory (id int PRIMARY KEY, item text)")
+    with pytest.raises(ConfigError, match="not an akasha chunk table"):
+        worker(pg_server.dsn(table="inventory")).search(None, "x")
+    assert rows(pg_server, "SELECT count(*) FROM inventory")[0][0] == 0  # nothing touched

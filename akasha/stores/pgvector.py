@@ -53,7 +53,7 @@ from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
 from akasha.stores.base import BaseStore, check_query
 from akasha.stores.redact import redact_conninfo
-from akasha.stores.query import EVIDENCE_BOOST, SearchRequest, lexical_tokenizer
+from akasha.stores.query import EVIDENCE_BOOST, EVIDENCE_DEPTH, SearchRequest, lexical_tokenizer
 from akasha.stores.retry import Retry
 from akasha.types import Chunk, Hit
 
@@ -696,8 +696,10 @@ class PgVectorStore(BaseStore):
         none = "SELECT 0::float8 AS e"
         dense_e = ("SELECT CASE WHEN count(*) < 2 THEN 0 ELSE coalesce(greatest(0, max(score) - "
                    "(array_agg(score ORDER BY rank))[2]) / nullif(max(score) - min(score), 0), 0) END AS e FROM dense")
-        lexical_e = ("SELECT CASE count(*) WHEN 0 THEN 0 WHEN 1 THEN 1 ELSE CASE WHEN max(score) > 0 THEN "
-                     "greatest(0, 1 - (array_agg(score ORDER BY rank))[2] / max(score)) ELSE 0 END END AS e FROM lexical")
+        lexical_e = ("SELECT coalesce(greatest(0, least(1, max(1 - following / score))), 0) AS e FROM ("
+                     "SELECT rank, score, lead(score, 1, 0::float8) OVER (ORDER BY rank) AS following FROM lexical) d "
+                     f"WHERE rank <= {int(EVIDENCE_DEPTH)} AND score > 0 "
+                     "AND (SELECT max(score) FROM lexical) > 0")
         if mode == "dense":
             ctes, evidence = dense, f"ed AS ({dense_e}), el AS ({none})"
             sides = "SELECT id, rank, score AS dense, NULL::float8 AS lexical, 'v' AS side FROM dense"

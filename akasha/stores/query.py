@@ -98,19 +98,25 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
 EVIDENCE_BOOST = 2.0
 
 
-def lexical_evidence(scores: Sequence[float]) -> float:
-    """How sure the lexical side is of its first hit: 1 when it is the only match, else ``1 - second / first``.
+#: The lexical side's evidence looks for its sharpest score drop among its first this many matches.
+EVIDENCE_DEPTH = 5
 
-    A question whose rare term (an error code, an option or function name) occurs in one chunk
-    gives that chunk a BM25 score far above every other match, so the lexical side is sure;
-    a question made of common words gives close scores, and evidence near 0.
+
+def lexical_evidence(scores: Sequence[float]) -> float:
+    """How sure the lexical side is of its first matches: the sharpest relative score drop among them.
+
+    ``max(1 - next / score)`` over the first :data:`EVIDENCE_DEPTH` scores, where the score after
+    the last match is 0. A question whose rare term (an error code, an option or function name)
+    occurs in a few chunks gives those chunks scores far above every other match (or no other
+    match at all): evidence near 1. A question made of common words gives a smooth run of close
+    scores: evidence near 0.
     """
-    if not scores:
+    values = [float(s) for s in scores[: EVIDENCE_DEPTH + 1]]
+    if not values or values[0] <= 0:
         return 0.0
-    if len(scores) == 1:
-        return 1.0
-    first, second = float(scores[0]), float(scores[1])
-    return max(0.0, 1.0 - second / first) if first > 0 else 0.0
+    values.append(0.0)
+    drops = [1.0 - values[i + 1] / values[i] for i in range(min(EVIDENCE_DEPTH, len(values) - 1)) if values[i] > 0]
+    return max(0.0, min(1.0, max(drops))) if drops else 0.0
 
 
 def dense_evidence(scores: Sequence[float]) -> float:
@@ -187,6 +193,6 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
         raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
                           "cannot reproduce; install what it needs (jieba: the 'full' extra) or re-index")
     return found
-__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "SearchRequest", "dense_evidence",
+__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "SearchRequest", "dense_evidence",
            "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
            "resolve_tokenizer_id"]
