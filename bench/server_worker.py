@@ -38,6 +38,10 @@ STARTED = time.perf_counter()
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+#: A file added to the corpus for the run: its error code occurs in no other chunk.
+NEEDLE_FILE = "needle-akasha.txt"
+NEEDLE_WORD = "e4711x9"
+NEEDLE_TEXT = f"Error code {NEEDLE_WORD.upper()} means the pressure relief valve stuck open during the test run."
 
 
 def run_worker(target: str, queries_file: str) -> dict[str, object]:
@@ -89,8 +93,9 @@ def _job(corpus_root: Path, chunks: list[tuple[str, str]], questions: list[str],
         top = np.argsort(-(matrix @ v))[:10]
         exact[q] = [ids[i] for i in top]
     counts = Counter(t for _, text in chunks for t in set(tokenize(text)))
-    unique_word, unique_id = next((t, cid) for cid, text in chunks for t in tokenize(text)
-                                  if counts[t] == 1 and len(t) > 5)
+    unique_id = f"{NEEDLE_FILE}#0"
+    unique_word = NEEDLE_WORD
+    assert counts[unique_word] == 1, "the needle's word must occur in exactly one chunk"
     dense_id, dense_text = chunks[len(chunks) // 3]
     job = {"questions": questions, "recall_questions": recall_questions, "unique_word": unique_word,
            "unique_id": unique_id, "dense_text": dense_text, "dense_id": dense_id}
@@ -130,11 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     work.chmod(0o755)
     server = None
     rows = []
+    table_sizes: dict[int, dict[str, float]] = {}
     try:
         if "pgvector" in args.backends:
             server = PostgresServer(work / "pgdata").init().start()
         for size in [int(s) for s in args.chunks.split(",")]:
             corpus = make_corpus(size, n_queries=args.queries)
+            needle = corpus.root / NEEDLE_FILE
+            needle.write_text(NEEDLE_TEXT, encoding="utf-8")
             for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
                 cache = work / f"{backend}-{size}"
                 url = server.dsn(table=f"bench{size}") if backend == "pgvector" else None
@@ -149,11 +157,17 @@ def main(argv: list[str] | None = None) -> int:
                     index._link.store.ensure_ann_index()  # noqa: SLF001 - built once, as the first query would
                 ingest_s = time.perf_counter() - started
                 rag.close()
+                sizes = _table_sizes(index._link.store) if backend == "pgvector" else {}  # noqa: SLF001
                 job, exact = _job(corpus.root, chunks, corpus.queries, work)
                 print(f"[{backend} {size}] fresh worker ...", file=sys.stderr, flush=True)
                 result = _worker(url or str(cache), job)
                 recall = float(np.mean([len(set(result["knn"][q]) & set(exact[q])) / 10 for q in exact]))
                 rows.append((backend, size, ingest_s, result, recall))
+                if sizes:
+                    print(f"[pgvector {size}] bytes per chunk: " + ", ".join(
+                        f"{k} {v / len(chunks):,.0f}" for k, v in sizes.items()), file=sys.stderr, flush=True)
+                    table_sizes[size] = {k: v / len(chunks) for k, v in sizes.items()}
+            needle.unlink()
     finally:
         if server is not None:
             server.stop()
@@ -169,7 +183,25 @@ def main(argv: list[str] | None = None) -> int:
     if ("pgvector", sizes[0]) in by and ("pgvector", sizes[-1]) in by and len(sizes) > 1:
         ratio = by[("pgvector", sizes[-1])]["rss_mib"] / by[("pgvector", sizes[0])]["rss_mib"]
         print(f"\npgvector worker peak RSS at {sizes[-1]:,} / at {sizes[0]:,}: {ratio:.2f}")
+    for size, parts in table_sizes.items():
+        print(f"pgvector bytes per chunk at {size:,}: " + ", ".join(f"{k} {v:,.0f}" for k, v in parts.items()))
     return 0
+
+
+def _table_sizes(store: object) -> dict[str, int]:
+    """Bytes of the chunk table (heap + TOAST), its HNSW index, its GIN index and its other indexes."""
+    table = store.table  # type: ignore[attr-defined]
+
+    def read(conn: object) -> dict[str, int]:
+        run = conn.execute  # type: ignore[attr-defined]
+        heap = run(f"SELECT pg_table_size('{table}')").fetchone()[0]
+        found = dict(run("SELECT indexname, pg_relation_size(quote_ident(indexname)) FROM pg_indexes "
+                         "WHERE tablename = %s", (table,)).fetchall())
+        hnsw = sum(v for k, v in found.items() if k.endswith("_hnsw"))
+        gin = sum(v for k, v in found.items() if k.endswith("_lexical_idx"))
+        return {"table": heap, "hnsw": hnsw, "gin": gin, "other indexes": sum(found.values()) - hnsw - gin}
+
+    return store._run("measuring", read)  # type: ignore[attr-defined]  # noqa: SLF001
 
 
 if __name__ == "__main__":
