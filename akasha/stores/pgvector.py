@@ -65,7 +65,10 @@ _BATCH = 5000
 #: Document frequencies are counted up to this many rows; a term in more rows counts as this common.
 DF_CAP = 1000
 #: The lexical side scores at most this many candidate rows (rows holding a rarer term, or two common ones).
-LEXICAL_SCAN = 5000
+LEXICAL_SCAN = 2000
+#: Candidates are the rows holding the question's rarest terms, taken rarest first until they hold about
+#: this many times the pool (a term in more than DF_CAP rows is never taken alone).
+RARE_ENOUGH = 4
 #: hnsw.ef_search for a pool of candidates: this many times the pool, at least EF_MIN, at most pgvector's 1000.
 EF_PER_CANDIDATE = 8
 EF_MIN = 200
@@ -340,6 +343,8 @@ class PgVectorStore(BaseStore):
             conn.execute(f"UPDATE {t} SET source = metadata->>'source', page = {number.format(k='page')}, "
                          f"chunk_index = {number.format(k='chunk_index')}, content_hash = metadata->>'content_hash', "
                          "embedder = metadata->>'embedder'")
+            conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS lexical tsvector")
+            self._backfill_lexical(conn)
             self._indexes(conn)
         log.info("upgraded table %s on %s to the current chunk-table layout", t, self.server)
 
@@ -632,7 +637,8 @@ class PgVectorStore(BaseStore):
         sql = self._query_sql(mode, condition)
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
                                 "wv": request.weights[0], "wl": request.weights[1],
-                                "terms": [tsquery_literal(t) for t in terms], "df_cap": DF_CAP,
+                                "terms": [tsquery_literal(t) for t in terms], "raw": [_clean(t) for t in terms],
+                                "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool,
                                 "scan": LEXICAL_SCAN}
         for i, value in enumerate(params):
             args[f"f{i}"] = value
@@ -678,13 +684,22 @@ class PgVectorStore(BaseStore):
             # each term's IDF from its document frequency (counted up to df_cap rows by the GIN index)
             f"total AS (SELECT CASE WHEN c.reltuples > 0 THEN c.reltuples ELSE (SELECT count(*) FROM {t}) END AS n "
             f"FROM pg_class c WHERE c.oid = '{t}'::regclass), "
-            f"terms AS (SELECT q.ord, q.query, df.n AS df, ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5)) AS idf "
-            f"FROM (SELECT q0.term::tsquery AS query, q0.ord FROM unnest(%(terms)s::text[]) WITH ORDINALITY "
-            f"AS q0(term, ord)) q "
-            f"CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT 1 FROM {t} WHERE lexical @@ q.query {named} "
-            f"LIMIT %(df_cap)s) hits) df CROSS JOIN total), "
+            # ANALYZE's most common lexemes give the frequent terms' document frequency for free
+            f"stats AS (SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs "
+            f"FROM pg_stats WHERE schemaname = current_schema() AND tablename = '{t.lower()}' "
+            f"AND attname = 'lexical'), "
+            f"terms AS (SELECT q.ord, q.query, d.df, ln(1 + greatest(total.n - d.df, 0) / (d.df + 0.5)) AS idf "
+            f"FROM (SELECT q0.raw, q0.term::tsquery AS query, q0.ord FROM unnest(%(raw)s::text[], %(terms)s::text[]) "
+            f"WITH ORDINALITY AS q0(raw, term, ord)) q CROSS JOIN total LEFT JOIN stats ON true "
+            f"CROSS JOIN LATERAL (SELECT CASE WHEN array_position(stats.elems, q.raw) IS NOT NULL "
+            f"THEN stats.freqs[array_position(stats.elems, q.raw)] * total.n "
+            f"ELSE (SELECT count(*) FROM (SELECT 1 FROM {t} WHERE lexical @@ q.query {named} "
+            f"LIMIT %(df_cap)s) hits) END AS df) d), "
             # candidates: rows holding one of the rarer terms; when every term is common, rows holding two of them
-            f"wanted AS (SELECT coalesce((SELECT string_agg(query::text, ' | ') FROM terms WHERE df < %(df_cap)s), "
+            f"rarest AS (SELECT query, df, sum(df) OVER (ORDER BY df, ord) - df AS before FROM terms "
+            f"WHERE df < %(df_cap)s), "
+            f"wanted AS (SELECT coalesce((SELECT string_agg(query::text, ' | ') FROM rarest "
+            f"WHERE before < %(enough)s), "
             f"(SELECT string_agg('(' || a.query::text || ' & ' || b.query::text || ')', ' | ') "
             f"FROM terms a JOIN terms b ON a.ord < b.ord), "
             f"(SELECT string_agg(query::text, ' | ') FROM terms))::tsquery AS query), "
