@@ -340,7 +340,8 @@ def test_options_dataclass_lists_every_option():
     names = set(RAGOptions.names())
     assert {"model", "embeddings", "chunk_size", "search_type", "reranker", "reranker_model", "rerank_top_k",
             "max_input_tokens", "use_chroma", "stream", "max_output_tokens", "temperature", "system_prompt",
-            "language", "verbose", "keep_logs", "cache_dir", "chunk_overlap", "k", "vector_store", "device"} == names
+            "language", "verbose", "keep_logs", "cache_dir", "chunk_overlap", "k", "vector_store",
+            "vector_store_options", "device"} == names
     with pytest.raises(ConfigError):
         RAGOptions(language=3)
     assert len(CORPUS) == 4
