@@ -8,7 +8,7 @@ in-memory cache for the server, the indexed cache folder for the local store) ru
 ``rag.search(None, question, k=10)`` and reports:
 
 * first result: seconds from the worker's start (before ``import akasha``) to its first hits;
-* peak RSS of the worker (``ru_maxrss``);
+* peak RSS of the worker (``VmHWM``: ``ru_maxrss`` would count the parent's peak before the fork);
 * p50 / p95 of a full ``rag.search`` call (``auto``: hybrid, question embedding included);
 * the vector side's recall@10 against exact cosine over all chunks (computed here, in numpy);
 * whether a unique-token question (a word in exactly one chunk) and a dense question (a
@@ -68,12 +68,23 @@ def run_worker(target: str, queries_file: str) -> dict[str, object]:
     dense = rag.search(None, job["dense_text"], k=10)
     return {
         "first_s": first_s, "first_hits": len(first),
-        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mib": _peak_rss_mib(),
         "p50_ms": statistics.median(times), "p95_ms": float(np.percentile(times, 95)),
         "knn": knn,
         "unique_first": bool(unique) and unique[0].chunk.id == job["unique_id"],
         "dense_first": bool(dense) and dense[0].chunk.id == job["dense_id"],
     }
+
+
+def _peak_rss_mib() -> float:
+    """This process's own peak RSS: VmHWM (``ru_maxrss`` would include the parent's peak before the fork)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _job(corpus_root: Path, chunks: list[tuple[str, str]], questions: list[str], work: Path) -> tuple[Path, dict]:
