@@ -519,8 +519,17 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
             "%svector_store.backend %r built %s, which lacks akasha's Store contract (upsert, remove, fetch, "
             "nearest, vectors_for, load_state ...); the index keeps its chunks and vectors in its own cache only",
             at, backend, type(store).__name__)
+    corpus = spec.vector_store.get("corpus")
+    if corpus is not None:
+        from akasha.stores.urls import check_corpus_name
+
+        try:
+            check_corpus_name(corpus)
+        except ConfigError as exc:
+            raise SpecError(f"{at}vector_store.corpus: {exc}") from None
     index = CorpusIndex(embedder, chunker=chunker, cache_dir=_index_cache(spec, cache_dir),
-                        store=store if _is_store(store) else "sqlite")
+                        store=store if _is_store(store) else "sqlite",
+                        vector_store_options={"corpus": corpus} if corpus else None)
     return Pipeline(
         index,
         name=spec.name,

@@ -260,3 +260,25 @@ def test_an_unreachable_or_foreign_store_is_a_clear_error(pg_server, tmp_path): 
     with pytest.raises(ConfigError, match="not an akasha chunk table"):
         worker(pg_server.dsn(table="inventory")).search(None, "x")
     assert rows(pg_server, "SELECT count(*) FROM inventory")[0][0] == 0  # nothing touched
+
+
+def test_a_yaml_corpus_name_keeps_two_pipelines_apart(pg_server, tmp_path):  # noqa: F811
+    from akasha.spec import build
+
+    dsn, table = table_url(pg_server).split("?table=")
+
+    def pipeline(corpus: str):
+        return build({"apiVersion": "astromesh/v1", "kind": "RAGPipeline", "metadata": {"name": corpus},
+                      "spec": {"embeddings": {"provider": "hash"},
+                               "vector_store": {"backend": "pgvector", "dsn": dsn, "collection": table,
+                                                "corpus": corpus},
+                               "retrieval": {"pattern": "hybrid", "top_k": 3}}},
+                     cache_dir=str(tmp_path / corpus))
+
+    first, second = pipeline("first"), pipeline("second")
+    first.ingest_sync([{"id": "a", "text": "valve V-17 leaks oil"}])
+    second.ingest_sync([{"id": "a", "text": "valve V-17 was replaced"}])
+    assert [h.chunk.id for h in first.query_sync("valve V-17").hits] == ["first/a#0"]
+    assert [h.chunk.text for h in second.query_sync("valve V-17").hits] == ["valve V-17 was replaced"]
+    assert first.delete_sync(["a"]) == 1
+    assert rows(pg_server, f"SELECT id FROM {table}") == [("second/a#0",)]

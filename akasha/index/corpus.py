@@ -482,7 +482,7 @@ class CorpusIndex:
         started = time.perf_counter()
         wanted: dict[str, Document] = {}
         for document in documents:
-            key = document_id(document)
+            key = self._corpus_key(document_id(document))
             if key in wanted:
                 log.warning("document %r appears twice in one call; the last one wins", key)
             wanted[key] = document
@@ -515,7 +515,7 @@ class CorpusIndex:
         with self._write_lock():
             if self._source != DOCUMENTS_SOURCE or self._store_behind:
                 self._apply(DOCUMENTS_SOURCE, self._documents_corpus(), SyncReport())
-            gone = [d for d in dict.fromkeys(doc_ids) if d in self._files]
+            gone = [d for d in dict.fromkeys(self._corpus_key(str(i)) for i in doc_ids) if d in self._files]
             if not gone:
                 return 0
             before = len(self._chunks)
@@ -880,6 +880,10 @@ class CorpusIndex:
         from akasha.index.portable import document_key
 
         return {document_key(p, root, self.corpus) if os.path.isabs(p) else p: h for p, h in previous.items()}
+
+    def _corpus_key(self, doc_id: str) -> str:
+        """A document id as this index keys it: ``<corpus>/<id>`` when the index has a corpus name."""
+        return f"{self.corpus}/{doc_id}" if self.corpus else doc_id
 
     def _shared_key(self, source_key: str) -> str:
         """The key a shared store keeps this corpus's state under: the corpus name, never a machine's path."""
