@@ -282,3 +282,9 @@ def test_a_yaml_corpus_name_keeps_two_pipelines_apart(pg_server, tmp_path):  # n
     assert [h.chunk.text for h in second.query_sync("valve V-17").hits] == ["valve V-17 was replaced"]
     assert first.delete_sync(["a"]) == 1
     assert rows(pg_server, f"SELECT id FROM {table}") == [("second/a#0",)]
+
+
+def test_a_worker_asked_for_mmr_says_what_it_can_do(indexed):
+    url, _report = indexed
+    with pytest.raises(ConfigError, match="auto, hybrid, knn, bm25"):
+        worker(url).search(None, "coolant", search_type="mmr")

@@ -343,6 +343,12 @@ class CorpusIndex:
                 search_type if search_type in ("knn", "bm25") else "both"):
             self._check_store_holds_records()
             return self._store_search(query, k, search_type)
+        if self._state_key is None and self.searches_store:
+            from akasha.errors import ConfigError
+
+            raise ConfigError(f"search_type {search_type!r} ranks in this process over every vector, and a query "
+                              f"worker holds none: over a server store use one of {', '.join(STORE_SEARCH_TYPES)}, "
+                              "or pass the data_source folder so that it is indexed here")
         if self._state_key is None:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
         vector = None if search_type == "bm25" else self.embedder.embed_query(query)
