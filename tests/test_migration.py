@@ -260,7 +260,7 @@ def test_chroma_server_layout_gives_its_vectors_to_the_new_collection(legacy_chr
     got = client.get_collection(FACTS["chroma_collection"]).get(include=["documents", "metadatas", "embeddings"])
     assert len(got["ids"]) == FACTS["chunks"]
     for document, meta, vector in zip(got["documents"], got["metadatas"], got["embeddings"], strict=True):
-        assert document and meta["source"].startswith(str(corpus)) and meta["embedder"] == FACTS["embedder"]
+        assert document and meta["source"] in FACTS["files"] and meta["embedder"] == FACTS["embedder"]
         assert meta["content_hash"] in FACTS["content_hashes"] and len(vector) == FACTS["dimension"]
     with index_over(embedder, tmp_path / "second-machine", vector_store=url) as second:
         assert second.sync(corpus).embedded == 0
@@ -312,7 +312,7 @@ def test_postgres_layout_gives_its_vectors_to_the_new_table(legacy_database, tmp
                             f"vector_dims(embedding) FROM {table}").fetchall()
     assert len(rows) == FACTS["chunks"]
     for text, source, _page, chunk_index, content_hash, embedder_name, metadata, width in rows:
-        assert text and source.startswith(str(corpus)) and isinstance(chunk_index, int)
+        assert text and source in FACTS["files"] and isinstance(chunk_index, int)  # portable: relative paths
         assert content_hash in FACTS["content_hashes"] and embedder_name == FACTS["embedder"]
         assert metadata["source"] == source and width == FACTS["dimension"]
     with index_over(embedder, tmp_path / "second-machine", vector_store=url) as second:

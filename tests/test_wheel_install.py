@@ -92,7 +92,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_answers_the_readme_question_of
     result = run([str(venv / "bin" / "akasha"), *argv[1:]], cwd=work, env=env)
     answer = result.stdout.strip()
     assert "dry running" in answer or "ran dry" in answer, answer
-    assert "(examples/docs/" in answer and "embeddings=hf:all-MiniLM-L6-v2" in result.stderr
+    assert "(incident-notes.txt" in answer and "embeddings=hf:all-MiniLM-L6-v2" in result.stderr  # portable sources
 
     # A RAGPipeline file that names no vector_store: the reference's default backend, faiss, comes with [full].
     spec = work / "minimal.rag.yaml"
