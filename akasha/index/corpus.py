@@ -192,8 +192,6 @@ class CorpusIndex:
         self._source: str | None = None  # the source key of the corpus in memory
         self._store_checked = False  # a query worker found records in the external store
         self._shared_registry: dict[str, Any] | None = None  # identities to save into the store at its next commit
-        #: local source key -> the key the shared store keeps its state under (portable: no machine path)
-        self._shared_keys: dict[str, str] = {}
         self._root: Path | None = None  # the folder the current sync's keys are relative to
         self._machine_paths: list[str] = []  # this sync's files as absolute paths (see _rebuild)
         self._passages_noted = False  # _note_missing_passages said its piece
@@ -660,12 +658,12 @@ class CorpusIndex:
         """
         if self._state_key is not None:
             return True
-        if self.searches_store:  # a query worker: the store answers, nothing is loaded here
-            self._check_store_holds_records()
-            return True
         source_key = self._manifest.last_source(self.namespace)
         committed = self._manifest.corpus(source_key, self.namespace) if source_key else None
         if committed is None:
+            if self.searches_store:  # a query worker: the store answers, nothing is loaded here
+                self._check_store_holds_records()
+                return True
             return self._restore_from_store()
         files = dict(committed[1])
         if files and all(os.path.isabs(p) for p in files):  # committed by a release that keyed files by path
@@ -808,7 +806,6 @@ class CorpusIndex:
         keys = portable_keys(list(files), data_source, self.corpus)
         files = {keys[path]: content for path, content in files.items()}
         source_key = digest(json.dumps(sorted(_describe_each(data_source))))
-        self._shared_keys[source_key] = f"folder:{self.corpus}"
         self._apply(source_key, files, report)
         self._note_missing_passages()
         return report
@@ -892,10 +889,11 @@ class CorpusIndex:
         return f"{self.corpus}/{doc_id}" if self.corpus else doc_id
 
     def _shared_key(self, source_key: str) -> str:
-        """The key a shared store keeps this corpus's state under: the corpus name, never a machine's path."""
+        """The key a shared store keeps this corpus's state under: the corpus name, never a machine's path
+        (a folder synced under a corpus name replaces what the store held under that name)."""
         if source_key == DOCUMENTS_SOURCE:
             return DOCUMENTS_SOURCE if not self.corpus else f"{DOCUMENTS_SOURCE}:{self.corpus}"
-        return self._shared_keys.get(source_key, source_key)
+        return f"folder:{self.corpus}"
 
     def _split(self, documents: list[Document]) -> list[Chunk]:
         """Chunk loaded documents with the index's chunker (the recursive splitter unless one was given)."""

@@ -12,12 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from akasha.stores.base import BaseStore, doc_id_of, json_state
+from akasha.stores.base import BaseStore, doc_id_of, json_state, matches
 from akasha.types import Chunk
 
 
 class InProcessStore(BaseStore):
-    """A store whose records and state are Python objects; subclasses hold the vectors by row number."""
+    """A store whose records and state are Python objects; subclasses hold the vectors by row number.
+
+    Its lexical side is a BM25 index over the records' texts, built on the first lexical query
+    after a write (:meth:`_lexical`): the store answers ``query`` requests like a server does.
+    """
+
+    capabilities = frozenset({"dense", "lexical"})
 
     def __init__(self, embedder: str | None = None) -> None:
         self.dimension = None
@@ -28,11 +34,13 @@ class InProcessStore(BaseStore):
         self._by_doc: dict[str, set[str]] = {}  # doc id -> chunk ids
         self._by_hash: dict[str, set[str]] = {}  # content hash -> chunk ids
         self._states: dict[str, dict[str, Any]] = {}
+        self._bm25: Any = None  # built on the first lexical query after a write
 
     # ------------------------------------------------ for the subclasses
     def _put(self, chunk: Chunk, row: int) -> None:
         """Record a copy of ``chunk`` at ``row`` (any earlier record of its id was dropped with :meth:`_drop`)."""
         stored = Chunk(chunk.id, chunk.text, dict(chunk.metadata))
+        self._bm25 = None
         self._row_of[chunk.id] = row
         self._chunk_at[row] = stored
         self._by_doc.setdefault(doc_id_of(stored), set()).add(chunk.id)
@@ -43,6 +51,7 @@ class InProcessStore(BaseStore):
     def _drop(self, ids: Iterable[str]) -> list[int]:
         """Forget the records with these ids; the rows they held (ids without a record are skipped)."""
         rows = []
+        self._bm25 = None
         for chunk_id in ids:
             row = self._row_of.pop(chunk_id, None)
             if row is None:
@@ -74,6 +83,30 @@ class InProcessStore(BaseStore):
     def _rows(self) -> list[int]:
         """Every row holding a record, in row order (the order :meth:`scan` gives)."""
         return sorted(self._chunk_at)
+
+    def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        """BM25 over the records' texts (tokenized with the store's ``lexical_tokenizer``), best first."""
+        if not tokens or not self._row_of:
+            return []
+        index = self._bm25
+        if index is None:
+            from akasha.retrieval.bm25 import BM25Index
+            from akasha.stores.query import lexical_tokenizer
+
+            tokenize = lexical_tokenizer(self.lexical_tokenizer)
+            ids = list(self._row_of)
+            index = BM25Index()
+            index.add_tokens(ids, [tokenize(self._chunk_at[self._row_of[i]].text) for i in ids])
+            self._bm25 = index
+        ranked = index.search(list(tokens), len(self._row_of) if filters else k)
+        out = []
+        for chunk_id, score in ranked:
+            chunk = self._chunk_at[self._row_of[chunk_id]]
+            if matches(chunk.metadata, doc_id_of(chunk), filters):
+                out.append((chunk, float(score)))
+                if len(out) == k:
+                    break
+        return out
 
     # ------------------------------------------------ the contract methods
     def _fetch(self, ids: list[str]) -> list[Chunk]:
