@@ -35,7 +35,8 @@ def test_points_carry_text_and_flat_metadata(tmp_path):
     assert payload["chunk_id"] == "a#0" and payload["text"] == "alpha"
     assert payload["source"] == "/data/a.md" and payload["content_hash"] == sha("alpha")
     assert payload["embedder"] == EMBEDDER and payload["doc_id"] == "a" and payload["chunk_index"] == 0
-    np.testing.assert_allclose(point.vector, [1, 0, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(point.vector[""], [1, 0, 0, 0], atol=1e-6)  # the default vector, beside ...
+    assert point.vector["akasha-lexical"].indices  # ... the text's sparse BM25-style term weights
     info = store.client.get_collection("docs")
     assert str(info.config.params.vectors.distance).lower().endswith("cosine")
     # a user key that collides with the payload's own names survives the round trip

@@ -30,14 +30,40 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
-from akasha.stores.base import BaseStore, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.base import BaseStore, check_query, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.query import SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.retry import Retry
-from akasha.types import Chunk
+from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 STATE_SUFFIX = "-akasha-state"
 _RESERVED = frozenset({"chunk_id", "text"})
+#: The sparse vector holding each text's BM25-style term weights (the collection applies the IDF modifier).
+LEXICAL_VECTOR = "akasha-lexical"
+#: BM25's term-frequency saturation and length normalisation; the average length is fixed (Qdrant keeps
+#: no corpus statistics beside the IDF), which only shifts how strongly long chunks are normalised.
+BM25_K1 = 1.2
+BM25_B = 0.75
+AVERAGE_TOKENS = 150
+
+
+def term_index(term: str) -> int:
+    """A term's sparse-vector index: the first 4 bytes of its blake2b hash (collisions are vanishingly rare)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
+
+
+def term_weights(tokens: list[str]) -> tuple[list[int], list[float]]:
+    """``(indices, values)`` of a text's sparse vector: BM25's saturated term frequency per term."""
+    counts: dict[int, int] = {}
+    for token in tokens:
+        index = term_index(token)
+        counts[index] = counts.get(index, 0) + 1
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * len(tokens) / AVERAGE_TOKENS)
+    indices = sorted(counts)
+    return indices, [counts[i] * (BM25_K1 + 1) / (counts[i] + norm) for i in indices]
 
 
 def point_id(chunk_id: str) -> str:
@@ -132,6 +158,7 @@ class QdrantStore(BaseStore):
         self._opened = False
         self._exists = False
         self._vector_name: str | None = None
+        self._lexical = False  # the collection has akasha's sparse lexical vector
         self._cosine = True
         self._state_ready = False
         if not lazy:
@@ -191,6 +218,7 @@ class QdrantStore(BaseStore):
                                   f"({', '.join(sorted(vectors))}); akasha uses collections with one vector")
             self._vector_name, vectors = next(iter(vectors.items()))
         width = int(vectors.size)
+        self._lexical = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
         self._cosine = vectors.distance == m.Distance.COSINE
         if self.dimension is not None and width != self.dimension:
             raise IndexMismatchError(
@@ -213,7 +241,9 @@ class QdrantStore(BaseStore):
     def _create(self, dimension: int) -> None:
         m = self._models
         self._call("creating the collection", lambda: self.client.create_collection(
-            collection_name=self.collection, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE)))
+            collection_name=self.collection, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE),
+            sparse_vectors_config={LEXICAL_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)}))
+        self._lexical = True
         if self._server:  # payload indexes (local mode has none and would warn)
             for key in ("doc_id", "content_hash", "embedder", "source"):
                 self._call("indexing the payload", lambda key=key: self.client.create_payload_index(
@@ -225,6 +255,14 @@ class QdrantStore(BaseStore):
     def _vector(self, row: np.ndarray) -> Any:
         values = row.tolist()
         return {self._vector_name: values} if self._vector_name else values
+
+    def _point_vectors(self, row: np.ndarray, text: str, tokenize: Callable[[str], list[str]] | None) -> Any:
+        """A point's dense vector, and its sparse lexical vector when the collection has one."""
+        if tokenize is None:
+            return self._vector(row)
+        indices, values = term_weights(tokenize(text))
+        sparse = self._models.SparseVector(indices=indices, values=values)
+        return {self._vector_name or "": row.tolist(), LEXICAL_VECTOR: sparse}
 
     def _row(self, point: Any) -> np.ndarray:
         vector = point.vector
@@ -282,8 +320,9 @@ class QdrantStore(BaseStore):
         if not self._ready():
             self._create(int(matrix.shape[1]))
         m = self._models
+        tokenize = lexical_tokenizer(self.lexical_tokenizer) if self._lexical else None
         points = [
-            m.PointStruct(id=point_id(c.id), vector=self._vector(row),
+            m.PointStruct(id=point_id(c.id), vector=self._point_vectors(row, c.text, tokenize),
                           payload={"chunk_id": c.id, "text": c.text,
                                    **flat_metadata(c, keep=_json_native, reserved=_RESERVED)})
             for c, row in zip(chunks, matrix, strict=True)
@@ -355,6 +394,39 @@ class QdrantStore(BaseStore):
         cos = normalize_rows(np.stack([self._row(p) for p in points])) @ query
         order = sorted(range(len(points)), key=lambda j: (-cos[j], j))[:k]
         return [(_chunk(points[j]), float(cos[j])) for j in order]
+
+    @property
+    def capabilities(self) -> frozenset[str]:  # type: ignore[override]
+        """Dense always; lexical when the collection has akasha's sparse vector (collections akasha creates)."""
+        self._open()
+        return frozenset({"dense", "lexical"}) if self._lexical else frozenset({"dense"})
+
+    def query(self, request: SearchRequest) -> list[Hit]:
+        """Both sides in one Query API call (a batch of a dense and a sparse request), fused by akasha's one fusion
+        (:func:`akasha.stores.query.fuse_sides`); at most ``pool`` points per side come back."""
+        if not self._ready():
+            return []
+        m = self._models
+        flt = self._filter(dict(request.filters)) if request.filters and scalar_filters(request.filters) else None
+        if request.filters and flt is None:
+            return super().query(request)  # filters Qdrant cannot evaluate: the scanning fallback
+        searches, sides = [], []
+        if request.mode in ("dense", "hybrid") and request.vector is not None and self._cosine:
+            vector = check_query(request.vector, self.dimension)
+            searches.append(m.QueryRequest(query=vector.tolist(), using=self._vector_name, limit=request.pool,
+                                           filter=flt, with_payload=True))
+            sides.append("dense")
+        if request.mode in ("lexical", "hybrid") and self._lexical and request.tokens:
+            indices = sorted({term_index(t) for t in request.tokens})
+            searches.append(m.QueryRequest(query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
+                                           using=LEXICAL_VECTOR, limit=request.pool, filter=flt, with_payload=True))
+            sides.append("lexical")
+        if not searches:
+            return super().query(request)
+        answers = self._call("searching", lambda: self.client.query_batch_points(self.collection, requests=searches))
+        found = {side: [(_chunk(p), float(p.score)) for p in answer.points] for side, answer in zip(sides, answers,
+                                                                                                  strict=True)}
+        return rank_hits(found.get("dense", []), found.get("lexical", []), request)
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         if not self._ready():
