@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 import threading
 import uuid
@@ -106,6 +107,13 @@ def _where(filters: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     clauses = [{key: {"$eq": value}} for key, value in filters.items()]
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _contains(term: str) -> dict[str, Any]:
+    """Chroma's full-text filter for a lower-cased term as texts write it: as is, Capitalised or UPPER."""
+    forms = list(dict.fromkeys((term, term.capitalize(), term.upper())))
+    clauses = [{"$contains": form} for form in forms]
+    return clauses[0] if len(clauses) == 1 else {"$or": clauses}
 
 
 def _space(collection: Any) -> str:
@@ -372,6 +380,58 @@ class ChromaStore(BaseStore):
         cos = vectors @ query
         order = sorted(range(len(ids)), key=lambda j: (-cos[j], j))[:k]
         return [(_chunk(ids[j], docs[j], metas[j]), float(cos[j])) for j in order]
+
+    #: Chroma's engine answers the dense side; the lexical side is the bounded fallback of :meth:`_lexical`.
+    capabilities = frozenset({"dense", "lexical"})
+    #: At most this many of the question's terms are looked up (one request each).
+    LEXICAL_TERMS = 8
+
+    def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
+        """BM25-style ranking from Chroma's full-text filter, bounded by ``k`` records per term.
+
+        The installed chromadb has no lexical or sparse search outside Chroma Cloud, so each of the
+        question's terms is looked up with ``where_document={"$contains": term}`` (as is, Capitalised
+        and UPPER: Chroma matches case-sensitive substrings; at most ``k + 1`` records): a term found in at most ``k`` records gets its exact document frequency and those
+        records become candidates; a more common term only adds to the scores of the candidates
+        that hold it. Term frequencies are counted in the candidates' texts with akasha's tokenizer.
+        One request per term (up to :data:`LEXICAL_TERMS`); see docs/servers.md for what it costs.
+        """
+        if not tokens or (filters and not scalar_filters(filters)):
+            return []
+        from akasha.stores.query import lexical_tokenizer
+
+        total = int(self._call("counting chunks", self.collection.count))
+        if total == 0:
+            return []
+        terms = list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]
+        candidates: dict[str, Chunk] = {}
+        frequency: dict[str, int] = {}
+        for term in terms:
+            got = self._call("searching texts", lambda term=term: self.collection.get(
+                where_document=_contains(term), where=_where(filters), limit=k + 1,
+                include=["documents", "metadatas"]))
+            ids = list(got["ids"])
+            frequency[term] = len(ids) if len(ids) <= k else max(k + 1, total // 10)
+            if len(ids) <= k:
+                for i, d, m in zip(ids, _rows(got["documents"]), _rows(got["metadatas"]), strict=True):
+                    candidates.setdefault(i, _chunk(i, d, m))
+        if not candidates:
+            return []
+        tokenize = lexical_tokenizer(self.lexical_tokenizer)
+        idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        scored = []
+        for chunk in candidates.values():
+            words = tokenize(chunk.text)
+            counts: dict[str, int] = {}
+            for word in words:
+                if word in idf:
+                    counts[word] = counts.get(word, 0) + 1
+            norm = 1.2 * (0.25 + 0.75 * len(words) / 150)
+            score = sum(idf[t] * c * 2.2 / (c + norm) for t, c in counts.items())
+            if score > 0:
+                scored.append((chunk, score))
+        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return scored[:k]
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         offset = 0
