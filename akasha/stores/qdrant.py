@@ -399,7 +399,8 @@ class QdrantStore(BaseStore):
     def capabilities(self) -> frozenset[str]:  # type: ignore[override]
         """Dense always; lexical when the collection has akasha's sparse vector (collections akasha creates)."""
         self._open()
-        return frozenset({"dense", "lexical"}) if self._lexical else frozenset({"dense"})
+        both = self._lexical or not self._exists  # a collection akasha creates gets the lexical vector
+        return frozenset({"dense", "lexical"}) if both else frozenset({"dense"})
 
     def query(self, request: SearchRequest) -> list[Hit]:
         """Both sides in one Query API call (a batch of a dense and a sparse request), fused by akasha's one fusion
