@@ -548,6 +548,10 @@ class Pipeline:
         settings = getattr(self.index, "search_settings", None) or SearchSettings()
         vector = [pair for name, ranked in zip(names, id_lists, strict=True) if name == "vector" for pair in ranked]
         lexical = [pair for name, ranked in zip(names, id_lists, strict=True) if name == "bm25" for pair in ranked]
+        if getattr(self.index, "searches_store", False):  # the store's engine ranks: the stores' one fusion
+            from akasha.stores.query import fuse_ranked
+
+            return fuse_ranked(vector, lexical, settings.adaptive_weights, settings.adaptive_k)
         try:
             population = len(self.index)
         except TypeError:  # an index without a size: the candidates are a lower bound

@@ -1,7 +1,8 @@
 """Every store answers searches in its own engine, through both doors (issue 31).
 
-Qdrant (qdrant-client's local mode, the same Query API as a server), a Chroma folder,
-faiss and the in-memory store: a query worker built on the store as it is (a new index
+Qdrant (qdrant-client's local mode, the same Query API as a server), a Chroma folder and
+faiss (the in-memory store lives beside the index's own in-process engine, which searches
+for it): a query worker built on the store as it is (a new index
 with no local cache) answers the facade's ``rag.search(None, q)`` and a YAML pipeline's
 ``query`` without ever reading the whole store, puts the one chunk holding a rare term
 first, and refuses another embedder's vectors. PostgreSQL has the same checks against a
@@ -61,7 +62,7 @@ def refuse_whole_reads(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "scan", refuse)
 
 
-@pytest.mark.parametrize("kind", ["qdrant", "chroma", "faiss", "memory"])
+@pytest.mark.parametrize("kind", ["qdrant", "chroma", "faiss"])
 def test_the_facade_searches_in_the_store(kind, tmp_path, monkeypatch):
     store = make_store(kind, tmp_path)
     assert {"dense", "lexical"} <= set(store.capabilities)
@@ -85,7 +86,7 @@ def test_the_facade_searches_in_the_store(kind, tmp_path, monkeypatch):
     assert "ran dry" in answer
 
 
-@pytest.mark.parametrize("kind", ["qdrant", "chroma", "faiss", "memory"])
+@pytest.mark.parametrize("kind", ["qdrant", "chroma", "faiss"])
 def test_a_yaml_pipeline_searches_in_the_store(kind, tmp_path, monkeypatch):
     from akasha import registry
     from akasha.spec import build

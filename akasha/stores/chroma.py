@@ -404,19 +404,20 @@ class ChromaStore(BaseStore):
         if total == 0:
             return []
         terms = list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]
-        candidates: dict[str, Chunk] = {}
+        wanted: dict[str, None] = {}
         frequency: dict[str, int] = {}
-        for term in terms:
-            got = self._call("searching texts", lambda term=term: self.collection.get(
-                where_document=_contains(term), where=_where(filters), limit=k + 1,
-                include=["documents", "metadatas"]))
-            ids = list(got["ids"])
+        for term in terms:  # ids only: a common term costs no texts
+            ids = list(self._call("searching texts", lambda term=term: self.collection.get(
+                where_document=_contains(term), where=_where(filters), limit=k + 1, include=[]))["ids"])
             frequency[term] = len(ids) if len(ids) <= k else max(k + 1, total // 10)
             if len(ids) <= k:
-                for i, d, m in zip(ids, _rows(got["documents"]), _rows(got["metadatas"]), strict=True):
-                    candidates.setdefault(i, _chunk(i, d, m))
-        if not candidates:
+                wanted.update(dict.fromkeys(ids))
+        if not wanted:
             return []
+        got = self._call("reading chunks", lambda: self.collection.get(ids=list(wanted),
+                                                                       include=["documents", "metadatas"]))
+        candidates = {i: _chunk(i, d, m) for i, d, m in zip(got["ids"], _rows(got["documents"]),
+                                                             _rows(got["metadatas"]), strict=True)}
         tokenize = lexical_tokenizer(self.lexical_tokenizer)
         idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
         scored = []

@@ -19,9 +19,15 @@ from akasha.types import Chunk
 
 
 class MemoryStore(InProcessStore):
-    """Exact cosine search over unit vectors held in memory."""
+    """Exact cosine search over unit vectors held in memory.
+
+    It lives in the index's own process, beside the index's own search structures over the same
+    chunks, so an index over it searches with its in-process engine (``capabilities`` is empty);
+    :meth:`query` still answers for callers that use the store alone.
+    """
 
     name = "memory"
+    capabilities = frozenset()
 
     def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
         super().__init__(embedder)

@@ -133,6 +133,24 @@ def fusion_weights(dense: Sequence[float], lexical: Sequence[float], weights: Se
             float(weights[1]) * (1.0 + EVIDENCE_BOOST * lexical_evidence(lexical)))
 
 
+def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any, float]],
+                weights: Sequence[float], rrf_k: int) -> list[tuple[Any, float]]:
+    """The fusion itself, over ``(id, score)`` lists best first: ``(id, fused score)``, best first.
+
+    See :func:`fuse_sides`; a YAML ``fusion: adaptive`` pattern over a store-searching index
+    calls this too, so it ranks exactly as ``auto`` does.
+    """
+    w_vector, w_lexical = fusion_weights([s for _, s in dense], [s for _, s in lexical], weights)
+    scores: dict[Any, float] = {}
+    for rank, (item, _score) in enumerate(dense, start=1):
+        scores[item] = scores.get(item, 0.0) + w_vector / (rrf_k + rank)
+    top = float(lexical[0][1]) if lexical else 0.0
+    for rank, (item, score) in enumerate(lexical, start=1):
+        share = float(score) / top if top > 0 else 1.0  # how well matched, next to the best lexical match
+        scores[item] = scores.get(item, 0.0) + w_lexical * share / (rrf_k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], str(pair[0])))
+
+
 def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
                request: SearchRequest) -> list[Hit]:
     """Evidence-weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
@@ -151,15 +169,8 @@ def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chu
         for chunk, score in ranked:
             chunks.setdefault(chunk.id, chunk)
             details.setdefault(chunk.id, {})[key] = float(score)
-    w_vector, w_lexical = fusion_weights([s for _, s in dense], [s for _, s in lexical], request.weights)
-    scores: dict[str, float] = {}
-    for rank, (chunk, _score) in enumerate(dense, start=1):
-        scores[chunk.id] = scores.get(chunk.id, 0.0) + w_vector / (request.rrf_k + rank)
-    top = float(lexical[0][1]) if lexical else 0.0
-    for rank, (chunk, score) in enumerate(lexical, start=1):
-        share = float(score) / top if top > 0 else 1.0  # how well matched, next to the best lexical match
-        scores[chunk.id] = scores.get(chunk.id, 0.0) + w_lexical * share / (request.rrf_k + rank)
-    fused = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+    fused = fuse_ranked([(c.id, float(s)) for c, s in dense], [(c.id, float(s)) for c, s in lexical],
+                        request.weights, request.rrf_k)
     hits = []
     for chunk_id, score in fused[: request.k]:
         found = details[str(chunk_id)]
@@ -194,5 +205,5 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
                           "cannot reproduce; install what it needs (jieba: the 'full' extra) or re-index")
     return found
 __all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "SearchRequest", "dense_evidence",
-           "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
+           "fuse_ranked", "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
            "resolve_tokenizer_id"]
