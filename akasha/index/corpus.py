@@ -614,11 +614,15 @@ class CorpusIndex:
         return self._by_doc[1]
 
     def _documents_corpus(self) -> dict[str, str]:
-        """The documents corpus to update: the one in memory, else the last committed one."""
+        """The documents corpus to update: the one in memory, else the last committed one (here, or in the
+        shared store when this cache never held it: a new process must not drop what others ingested)."""
         if self._source == DOCUMENTS_SOURCE:
             return dict(self._files)
         committed = self._manifest.corpus(DOCUMENTS_SOURCE, self.namespace)
-        return dict(committed[1]) if committed is not None else {}
+        if committed is not None:
+            return dict(committed[1])
+        stored = self._link.load_state(self._shared_key(DOCUMENTS_SOURCE)) if self._link is not None else None
+        return dict(stored[1]) if stored is not None else {}
 
     def load_store(self) -> SyncReport:
         """Serve every record already in the attached store as the corpus, embedding nothing.
