@@ -853,7 +853,7 @@ class CorpusIndex:
             previous = committed[1]
         elif fresh_process and stored is not None:
             previous = stored[1]  # another machine committed this corpus into the shared store
-        previous = self._portable_previous(previous)
+        previous = dict(self._portable_previous(previous))
         report.unchanged = sum(1 for p, h in files.items() if previous.get(p) == h)
         report.indexed = len(files) - report.unchanged
         report.removed = sum(1 for p in previous if p not in files)

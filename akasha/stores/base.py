@@ -90,22 +90,6 @@ class Store(Protocol):
         """The ``k`` most cosine-similar chunks, best first, as ``(chunk, cosine)``."""
         ...
 
-    def query(self, request: SearchRequest) -> list[Hit]:
-        """Rank chunks for ``request`` with the store's engine: each side's ``pool`` candidates, fused.
-
-        Stores whose engine fuses (PostgreSQL) override this; the rest fetch each side they
-        can answer (:meth:`_nearest`, :meth:`_lexical`) and fuse here
-        (:func:`akasha.stores.query.rank_hits`): never more than the pool per side in memory.
-        """
-        filters = dict(request.filters) if request.filters else None
-        dense: list[tuple[Chunk, float]] = []
-        lexical: list[tuple[Chunk, float]] = []
-        if request.mode in ("dense", "hybrid") and request.vector is not None and self.dimension is not None:
-            dense = self._nearest(check_query(request.vector, self.dimension), request.pool, filters)
-        if request.mode in ("lexical", "hybrid") and "lexical" in self.capabilities:
-            lexical = self._lexical(request.tokens, request.pool, filters)
-        return rank_hits(dense, lexical, request)
-
     def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         """Every record with its vector, ``batch`` at a time."""
         ...

@@ -20,6 +20,7 @@ else ``persist_directory`` for a folder, else in memory. Needs the ``chroma`` ex
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -406,9 +407,12 @@ class ChromaStore(BaseStore):
         terms = list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]
         wanted: dict[str, None] = {}
         frequency: dict[str, int] = {}
+        def ids_holding(term: str) -> list[str]:
+            return list(self.collection.get(where_document=_contains(term), where=_where(filters), limit=k + 1,
+                                            include=[])["ids"])
+
         for term in terms:  # ids only: a common term costs no texts
-            ids = list(self._call("searching texts", lambda term=term: self.collection.get(
-                where_document=_contains(term), where=_where(filters), limit=k + 1, include=[]))["ids"])
+            ids = self._call("searching texts", functools.partial(ids_holding, term))
             frequency[term] = len(ids) if len(ids) <= k else max(k + 1, total // 10)
             if len(ids) <= k:
                 wanted.update(dict.fromkeys(ids))

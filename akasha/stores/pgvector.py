@@ -630,7 +630,8 @@ class PgVectorStore(BaseStore):
             return []
         if mode in ("dense", "hybrid") and not self._ann_checked:
             self.ensure_ann_index()
-        vector = _Vec(check_query(request.vector, self.dimension)) if mode != "lexical" else None
+        vector = _Vec(check_query(request.vector, self.dimension)) if request.vector is not None and mode != "lexical" \
+            else None
         terms = list(dict.fromkeys(request.tokens))[:64] if mode != "dense" else []
         clause, params = self._where(dict(request.filters) if request.filters else None)
         condition = clause.replace("WHERE ", "AND ", 1)

@@ -158,7 +158,7 @@ class QdrantStore(BaseStore):
         self._opened = False
         self._exists = False
         self._vector_name: str | None = None
-        self._lexical = False  # the collection has akasha's sparse lexical vector
+        self._has_lexical = False  # the collection has akasha's sparse lexical vector
         self._cosine = True
         self._state_ready = False
         if not lazy:
@@ -218,7 +218,7 @@ class QdrantStore(BaseStore):
                                   f"({', '.join(sorted(vectors))}); akasha uses collections with one vector")
             self._vector_name, vectors = next(iter(vectors.items()))
         width = int(vectors.size)
-        self._lexical = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
+        self._has_lexical = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
         self._cosine = vectors.distance == m.Distance.COSINE
         if self.dimension is not None and width != self.dimension:
             raise IndexMismatchError(
@@ -243,7 +243,7 @@ class QdrantStore(BaseStore):
         self._call("creating the collection", lambda: self.client.create_collection(
             collection_name=self.collection, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE),
             sparse_vectors_config={LEXICAL_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)}))
-        self._lexical = True
+        self._has_lexical = True
         if self._server:  # payload indexes (local mode has none and would warn)
             for key in ("doc_id", "content_hash", "embedder", "source"):
                 self._call("indexing the payload", lambda key=key: self.client.create_payload_index(
@@ -320,7 +320,7 @@ class QdrantStore(BaseStore):
         if not self._ready():
             self._create(int(matrix.shape[1]))
         m = self._models
-        tokenize = lexical_tokenizer(self.lexical_tokenizer) if self._lexical else None
+        tokenize = lexical_tokenizer(self.lexical_tokenizer) if self._has_lexical else None
         points = [
             m.PointStruct(id=point_id(c.id), vector=self._point_vectors(row, c.text, tokenize),
                           payload={"chunk_id": c.id, "text": c.text,
@@ -399,7 +399,7 @@ class QdrantStore(BaseStore):
     def capabilities(self) -> frozenset[str]:  # type: ignore[override]
         """Dense always; lexical when the collection has akasha's sparse vector (collections akasha creates)."""
         self._open()
-        both = self._lexical or not self._exists  # a collection akasha creates gets the lexical vector
+        both = self._has_lexical or not self._exists  # a collection akasha creates gets the lexical vector
         return frozenset({"dense", "lexical"}) if both else frozenset({"dense"})
 
     def query(self, request: SearchRequest) -> list[Hit]:
@@ -417,7 +417,7 @@ class QdrantStore(BaseStore):
             searches.append(m.QueryRequest(query=vector.tolist(), using=self._vector_name, limit=request.pool,
                                            filter=flt, with_payload=True))
             sides.append("dense")
-        if request.mode in ("lexical", "hybrid") and self._lexical and request.tokens:
+        if request.mode in ("lexical", "hybrid") and self._has_lexical and request.tokens:
             indices = sorted({term_index(t) for t in request.tokens})
             searches.append(m.QueryRequest(query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
                                            using=LEXICAL_VECTOR, limit=request.pool, filter=flt, with_payload=True))
