@@ -159,6 +159,7 @@ class QdrantStore(BaseStore):
         self._exists = False
         self._vector_name: str | None = None
         self._has_lexical = False  # the collection has akasha's sparse lexical vector
+        self._warned = False  # said once that an earlier release's collection has no lexical side
         self._cosine = True
         self._state_ready = False
         if not lazy:
@@ -398,7 +399,8 @@ class QdrantStore(BaseStore):
     @property
     def capabilities(self) -> frozenset[str]:  # type: ignore[override]
         """Dense always; lexical when the collection has akasha's sparse vector (collections akasha creates)."""
-        self._open()
+        if not self._opened:  # never connects here (a YAML store is built without contacting the server)
+            return frozenset({"dense", "lexical"})
         both = self._has_lexical or not self._exists  # a collection akasha creates gets the lexical vector
         return frozenset({"dense", "lexical"}) if both else frozenset({"dense"})
 
@@ -417,6 +419,10 @@ class QdrantStore(BaseStore):
             searches.append(m.QueryRequest(query=vector.tolist(), using=self._vector_name, limit=request.pool,
                                            filter=flt, with_payload=True))
             sides.append("dense")
+        if request.mode in ("lexical", "hybrid") and request.tokens and not self._has_lexical and not self._warned:
+            self._warned = True
+            log.warning("Qdrant collection %s has no lexical vector (an earlier release created it): its searches "
+                        "rank by vectors alone; index into a new collection to get the lexical side", self.name)
         if request.mode in ("lexical", "hybrid") and self._has_lexical and request.tokens:
             indices = sorted({term_index(t) for t in request.tokens})
             searches.append(m.QueryRequest(query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
