@@ -147,3 +147,19 @@ def test_registered_splitter_with_only_split_text():
             ("d#0", "a", "lines-test"), ("d#1", "b", "lines-test"), ("d#2", "c", "lines-test")]
     finally:
         registry.unregister("splitter", "lines-test")
+
+
+def test_chinese_and_japanese_sentences_end_at_every_full_stop():
+    """No space follows 。！？ in Chinese or Japanese: each still ends a sentence (issue 32)."""
+    from akasha.chunking.sentence import split_by_sentence, split_sentences
+
+    chinese = "泵房每周检查一次。水泵密封为什么失效？因为干运行！他说：「换新的。」然后离开了。"
+    assert split_sentences(chinese) == ["泵房每周检查一次。", "水泵密封为什么失效？", "因为干运行！",
+                                        "他说：「换新的。」", "然后离开了。"]
+    japanese = "ポンプを点検した。シールが壊れていた！交換しますか？"
+    assert split_sentences(japanese) == ["ポンプを点検した。", "シールが壊れていた！", "交換しますか？"]
+    chunks = split_by_sentence(chinese * 6, 40)
+    assert all(len(c) <= 40 for c in chunks)
+    assert all(c.endswith(("。", "？", "！", "」")) for c in chunks)  # no chunk ends mid-sentence
+    assert "。 " not in "".join(chunks)  # Chinese sentences are joined without a space
+    assert split_sentences("Dry running. The seal failed! Why?") == ["Dry running.", "The seal failed!", "Why?"]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from akasha.chunking.fixed import make_chunks, size_only, split_fixed
-from akasha.chunking.sentence import split_sentences
+from akasha.chunking.sentence import joined, split_sentences
 from akasha.embeddings.base import Embedder, as_matrix, normalize_rows
 from akasha.errors import SpecError
 from akasha.types import Chunk, Document
@@ -41,7 +41,7 @@ class SemanticSplitter:
         current = sentences[0]
         for i in range(1, len(sentences)):
             cosine = float(np.dot(vectors[i - 1], vectors[i]))
-            candidate = f"{current} {sentences[i]}"
+            candidate = joined(current, sentences[i])
             if cosine >= self.similarity_threshold and len(candidate) <= self.chunk_size:
                 current = candidate
             else:

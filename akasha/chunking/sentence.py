@@ -1,4 +1,8 @@
-"""Sentence chunking: pack whole sentences (split after ``.``, ``!``, ``?``) up to ``chunk_size``.
+"""Sentence chunking: pack whole sentences up to ``chunk_size``.
+
+A sentence ends after ``.``, ``!`` or ``?`` followed by whitespace, and after every Chinese
+or Japanese full stop, exclamation or question mark (``。！？｡``, with any closing quote or
+bracket after it), whitespace or not: those languages put no space between sentences.
 
 ``overlap`` is ignored. A single sentence longer than ``chunk_size`` is cut into
 ``chunk_size`` windows so no chunk exceeds the limit.
@@ -11,12 +15,30 @@ from typing import Any
 
 from akasha.chunking.fixed import PieceSplitter, size_only, split_fixed
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: A Chinese/Japanese sentence end: the mark(s), then any closing quotes or brackets.
+_CJK_END = re.compile(r"[。！？｡]+[」』）】〕〉》”’\"']*")
+_CJK_CLOSERS = frozenset("。！？｡」』）】〕〉》")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: split after ``.``, ``!`` or ``?`` followed by whitespace."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    """Sentences of ``text``: split after ``.``, ``!`` or ``?`` followed by whitespace, and after every
+    ``。``, ``！``, ``？`` (with its closing quotes or brackets)."""
+    pieces: list[str] = []
+    for part in _SENTENCE_END.split(text):
+        start = 0
+        for end in _CJK_END.finditer(part):
+            pieces.append(part[start : end.end()])
+            start = end.end()
+        pieces.append(part[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def joined(current: str, sentence: str) -> str:
+    """Two neighbouring sentences as one text: a space between them, except after a CJK sentence end."""
+    if not current:
+        return sentence
+    return current + sentence if current[-1] in _CJK_CLOSERS else f"{current} {sentence}"
 
 
 def pack(sentences: list[str], chunk_size: int) -> list[str]:
@@ -30,7 +52,7 @@ def pack(sentences: list[str], chunk_size: int) -> list[str]:
                 current = ""
             pieces.extend(split_fixed(sentence, chunk_size, 0))
             continue
-        candidate = f"{current} {sentence}" if current else sentence
+        candidate = joined(current, sentence)
         if len(candidate) <= chunk_size:
             current = candidate
         else:
