@@ -532,6 +532,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
                         vector_store_options={"corpus": corpus} if corpus else None)
     return Pipeline(
         index,
+        stage_errors=True,
         name=spec.name,
         pattern=pattern,
         reranker=reranker,

@@ -53,6 +53,17 @@ class StageError(AkashaError):
         super().__init__(f"{stage} stage {name!r} failed: {type(cause).__name__}: {cause}")
 
 
+class StageValueError(StageError, ValueError):
+    """A StageError whose cause is a ValueError (a reranker's invalid ordering): ``except ValueError`` still
+    catches it, as the reference documents promise both doors."""
+
+
+def stage_error(stage: str, name: str, cause: BaseException) -> StageError:
+    """``StageError(stage, name, cause)``, a :class:`StageValueError` when ``cause`` is a ValueError."""
+    kind = StageValueError if isinstance(cause, ValueError) else StageError
+    return kind(stage, name, cause)
+
+
 class MissingAPIKeyError(AkashaError):
     """A hosted provider was selected but its API key is not set."""
 

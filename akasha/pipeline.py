@@ -48,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from akasha.errors import BudgetError, ConfigError, EmptySourceError, StageError, StreamInterruptedError
+from akasha.errors import (BudgetError, ConfigError, EmptySourceError, OrderingError, StageError,
+                           StreamInterruptedError, stage_error)
 from akasha.llm.base import ChatModel, GenerationOptions, GenerationReport, Message
 from akasha.packing import TEMPLATE_RESERVE, PackResult, pack
 from akasha.prompts import mentions_sources, sources_line, system_message
@@ -233,9 +234,12 @@ class Pipeline:
         splitter: Any = None,
         dimension: int | None = None,
         syncs_source: bool = True,
+        stage_errors: bool = False,
     ) -> None:
         self.index = index
         self.name = name
+        #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
+        self.stage_errors = stage_errors
         self.pattern = pattern
         self.reranker = reranker
         self.rerank_top_k = rerank_top_k
@@ -569,9 +573,15 @@ class Pipeline:
         # The explicit reranker top_k when set; else retrieval.top_k, grown to an explicit larger k.
         top_k = self.rerank_top_k if self.rerank_top_k is not None else max(self.top_k, k)
         name = str(getattr(self.reranker, "name", None) or type(self.reranker).__name__)
-        with trace.stage("rerank", name, len(hits)) as entry:
-            ranked = rerank(self.reranker, question, hits, top_k)
-            entry["out"] = len(ranked)
+        try:
+            with trace.stage("rerank", name, len(hits)) as entry:
+                ranked = rerank(self.reranker, question, hits, top_k)
+                entry["out"] = len(ranked)
+        except OrderingError as exc:
+            if not self.stage_errors:
+                raise  # the facade raises the ValueError itself (akasha-rag.md)
+            # ragpipeline-yaml.md: a failing reranker raises StageError(stage, name, cause); it is a ValueError too
+            raise stage_error("rerank", name, exc) from exc
         return ranked
 
     # ----------------------------------------------------------------- answer

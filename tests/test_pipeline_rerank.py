@@ -122,7 +122,7 @@ def test_cohere_needs_a_key_at_build(monkeypatch):
 
 
 def test_cohere_answer_missing_a_candidate_is_an_ordering_error():
-    from akasha.errors import OrderingError
+    from akasha.errors import OrderingError, StageError
 
     def omits_one(path, payload, headers):
         return 200, {"results": [{"index": i, "relevance_score": 1.0 - i / 10} for i in range(len(payload["documents"]) - 1)]}
@@ -130,8 +130,9 @@ def test_cohere_answer_missing_a_candidate_is_an_ordering_error():
     with json_server(omits_one) as (url, _):
         pipeline = make(reranking={"enabled": True, "provider": "cohere", "api_key": "k", "endpoint": url})
         pipeline.ingest_sync(CORPUS)
-        with pytest.raises(OrderingError, match="omitted"):
+        with pytest.raises(StageError, match="omitted") as caught:  # ragpipeline-yaml.md: StageError(stage, ...)
             pipeline.query_sync("maintenance")
+        assert isinstance(caught.value.cause, OrderingError) and isinstance(caught.value, ValueError)
 
 
 def test_legacy_reranker_dropping_candidates_fails_validation_before_trimming():

@@ -138,3 +138,26 @@ def test_entry_points_per_kind_group_and_shared_group(tmp_path, monkeypatch):
 def test_unknown_entry_point_name_still_lists_known(tmp_path):
     with pytest.raises(Exception, match="known: .*memory"):
         build(load_spec(body(vector_store={"backend": "not-installed-plugin"})))
+
+
+def test_an_invalid_yaml_reranker_ordering_is_a_stage_error_and_a_value_error():
+    """ragpipeline-yaml.md: a failing reranker raises StageError(stage, name, cause); ValueError still catches it."""
+    from akasha import registry
+    from akasha.errors import OrderingError, StageError
+    from akasha.spec import build
+
+    class Forgetful:
+        name = "forgetful"
+
+        def rerank(self, query, hits, top_k):  # noqa: ANN001, ANN201 - keeps only the first candidate
+            return list(hits)[:1]
+
+    registry.register("reranker", "forgetful-test", lambda config, context: Forgetful(), replace=True)
+    pipeline = build({"apiVersion": "astromesh/v1", "kind": "RAGPipeline", "metadata": {"name": "r"},
+                      "spec": {"embeddings": {"provider": "hash"}, "vector_store": {"backend": "memory"},
+                               "reranking": {"enabled": True, "provider": "forgetful-test"}}})
+    pipeline.ingest_sync(["pump seal failed", "valve replaced", "filter changed"])
+    with pytest.raises(StageError) as caught:
+        pipeline.query_sync("pump", k=3)
+    assert caught.value.stage == "rerank" and isinstance(caught.value.cause, OrderingError)
+    assert isinstance(caught.value, ValueError)
