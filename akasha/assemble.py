@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from akasha import registry
-from akasha.errors import AkashaError, ConfigError, MissingExtraError, SpecError
+from akasha.errors import AkashaError, ConfigError, MissingAPIKeyError, MissingExtraError, SpecError
 from akasha.options import RAGOptions
 from akasha.pipeline import DataSource, Generation, Pipeline
 
@@ -263,9 +263,24 @@ class _SharedModelLLMReranker:
         self.name = self._inner.name
 
     def rank(self, query: str, hits: Any) -> Any:
-        if self._inner._model is None:
-            self._inner._model = self._components.chat_model(self._inner.model_spec)
-        return self._inner.rank(query, hits)
+        try:  # the key of the reranker's model is checked when it is built or first called
+            if self._inner._model is None:
+                self._inner._model = self._components.chat_model(self._inner.model_spec)
+            return self._inner.rank(query, hits)
+        except MissingAPIKeyError as exc:
+            raise _reranker_key_error(exc, self._inner.model_spec) from None
+
+
+def _reranker_key_error(exc: MissingAPIKeyError, spec: Any) -> MissingAPIKeyError:
+    """The missing key of ``reranker_model``, said as such: it is independent of ``model`` (akasha-rag.md)."""
+    from akasha.options import DEFAULT_RERANKER_MODEL
+
+    which = ("its default" if spec == DEFAULT_RERANKER_MODEL else "set to") + f" {display_name(spec)!r}"
+    return MissingAPIKeyError(
+        exc.provider, exc.variables,
+        f"because reranker=\"llm\" orders the candidates with reranker_model ({which}; it does not follow "
+        "model=): set that key, or pass reranker_model=... naming a model you have a key for (e.g. the same as "
+        "model=), or use reranker=\"local\" / a callable")
 
 
 class MergedStores:

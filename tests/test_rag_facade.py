@@ -388,3 +388,20 @@ def test_close_releases_the_indexes_and_the_next_call_reopens(corpus, tmp_path):
     assert rag._indexes == {}
     rag(corpus, "brake pads?")
     assert next(iter(rag._indexes.values())) is not index and rag.last_sync.unchanged == 4
+
+
+def test_a_missing_reranker_key_names_reranker_model_and_its_default(monkeypatch, tmp_path):
+    """model swapped, reranker="llm" kept: the error says the reranker uses reranker_model, and how to set it."""
+    from akasha.errors import MissingAPIKeyError
+
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The pump seal failed after dry running.\n\nThe valve was replaced.")
+    rag = akasha.RAG(model="extractive", embeddings="hash", reranker="llm", cache_dir=":memory:")
+    with pytest.raises(MissingAPIKeyError) as caught:
+        rag(str(docs), "Why did the seal fail?")
+    message = str(caught.value)
+    assert "reranker_model" in message and "'gemini:gemini-2.5-flash'" in message and "GEMINI_API_KEY" in message
+    assert "reranker_model=" in message
