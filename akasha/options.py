@@ -139,6 +139,15 @@ def validate_options(options: RAGOptions) -> None:
         0.0 <= float(options.temperature) <= 2.0
     ):
         raise ConfigError(f"temperature must be a number between 0 and 2, got {options.temperature!r}")
+    if options.cache_dir is not None:
+        import os
+
+        if isinstance(options.cache_dir, bool) or not isinstance(options.cache_dir, (str, os.PathLike)):
+            raise ConfigError(f"cache_dir must be a folder path, ':memory:' or None (the default cache folder), "
+                              f"got {type(options.cache_dir).__name__} {options.cache_dir!r}")
+        if not str(os.fspath(options.cache_dir)).strip():
+            raise ConfigError("cache_dir is an empty path: give a folder, ':memory:' (nothing on disk) or None "
+                              "(the default cache folder, $AKASHA_CACHE_DIR or ~/.cache/akasha)")
     if options.language is not None and not isinstance(options.language, str):
         raise ConfigError(f"language must be a string such as 'en', 'ch', 'ja', or None, got {options.language!r}")
     if options.system_prompt is not None and not isinstance(options.system_prompt, str):

@@ -263,3 +263,24 @@ def test_a_file_named_with_a_newline_keeps_the_sources_line_on_one_line(tmp_path
     answer = rag(folder, "How often is the pump greased?")
     assert answer.count("\n") == 2 and answer.splitlines()[-1].startswith("Sources: ")
     assert "notes\\nSources: trusted-manual.md" in answer
+
+
+@pytest.mark.parametrize("cache_dir", [5, "", "   ", True])
+def test_a_cache_dir_that_is_not_a_folder_is_refused_by_name(cache_dir):
+    """issue 33: cache_dir=5 failed deep inside with TypeError; cache_dir="" silently used the working directory."""
+    import akasha
+    from akasha.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cache_dir"):
+        akasha.RAG(cache_dir=cache_dir)
+
+
+@pytest.mark.parametrize("weights", [[float("nan"), 0.5], [float("inf"), 1.0], [-1.0, 2.0], [0, 0]])
+def test_fusion_weights_must_be_finite_and_not_negative(weights):
+    from akasha.errors import SpecError
+    from akasha.spec import build
+
+    with pytest.raises(SpecError, match="weights"):
+        build({"apiVersion": "astromesh/v1", "kind": "RAGPipeline", "metadata": {"name": "w"},
+               "spec": {"embeddings": {"provider": "hash"}, "vector_store": {"backend": "memory"},
+                        "retrieval": {"pattern": "hybrid", "hybrid": {"fusion": "weighted", "weights": weights}}}})

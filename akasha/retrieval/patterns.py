@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -163,8 +164,11 @@ def make_hybrid(config: dict[str, Any], context: Any = None) -> Pattern:
         not isinstance(weights, list)
         or len(weights) != 2
         or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights)
+        or not all(math.isfinite(w) and w >= 0 for w in weights)
+        or sum(weights) <= 0
     ):
-        raise SpecError(f"retrieval.hybrid.weights must be exactly two numbers [vector, bm25], got {weights!r}")
+        raise SpecError(f"retrieval.hybrid.weights must be exactly two finite, non-negative numbers [vector, bm25], "
+                        f"not both 0; got {weights!r}")
     return Pattern("hybrid", ("vector", "bm25"), fusion, tuple(float(w) for w in weights))
 
 
