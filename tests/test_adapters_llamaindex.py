@@ -35,8 +35,12 @@ def test_retriever_returns_nodes_with_source_page_and_scores(rag, docs):
     assert "Paris is the capital of France" in top.node.get_content()
     assert top.node.metadata["page"] is None  # a text file has no pages
     assert top.node.node_id.rsplit("#", 1)[0].endswith("paris.txt")
-    assert isinstance(top.score, float) and top.score == top.node.metadata["score"]
+    assert top.score == 1.0 and 0 < found[1].score <= 1.0  # relative to the call's best hit (documented)
+    assert found[1].score == pytest.approx(found[1].node.metadata["score"] / top.node.metadata["score"])
     assert top.node.metadata["scores"] and found[0].score >= found[1].score
+    # LlamaIndex's own reader names: file_path, file_name, file_type as a MIME type; ref_doc_id
+    assert top.node.metadata["file_name"] == "paris.txt" and top.node.metadata["file_type"] == "text/plain"
+    assert top.node.metadata["file_path"] == top.node.metadata["source"] and top.node.ref_doc_id == "paris.txt"
     # the prompt text of a node names its source, not akasha's score bookkeeping
     shown = top.node.get_content(metadata_mode=MetadataMode.LLM)
     assert "paris.txt" in shown and "scores" not in shown and "Paris is the capital" in shown
@@ -116,3 +120,16 @@ def test_without_llama_index_the_adapter_imports_and_names_the_extra(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "MISSING:" in result.stdout
     assert "pip install 'akasha-rag[llamaindex]'" in result.stdout and "llama-index-core" in result.stdout
+
+
+def test_a_pdf_page_gets_llamaindex_reader_names():
+    from akasha.adapters.llamaindex import hits_to_nodes
+    from akasha.types import Chunk, Hit
+
+    hits = [Hit(Chunk("manuals/pump.pdf#4", "Dry running cracks the seal faces.", {"source": "manuals/pump.pdf",
+                                                                                     "page": 3}), 0.08, "bm25"),
+            Hit(Chunk("notes.md#0", "Refill before restart.", {"source": "notes.md"}), 0.02, "vector")]
+    first, second = hits_to_nodes(hits)
+    assert first.node.metadata["file_type"] == "application/pdf" and first.node.metadata["page_label"] == "3"
+    assert first.node.metadata["file_name"] == "pump.pdf" and first.node.ref_doc_id == "manuals/pump.pdf"
+    assert (first.score, second.score) == (1.0, 0.25) and "page_label" not in second.node.metadata

@@ -5,12 +5,16 @@ stat check and embeds nothing), runs akasha's first stage (vector, BM25 or
 fusion, as configured) and its reranker when one is set, and returns the ``k``
 best chunks as ``llama_index.core.schema.NodeWithScore`` objects:
 
-- ``node``: a ``TextNode`` whose ``id_`` is the chunk id and whose ``text`` is the chunk text;
-- ``node.metadata``: the chunk's own metadata (``source`` path, ``page`` for PDFs,
-  ``chunk_index``, ...) plus ``score`` (the last stage's score), ``scores`` (every
-  score collected: ``vector``, ``bm25``, ``rrf``, ``rerank``, ...) and
-  ``retriever`` (which first-stage retrievers found it);
-- ``score``: the last stage's score, as LlamaIndex postprocessors expect.
+- ``node``: a ``TextNode`` whose ``id_`` is the chunk id, whose ``text`` is the chunk text and
+  whose ``ref_doc_id`` is its document (the source file, relative to the folder indexed);
+- ``node.metadata``: the names LlamaIndex's own readers use (``file_path``, ``file_name``,
+  ``file_type`` as a MIME type such as ``application/pdf``, ``page_label`` for a PDF page), the
+  chunk's own metadata (``source``, ``page``, ``chunk_index``, ...) plus ``score`` (the last
+  stage's raw score), ``scores`` (every score collected: ``vector``, ``bm25``, ``rrf``,
+  ``rerank``, ...) and ``retriever`` (which first-stage retrievers found it);
+- ``score``: the hit's relevance next to the call's best hit, in (0, 1] (1.0 for the first): a
+  raw fusion score (around 0.01-0.1) has no meaning of its own, a ratio to the best does, so a
+  ``SimilarityPostprocessor(similarity_cutoff=0.5)`` keeps the hits at least half as good.
 
 akasha's bookkeeping keys (``scores``, ``retriever``, ``chunk_id``,
 ``content_hash``, ``chunk_index``) are hidden from the text LlamaIndex puts in a
@@ -48,10 +52,33 @@ def _import_llamaindex() -> tuple[Any, Any, Any]:
     return BaseRetriever, NodeWithScore, TextNode
 
 
-def hit_to_node(hit: Hit) -> Any:
-    """One akasha hit as a LlamaIndex ``NodeWithScore`` (see the module docstring for the metadata)."""
+def reader_metadata(hit: Hit) -> dict[str, Any]:
+    """The metadata names LlamaIndex's own readers give a file's nodes (``SimpleDirectoryReader``):
+    ``file_path`` and ``file_name`` (the source, relative to the folder indexed), ``file_type`` as a MIME
+    type, and ``page_label`` for a page of a PDF."""
+    import mimetypes
+    import posixpath
+
+    source = str(hit.chunk.metadata.get("source") or hit.chunk.doc_id)
+    mime = mimetypes.guess_type(source)[0] or mimetypes.types_map.get(
+        str(hit.chunk.metadata.get("file_type") or ""), "text/plain")
+    found: dict[str, Any] = {"file_path": source, "file_name": posixpath.basename(source), "file_type": mime}
+    page = hit.chunk.metadata.get("page")
+    if page is not None:
+        found["page_label"] = str(page)
+    return found
+
+
+def hit_to_node(hit: Hit, best: float | None = None) -> Any:
+    """One akasha hit as a LlamaIndex ``NodeWithScore`` (see the module docstring for the metadata).
+
+    ``score`` is the hit's relevance next to the best hit of the same call (``best``): 1.0 for the
+    first, in (0, 1] for the rest; the raw score of the last stage stays in ``metadata["score"]``.
+    """
     _, node_with_score, text_node = _import_llamaindex()
-    metadata = hit_metadata(hit)
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+
+    metadata = {**hit_metadata(hit), **reader_metadata(hit)}
     hidden = [key for key in HIDDEN_KEYS if key in metadata]
     node = text_node(
         id_=hit.chunk.id,
@@ -59,8 +86,17 @@ def hit_to_node(hit: Hit) -> Any:
         metadata=metadata,
         excluded_llm_metadata_keys=hidden,
         excluded_embed_metadata_keys=hidden,
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=hit.chunk.doc_id)},
     )
-    return node_with_score(node=node, score=float(hit.score))
+    top = float(best) if best is not None and best > 0 else None
+    score = float(hit.score) / top if top is not None else float(hit.score)
+    return node_with_score(node=node, score=score)
+
+
+def hits_to_nodes(hits: list[Hit]) -> list[Any]:
+    """A call's hits as nodes whose ``score`` is relative to the best hit (see :func:`hit_to_node`)."""
+    best = max((float(h.score) for h in hits), default=0.0)
+    return [hit_to_node(hit, best) for hit in hits]
 
 
 _RETRIEVER_CLASS: Any = None
@@ -89,11 +125,11 @@ def _retriever_class() -> Any:
 
         def _retrieve(self, query_bundle: Any) -> list[Any]:
             hits = self._pipeline().retrieve(self.data_source, query_bundle.query_str, self.k)
-            return [hit_to_node(hit) for hit in hits]
+            return hits_to_nodes(hits)
 
         async def _aretrieve(self, query_bundle: Any) -> list[Any]:
             hits = await self._pipeline().aretrieve(self.data_source, query_bundle.query_str, self.k)
-            return [hit_to_node(hit) for hit in hits]
+            return hits_to_nodes(hits)
 
     _RETRIEVER_CLASS = AkashaLlamaIndexRetriever
     return AkashaLlamaIndexRetriever
@@ -113,4 +149,4 @@ def llamaindex_retriever(
     return cls(rag, data_source, k, dict(overrides or {}), **retriever_options)
 
 
-__all__ = ["HIDDEN_KEYS", "hit_to_node", "llamaindex_retriever"]
+__all__ = ["HIDDEN_KEYS", "hit_to_node", "hits_to_nodes", "llamaindex_retriever", "reader_metadata"]
