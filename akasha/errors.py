@@ -35,10 +35,11 @@ DISTRIBUTION = "akasha-rag"
 class MissingExtraError(AkashaError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
-    def __init__(self, package: str, extra: str, purpose: str = "") -> None:
+    def __init__(self, package: str, extra: str, purpose: str = "", install: str | None = None) -> None:
         self.package = package
         self.extra = extra
-        self.install = f"pip install '{DISTRIBUTION}[{extra}]'"
+        #: The command that installs it: the extra, unless the package is installed on its own (``install``).
+        self.install = install or f"pip install '{DISTRIBUTION}[{extra}]'"
         what = f" for {purpose}" if purpose else ""
         super().__init__(f"{package} is required{what} but is not installed. Install it with: {self.install}")
 

