@@ -121,3 +121,24 @@ def test_cli_index_prune(docs, tmp_path, capsys, monkeypatch):
                      "--prune"]) == 0
     out = capsys.readouterr().out
     assert "pruned 1 old file versions" in out and "index database" in out
+
+
+def test_a_database_akasha_did_not_create_is_refused_and_left_untouched(tmp_path):
+    """issue 33: a foreign index.sqlite3 with tables of the same names is never written or pruned."""
+    import sqlite3
+
+    from akasha.embeddings.hash import HashEmbedder
+    from akasha.errors import ConfigError
+    from akasha.index import CorpusIndex
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    foreign = sqlite3.connect(cache / "index.sqlite3")
+    foreign.execute("CREATE TABLE embeddings (model TEXT, text_hash TEXT, dim INTEGER, vector BLOB)")
+    foreign.execute("INSERT INTO embeddings VALUES ('theirs', 'h', 1, x'00')")
+    foreign.commit()
+    foreign.close()
+    before = (cache / "index.sqlite3").read_bytes()
+    with pytest.raises(ConfigError, match="did not create"):
+        CorpusIndex(HashEmbedder(), cache_dir=cache)
+    assert (cache / "index.sqlite3").read_bytes() == before

@@ -60,6 +60,7 @@ class Manifest:
         self._lock = threading.RLock()
         try:
             self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False, isolation_level=None)
+            self._check_ours()  # before anything is written, the journal mode included
             if path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
@@ -78,6 +79,26 @@ class Manifest:
         if version != SCHEMA_VERSION:
             raise RuntimeError(f"index database {path} has schema {version}, this akasha writes {SCHEMA_VERSION}; "
                                "delete the cache folder to rebuild it")
+
+    def _check_ours(self) -> None:
+        """Refuse a database akasha did not create: akasha only ever writes to (and prunes) its own.
+
+        A new (empty) database is akasha's; an existing one is when its ``meta`` table holds the
+        ``schema`` row every akasha release writes first. Anything else, even with tables of the
+        same names, belongs to another program: ConfigError naming the file, and nothing written.
+        """
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return
+        ours = "meta" in tables and bool(self._db.execute("SELECT 1 FROM meta WHERE key = 'schema'").fetchall())
+        if not ours:
+            self._db.close()
+            from akasha.errors import ConfigError
+
+            raise ConfigError(f"{self.path} is a database akasha did not create (it has tables "
+                              f"{', '.join(sorted(tables)[:5])} but no akasha schema row); akasha never writes "
+                              "into or prunes another program's data: point cache_dir at another folder, or move "
+                              "that file away")
 
     def close(self) -> None:
         with self._lock:
