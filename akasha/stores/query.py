@@ -85,11 +85,12 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
     """Fuse one store's two candidate lists into the request's ``k`` hits (the one fusion of akasha).
 
     ``dense`` is ``(chunk, cosine)`` best first, ``lexical`` ``(chunk, score)`` best first.
-    A request with one side returns that side's list as hits.
+    A request with one side returns that side's list as hits; a hybrid request is always fused (its
+    scores are fused scores even when one side found nothing, as in PostgreSQL's statement).
     """
-    if request.mode == "dense" or not lexical:
+    if request.mode == "dense":
         return [Hit(c, float(s), "vector", {"vector": float(s)}) for c, s in list(dense)[: request.k]]
-    if request.mode == "lexical" or not dense:
+    if request.mode == "lexical":
         return [Hit(c, float(s), "bm25", {"bm25": float(s)}) for c, s in list(lexical)[: request.k]]
     return fuse_sides(dense, lexical, request)
 
