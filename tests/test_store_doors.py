@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from servers_fixtures import chroma_server  # noqa: F401
 
 import akasha
 from akasha.embeddings.hash import HashEmbedder
@@ -125,3 +126,31 @@ def test_another_function_under_the_same_name_is_refused(kind, tmp_path):
     with pytest.raises(IndexMismatchError, match="holds vectors of"):
         akasha.RAG(embeddings=CallableEmbedder(embed), model="extractive", cache_dir=":memory:",
                    vector_store=store).search(None, "pump")
+
+
+@pytest.mark.integration
+def test_a_chroma_server_answers_both_doors(chroma_server, tmp_path, monkeypatch):  # noqa: F811
+    """`chroma run` behind a URL: the facade's query worker and a YAML pipeline search in Chroma, never
+    reading the whole collection."""
+    from akasha.spec import build
+    from akasha.stores.chroma import ChromaStore
+
+    def refuse(*_args: Any, **_kw: Any) -> Any:
+        raise AssertionError("a search read the whole collection")
+
+    url = chroma_server.url("doors-server")
+    docs = write_docs(tmp_path / "docs")
+    writer = akasha.RAG(embeddings=HashEmbedder(), model="extractive", cache_dir=str(tmp_path / "w"), vector_store=url)
+    writer.index(str(docs))
+    writer.close()
+    monkeypatch.setattr(ChromaStore, "_scan", refuse)
+    worker = akasha.RAG(embeddings=HashEmbedder(), model="extractive", cache_dir=":memory:", vector_store=url)
+    assert worker.search(None, "E4711", k=3)[0].path == "codes.md"
+    host, port = url.split("://")[1].split("/")[0].split(":")
+    spec = {"apiVersion": "astromesh/v1", "kind": "RAGPipeline", "metadata": {"name": "doors"},
+            "spec": {"embeddings": {"provider": "hash"},
+                     "vector_store": {"backend": "chroma", "host": host, "port": int(port),
+                                      "collection": "doors-yaml"},
+                     "retrieval": {"pattern": "hybrid", "top_k": 3}}}
+    build(spec, cache_dir=str(tmp_path / "y1")).ingest_sync([{"id": n, "text": t} for n, t in TEXTS.items()])
+    assert build(spec, cache_dir=str(tmp_path / "y2")).query_sync("E4711", k=3).hits[0].chunk.id == "codes.md#0"
