@@ -21,6 +21,7 @@ import numpy as np
 
 from akasha.embeddings.base import as_matrix
 from akasha.errors import MissingExtraError, ProviderError
+from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, identity_suffix
 
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
@@ -45,7 +46,8 @@ class HFInferenceEmbedder:
     def __init__(self, model: str = DEFAULT_MODEL, endpoint: str | None = None, api_key: str | None = None,
                  dimension: int | None = None, timeout: float = 60.0) -> None:
         self.model = model
-        self.url = endpoint_url(model, endpoint)
+        # credentials in the endpoint are sent as a header, never kept in the URL (logs, messages)
+        self.url, self._url_credentials = split_credentials(endpoint_url(model, endpoint))
         # The Inference API keeps the plain name (existing indexes stay valid); a TEI server
         # or other endpoint is part of the identity, since it decides the vectors.
         default = self.url == INFERENCE_API.format(model=model)
@@ -62,6 +64,7 @@ class HFInferenceEmbedder:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+        headers = with_credentials(headers, self._url_credentials)
         try:
             response = httpx.post(self.url, json={"inputs": texts}, headers=headers, timeout=self._timeout)
         except httpx.HTTPError as exc:

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from akasha.errors import MissingExtraError
+from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_default_ollama
 from akasha.providers.env import env_value
 from akasha.providers.faults import HTTPFault, StreamErrorEvent
@@ -113,7 +114,11 @@ class OllamaConnection:
         key = self._api_key or env_value("OLLAMA_API_KEY")
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        return {"base_url": self.base_url, "headers": headers, "timeout": httpx.Timeout(self.timeout)}
+        # user:password in the address is sent as Basic auth, and never left in the URL httpx logs
+        raw = (self._host or env_value("OLLAMA_HOST") or "").strip()
+        _, credentials = split_credentials(raw if "://" in raw else f"http://{raw}")
+        return {"base_url": self.base_url, "headers": with_credentials(headers, credentials),
+                "timeout": httpx.Timeout(self.timeout)}
 
     def client(self) -> Any:
         if self._client is None:

@@ -20,6 +20,7 @@ import weakref
 from typing import Any
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
+from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
 from akasha.providers.retry import DEFAULT_TIMEOUT
@@ -62,6 +63,7 @@ class OpenAIConnection:
         self.api_version = api_version
         self.organization = organization
         self.default_headers = dict(default_headers or {})
+        self._url_credentials: tuple[str, str] | None = None  # user:password taken out of the base URL
         self._resolved: dict[str, Any] | None = None
         self._client: Any = None
         self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -77,6 +79,8 @@ class OpenAIConnection:
     def _target(self) -> tuple[bool, str | None, str | None]:
         """``(use_azure, base_url, azure_endpoint)`` from explicit settings and the environment."""
         base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
+        if base_url:  # user:password in the address is sent as a header, never left in a URL (logs, messages)
+            base_url, self._url_credentials = split_credentials(base_url)
         endpoint = self.azure_endpoint or env_value("AZURE_OPENAI_ENDPOINT")
         use_azure = self.azure
         if use_azure is None:  # auto: Azure settings present and no OpenAI-compatible base URL
@@ -156,7 +160,8 @@ class OpenAIConnection:
         key = self._api_key or env_value("OPENAI_API_KEY")
         if key and key != NO_KEY:
             headers["Authorization"] = f"Bearer {key}"
-        return headers
+        self._target()
+        return with_credentials(headers, self._url_credentials)
 
     def server_context_window(self, model: str, timeout: float = 5.0) -> int | None:
         """The context a self-hosted server gives one request, or None when it does not say (cached).
@@ -227,8 +232,14 @@ class OpenAIConnection:
         common: dict[str, Any] = {"api_key": settings["api_key"], "timeout": self.timeout, "max_retries": 0}
         if self.organization:
             common["organization"] = self.organization
-        if self.default_headers:
-            common["default_headers"] = self.default_headers
+        headers = dict(self.default_headers)
+        if self._url_credentials is not None and settings["kind"] != "azure":
+            # the client sends the key as its Bearer Authorization; the address's user:password goes beside it
+            # (as Authorization when the server needs no key, else Proxy-Authorization)
+            real_key = settings["api_key"] != NO_KEY
+            headers["Proxy-Authorization" if real_key else "Authorization"] = basic_value(self._url_credentials)
+        if headers:
+            common["default_headers"] = headers
         if settings["kind"] == "azure":
             common.update(azure_endpoint=settings["azure_endpoint"], api_version=settings["api_version"])
         elif settings["base_url"]:

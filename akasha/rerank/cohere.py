@@ -21,6 +21,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.errors import ConfigError, MissingAPIKeyError, MissingExtraError, ProviderError
 from akasha.rerank import Ranking
 from akasha.types import Hit
@@ -62,7 +63,8 @@ class CohereReranker:
     def __init__(self, api_key: str, model: str = DEFAULT_MODEL, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 60.0) -> None:
         self.name = f"cohere:{model}"
         self.model = model
-        self.url = check_endpoint(endpoint).rstrip("/") + "/v2/rerank"
+        # credentials in the endpoint go in a header, never in the URL (logs, messages); the key stays Bearer
+        self.url, self._url_credentials = split_credentials(check_endpoint(endpoint).rstrip("/") + "/v2/rerank")
         self._api_key = api_key
         self._timeout = timeout
 
@@ -74,7 +76,8 @@ class CohereReranker:
         except ImportError:
             raise MissingExtraError("httpx", "light", "reranking provider 'cohere'") from None
         body = {"model": self.model, "query": query, "documents": [h.chunk.text for h in hits], "top_n": len(hits)}
-        headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
+        headers = with_credentials({"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"},
+                                   self._url_credentials)
         try:
             response = httpx.post(self.url, json=body, headers=headers, timeout=self._timeout)
         except httpx.HTTPError as exc:
@@ -98,10 +101,28 @@ def make_cohere_reranker(config: dict[str, Any], context: Any = None) -> CohereR
 
     if importlib.util.find_spec("httpx") is None:
         raise MissingExtraError("httpx", "light", "reranking provider 'cohere'")
-    key = config.get("api_key") or next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
+    endpoint = str(config.get("endpoint") or DEFAULT_ENDPOINT)
+    key = config.get("api_key")
+    if not key and _own_host(endpoint):  # a key from the environment goes to Cohere's own host only
+        key = next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
     if not key:
-        raise MissingAPIKeyError("cohere", KEY_VARIABLES, "or set reranking.api_key in the spec")
-    return CohereReranker(str(key), str(config.get("model") or DEFAULT_MODEL), str(config.get("endpoint") or DEFAULT_ENDPOINT))
+        where = "" if _own_host(endpoint) else (
+            f" (reranking.endpoint names another host, {split_credentials(endpoint)[0]!r}: the environment's "
+            "Cohere key is not sent there, name its key in the spec)")
+        raise MissingAPIKeyError("cohere", KEY_VARIABLES, f"or set reranking.api_key in the spec{where}")
+    return CohereReranker(str(key), str(config.get("model") or DEFAULT_MODEL), endpoint)
+
+
+def _own_host(endpoint: str) -> bool:
+    """True when ``endpoint`` is on Cohere's own host (where the environment's key belongs)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(split_credentials(endpoint)[0]).hostname or ""
+        own = urlsplit(DEFAULT_ENDPOINT).hostname or ""
+    except ValueError:
+        return False
+    return host.lower() == own.lower()
 
 
 __all__ = ["CohereReranker", "make_cohere_reranker", "DEFAULT_MODEL"]

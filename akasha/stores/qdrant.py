@@ -32,6 +32,7 @@ from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
 from akasha.stores.base import BaseStore, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import SearchRequest, lexical_tokenizer, rank_hits
+from akasha.stores.redact import redact_url
 from akasha.stores.retry import Retry
 from akasha.types import Chunk, Hit
 
@@ -149,7 +150,7 @@ class QdrantStore(BaseStore):
         if path is not None:
             self.name = display or f"qdrant:{Path(path).expanduser()}/{collection}"
         elif self._server:
-            self.name = display or f"qdrant:{url}/{collection}"
+            self.name = display or f"qdrant:{redact_url(str(url))}/{collection}"  # a key in the URL never shows
         else:
             self.name = display or f"qdrant:memory/{collection}"
         self.retry = retry or Retry()
