@@ -105,3 +105,30 @@ def test_semicolon_tables_are_still_sniffed(tmp_path):
     data = "part;interval\n" + "".join(f"P-{i};{i} h\n" for i in range(5000))
     [doc] = load_file(write(tmp_path / "parts.csv", data.encode()))
     assert doc.text.splitlines()[0] == "part: P-0; interval: 0 h"
+
+
+@pytest.mark.parametrize("charset, body, expected", [
+    ("punycode", b"pump seal failed", "pump seal failed"),  # punycode raised a bare UnicodeError
+    ("unicode_escape", b"pump \\ud800 seal", "pump \\ud800 seal"),  # decoded into a lone surrogate before
+    ("raw-unicode-escape", b"valve \\u00e9", "valve \\u00e9"),
+])
+def test_an_html_charset_that_is_not_a_text_encoding_is_ignored(tmp_path, charset, body, expected):
+    """issue 33: such a declaration is ignored (the bytes are detected instead); the text is valid UTF-8."""
+    from akasha.loaders import load_file
+
+    page = tmp_path / "page.html"
+    page.write_bytes(b'<html><head><meta charset="' + charset.encode() + b'"></head><body>' + body + b"</body></html>")
+    text = load_file(page)[0].text
+    assert expected in text
+    text.encode("utf-8")  # no lone surrogate: storing it cannot fail
+
+
+def test_a_folder_with_such_pages_is_indexed_whole(tmp_path):
+    import akasha
+
+    (tmp_path / "a.html").write_bytes(b'<meta charset="unicode_escape"><p>pump \\ud800 seal</p>')
+    (tmp_path / "b.html").write_bytes(b'<meta charset="punycode"><p>valve seal</p>')
+    (tmp_path / "c.txt").write_text("filter seal")
+    rag = akasha.RAG(embeddings="hash", model="extractive", cache_dir=str(tmp_path / "cache"))
+    hits = rag.search(str(tmp_path), "seal", k=5, search_type="bm25")
+    assert {h.chunk.metadata["source"] for h in hits} == {"a.html", "b.html", "c.txt"}

@@ -21,6 +21,7 @@ reported and skipped instead of ending the program.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,25 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
 
         data = read_bytes(path, data)
         try:
-            return guard.guarded_load(path, suffix, data, limits, options)
+            return valid_text(guard.guarded_load(path, suffix, data, limits, options))
         except guard.WorkerStartError as exc:
             guard.warn_in_process_once(str(exc))
-    return _loader(suffix)(path, data, limits=limits, **options)
+    try:
+        return valid_text(_loader(suffix)(path, data, limits=limits, **options))
+    except UnicodeError as exc:  # a decoder's failure is the file's: a LoaderError naming it
+        raise LoaderError(path, f"its text cannot be decoded ({type(exc).__name__}: {exc})") from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(documents: list[Document]) -> list[Document]:
+    """``documents`` with any lone surrogate (a decoder's artefact, never a character) as U+FFFD: what a
+    loader returns is always valid UTF-8, so storing it can never fail later."""
+    for document in documents:
+        if _SURROGATE.search(document.text):
+            document.text = _SURROGATE.sub("\ufffd", document.text)
+    return documents
 
 
 def prepare_loaders(suffixes: Iterable[str], limits: LoaderLimits | None = None) -> None:

@@ -94,6 +94,11 @@ _AS_CP1252 = frozenset({"ascii", "us-ascii", "ansi_x3.4-1968", "cp819", "csisola
 _ASCII_PROBE = bytes(range(0x20, 0x7F)) + b"\t\n\r"
 
 
+#: Python codecs that turn text into text, not bytes into characters: a page cannot be "written in" them
+#: (``unicode_escape`` makes lone surrogates out of ``\\ud800``; ``punycode`` fails on ordinary text).
+_NOT_CHARSETS = frozenset({"unicode_escape", "raw_unicode_escape", "punycode", "idna", "undefined", "unicode_internal"})
+
+
 def html_encoding(label: str) -> str | None:
     """The Python codec for a ``<meta charset>`` label, or None when the label must be ignored."""
     label = label.strip().lower()
@@ -105,12 +110,12 @@ def html_encoding(label: str) -> str | None:
         name = codecs.lookup(label).name
     except LookupError:
         return None
-    if name.startswith(("utf-7", "utf-32", "utf-16")):
+    if name.startswith(("utf-7", "utf-32", "utf-16")) or name.replace("-", "_") in _NOT_CHARSETS:
         return None
     try:  # an encoding that reads ASCII bytes as other characters (EBCDIC ...) cannot be declared in ASCII
         if _ASCII_PROBE.decode(name) != _ASCII_PROBE.decode("ascii"):
             return None
-    except (UnicodeDecodeError, LookupError):
+    except (UnicodeError, LookupError):  # punycode raises a bare UnicodeError
         return None
     return name
 
@@ -127,7 +132,7 @@ def _declared_decode(data: bytes) -> str | None:
         return None  # a label the standard ignores: fall back to detection
     try:
         text = data.decode(encoding)
-    except UnicodeDecodeError:
+    except UnicodeError:
         return None  # wrong declaration: fall back to detection
     if "\x00" in text or _bad_ratio(text) > _MAX_BAD_RATIO:
         return None
