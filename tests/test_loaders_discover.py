@@ -129,3 +129,47 @@ def test_unlistable_folder_is_skipped_with_a_warning(tmp_path: Path, caplog, mon
     caplog.set_level(logging.WARNING, logger="akasha.loaders")
     assert [p.name for p in discover(tmp_path)] == ["a.txt"]
     assert any("locked" in r.getMessage() and "Permission denied" in r.getMessage() for r in caplog.records)
+
+
+def test_a_folder_thousands_of_levels_deep_is_cut_quickly(tmp_path, caplog):
+    """issue 33: 1,200 nested folders raised RecursionError after 8 s; now the walk stops at MAX_DEPTH."""
+    import logging
+    import time
+
+    from akasha.loaders.discover import MAX_DEPTH, discover
+
+    (tmp_path / "top.txt").write_text("top")
+    current = tmp_path / "deep"
+    current.mkdir()
+    for _ in range(1200):
+        current = current / "d"
+        current.mkdir()
+    (current / "bottom.txt").write_text("bottom")
+    caplog.set_level(logging.WARNING)
+    started = time.perf_counter()
+    found = discover(tmp_path)
+    assert [p.name for p in found] == ["top.txt"]
+    assert any(f"more than {MAX_DEPTH} folders deep" in r.getMessage() for r in caplog.records)
+    assert time.perf_counter() - started < 30  # a generous bound: it takes well under a second
+
+
+def test_odd_file_names_are_indexed_and_logged_escaped(tmp_path, caplog):
+    """A name that is not UTF-8 no longer breaks the index; a newline in a name cannot forge a log line."""
+    import logging
+    import os
+
+    import akasha
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.txt").write_text("ok pump")
+    with open(os.fsencode(docs) + b"/bad\xff.txt", "w") as handle:
+        handle.write("latin pump")
+    (docs / "new\nline.txt").write_text("newline pump")
+    (docs / "forged\nWARNING fake.xyz").write_text("x")  # unsupported: logged with its name
+    caplog.set_level(logging.INFO)
+    rag = akasha.RAG(embeddings="hash", model="extractive", cache_dir=str(tmp_path / "cache"))
+    for _ in range(2):  # the second call reads the stat cache the first one wrote
+        hits = rag.search(str(docs), "pump", k=5, search_type="bm25")
+        assert {h.chunk.metadata["source"] for h in hits} == {"ok.txt", "bad\\xff.txt", "new\nline.txt"}
+    assert not [r for r in caplog.records if "\n" in r.getMessage()]

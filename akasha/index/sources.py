@@ -36,6 +36,22 @@ RACY_SECONDS = 2.0
 ParseStatus = tuple[str, "str | None"]
 
 
+def storable(path: str) -> str:
+    """``path`` as valid UTF-8: a file name that is not (surrogate escapes) keeps its bytes as ``\\xff``."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def shown(path: object) -> str:
+    """A path safe to log: control characters (a newline in a file name could forge a log line) and
+    undecodable bytes escaped, other characters as they are."""
+    text = storable(str(path))
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def digest(text: str) -> str:
     """sha256 hex of a text (surrogates kept, so any decoded file can be hashed)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -106,6 +122,7 @@ class SourceReader:
             if bar is not None:
                 bar.update(1)
             key = str(path)
+            stat_key = storable(key)  # a name that is not valid UTF-8 is kept escaped (SQLite stores UTF-8)
             try:
                 st = stat_results[position]
                 if isinstance(st, OSError):
@@ -113,7 +130,7 @@ class SourceReader:
                 if not stat.S_ISREG(st.st_mode):  # a FIFO would block read_bytes() forever
                     self.skip(report, key, "not a regular file (a pipe, device or folder); nothing was read")
                     continue
-                cached = stats.get(key)
+                cached = stats.get(stat_key)
                 data = None
                 if _unchanged(cached, st):
                     content = cached[2]  # type: ignore[index]
@@ -122,7 +139,8 @@ class SourceReader:
                     data = path.read_bytes()
                     content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
                     if now - max(st.st_mtime, st.st_ctime) > RACY_SECONDS:
-                        fresh_stats.append((key, st.st_size, st.st_mtime_ns, content, st.st_ctime_ns, st.st_ino))
+                        fresh_stats.append((stat_key, st.st_size, st.st_mtime_ns, content, st.st_ctime_ns,
+                                            st.st_ino))
             except OSError as exc:
                 self.skip(report, key, f"cannot read file: {exc.strerror or exc}")
                 continue
@@ -152,7 +170,7 @@ class SourceReader:
         longest wait of a first build, starts before it (see :meth:`parse_file`).
         """
         changed = [(path, st) for path, st in zip(paths, stat_results) if isinstance(st, os.stat_result)
-                   and stat.S_ISREG(st.st_mode) and not _unchanged(stats.get(str(path)), st)]
+                   and stat.S_ISREG(st.st_mode) and not _unchanged(stats.get(storable(str(path))), st)]
         self._pending_bytes = sum(st.st_size for _path, st in changed) if self.prepare is not None else 0
         if changed:
             from akasha.loaders import prepare_loaders
@@ -173,7 +191,7 @@ class SourceReader:
         report.skipped_files.append((path, reason))
         if (path, reason) not in self._warned:
             self._warned.add((path, reason))
-            log.warning("skipping %s: %s", path, reason)
+            log.warning("skipping %s: %s", shown(path), reason)
 
     def parse_file(self, path: Path, content: str, data: bytes | None) -> ParseStatus:
         """Load and chunk one file, storing the result under its content key."""

@@ -27,6 +27,7 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from akasha.errors import ConfigError, SourceNotFoundError
 
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 #: Environment variable that lets links leave the data_source folder (``1``/``true``).
 FOLLOW_LINKS_VARIABLE = "AKASHA_FOLLOW_EXTERNAL_LINKS"
+#: Folders nested deeper than this below the data folder are not read (a warning names the first one).
+MAX_DEPTH = 64
 _warned_links: set[str] = set()  # links already warned about in this process
 
 #: File extensions (lower case, with the dot) that have a loader.
@@ -59,6 +62,17 @@ def _sources(data_source: object) -> list[Path]:
     return [Path(item) for item in items]  # type: ignore[arg-type]
 
 
+def _shown(path: object) -> str:
+    """A path safe to log: control characters (a newline in a name could forge a log line) and bytes that
+    are not UTF-8 escaped."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def _short(value: object) -> str:
     import reprlib
 
@@ -77,7 +91,8 @@ def _outside(link: Path, target: str, root: str) -> None:
         _warned_links.add(key)
         logger.warning(
             "%s: symbolic link to %s, outside the data folder %s; not followed (set %s=1 or pass "
-            "follow_links=True to follow links that leave the folder)", link, target, root, FOLLOW_LINKS_VARIABLE,
+            "follow_links=True to follow links that leave the folder)", _shown(link), _shown(target), _shown(root),
+            FOLLOW_LINKS_VARIABLE,
         )
 
 
@@ -91,19 +106,17 @@ class _Walk:
         self.found: list[tuple[Path, str, bool]] = []  # (path, real path, reached through a link)
         self.deferred: list[tuple[Path, str]] = []  # links to folders inside the root: walked last
 
-    def folder(self, folder: Path, root: str, via_link: bool) -> None:
-        real = os.path.realpath(folder)
-        if real in self.visited:
-            logger.debug("%s: already visited (symlink loop or duplicate link); skipped", folder)
-            return
-        self.visited.add(real)
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda entry: entry.name)
-        except OSError as exc:
-            logger.warning("%s: cannot list folder (%s); skipped", folder, exc.strerror or exc)
-            return
-        for entry in entries:
+    def folder(self, top: Path, root: str, via_link: bool) -> None:
+        """Walk ``top`` depth first (names in sorted order), without recursion: a folder nested thousands
+        of levels deep is cut at :data:`MAX_DEPTH` with a warning instead of a RecursionError."""
+        opened = self._open(top, os.path.realpath(top), via_link, 0)
+        stack = [opened] if opened is not None else []
+        while stack:
+            entries, folder, real, linked, depth = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             if entry.name.startswith("."):
                 continue
             path = folder / entry.name
@@ -128,11 +141,32 @@ class _Walk:
                 if link and _within(target, root):
                     self.deferred.append((path, root))  # its target is (probably) walked on its own
                     continue
-                self.folder(path, root, via_link or link)
+                if depth + 1 > MAX_DEPTH:
+                    logger.warning("%s: more than %d folders deep; not read (and nothing below it)",
+                                   _shown(path), MAX_DEPTH)
+                    continue
+                opened = self._open(path, real_path, linked or link, depth + 1)
+                if opened is not None:
+                    stack.append(opened)
             elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
-                self.found.append((path, real_path, via_link or link))
+                self.found.append((path, real_path, linked or link))
             else:
-                logger.info("%s: unsupported file type %r; skipped", path, path.suffix or "(none)")
+                logger.info("%s: unsupported file type %r; skipped", _shown(path), path.suffix or "(none)")
+
+    def _open(self, folder: Path, real: str, via_link: bool, depth: int) -> tuple[Any, Path, str, bool, int] | None:
+        """``(its entries, sorted, as an iterator; folder; real path; reached through a link; depth)``, or None
+        for a folder already walked or that cannot be listed."""
+        if real in self.visited:
+            logger.debug("%s: already visited (symlink loop or duplicate link); skipped", _shown(folder))
+            return None
+        self.visited.add(real)
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda entry: entry.name)
+        except OSError as exc:
+            logger.warning("%s: cannot list folder (%s); skipped", _shown(folder), exc.strerror or exc)
+            return None
+        return iter(entries), folder, real, via_link, depth
 
     def finish_deferred(self) -> None:
         """Walk links to folders inside the root whose targets the walk never reached (hidden ones)."""
@@ -191,6 +225,6 @@ def discover(
         elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
             walk.found.append((path, os.path.realpath(path), False))
         else:
-            logger.info("%s: unsupported file type %r; skipped", path, path.suffix or "(none)")
+            logger.info("%s: unsupported file type %r; skipped", _shown(path), path.suffix or "(none)")
     walk.finish_deferred()
     return walk.unique()
