@@ -341,3 +341,29 @@ def test_csv_row_over_the_field_limit_is_dropped_and_the_others_kept(tmp_path: P
     [doc] = load_file(path)
     assert doc.text == "a: seal; b: 2"
     assert any("huge-field.csv" in r.getMessage() and "dropped" in r.getMessage() for r in caplog.records)
+
+
+def test_a_huge_sparse_text_file_is_skipped_by_its_size_without_being_read(tmp_path, monkeypatch):
+    """issue 33: a 4 GB sparse file was read whole before the size check; now its size decides, and the
+    reason names the file's size and the limit to raise."""
+    import akasha
+
+    monkeypatch.setenv("AKASHA_LOADER_MAX_CHARS", "1000")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.txt").write_text("pump seal")
+    with open(docs / "huge.txt", "wb") as handle:
+        handle.truncate(4 * 2**30)  # sparse: 4 GB on paper, nothing on disk
+    read = []
+    real = Path.read_bytes
+
+    def spying(self):  # noqa: ANN001, ANN202
+        read.append(self.name)
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", spying)
+    rag = akasha.RAG(embeddings="hash", model="extractive", cache_dir=str(tmp_path / "cache"))
+    report = rag.index(str(docs))
+    assert "huge.txt" not in read
+    [(path, reason)] = report.skipped_files
+    assert path.endswith("huge.txt") and "4,294,967,296 bytes" in reason and "AKASHA_LOADER_MAX_CHARS" in reason

@@ -36,6 +36,21 @@ RACY_SECONDS = 2.0
 ParseStatus = tuple[str, "str | None"]
 
 
+def _over_size(path: Path, size: int) -> str | None:
+    """Why a text file of ``size`` bytes is over the loader's ``max_chars`` before it is read, or None.
+
+    No encoding spends more than 4 bytes on a character, so a text file over ``4 * max_chars`` bytes
+    is surely over; PDFs and .docx files are bounded by their own limits as they are read.
+    """
+    from akasha.loaders import ISOLATED
+    from akasha.loaders.limits import LoaderLimitError, LoaderLimits
+
+    limits = LoaderLimits.from_env()
+    if path.suffix.lower() in ISOLATED or not limits.max_chars or size // 4 <= limits.max_chars:
+        return None
+    return LoaderLimitError(path, "max_chars", limits.max_chars, f"{size:,} bytes of text (the file's size)").reason
+
+
 def storable(path: str) -> str:
     """``path`` as valid UTF-8: a file name that is not (surrogate escapes) keeps its bytes as ``\\xff``."""
     try:
@@ -135,6 +150,10 @@ class SourceReader:
                 if _unchanged(cached, st):
                     content = cached[2]  # type: ignore[index]
                 else:
+                    over = _over_size(path, st.st_size)
+                    if over is not None:  # decided from the size alone: a 4 GB file is never read
+                        self.skip(report, key, over)
+                        continue
                     working(position)
                     data = path.read_bytes()
                     content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
