@@ -44,3 +44,38 @@ def test_failed_embedding_batch_keeps_previous_index(tmp_path):
         reopened.sync(docs)  # the server has recovered: now the edit lands
         texts = [c.text for c in reopened.chunks]
         assert any("Apricots" in t for t in texts) and not any("Apples" in t for t in texts)
+
+
+def test_nan_or_wrong_width_vectors_are_never_cached_and_a_fixed_server_heals(tmp_path):
+    """issue 33: bad embedding replies were cached for good; one wrong-width vector broke the cache folder."""
+    import numpy as np
+
+    from akasha.embeddings.wrappers import CallableEmbedder
+    from akasha.index import CorpusIndex
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"f{i}.txt").write_text(f"note {i} about the pump and its seal")
+    state = {"mode": "good"}
+
+    def embed(texts):  # noqa: ANN001, ANN202
+        rows = np.array([[1.0, float(len(t)), 0.5, 0.25] for t in texts], dtype=np.float32)
+        if state["mode"] == "nan":
+            rows[0, 0] = np.nan
+        if state["mode"] == "wide":
+            rows = np.hstack([rows, rows])
+        return rows
+
+    embedder = CallableEmbedder(embed, name="flaky")
+    embedder.vector_identity = "flaky"  # one identity throughout: the test is about the replies
+    index = CorpusIndex(embedder, cache_dir=tmp_path / "cache", chunk_size=200, chunk_overlap=0)
+    index.sync(docs)
+    (docs / "f1.txt").write_text("an edited note about the valve")
+    for mode, words in (("nan", "NaN"), ("wide", "8-dimensional")):
+        state["mode"] = mode
+        with pytest.raises(ValueError, match=words):
+            index.sync(docs)
+    state["mode"] = "good"
+    report = index.sync(docs)  # the server is fixed: the edited file is embedded properly, nothing else
+    assert report.embedded == 1 and len(index.vector_search("valve", 2)) == 2

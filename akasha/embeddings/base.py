@@ -42,6 +42,9 @@ def as_matrix(vectors: object, expected_rows: int, who: str) -> np.ndarray:
             f"embedder {who!r} returned shape {matrix.shape} for {expected_rows} texts; "
             "expected one vector per text"
         )
+    if not np.isfinite(matrix).all():  # checked before anything is cached: a bad reply is never kept
+        raise ValueError(f"embedder {who!r} returned NaN or infinite values; nothing was cached: check the "
+                         "embeddings server, then run the same call again")
     return matrix
 
 

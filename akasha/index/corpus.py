@@ -1005,8 +1005,9 @@ class CorpusIndex:
         texts = {c.metadata["content_hash"]: c.text for c in chunks}
         if not texts:
             return {}
-        cached = self._manifest.cached_hashes(model, list(texts))
-        missing = [h for h in texts if h not in cached]
+        width = self._vector_width(model)
+        cached = self._manifest.cached_hashes(model, list(texts), width)
+        missing = [h for h in texts if h not in cached]  # a cached vector of another width counts as missing
         if missing and self._link is not None:  # vectors another machine already wrote into the shared store
             shared = self._link.vectors_for(missing)
             if shared:
@@ -1027,6 +1028,11 @@ class CorpusIndex:
                 else:
                     matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
                                        model)
+                if width is None:
+                    width = int(matrix.shape[1])
+                elif matrix.shape[1] != width:  # checked before caching: one stray width never poisons the cache
+                    raise ValueError(f"embedder {model!r} returned {matrix.shape[1]}-dimensional vectors where its "
+                                     f"earlier ones have {width}; nothing was cached: check the embeddings server")
                 self._manifest.store_vectors(model, hashes, matrix)
                 report.embedded += len(hashes)
                 if bar is not None:
@@ -1034,11 +1040,15 @@ class CorpusIndex:
         finally:
             if bar is not None:
                 bar.close()
-        vectors = self._manifest.load_vectors(model, list(texts))
+        vectors = self._manifest.load_vectors(model, list(texts), width)
         lost = [h for h in texts if h not in vectors]
         if lost:
             raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self._manifest.path}")
         return vectors
+
+    def _vector_width(self, model: str) -> int | None:
+        """The width of this embedder's vectors as the cache holds most of them, or None before the first."""
+        return self._manifest.common_width(model)
 
     def _passages_for(self, chunks: Sequence[Chunk]) -> list[bytes | None] | None:
         """The packed passage vectors of ``chunks`` from the manifest (None for a chunk without any), or

@@ -228,24 +228,35 @@ class Manifest:
         return out
 
     # -------------------------------------------------------------- embeddings
-    def cached_hashes(self, model: str, text_hashes: Sequence[str]) -> set[str]:
-        """The subset of ``text_hashes`` that already has a vector for ``model``."""
+    def cached_hashes(self, model: str, text_hashes: Sequence[str], width: int | None = None) -> set[str]:
+        """The subset of ``text_hashes`` that already has a vector for ``model`` (of ``width``, when given)."""
         found: set[str] = set()
         for part in _batches(list(text_hashes), 500):
             marks = ",".join("?" * len(part))
             found.update(r[0] for r in self._query(
-                f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({marks})", [model, *part]))
+                f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({marks})"
+                + (" AND dim=?" if width is not None else ""), [model, *part, *([width] if width is not None else [])]))
         return found
 
-    def load_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+    def load_vectors(self, model: str, text_hashes: Sequence[str], width: int | None = None) -> dict[str, np.ndarray]:
+        """The cached vectors of ``text_hashes`` for ``model``; with ``width``, only those of that width (a vector
+        of another width, left by a misbehaving server, is as good as missing: it is embedded again)."""
         out: dict[str, np.ndarray] = {}
         for part in _batches(list(dict.fromkeys(text_hashes)), 500):
             marks = ",".join("?" * len(part))
             for th, blob in self._query(
                 f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})", [model, *part]
             ):
-                out[th] = np.frombuffer(blob, dtype=np.float32)
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if width is None or vector.shape[0] == width:
+                    out[th] = vector
         return out
+
+    def common_width(self, model: str) -> int | None:
+        """The width most of ``model``'s cached vectors have, or None when none is cached."""
+        rows = self._query("SELECT dim, count(*) AS n FROM embeddings WHERE model=? GROUP BY dim ORDER BY n DESC "
+                           "LIMIT 1", (model,))
+        return int(rows[0][0]) if rows else None
 
     def sample_vectors(self, model: str, count: int) -> tuple[list[str], np.ndarray]:
         """Up to ``count`` cached chunk texts with their vectors for ``model`` (to check whose vectors they are)."""
