@@ -316,3 +316,38 @@ def test_sync_call_inside_running_event_loop(server):
         return model.generate(MESSAGES), run_sync(model.agenerate(MESSAGES, GenerationOptions()))
 
     assert asyncio.run(notebook_cell()) == ("Hello from the loopback server.",) * 2
+
+
+@pytest.mark.parametrize("reply, words", [
+    (b'{"choices": [ {"message": ', "not valid JSON"),
+    (b'{"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, '
+     b'"finish_reason": "stop", "message": {"role": "assistant", "content": null}}]}', "holds no text"),
+])
+def test_a_broken_chat_reply_is_a_clear_provider_error(reply, words):
+    """issue 33: invalid JSON gave a bare JSONDecodeError, "content": null an empty answer."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from akasha.errors import ProviderError
+    from akasha.llm import resolve_chat_model
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):  # noqa: ANN002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = resolve_chat_model(f"openai:m@http://127.0.0.1:{server.server_address[1]}/v1")
+        with pytest.raises(ProviderError, match=words):
+            model.generate([{"role": "user", "content": "hi"}])
+    finally:
+        server.shutdown()

@@ -9,6 +9,7 @@ built and no key is read until the first request.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -141,7 +142,30 @@ class OpenAIChat(RemoteProvider):
         if not choices:
             raise ProviderError(self.name, "the reply contained no choices")
         note_finish(self.name, options, getattr(choices[0], "finish_reason", None))
-        return choices[0].message.content or ""
+        message = choices[0].message
+        if message.content is None:  # not an empty answer: the server sent no text at all
+            refusal = getattr(message, "refusal", None)
+            raise ProviderError(self.name, "the reply holds no text (\"content\": null"
+                                + (f", refusal: {str(refusal)[:200]!r}" if refusal else "") + ")")
+        return str(message.content)
+
+    def _invalid_json(self, exc: ValueError) -> ProviderError:
+        where = self.connection.server_url() or "the endpoint"
+        return ProviderError(self.name, f"the reply is not valid JSON ({exc}); check that {where} is an "
+                                        "OpenAI-compatible chat completions endpoint")
+
+    def _checked_json(self, create: Any, params: dict[str, Any]) -> Any:
+        """``create(**params)``, a reply that is not JSON raised as a ProviderError naming the endpoint."""
+        try:
+            return create(**params)
+        except json.JSONDecodeError as exc:
+            raise self._invalid_json(exc) from None
+
+    async def _acheck_json(self, pending: Any) -> Any:
+        try:
+            return await pending
+        except json.JSONDecodeError as exc:
+            raise self._invalid_json(exc) from None
 
     def _refused_temperature(self, error: ProviderError) -> bool:
         """True (once) when the server rejected ``temperature``: o-series/gpt-5 models only take the default."""
@@ -161,12 +185,14 @@ class OpenAIChat(RemoteProvider):
         client = self.connection.client()
         try:
             params = self._params(messages, options, stream=False)
-            completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
+            completion = call_with_retry(lambda: self._checked_json(client.chat.completions.create, params),
+                                         **self._retry_kwargs())
         except ProviderError as error:
             if not (self._refused_temperature(error) or self._refused_response_format(error, options)):
                 raise
             params = self._params(messages, options, stream=False)
-            completion = call_with_retry(lambda: client.chat.completions.create(**params), **self._retry_kwargs())
+            completion = call_with_retry(lambda: self._checked_json(client.chat.completions.create, params),
+                                         **self._retry_kwargs())
         return self._text(completion, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
@@ -192,13 +218,13 @@ class OpenAIChat(RemoteProvider):
         client = self.connection.async_client()
         try:
             params = self._params(messages, options, stream=False)
-            completion = await acall_with_retry(lambda: client.chat.completions.create(**params),
+            completion = await acall_with_retry(lambda: self._acheck_json(client.chat.completions.create(**params)),
                                                 **self._retry_kwargs())
         except ProviderError as error:
             if not (self._refused_temperature(error) or self._refused_response_format(error, options)):
                 raise
             params = self._params(messages, options, stream=False)
-            completion = await acall_with_retry(lambda: client.chat.completions.create(**params),
+            completion = await acall_with_retry(lambda: self._acheck_json(client.chat.completions.create(**params)),
                                                 **self._retry_kwargs())
         return self._text(completion, options)
 
