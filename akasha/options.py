@@ -166,9 +166,10 @@ def validate_options(options: RAGOptions) -> None:
     from akasha.stores.urls import check_store_options
 
     check_store_options(options.vector_store, options.vector_store_options)
-    from akasha.device import validate_device
+    from akasha.device import requested_device, validate_device
 
     validate_device(options.device)
+    requested_device(options.device)  # AKASHA_DEVICE is checked now, whether a local model uses it or not
     for flag in ("use_chroma", "stream", "verbose", "keep_logs"):
         if not isinstance(getattr(options, flag), bool):
             raise ConfigError(f"{flag} must be True or False, got {getattr(options, flag)!r}")

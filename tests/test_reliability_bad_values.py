@@ -284,3 +284,33 @@ def test_fusion_weights_must_be_finite_and_not_negative(weights):
         build({"apiVersion": "astromesh/v1", "kind": "RAGPipeline", "metadata": {"name": "w"},
                "spec": {"embeddings": {"provider": "hash"}, "vector_store": {"backend": "memory"},
                         "retrieval": {"pattern": "hybrid", "hybrid": {"fusion": "weighted", "weights": weights}}}})
+
+
+def test_an_unknown_follow_links_value_is_refused_by_name(monkeypatch, tmp_path):
+    from akasha.errors import ConfigError
+    from akasha.loaders.discover import discover
+
+    (tmp_path / "a.txt").write_text("x")
+    monkeypatch.setenv("AKASHA_FOLLOW_EXTERNAL_LINKS", "maybe")
+    with pytest.raises(ConfigError, match="AKASHA_FOLLOW_EXTERNAL_LINKS='maybe'"):
+        discover(tmp_path)
+    monkeypatch.setenv("AKASHA_FOLLOW_EXTERNAL_LINKS", "Yes")
+    assert discover(tmp_path)
+
+
+def test_an_unknown_device_in_the_environment_is_refused_by_name(monkeypatch):
+    from akasha.device import requested_device
+    from akasha.errors import ConfigError
+
+    monkeypatch.setenv("AKASHA_DEVICE", "tpu")
+    with pytest.raises(ConfigError, match="AKASHA_DEVICE"):
+        requested_device()
+
+
+def test_a_bad_device_variable_is_refused_when_the_rag_is_built(monkeypatch):
+    import akasha
+    from akasha.errors import ConfigError
+
+    monkeypatch.setenv("AKASHA_DEVICE", "gpu9")
+    with pytest.raises(ConfigError, match="AKASHA_DEVICE"):
+        akasha.RAG(embeddings="hash", model="extractive")

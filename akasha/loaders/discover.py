@@ -62,6 +62,18 @@ def _sources(data_source: object) -> list[Path]:
     return [Path(item) for item in items]  # type: ignore[arg-type]
 
 
+def _flag(variable: str) -> bool:
+    """An on/off environment variable: unset or empty is off; anything but 1/0, true/false, yes/no, on/off
+    is a ConfigError naming it (a typo must not silently mean "off")."""
+    value = os.environ.get(variable, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(f"the environment variable {variable}={os.environ[variable]!r} is not a yes/no value; "
+                      "use 1 or 0 (true/false, yes/no, on/off), or unset it")
+
+
 def _shown(path: object) -> str:
     """A path safe to log: control characters (a newline in a name could forge a log line) and bytes that
     are not UTF-8 escaped."""
@@ -203,7 +215,7 @@ def discover(
     """
     sources = _sources(data_source)
     if follow_links is None:
-        follow_links = os.environ.get(FOLLOW_LINKS_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+        follow_links = _flag(FOLLOW_LINKS_VARIABLE)
     excluded = {os.path.realpath(p) for p in exclude}
     walk = _Walk(excluded, follow_links)
     for source in sources:
