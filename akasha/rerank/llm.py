@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,12 +81,20 @@ RERANK_SYSTEM = (
     "most useful first."
 )
 
-_DELIMITER_RE = re.compile(r"</?\s*candidate\b", re.I)
+#: Every character that could open or close a tag, the look-alikes a model may read as one included.
+_ANGLES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\uff1c": "&lt;", "\uff1e": "&gt;",
+                         "\u2039": "&lt;", "\u203a": "&gt;", "\u27e8": "&lt;", "\u27e9": "&gt;",
+                         "\u3008": "&lt;", "\u3009": "&gt;"})
+
+
+#: The question is escaped like the documents, and cut here (a question is not a document).
+MAX_QUESTION_CHARS = 4000
 
 
 def _clean(text: str, max_chars: int) -> str:
-    """``text`` cut to ``max_chars`` with candidate delimiters inside it neutralised."""
-    return _DELIMITER_RE.sub(lambda m: m.group(0).replace("<", "&lt;"), text[:max_chars])
+    """``text`` cut to ``max_chars`` with every angle bracket escaped: a document (or a question) cannot open,
+    close or forge a ``<candidate>`` block, whatever spacing, case or look-alike characters it uses."""
+    return text[:max_chars].translate(_ANGLES)
 
 
 def _block(i: int, text: str) -> str:
@@ -97,7 +104,8 @@ def _block(i: int, text: str) -> str:
 def _messages(query: str, texts: Sequence[str]) -> list[Message]:
     n = len(texts)
     user = (
-        f"Question: {query}\n\nCandidates:\n" + "\n\n".join(_block(i, t) for i, t in enumerate(texts)) + "\n\n"
+        f"Question: {_clean(query, MAX_QUESTION_CHARS)}\n\nCandidates:\n"
+        + "\n\n".join(_block(i, t) for i, t in enumerate(texts)) + "\n\n"
         f'Return {{"order": [...]}} containing each of the {n} ids 0..{n - 1} exactly once, most useful first.'
     )
     return [{"role": "system", "content": RERANK_SYSTEM}, {"role": "user", "content": user}]
