@@ -368,13 +368,15 @@ def test_memory_error_in_a_loader_is_retried_on_the_next_run(tmp_path, monkeypat
     assert second.skipped == 0 and second.chunks == 2
 
 
-def test_a_worker_killed_from_outside_is_retried_on_the_next_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sent", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_a_worker_killed_from_outside_is_retried_on_the_next_run(tmp_path, monkeypatch, sent):
+    """SIGKILL (the OOM killer), SIGTERM (a shutdown), SIGINT: not the file's fault, so never a remembered skip."""
     write(tmp_path / "docs" / "manual.pdf", pdf_bytes(["Valve V-7 seal every 2000 hours."]))
     write(tmp_path / "docs" / "a.md", b"Grease pump P-101 every 500 hours.")
     original = guard._Worker.send
 
     def killed_first(self, header, data):
-        os.kill(self.process.pid, signal.SIGKILL)  # what the kernel's OOM killer does
+        os.kill(self.process.pid, getattr(signal, sent))
         self.process.wait()
         return original(self, header, data)
 

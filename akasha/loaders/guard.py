@@ -62,6 +62,13 @@ class WorkerStartError(RuntimeError):
     """The worker process could not be started (the caller falls back to in-process loading)."""
 
 
+#: Signals another process sends (a shutdown, a kill, an operator): the file is not at fault, so a reader ended
+#: by one is retried on the next run, never remembered as a skip. SIGSEGV, SIGABRT, SIGBUS ... are the parser's.
+_SENT_FROM_OUTSIDE = frozenset(int(getattr(signal, name)) for name in
+                               ("SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+                               if hasattr(signal, name))
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(code).name
@@ -331,7 +338,7 @@ def _exchange(worker: _Worker, path: Path, suffix: str, header: dict[str, Any], 
         code = worker.process.wait(timeout=5.0)
     except subprocess.TimeoutExpired:
         code = None
-    if code is not None and code < 0 and -code != getattr(signal, "SIGKILL", 9):
+    if code is not None and code < 0 and -code not in _SENT_FROM_OUTSIDE:  # the parser itself crashed
         raise LoaderLimitError(
             path, "max_memory_mb", limits.max_memory_mb,
             f"the {suffix.lstrip('.').upper()} reader crashed ({_signal_name(-code)}) on it, "
