@@ -1,4 +1,4 @@
-"""The query verb answered by each store's own engine: ``store.query(SearchRequest(...))``.
+"""The query verb answered by each store's own engine: ``store.query(SearchRequest(...))`` called directly.
 
 Each backend is asked the same three things: a dense request ranks the nearest
 chunk first, a lexical request ranks the one chunk holding a unique token first, and
@@ -132,7 +132,12 @@ def test_lexical_side_obeys_filters(store):
 
 
 def test_qdrant_writes_bm25_sparse_vectors_with_idf(tmp_path):
-    from akasha.stores.qdrant import LEXICAL_VECTOR, QdrantStore, term_index, term_weights
+    from akasha.stores.qdrant import (
+        LEXICAL_VECTOR,
+        QdrantStore,
+        term_index,
+        term_weights,
+    )
 
     store = QdrantStore(DIM, collection="sparse", path=tmp_path / "q")
     chunks, matrix = corpus()
