@@ -235,3 +235,24 @@ def test_chroma_server_answers_lexical_and_hybrid_requests(chroma_server):  # no
     assert ids(store.query(SearchRequest(vector=unit(0), tokens=tokens("zyxwvut"), k=2))) == ["b#5", "a#0"]
     assert ids(store.query(SearchRequest(vector=unit(3), k=1))) == ["b#3"]
     store.close()
+
+
+def test_in_process_lexical_index_updated_in_place_ranks_as_a_rebuild():
+    from akasha.stores.faiss import FaissStore
+
+    store = FaissStore(DIM)
+    chunks, matrix = corpus()
+    store.upsert(chunks, matrix)
+    request = SearchRequest(tokens=tokens("river zyxwvut garden"), k=10)
+    store.query(request)  # builds the index
+    kept = store._bm25
+    store.remove(["a#0", "b#7"])
+    store.upsert([Chunk("a#2", "garden garden zyxwvut", {"chunk_index": 2}), Chunk("c#0", "river river", {})],
+                 np.stack([unit(2), unit(6)]))
+    updated = [(h.chunk.id, h.score) for h in store.query(request)]
+    assert store._bm25 is kept  # updated in place, not rebuilt
+    store._bm25 = None
+    rebuilt = [(h.chunk.id, h.score) for h in store.query(request)]
+    assert [i for i, _ in updated] == [i for i, _ in rebuilt]
+    assert [s for _, s in updated] == pytest.approx([s for _, s in rebuilt])
+    assert {"a#0", "b#7"}.isdisjoint(i for i, _ in updated) and updated[0][0] == "a#2"
