@@ -1,0 +1,60 @@
+"""Fusion must not lose exact matches (issue 34): a chunk that alone holds a rare query term.
+
+Synthetic corpus whose dense side is noise (vectors from a hash of the text, unrelated to
+meaning): every query is one token that occurs in exactly one chunk. BM25 puts that chunk
+first every time; ``auto`` should too. Today it does not (0/20 measured), so the ``auto``
+case is a strict xfail that turns into a failure once fixed, reminding to drop the mark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+import akasha
+
+WORDS = ["river", "stone", "garden", "window", "paper", "silver", "market", "candle", "forest", "engine"]
+
+
+def noise_embedder(texts: list[str]) -> np.ndarray:
+    """Unit vectors seeded by each text's hash: the dense side carries no meaning."""
+    rows = []
+    for text in texts:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(64)
+        rows.append(v / np.linalg.norm(v))
+    return np.asarray(rows, dtype=np.float32)
+
+
+def _corpus(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    rng = np.random.default_rng(7)
+    tokens = [f"zq{i:03d}x" for i in range(20)]
+    for i in range(60):
+        filler = " ".join(rng.choice(WORDS, size=40))
+        extra = f" {tokens[i]}" if i < len(tokens) else ""
+        (docs / f"note{i:02d}.txt").write_text(f"Note {i}. {filler}{extra}.\n", encoding="utf-8")
+    return docs, tokens
+
+
+def _firsts(tmp_path, search_type: str) -> int:
+    docs, tokens = _corpus(tmp_path)
+    rag = akasha.RAG(model="extractive", embeddings=noise_embedder, cache_dir=tmp_path / "cache")
+    rag.index(docs)
+    right = 0
+    for token in tokens:
+        hits = rag.search(docs, token, k=5, search_type=search_type)
+        right += bool(hits) and token in hits[0].chunk.text
+    return right
+
+
+def test_bm25_finds_every_unique_token(tmp_path):
+    assert _firsts(tmp_path, "bm25") == 20
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34: auto's fusion lets dense-only noise out-rank the one exact match")
+def test_auto_finds_every_unique_token(tmp_path):
+    assert _firsts(tmp_path, "auto") == 20
