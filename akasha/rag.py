@@ -223,6 +223,15 @@ class RAG:
         return result.response if result is not None else ""
 
     @property
+    def sources(self) -> str:
+        """The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each of :attr:`docs` once, in order).
+
+        The answer ``rag(...)`` returns is the model's text as written; show this line with it where
+        your readers want the sources (the ``akasha ask`` command prints it after the answer)."""
+        result = self.last_result
+        return result.sources if result is not None else ""
+
+    @property
     def prompt(self) -> str:
         """The last call's question."""
         result = self.last_result

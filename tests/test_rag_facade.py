@@ -96,8 +96,9 @@ def test_a_call_answers_and_records_docs_trace_tokens(corpus):
     rag = make_rag(model=model, keep_logs=True)
     answer = rag(corpus, "How often should the air filter be replaced?")
     assert isinstance(answer, str) and answer.startswith("Replace it every 12 months.")
-    # The model did not cite, so a Sources line built from rag.docs is appended.
-    assert "Sources:" in answer and "filters.md" in answer
+    # The answer is the model's text as written; its citations are rag.sources (built from rag.docs).
+    assert answer == "Replace it every 12 months."
+    assert rag.sources.startswith("Sources: ") and "filters.md" in rag.sources
     assert rag.response == answer
     assert isinstance(rag.docs, DocList) and all(isinstance(h, Hit) for h in rag.docs)
     assert rag.docs[0].path.endswith("filters.md")
@@ -255,8 +256,8 @@ def test_stream_yields_pieces_and_fills_response(corpus):
     first = next(stream)
     assert first == "Every " and rag.response == "Every "
     rest = list(stream)
-    assert rest[0] == "12 months." and "Sources:" in rest[-1]
-    assert rag.response == "Every 12 months." + rest[-1]
+    assert rest == ["12 months."]  # the model's pieces only: no Sources block is streamed after them
+    assert rag.response == "Every 12 months." and rag.sources.startswith("Sources: ")
     assert rag.response_tokens > 0
     assert rag.trace[-1]["stage"] == "generate"
 
@@ -318,7 +319,7 @@ def test_use_chroma_opens_an_existing_store_and_refuses_another_model(corpus, tm
     hits = rag.search(store, "brake pads", k=2)
     assert hits and hits[0].path.endswith("filters.md")
     answer = rag(store, "brake pads?")
-    assert "filters.md" in answer and [t["stage"] for t in rag.trace] == ["retrieve", "pack", "generate"]
+    assert "filters.md" in rag.sources and [t["stage"] for t in rag.trace] == ["retrieve", "pack", "generate"]
     with pytest.raises(IndexMismatchError, match="hash"):
         make_rag(use_chroma=True, embeddings="hash:32").search(store, "brake pads")
 
