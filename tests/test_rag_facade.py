@@ -356,24 +356,21 @@ def test_a_failing_stage_is_in_the_trace(corpus):
     assert "omitted" in rag.trace[-1]["error"]
 
 
-def test_verbose_logs_each_stage(corpus, caplog):
+def test_verbose_logs_each_stage_of_its_own_calls_only(corpus, capsys):
     import logging
 
-    import akasha.rag as rag_module
-
-    root = logging.getLogger("akasha")
-    level = root.level
-    try:
-        rag = make_rag(verbose=True)
-        assert rag_module._verbose_handler in root.handlers
-        with caplog.at_level(logging.INFO, logger="akasha"):
-            rag(corpus, "air filter?")
-    finally:
-        root.removeHandler(rag_module._verbose_handler)
-        rag_module._verbose_handler = None
-        root.setLevel(level)
-    stages = [r.getMessage().split()[0] for r in caplog.records if r.name == "akasha.trace"]
-    assert stages == ["index", "retrieve", "pack", "generate"]
+    before = logging.getLogger("akasha").level, logging.getLogger("akasha.trace").getEffectiveLevel()
+    quiet = make_rag()
+    loud = make_rag(verbose=True)
+    # one instance's verbose=True leaves the shared loggers as the application configured them
+    assert (logging.getLogger("akasha").level, logging.getLogger("akasha.trace").getEffectiveLevel()) == before
+    quiet(corpus, "air filter?")
+    assert "akasha:" not in capsys.readouterr().err
+    loud(corpus, "air filter?")
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("akasha: ")]
+    assert [line.split()[1] for line in lines] == ["index", "retrieve", "pack", "generate"]
+    quiet(corpus, "brake pads?")
+    assert "akasha:" not in capsys.readouterr().err
 
 
 def test_from_options_round_trips():
