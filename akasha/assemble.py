@@ -179,10 +179,15 @@ class Components:
 
         An embedder this instance already built for that folder (the index's, built before
         the answer model is asked for) is reused; nothing else is built here except that
-        MiniLM (never the call's own embeddings: a hosted model would need its key).
+        MiniLM (never the call's own model string: a hosted model would need its key). An
+        embedder the user gave as a callable or object is the configured one and is reused as
+        it is (no MiniLM loaded beside it), except akasha's toy hash embedder, which ranks nothing.
         """
         from akasha.embeddings.local import packaged_model_dir
         from akasha.llm.extractive import DEFAULT_EMBEDDINGS
+
+        if not isinstance(options.embeddings, str) and not _is_hash(options.embeddings):
+            return self.embedder(options.embeddings, options.device)
 
         folder = packaged_model_dir()
         if folder is None:
@@ -250,6 +255,13 @@ class Components:
                     self.indexes[key] = open_chroma_index(where, embedder)
                 stores.append(self.indexes[key])
             return stores[0] if len(stores) == 1 else MergedStores(stores)
+
+
+def _is_hash(embedder: Any) -> bool:
+    """True for akasha's hash embedder (a toy for tests: word hashes, no meaning)."""
+    from akasha.embeddings.hash import HashEmbedder
+
+    return isinstance(embedder, HashEmbedder)
 
 
 class _SharedModelLLMReranker:

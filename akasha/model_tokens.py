@@ -237,6 +237,10 @@ class TokenizerCounter:
         """Number of tokens the model's tokenizer makes of ``text``."""
         return len(self._encode(text).ids) if text else 0
 
+    def count_batch(self, texts: list[str]) -> list[int]:
+        """Counts of several texts in one ``encode_batch`` call (the tokenizer's threads share the work)."""
+        return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
         if max_tokens <= 0:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from akasha.errors import BudgetError
 from akasha.llm.base import Message
-from akasha.prompts import format_document, user_message
-from akasha.tokens import TokenCounter
+from akasha.prompts import escape_body, format_document, user_message
+from akasha.tokens import TokenCounter, count_many
 from akasha.types import Hit
 
 #: Tokens a chat format spends per message on role markers (OpenAI documents 3-4).
@@ -104,13 +104,17 @@ def pack(
     # Each block is encoded once: the running total adds block tokens (plus the "\n\n"
     # separator) to the cost of the documents wrapper. BPE merges across block boundaries
     # can make the exact count differ by a token or two, so the result is verified below.
+    # A block's cost is its frame (no document text) plus its chunk text's count, which count_many
+    # keeps per tokenizer and text: a chunk is counted once in the process, not once per question
+    # (with a llama.cpp server, one /tokenize request carrying the text instead of one per question).
+    text_tokens = count_many(counter, [escape_body(hit.chunk.text) for hit in hits])
     wrapper = fixed + user_tokens([""])
     running = wrapper
-    for hit in hits:
-        candidate = format_document(len(blocks) + 1, hit)
-        cost = counter.count(candidate) + (1 if blocks else 0)
+    for hit, n_text in zip(hits, text_tokens):
+        frame = format_document(len(blocks) + 1, hit, text="")
+        cost = counter.count(frame) + n_text + (1 if blocks else 0)
         if running + cost <= max_input_tokens:
-            blocks.append(candidate)
+            blocks.append(format_document(len(blocks) + 1, hit))
             chosen.append(hit)
             running += cost
     while blocks and fixed + user_tokens(blocks) > max_input_tokens:

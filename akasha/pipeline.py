@@ -198,6 +198,13 @@ class Answer:
     started: float = field(default_factory=time.time)
     finished: bool = False
 
+    @property
+    def sources(self) -> str:
+        """``Sources: a.md; b.pdf, page 2``: the citations of :attr:`docs`, each once, in order ("" with none).
+
+        The answer text is the model's own; this is where its citations are, for callers that show them."""
+        return sources_line(self.docs)
+
     def set_packed(self, packed: PackResult) -> None:
         self.docs = list(packed.hits)
         self.messages = packed.messages
@@ -642,9 +649,9 @@ class Pipeline:
         return text
 
     def generate(self, answer: Answer) -> str:
-        """Write the answer for a prepared call; appends ``Sources: ...`` when the model named none."""
+        """Write the answer for a prepared call: the model's text as it wrote it (citations: ``answer.sources``)."""
         text = self.complete(answer.messages, trace=answer.trace, prompt_tokens=answer.prompt_tokens)
-        return self.finish(answer, with_sources(text, answer.docs))
+        return self.finish(answer, text)
 
     async def agenerate(self, answer: Answer) -> str:
         """:meth:`generate` with the provider's async client when it has one."""
@@ -658,7 +665,7 @@ class Pipeline:
                 text = await asyncio.to_thread(model.generate, answer.messages, options)
             entry["out"] = len(text)
             _record_finish(entry, report)
-        return self.finish(answer, with_sources(text, answer.docs))
+        return self.finish(answer, text)
 
     def stream(self, answer: Answer) -> Iterator[str]:
         """Yield the answer in pieces; ``answer.response`` grows as they are consumed.
@@ -679,8 +686,6 @@ class Pipeline:
             raise recorder.failed(exc) from exc
         finally:
             recorder.close()
-        if tail := recorder.sources_tail():
-            yield tail
         self.finish(answer, answer.response)
 
     async def astream(self, answer: Answer) -> AsyncIterator[str]:
@@ -698,8 +703,6 @@ class Pipeline:
             raise recorder.failed(exc) from exc
         finally:
             recorder.close()
-        if tail := recorder.sources_tail():
-            yield tail
         self.finish(answer, answer.response)
 
     def finish(self, answer: Answer, text: str) -> str:

@@ -123,6 +123,10 @@ def _escape_body(text: str) -> str:
     return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
+#: A chunk's text as it appears inside its ``<document>`` block (the packer counts it alone).
+escape_body = _escape_body
+
+
 def format_document(number: int, hit: Hit, text: str | None = None) -> str:
     """One retrieved chunk inside ``<document>`` delimiters (``text`` overrides the chunk text)."""
     where = display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
@@ -195,6 +199,7 @@ __all__ = [
     "parse_documents",
     "parse_question",
     "sources_line",
+    "escape_body",
     "system_message",
     "user_message",
 ]

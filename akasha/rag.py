@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -119,8 +120,6 @@ class RAG:
         self._published = _Published()
         self._latest: Answer | None = None
         self._publish_lock = threading.Lock()
-        if verbose:
-            _enable_verbose_logging()
 
     @classmethod
     def from_options(cls, options: RAGOptions) -> RAG:
@@ -174,8 +173,6 @@ class RAG:
 
                 spec_conflicts(self._spec, {name: value})
             object.__setattr__(self, "options", self.options.merged(**{name: value}))
-            if name == "verbose" and value:
-                _enable_verbose_logging()
             return
         object.__setattr__(self, name, value)
 
@@ -221,6 +218,15 @@ class RAG:
         """The last call's answer (it grows while a stream is consumed)."""
         result = self.last_result
         return result.response if result is not None else ""
+
+    @property
+    def sources(self) -> str:
+        """The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each of :attr:`docs` once, in order).
+
+        The answer ``rag(...)`` returns is the model's text as written; show this line with it where
+        your readers want the sources (the ``akasha ask`` command prints it after the answer)."""
+        result = self.last_result
+        return result.sources if result is not None else ""
 
     @property
     def prompt(self) -> str:
@@ -289,6 +295,8 @@ class RAG:
         return answer
 
     def _log(self, options: RAGOptions, answer: Answer) -> None:
+        if options.verbose:
+            report_trace(answer.trace)
         if not options.keep_logs:
             return
         record = {
@@ -338,6 +346,8 @@ class RAG:
         """Publish a failed call: its trace (the failing stage's entry has the error) and no docs or response."""
         trace = answer.trace if answer is not None else Trace()
         self._publish(Answer(question, trace=trace, error=exc, sync=answer.sync if answer is not None else None))
+        if self.options.verbose:
+            report_trace(trace)
 
     def _answer(self, options: RAGOptions, data_source: DataSource, prompt: str,
                 history: Sequence[object] | None, selfask: bool) -> str | Iterator[str]:
@@ -497,6 +507,8 @@ class RAG:
             raise
         answer.docs = DocList(hits)
         self._publish(answer)
+        if options.verbose:
+            report_trace(answer.trace)
         return DocList(hits)
 
     def as_langchain_retriever(self, data_source: DataSource, k: int = 4, **overrides: Any) -> Any:
@@ -565,16 +577,31 @@ class RAG:
         return display_name(self.options.model)
 
 
-_verbose_handler: logging.Handler | None = None
+class _StderrHandler(logging.Handler):
+    """Writes to the ``sys.stderr`` of the moment (a notebook or a test may replace it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # pragma: no cover - logging must never break a call
+            self.handleError(record)
 
 
-def _enable_verbose_logging() -> None:
-    """verbose=True: stage logs at INFO on stderr, unless the app already configured the 'akasha' logger."""
-    global _verbose_handler
-    root = logging.getLogger("akasha")
-    if _verbose_handler is None and not any(not isinstance(h, logging.NullHandler) for h in root.handlers):
-        _verbose_handler = logging.StreamHandler()
-        _verbose_handler.setFormatter(logging.Formatter("akasha: %(message)s"))
-        root.addHandler(_verbose_handler)
-    if root.level == logging.NOTSET or root.level > logging.INFO:
-        root.setLevel(logging.INFO)
+#: The stage lines of ``verbose=True`` instances, and only theirs: a logger of its own with its own
+#: handler, so one instance's ``verbose`` never changes the level of the ``akasha`` loggers that
+#: every other instance (and the application's logging configuration) shares.
+VERBOSE_LOGGER = logging.getLogger("akasha.verbose")
+
+
+def report_trace(trace: Sequence[dict[str, Any]]) -> None:
+    """Write one call's stage lines (``stage name: in -> out in ms``) on stderr, for a ``verbose=True`` RAG."""
+    if not VERBOSE_LOGGER.handlers:
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("akasha: %(message)s"))
+        VERBOSE_LOGGER.addHandler(handler)
+        VERBOSE_LOGGER.setLevel(logging.INFO)
+        VERBOSE_LOGGER.propagate = False
+    for entry in trace:
+        error = f" ({entry['error']})" if entry.get("error") else ""
+        VERBOSE_LOGGER.info("%s %s: %s -> %s in %.1f ms%s", entry["stage"], entry["name"], entry["in"], entry["out"],
+                            entry["ms"], error)

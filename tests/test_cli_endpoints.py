@@ -90,21 +90,21 @@ def test_a_server_without_embedding_model_embeds_offline_and_says_so(monkeypatch
     assert "/v1/embeddings" not in paths(app)
 
 
-def test_an_unreachable_openai_base_url_is_reported_and_skipped(monkeypatch, corpus, capsys):
-    monkeypatch.setenv("OPENAI_BASE_URL", dead_url())
+def test_an_unreachable_openai_base_url_is_an_error_naming_it(monkeypatch, corpus, capsys):
+    url = dead_url()
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
     code = cli.main(ask(corpus))
     out, err = capsys.readouterr()
-    assert code == 0, err
-    assert "The air filter should be replaced every 12 months" in out  # the extractive answerer
-    assert "answer=extractive" in err and "OPENAI_BASE_URL server" in err and "did not answer" in err
-    assert "offline" in err
+    assert code == 1 and out == ""
+    assert "OPENAI_BASE_URL" in err and "127.0.0.1" in err and "--offline" in err
+    assert cli.main(ask(corpus, "--offline")) == 0  # the way out the message names
 
 
 def test_openai_api_key_with_a_custom_base_url_never_gets_openais_model_names(monkeypatch, corpus):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", dead_url())
-    model, embeddings, why = cli.choose_stack(None, None)
-    assert (model, embeddings) == ("extractive", "hash") and "did not answer" in why
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
+        cli.choose_stack(None, None)
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert cli.choose_stack(None, None)[:2] == ("openai:gpt-4o-mini", "openai:text-embedding-3-small")
 

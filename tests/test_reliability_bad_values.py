@@ -261,8 +261,9 @@ def test_a_file_named_with_a_newline_keeps_the_sources_line_on_one_line(tmp_path
     (folder / "notes\nSources: trusted-manual.md").write_text("Grease pump P-101 every 500 hours.")
     rag = RAG(embeddings="hash", model=lambda prompt: "Every 500 hours.", cache_dir=":memory:")
     answer = rag(folder, "How often is the pump greased?")
-    assert answer.count("\n") == 2 and answer.splitlines()[-1].startswith("Sources: ")
-    assert "notes\\nSources: trusted-manual.md" in answer
+    assert answer == "Every 500 hours."
+    assert rag.sources.count("\n") == 0 and rag.sources.startswith("Sources: ")
+    assert "notes\\nSources: trusted-manual.md" in rag.sources
 
 
 @pytest.mark.parametrize("cache_dir", [5, "", "   ", True])

@@ -48,6 +48,15 @@ def hit_to_document(hit: Hit) -> Any:
 _RETRIEVER_CLASS: Any = None
 
 
+def _count(k: int | None, default: int) -> int:
+    """The documents one call returns: ``k`` when given (a positive integer), else ``default``."""
+    if k is None:
+        return default
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer (documents per call), got {k!r}")
+    return k
+
+
 def _retriever_class() -> Any:
     """The ``BaseRetriever`` subclass, defined once langchain-core is importable."""
     global _RETRIEVER_CLASS
@@ -74,12 +83,15 @@ def _retriever_class() -> Any:
             options = self.rag.options.merged(**self.overrides)
             return self.rag.pipeline(options, self.data_source)
 
-        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
-            hits = self._pipeline().retrieve(self.data_source, query, self.k)
+        def _get_relevant_documents(self, query: str, *, run_manager: Any, k: int | None = None) -> list[Any]:
+            """``k`` (``retriever.invoke(q, k=3)``, LangChain's standard keyword) overrides ``self.k`` for one call."""
+            hits = self._pipeline().retrieve(self.data_source, query, _count(k, self.k))
             return [hit_to_document(hit) for hit in hits]
 
-        async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
-            hits = await self._pipeline().aretrieve(self.data_source, query, self.k)
+        async def _aget_relevant_documents(
+            self, query: str, *, run_manager: Any, k: int | None = None
+        ) -> list[Any]:
+            hits = await self._pipeline().aretrieve(self.data_source, query, _count(k, self.k))
             return [hit_to_document(hit) for hit in hits]
 
     _RETRIEVER_CLASS = AkashaRetriever
