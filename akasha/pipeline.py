@@ -584,6 +584,9 @@ class Pipeline:
             with trace.stage("rerank", name, len(hits)) as entry:
                 ranked = rerank(self.reranker, question, hits, top_k)
                 entry["out"] = len(ranked)
+                requests = getattr(self.reranker, "last_requests", None)
+                if isinstance(requests, int) and requests > 1:  # the candidates did not fit one request
+                    entry["requests"] = requests
         except OrderingError as exc:
             if not self.stage_errors:
                 raise  # the facade raises the ValueError itself (akasha-rag.md)
