@@ -198,7 +198,8 @@ class Components:
     def reranker(self, spec: Any, reranker_model: Any, max_input_tokens: int | None = None,
                  device: str = "auto") -> Any:
         """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model``, shared with the model
-        cache, in requests that fit ``max_input_tokens``; a local one (``"local"``, ``"bge"``) loads on ``device``."""
+        cache, budgeted by reranker_model's own context window (``max_input_tokens`` is the answer model's and only
+        keys the cache); a local one (``"local"``, ``"bge"``) loads on ``device``."""
         if spec is None:
             return None
         from akasha.rerank import is_llm, resolve_reranker
@@ -270,9 +271,15 @@ class _SharedModelLLMReranker:
     def __init__(self, model: Any, components: Components, max_input_tokens: int | None = None) -> None:
         from akasha.rerank.llm import LLMReranker
 
-        self._inner = LLMReranker(model, max_input_tokens=max_input_tokens)
+        # budgeted by the reranker model's own context window, not the answer model's max_input_tokens
+        self._inner = LLMReranker(model)
         self._components = components
         self.name = self._inner.name
+
+    @property
+    def last_requests(self) -> int:
+        """How many model requests the last ranking made (more than 1: the candidates were split)."""
+        return self._inner.last_requests
 
     def rank(self, query: str, hits: Any) -> Any:
         try:  # the key of the reranker's model is checked when it is built or first called

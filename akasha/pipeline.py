@@ -380,9 +380,16 @@ class Pipeline:
 
     # ------------------------------------------------------------------ query
     def candidates_for(self, k: int) -> int:
-        """Hits each retriever fetches: ``candidates`` (default top_k * 2), grown when k exceeds it."""
+        """Hits each retriever fetches: ``candidates`` (default top_k * 2).
+
+        With a reranker the pool is exactly that (the reranker's top_k and then ``k``
+        cut it, as the reference says); without one it grows when ``k`` exceeds it,
+        so an explicit larger ``k`` can be served.
+        """
         if isinstance(self.pattern, IndexSearch):
             return k
+        if self.reranker is not None:
+            return self.candidates if self.candidates is not None else 2 * self.top_k
         if self.candidates is not None:
             return max(self.candidates, k)
         return 2 * max(self.top_k, k)
@@ -577,13 +584,16 @@ class Pipeline:
             return hits
         from akasha.rerank import rerank
 
-        # The explicit reranker top_k when set; else retrieval.top_k, grown to an explicit larger k.
-        top_k = self.rerank_top_k if self.rerank_top_k is not None else max(self.top_k, k)
+        # reranking.top_k caps what the reranker returns (default retrieval.top_k); the caller keeps the first k.
+        top_k = self.rerank_top_k if self.rerank_top_k is not None else self.top_k
         name = str(getattr(self.reranker, "name", None) or type(self.reranker).__name__)
         try:
             with trace.stage("rerank", name, len(hits)) as entry:
                 ranked = rerank(self.reranker, question, hits, top_k)
                 entry["out"] = len(ranked)
+                requests = getattr(self.reranker, "last_requests", None)
+                if isinstance(requests, int) and requests > 1:  # the candidates did not fit one request
+                    entry["requests"] = requests
         except OrderingError as exc:
             if not self.stage_errors:
                 raise  # the facade raises the ValueError itself (akasha-rag.md)

@@ -56,11 +56,26 @@ def test_reranker_sees_every_candidate_and_top_k_caps_it(reverse):
     assert len(pipeline.query_sync("common words document", k=2).hits) == 2  # then the first k of those
 
 
-def test_reranking_top_k_defaults_to_the_query_k(reverse):
-    pipeline = make(reranking={"enabled": True, "provider": "reverse-test"}, retrieval={"top_k": 4})
+def test_reranking_top_k_defaults_to_retrieval_top_k(reverse):
+    """Issue 32: reranking.top_k unset means retrieval.top_k, and a larger query k does not grow it."""
+    pipeline = make(reranking={"enabled": True, "provider": "reverse-test"}, retrieval={"top_k": 3})
     pipeline.ingest_sync(MANY)
-    assert len(pipeline.query_sync("common words").hits) == 4
-    assert len(pipeline.query_sync("common words", k=7).hits) == 7
+    assert len(pipeline.query_sync("common words").hits) == 3
+    assert len(pipeline.query_sync("common words", k=6).hits) == 3
+    assert len(pipeline.query_sync("common words", k=2).hits) == 2
+
+
+def test_the_reranker_pool_is_retrieval_candidates_whatever_k(reverse):
+    """Issue 32: the pool is retrieval.candidates (default top_k * 2), not grown by the query's k."""
+    pipeline = make(reranking={"enabled": True, "provider": "reverse-test"}, retrieval={"top_k": 3})
+    pipeline.ingest_sync(MANY)
+    pipeline.query_sync("common words document", k=5)
+    assert reverse.seen == [6]
+    explicit = make(reranking={"enabled": True, "provider": "reverse-test"}, retrieval={"top_k": 3, "candidates": 4})
+    explicit.ingest_sync(MANY)
+    reverse.seen.clear()
+    result = explicit.query_sync("common words document", k=8)
+    assert reverse.seen == [4] and len(result.hits) == 3
 
 
 def test_rerank_score_replaces_score_and_retrieval_score_stays(reverse):

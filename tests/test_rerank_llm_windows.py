@@ -197,7 +197,10 @@ def test_reranker_options_are_checked():
 
 
 def test_rag_reranks_k20_inside_max_input_tokens(tmp_path, monkeypatch):
-    """The issue's case through the facade: k=20 candidates, a small max_input_tokens, windowed requests."""
+    """The issue's case through the facade: k=20 candidates, a reranker model with a small context, windows.
+
+    The windows follow the reranker model's own context (here reported by the server like
+    llama.cpp's /props), not the answer model's max_input_tokens (issue 32)."""
     import akasha
 
     docs = tmp_path / "docs"
@@ -205,17 +208,20 @@ def test_rag_reranks_k20_inside_max_input_tokens(tmp_path, monkeypatch):
     for hit in candidates(20):
         (docs / hit.chunk.metadata["source"]).write_text(hit.chunk.text, encoding="utf-8")
     app = OpenAIApp()
+    app.n_ctx = 700
     app.chat_reply = ordering_reply
     with serve(app) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         rag = akasha.RAG(model="extractive", embeddings="hash", reranker="llm", reranker_model="openai:gpt-test",
-                         k=20, rerank_top_k=3, max_input_tokens=700, cache_dir=":memory:")
+                         k=20, rerank_top_k=3, cache_dir=":memory:")
         rag(str(docs), "Which passage is most relevant?")
-    assert len(app.requests) >= 4
+    chats = [r for r in app.requests if r.path.endswith("/chat/completions")]
+    assert len(chats) >= 4
+    assert next(e for e in rag.trace if e["stage"] == "rerank")["requests"] == len(chats)
     assert [relevance(h) for h in rag.docs][:2] == [19, 18]
     counter = counter_for("openai:gpt-test")
-    assert all(counter.count(prompt_of(r)) * DEFAULT_TOKEN_MARGIN <= 700 for r in app.requests)
+    assert all(counter.count(prompt_of(r)) * DEFAULT_TOKEN_MARGIN <= 700 for r in chats)
 
 
 HAVE_SMOLLM2 = (importlib.util.find_spec("xllamacpp") is not None

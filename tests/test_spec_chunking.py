@@ -163,3 +163,23 @@ def test_chinese_and_japanese_sentences_end_at_every_full_stop():
     assert all(c.endswith(("。", "？", "！", "」")) for c in chunks)  # no chunk ends mid-sentence
     assert "。 " not in "".join(chunks)  # Chinese sentences are joined without a space
     assert split_sentences("Dry running. The seal failed! Why?") == ["Dry running.", "The seal failed!", "Why?"]
+
+
+CHINESE = "今天天气很好。我们去公园散步吧！你想一起去吗？他说：「好的。」然后我们出发了。"
+CHINESE_SENTENCES = ["今天天气很好。", "我们去公园散步吧！", "你想一起去吗？", "他说：「好的。」", "然后我们出发了。"]
+
+
+def test_yaml_sentence_chunker_splits_at_cjk_marks_without_whitespace():
+    """Issue 32, through akasha.spec.build: 。！？．｡ end a sentence with no whitespace after them."""
+    pieces = texts(splitter(strategy="sentence", chunk_size=10, overlap=0).split_documents([Document(CHINESE)]))
+    assert pieces == CHINESE_SENTENCES
+    packed = texts(splitter(strategy="sentence", chunk_size=20, overlap=0).split_documents([Document(CHINESE)]))
+    assert "".join(packed) == CHINESE  # joined without inserted spaces
+    japanese = "日本語の文です．次の文です｡最後！"
+    assert texts(splitter(strategy="sentence", chunk_size=8, overlap=0).split_documents([Document(japanese)])) == [
+        "日本語の文です．", "次の文です｡", "最後！"]
+
+
+def test_yaml_semantic_chunker_splits_at_cjk_marks_without_whitespace():
+    s = build(load_spec(body(chunking={"strategy": "semantic", "chunk_size": 10, "similarity_threshold": -1}))).splitter
+    assert texts(s.split_documents([Document(CHINESE)])) == CHINESE_SENTENCES

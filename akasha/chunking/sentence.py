@@ -1,7 +1,7 @@
 """Sentence chunking: pack whole sentences up to ``chunk_size``.
 
 A sentence ends after ``.``, ``!`` or ``?`` followed by whitespace, and after every Chinese
-or Japanese full stop, exclamation or question mark (``。！？｡``, with any closing quote or
+or Japanese full stop, exclamation or question mark (``。！？｡`` and the full-width ``．``, with any closing quote or
 bracket after it), whitespace or not: those languages put no space between sentences.
 
 ``overlap`` is ignored. A single sentence longer than ``chunk_size`` is cut into
@@ -17,8 +17,8 @@ from akasha.chunking.fixed import PieceSplitter, size_only, split_fixed
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 #: A Chinese/Japanese sentence end: the mark(s), then any closing quotes or brackets.
-_CJK_END = re.compile(r"[。！？｡]+[」』）】〕〉》”’\"']*")
-_CJK_CLOSERS = frozenset("。！？｡」』）】〕〉》")
+_CJK_END = re.compile(r"[。！？｡．]+[」』）】〕〉》”’\"']*")
+_CJK_CLOSERS = frozenset("。！？｡．」』）】〕〉》")
 
 
 def split_sentences(text: str) -> list[str]:

@@ -6,10 +6,14 @@ must reply with exactly ``{"order": [ids]}`` naming every id once, best first.
 Anything else raises :class:`~akasha.errors.OrderingError` (a ``ValueError``):
 invalid JSON, another shape, omitted, duplicate or out-of-range ids.
 
-Budget. The request must fit ``max_input_tokens`` (the RAG option, 3000 by
-default) and, when the model's context size is known (``llama-cpp:`` models,
-``ollama:`` with ``num_ctx``, or ``context_window=``), that context less the
-reply. When every candidate fits, one request ranks them all. Otherwise the
+Budget. The request is budgeted by the reranker model's own context window,
+less the reply: ``context_window=`` when given, else what the model object
+reports (``llama-cpp:`` models, ``ollama:`` with ``num_ctx``, a self-hosted
+OpenAI-compatible server probed through ``/props`` or ``/v1/models``), else the
+table of known hosted models (:data:`KNOWN_CONTEXT_WINDOWS`), else
+``DEFAULT_MAX_INPUT_TOKENS``. ``max_input_tokens=`` caps it further when given
+(it is the reranker's own option, never the answer model's). When every
+candidate fits, one request ranks them all. Otherwise the
 candidates are ranked in windows, RankGPT-style: a window of as many candidates
 as fit slides from the end of the first-stage order to the front, overlapping
 the previous window by half, so the best candidates move forward window by
@@ -49,6 +53,25 @@ logger = logging.getLogger(__name__)
 MAX_CANDIDATE_CHARS = 1500
 #: The prompt budget when none is given (the RAG option ``max_input_tokens`` defaults to it too).
 DEFAULT_MAX_INPUT_TOKENS = 3000
+#: Context windows (tokens) of hosted models, by model-name prefix (the longest matching prefix wins).
+KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4o": 128_000, "gpt-4-turbo": 128_000, "gpt-4.1": 1_047_576, "gpt-5": 400_000,
+    "o1": 200_000, "o3": 200_000, "o4-mini": 200_000, "gpt-3.5-turbo": 16_385,
+    "gemini-1.5-pro": 2_097_152, "gemini-1.5-flash": 1_048_576, "gemini-2.0": 1_048_576,
+    "gemini-2.5": 1_048_576, "claude": 200_000,
+}
+
+
+def known_context_window(name: object) -> int | None:
+    """The context window of a known hosted model named ``name`` (``"openai:gpt-4o-mini"`` or ``"gpt-4o-mini"``)."""
+    if not isinstance(name, str):
+        return None
+    bare = name.split(":", 1)[1] if ":" in name else name
+    bare = bare.rsplit("/", 1)[-1].lower()  # "models/gemini-2.5-flash"
+    matches = [prefix for prefix in KNOWN_CONTEXT_WINDOWS if bare.startswith(prefix)]
+    return KNOWN_CONTEXT_WINDOWS[max(matches, key=len)] if matches else None
+
+
 #: Counted tokens are multiplied by this: the offline counter is not every model's tokenizer.
 DEFAULT_TOKEN_MARGIN = 1.25
 #: Tokens a chat request spends around its message texts (role markers, chat template).
@@ -124,9 +147,9 @@ def reply_tokens(n: int) -> int:
 class LLMReranker:
     """Orders candidates with a chat model built lazily from ``model`` (a string, callable or ChatModel).
 
-    ``max_input_tokens``: prompt budget per request (default 3000). ``context_window``:
-    the model's context in tokens when the model object does not say (the reply is
-    reserved inside it). ``token_margin``: factor on counted tokens (default 1.25).
+    ``max_input_tokens``: an optional cap on each request's prompt. ``context_window``:
+    the model's context in tokens when neither the model object nor the table of known
+    models says (the reply is reserved inside it; 3000 tokens of prompt when unknown). ``token_margin``: factor on counted tokens (default 1.25).
     ``structured_output``: pass the reply's JSON schema to the provider (default True).
     Other keyword options build the chat model.
     """
@@ -153,7 +176,8 @@ class LLMReranker:
         self.model_spec = model
         self.model_options = model_options
         self.max_output_tokens = max_output_tokens
-        self.max_input_tokens = max_input_tokens or DEFAULT_MAX_INPUT_TOKENS
+        #: The caller's cap on each request's prompt (None: the model's context window decides).
+        self.max_input_tokens = max_input_tokens
         self.context_window = context_window
         self.token_margin = float(token_margin)
         self.structured_output = structured_output
@@ -182,11 +206,14 @@ class LLMReranker:
 
     def _limits(self, n: int) -> tuple[int, int | None, int | None]:
         """``(prompt budget, context size or None, max_output_tokens to send)`` for ``n`` candidates."""
-        context = self.context_window or context_window(self.model)
+        model = self.model
+        context = (self.context_window or context_window(model)
+                   or known_context_window(getattr(model, "name", None) or self.model_spec))
         if context is None:
-            return self.max_input_tokens, None, self.max_output_tokens
+            return self.max_input_tokens or DEFAULT_MAX_INPUT_TOKENS, None, self.max_output_tokens
         reserve = self.max_output_tokens or reply_tokens(n)
-        return min(self.max_input_tokens, context - reserve), context, reserve
+        budget = context - reserve
+        return (budget if self.max_input_tokens is None else min(self.max_input_tokens, budget)), context, reserve
 
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
         """A complete ordering of ``hits``: one request when they all fit the budget, else sliding windows."""
@@ -211,7 +238,7 @@ class LLMReranker:
             raise BudgetError(
                 f"the llm reranker cannot fit the question and two candidates into {budget} tokens "
                 f"({where}max_input_tokens={self.max_input_tokens}); the question alone takes about {fixed}. "
-                "Raise max_input_tokens (or the model's context), or shorten the question"
+                "Raise the reranker's context_window= / max_input_tokens=, or shorten the question"
             )
         costs = []
         for i, text in enumerate(texts):
@@ -263,5 +290,5 @@ class LLMReranker:
         return parse_order_json(reply, len(texts), who)
 
 
-__all__ = ["DEFAULT_MAX_INPUT_TOKENS", "LLMReranker", "ORDER_SCHEMA", "order_schema", "rerank_messages",
+__all__ = ["DEFAULT_MAX_INPUT_TOKENS", "KNOWN_CONTEXT_WINDOWS", "LLMReranker", "known_context_window", "ORDER_SCHEMA", "order_schema", "rerank_messages",
            "reply_tokens"]
