@@ -436,8 +436,8 @@ class BaseStore:
         lexical: list[tuple[Chunk, float]] = []
         if request.mode in ("dense", "hybrid") and request.vector is not None and self.dimension is not None:
             dense = self._nearest(check_query(request.vector, self.dimension), request.pool, filters)
-        if request.mode in ("lexical", "hybrid") and "lexical" in self.capabilities:
-            lexical = self._lexical(request.tokens, request.pool, filters)
+        if request.mode in ("lexical", "hybrid") and type(self)._lexical is not BaseStore._lexical:
+            lexical = self._lexical(request.tokens, request.pool, filters)  # a store that has a lexical side
         return rank_hits(dense, lexical, request)
 
     def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
