@@ -184,3 +184,13 @@ def test_stemming_matches_inflections_and_is_recorded_in_the_tokenizer_id():
     again = BM25Index.from_parts(stemmed.to_parts())  # a saved stemmed index stems its queries too
     assert again.tokenizer_id == stemmed.tokenizer_id and again.search("installed modules", 1)[0][0] == "mod"
     assert BM25Index.from_json(stemmed.to_json()).search("module", 1)[0][0] == "mod"
+
+
+def test_score_tokens_scores_pretokenised_queries_like_score_slots():
+    """The extractive answerer's path: its own (stemmed) tokens in, the same BM25 as a text query."""
+    index = BM25Index(k1=1.2)
+    index.add_tokens(["a", "b", "c"], [["seal", "failure", "pump"], ["pump", "pump", "valve"], ["report"]])
+    slots, scores = index.score_slots("pump valve")
+    assert index.score_tokens(["pump", "valve"]) == pytest.approx(dict(zip(index.slot_ids(slots), scores.tolist())))
+    assert set(index.score_tokens(["seal", "unknown"])) == {"a"}
+    assert index.score_tokens(["unknown"]) == {}

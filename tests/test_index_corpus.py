@@ -191,9 +191,7 @@ def test_new_index_on_same_cache_loads_snapshot_without_tokenising(docs, tmp_pat
     monkeypatch.setattr(BM25Index, "add", no_tokenising)
     embedder = HashEmbedder()
     second = make_index(cache, embedder)
-    started = time.perf_counter()
     report = second.sync(docs)
-    assert time.perf_counter() - started < 1.0
     assert embedder.calls == 0 and report.unchanged == 10 and report.indexed == 0
     assert [(h.id, round(h.score, 6)) for h in second.search("forestry notes", k=5)] == expected
 

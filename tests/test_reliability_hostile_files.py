@@ -17,10 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -50,10 +48,8 @@ def assert_limit(error: LoaderLimitError, limit: str, variable: str) -> None:
 def test_page_tree_dag_claiming_a_million_pages_is_refused_at_once(tmp_path, engine):
     data = page_tree_dag(levels=6, fanout=10)
     assert len(data) < 2000
-    start = time.perf_counter()
     with pytest.raises(LoaderLimitError) as info:
         load_pdf(tmp_path / "dag.pdf", data, engine=engine, limits=LoaderLimits())
-    assert time.perf_counter() - start < 5
     assert_limit(info.value, "max_pages", "AKASHA_LOADER_MAX_PAGES")
     assert "1000000 pages" in str(info.value)
 
@@ -86,11 +82,9 @@ def test_inflated_size_counts_flate_streams_without_holding_them():
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_content_stream_inflating_past_the_limit_is_refused_before_the_engine_reads_it(tmp_path, engine):
-    start = time.perf_counter()
     with pytest.raises(LoaderLimitError) as info:
         load_pdf(tmp_path / "bomb.pdf", inflate_bomb_pdf(8_000_000), engine=engine,
                  limits=LoaderLimits(max_inflated_mb=1))
-    assert time.perf_counter() - start < 3
     assert_limit(info.value, "max_inflated_mb", "AKASHA_LOADER_MAX_INFLATED_MB")
     # the same file is fine under a larger limit
     docs = load_pdf(tmp_path / "bomb.pdf", inflate_bomb_pdf(8_000_000), engine=engine,
@@ -134,10 +128,8 @@ def test_a_native_crash_reading_one_pdf_ends_only_its_worker(tmp_path):
         pytest.skip("needs PDFium and Linux memory limits")
     bomb = write(tmp_path / "bomb.pdf", inflate_bomb_pdf(400_000_000))
     limits = LoaderLimits(max_inflated_mb=0, max_memory_mb=300)
-    start = time.perf_counter()
     with pytest.raises(LoaderLimitError) as info:
         load_file(bomb, limits=limits)
-    assert time.perf_counter() - start < 30
     assert_limit(info.value, "max_memory_mb", "AKASHA_LOADER_MAX_MEMORY_MB")
     assert "crashed" in str(info.value) and "SIGABRT" in str(info.value) and "bomb.pdf" in str(info.value)
     # this process is alive, and the next file gets a fresh worker
@@ -148,10 +140,8 @@ def test_a_native_crash_reading_one_pdf_ends_only_its_worker(tmp_path):
 def test_a_reader_that_takes_too_long_is_stopped_at_the_timeout(tmp_path):
     slow = write(tmp_path / "slow.docx", docx_xml_bomb(60_000))  # about 4 s for python-docx
     assert slow.stat().st_size < 100_000
-    start = time.perf_counter()
     with pytest.raises(LoaderLimitError) as info:
         load_file(slow, limits=LoaderLimits(timeout=0.5))
-    assert time.perf_counter() - start < 3
     assert_limit(info.value, "timeout", "AKASHA_LOADER_TIMEOUT")
     [doc] = load_file(write(tmp_path / "ok.docx", docx_bytes(["Grease every 500 h."])), limits=LoaderLimits(timeout=30))
     assert doc.text == "Grease every 500 h."
@@ -159,10 +149,8 @@ def test_a_reader_that_takes_too_long_is_stopped_at_the_timeout(tmp_path):
 
 def test_docx_expanding_past_the_limit_is_refused_from_its_zip_directory(tmp_path):
     bomb = write(tmp_path / "bomb.docx", docx_xml_bomb(100_000))  # ~7 MB of XML in ~60 KB
-    start = time.perf_counter()
     with pytest.raises(LoaderLimitError) as info:
         load_file(bomb, limits=LoaderLimits(max_inflated_mb=2))
-    assert time.perf_counter() - start < 2
     assert_limit(info.value, "max_inflated_mb", "AKASHA_LOADER_MAX_INFLATED_MB")
 
 
@@ -225,26 +213,6 @@ def test_a_large_parent_does_not_make_every_pdf_start_a_new_worker(tmp_path, mon
     del ballast
 
 
-def test_worker_overhead_per_pdf_is_small(tmp_path):
-    """A warm worker adds about a millisecond per file (measured: 1.84 ms vs 1.71 ms for a 2-page PDF)."""
-    data = pdf_bytes(["Pump P-101 grease 500 h.", "Valve V-7 seal 2000 h."])
-    path = tmp_path / "a.pdf"
-    load_file(path, data)  # starts the worker
-    rounds = 30
-
-    def timed(limits: LoaderLimits) -> float:
-        """The median call: a load spike from another process on a small machine moves it least."""
-        seconds = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            load_file(path, data, limits=limits)
-            seconds.append(time.perf_counter() - start)
-        return statistics.median(seconds)
-
-    isolated, in_process = timed(LoaderLimits()), timed(LoaderLimits(isolate=False))
-    assert isolated - in_process < 0.02, (isolated, in_process)
-
-
 def test_a_worker_that_cannot_start_falls_back_to_in_process_with_one_warning(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(guard, "_unavailable", None)
     monkeypatch.setattr(guard, "_fallback_warned", False)
@@ -305,9 +273,7 @@ def test_hostile_files_are_skipped_and_named_and_the_rest_is_indexed(tmp_path, m
     monkeypatch.setenv("AKASHA_LOADER_MAX_CHARS", "100000")
     caplog.set_level(logging.WARNING)
     index = CorpusIndex(HashEmbedder(), chunk_size=200, chunk_overlap=0, cache_dir=tmp_path / "cache")
-    start = time.perf_counter()
     report = index.sync(tmp_path / "docs")
-    assert time.perf_counter() - start < 30
     assert report.indexed == 3 and report.skipped == len(expected)
     reasons = {Path(path).name: reason for path, reason in report.skipped_files}
     for name, variable in expected.items():

@@ -88,6 +88,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_answers_the_readme_question_of
     shutil.copytree(ROOT / "examples" / "docs", work / "examples" / "docs")
     where = run([str(python), "-c", "import akasha; print(akasha.__file__)"], cwd=work, env=env).stdout.strip()
     assert Path(where).is_relative_to(venv) and not Path(where).is_relative_to(ROOT)
+    assert (Path(where).parent / "py.typed").is_file(), "the installed akasha has no py.typed"
 
     argv = readme_ask_command()
     result = run([str(venv / "bin" / "akasha"), *argv[1:]], cwd=work, env=env)

@@ -45,11 +45,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
-import math
 import os
 import re
 import threading
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +57,9 @@ from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message
 from akasha.llm.sentences import MAX_SENTENCE_CHARS, quotable_sentences
 from akasha.prompts import parse_documents, parse_question
+from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.fusion import CJK_SHARE, cjk_share
+from akasha.retrieval.stem import stem_english
 from akasha.retrieval.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -155,20 +155,9 @@ class _Candidate:
     terms: list[str]
 
 
-def _stem(token: str) -> str:
-    """A light English stemmer (replaced/replace/replacing -> replac) so inflections still match."""
-    if token.isascii() and token.isalpha():
-        for _ in range(2):  # bearings -> bearing -> bear, like bearing -> bear
-            for suffix in ("ing", "ed", "es", "s", "e"):
-                if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-                    token = token[: -len(suffix)]
-                    break
-    return token
-
-
 def _terms(text: str) -> list[str]:
     """Stemmed content words, plus whole numbers such as ``#7.1`` (a question's figures are strong cues)."""
-    words = [_stem(t) for t in tokenize(text) if t not in _STOP and (len(t) > 1 or not t.isascii())]
+    words = [stem_english(t) for t in tokenize(text) if t not in _STOP and (len(t) > 1 or not t.isascii())]
     return words + ["#" + n for n in _NUMBER_RE.findall(text)]
 
 
@@ -188,18 +177,12 @@ def _candidates(documents: list[dict]) -> list[_Candidate]:
 
 def _bm25(query: set[str], sentences: list[_Candidate]) -> list[float]:
     """BM25 of each sentence for the query terms (idf over these sentences), raised for covering more of them."""
-    df = Counter(t for s in sentences for t in set(s.terms))
-    total = len(sentences)
-    avgdl = sum(len(s.terms) for s in sentences) / total or 1.0
+    index = BM25Index(k1=_K1, b=_B)
+    index.add_tokens([str(i) for i in range(len(sentences))], (s.terms for s in sentences))
+    found = index.score_tokens(query)
     scores = []
-    for s in sentences:
-        tf = Counter(s.terms)
-        score = 0.0
-        for term in query:
-            if term in tf:
-                idf = math.log(1 + (total - df[term] + 0.5) / (df[term] + 0.5))
-                f = tf[term]
-                score += idf * f * (_K1 + 1) / (f + _K1 * (1 - _B + _B * len(s.terms) / avgdl))
+    for i, s in enumerate(sentences):
+        score = found.get(str(i), 0.0)
         if score > 0:
             score *= 0.5 + len(query & set(s.terms)) / len(query)
         scores.append(score)

@@ -289,6 +289,19 @@ class BM25Index:
         """``(slots, scores)`` of every live document matching ``query`` (unsorted)."""
         return self._score_terms(*self._query_terms(query))
 
+    def score_tokens(self, tokens: Iterable[str]) -> dict[str, float]:
+        """Id -> BM25 score of every live document matching the already tokenised query ``tokens``.
+
+        For callers that tokenise themselves (the extractive answerer scores sentences for a set
+        of stemmed question terms): a token repeated in ``tokens`` weighs as often as it occurs.
+        """
+        pairs = sorted((self._vocab[t], c) for t, c in Counter(tokens).items() if t in self._vocab)
+        if not pairs:
+            return {}
+        tids, qtf = zip(*pairs, strict=True)
+        slots, scores = self._score_terms(np.asarray(tids, dtype=np.int64), np.asarray(qtf, dtype=np.float32))
+        return dict(zip(self.slot_ids(slots.tolist()), scores.tolist(), strict=True))
+
     def _score_terms(self, tids: np.ndarray, qtf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not len(tids) or not self._n_live:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
