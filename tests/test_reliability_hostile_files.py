@@ -334,9 +334,9 @@ def test_memory_error_in_a_loader_is_retried_on_the_next_run(tmp_path, monkeypat
     assert second.skipped == 0 and second.chunks == 2
 
 
-@pytest.mark.parametrize("sent", ["SIGKILL", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sent", ["SIGKILL", "SIGTERM"])
 def test_a_worker_killed_from_outside_is_retried_on_the_next_run(tmp_path, monkeypatch, sent):
-    """SIGKILL (the OOM killer), SIGTERM (a shutdown), SIGINT: not the file's fault, so never a remembered skip."""
+    """SIGKILL (the OOM killer), SIGTERM (a shutdown): not the file's fault, so never a remembered skip."""
     write(tmp_path / "docs" / "manual.pdf", pdf_bytes(["Valve V-7 seal every 2000 hours."]))
     write(tmp_path / "docs" / "a.md", b"Grease pump P-101 every 500 hours.")
     original = guard._Worker.send
