@@ -122,4 +122,12 @@ def transports(module: Any) -> tuple[type, type]:
     return BoundedTransport, AsyncBoundedTransport
 
 
-__all__ = ["ReplyLimitError", "reply_limits", "transports"]
+def bounded_post(url: str, **kwargs: Any) -> Any:
+    """``httpx.post`` through :func:`transports`' bounded transport (the reply is read within the bounds)."""
+    import httpx
+
+    with httpx.Client(transport=transports(httpx)[0]()) as client:
+        return client.post(url, **kwargs)
+
+
+__all__ = ["ReplyLimitError", "bounded_post", "reply_limits", "transports"]
