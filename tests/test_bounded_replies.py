@@ -45,12 +45,14 @@ def _serve(mode: str):
 
 
 @pytest.mark.parametrize("spec", ["openai:m@http://user:secret@127.0.0.1:{port}/v1",
-                                  "ollama:m@http://user:secret@127.0.0.1:{port}"])
+                                  "ollama:m@http://user:secret@127.0.0.1:{port}",
+                                  "gemini:m@http://user:secret@127.0.0.1:{port}"])
 @pytest.mark.parametrize("mode, env, words", [
     ("endless", {"AKASHA_MAX_REPLY_MB": "1"}, "exceeded 1048576 bytes"),
     ("drip", {"AKASHA_REQUEST_DEADLINE_S": "1.5"}, "deadline"),
 ])
 def test_a_reply_is_cut_at_its_size_cap_or_deadline(monkeypatch, spec, mode, env, words):
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     server = _serve(mode)
