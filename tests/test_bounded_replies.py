@@ -16,7 +16,7 @@ def _serve(mode: str):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # no Content-Length: the body ends when the server closes
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -35,7 +35,7 @@ def _serve(mode: str):
             except OSError:
                 pass
 
-        def log_message(self, *args):  # noqa: ANN002
+        def log_message(self, *args):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -73,7 +73,7 @@ def test_a_stream_that_never_ends_is_cut_at_the_deadline(monkeypatch):
     monkeypatch.setenv("AKASHA_REQUEST_DEADLINE_S", "1.5")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -88,7 +88,7 @@ def test_a_stream_that_never_ends_is_cut_at_the_deadline(monkeypatch):
             except OSError:
                 pass
 
-        def log_message(self, *args):  # noqa: ANN002
+        def log_message(self, *args):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -21,9 +21,9 @@ import numpy as np
 
 from akasha.embeddings.base import as_matrix
 from akasha.errors import MissingExtraError, ProviderError
+from akasha.providers.bounded import bounded_post
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, identity_suffix
-from akasha.providers.bounded import bounded_post
 
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 INFERENCE_API = "https://router.huggingface.co/hf-inference/models/{model}/pipeline/feature-extraction"

@@ -70,7 +70,7 @@ class _Budget:
                 "(raise AKASHA_REQUEST_DEADLINE_S if the server is genuinely slow)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def transports(module: Any) -> tuple[type, type]:
     """``(BoundedTransport, AsyncBoundedTransport)`` classes for an httpx-like ``module``."""
     error = type("ReplyLimitError", (ReplyLimitError, module.TransportError), {})

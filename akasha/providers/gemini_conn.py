@@ -15,10 +15,10 @@ import weakref
 from typing import Any
 
 from akasha.errors import MissingExtraError
+from akasha.providers.bounded import transports
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
 from akasha.providers.retry import DEFAULT_TIMEOUT
-from akasha.providers.bounded import transports
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
@@ -111,4 +111,4 @@ class GeminiConnection:
         return client.aio.models
 
 
-__all__ = ["GeminiConnection", "KEY_VARIABLES", "import_genai"]
+__all__ = ["KEY_VARIABLES", "GeminiConnection", "import_genai"]
