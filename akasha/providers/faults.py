@@ -44,6 +44,8 @@ def _headers_of(response: Any) -> Mapping[str, str] | None:
 def transport_fault(exc: BaseException, timeout: float | None = None) -> Fault | None:
     """Timeouts and dropped connections from any HTTP stack: retryable, status None."""
     name = type(exc).__name__
+    if type(exc).__name__ == "ReplyLimitError":
+        return Fault(str(exc), retryable=False)
     package = type(exc).__module__.split(".")[0]
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or "Timeout" in name:
         limit = f" after {timeout:g} s" if timeout else ""
@@ -76,6 +78,8 @@ def openai_fault(exc: BaseException, timeout: float | None = None) -> Fault | No
         return transport_fault(TimeoutError(), timeout)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
+        if type(cause).__name__ == "ReplyLimitError":
+            return Fault(str(cause), retryable=False)
         detail = f"{type(cause).__name__}: {cause}" if cause else exc.message
         return Fault(f"connection error: {detail}", retryable=True)
     if isinstance(exc, openai.APIStatusError):

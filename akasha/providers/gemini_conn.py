@@ -15,11 +15,23 @@ import weakref
 from typing import Any
 
 from akasha.errors import MissingExtraError
+from akasha.providers.bounded import transports
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
 from akasha.providers.retry import DEFAULT_TIMEOUT
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def _httpx_module() -> Any:
+    """httpx2 when installed (google-genai's default backend), else httpx."""
+    try:
+        import httpx2
+    except ImportError:
+        import httpx
+
+        return httpx
+    return httpx2
 
 
 def import_genai() -> tuple[Any, Any]:
@@ -76,6 +88,9 @@ class GeminiConnection:
             options["api_version"] = self.api_version
         if self.headers:
             options["headers"] = self.headers
+        sync_transport, async_transport = transports(_httpx_module())
+        options["client_args"] = {"transport": sync_transport()}
+        options["async_client_args"] = {"transport": async_transport()}
         return genai.Client(api_key=key, vertexai=False, http_options=types.HttpOptions(**options))
 
     def client(self) -> Any:
@@ -96,4 +111,4 @@ class GeminiConnection:
         return client.aio.models
 
 
-__all__ = ["GeminiConnection", "KEY_VARIABLES", "import_genai"]
+__all__ = ["KEY_VARIABLES", "GeminiConnection", "import_genai"]

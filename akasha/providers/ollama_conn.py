@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from akasha.errors import MissingExtraError
+from akasha.providers.bounded import transports
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_default_ollama
 from akasha.providers.env import env_value
@@ -124,14 +125,14 @@ class OllamaConnection:
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    self._client = _import_httpx().Client(**self._settings())
+                    self._client = _import_httpx().Client(transport=transports(_import_httpx())[0](), **self._settings())
         return self._client
 
     def async_client(self) -> Any:
         loop = asyncio.get_running_loop()
         client = self._async_clients.get(loop)
         if client is None:
-            client = _import_httpx().AsyncClient(**self._settings())
+            client = _import_httpx().AsyncClient(transport=transports(_import_httpx())[1](), **self._settings())
             self._async_clients[loop] = client
         return client
 

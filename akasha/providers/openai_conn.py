@@ -20,6 +20,7 @@ import weakref
 from typing import Any
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
+from akasha.providers.bounded import transports
 from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
@@ -30,6 +31,14 @@ logger = logging.getLogger("akasha.providers")
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
 #: Placeholder sent to OpenAI-compatible servers that need no key.
 NO_KEY = "not-needed"
+
+
+def _httpx_of(openai: Any) -> Any:
+    """The httpx-like module the installed openai client is built on (httpx2 in openai 3, else httpx)."""
+    import importlib
+
+    base = importlib.import_module(f"{openai.__name__}._base_client")
+    return getattr(base, "httpx2", None) or base.httpx
 
 
 def _import_openai() -> Any:
@@ -255,6 +264,7 @@ class OpenAIConnection:
                     openai = _import_openai()
                     kwargs = self._kwargs()
                     cls = openai.AzureOpenAI if self.resolve()["kind"] == "azure" else openai.OpenAI
+                    kwargs["http_client"] = openai.DefaultHttpxClient(transport=transports(_httpx_of(openai))[0]())
                     self._client = cls(**kwargs)
         return self._client
 
@@ -266,6 +276,7 @@ class OpenAIConnection:
             openai = _import_openai()
             kwargs = self._kwargs()
             cls = openai.AsyncAzureOpenAI if self.resolve()["kind"] == "azure" else openai.AsyncOpenAI
+            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(transport=transports(_httpx_of(openai))[1]())
             client = cls(**kwargs)
             self._async_clients[loop] = client
         return client

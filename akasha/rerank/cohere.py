@@ -25,6 +25,7 @@ from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.errors import ConfigError, MissingAPIKeyError, MissingExtraError, ProviderError
 from akasha.rerank import Ranking
 from akasha.types import Hit
+from akasha.providers.bounded import bounded_post
 
 DEFAULT_MODEL = "rerank-english-v3.0"
 DEFAULT_ENDPOINT = "https://api.cohere.com"
@@ -79,7 +80,7 @@ class CohereReranker:
         headers = with_credentials({"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"},
                                    self._url_credentials)
         try:
-            response = httpx.post(self.url, json=body, headers=headers, timeout=self._timeout)
+            response = bounded_post(self.url, json=body, headers=headers, timeout=self._timeout)
         except httpx.HTTPError as exc:
             raise ProviderError("cohere", f"could not reach {self.url}: {exc}") from None
         if response.status_code >= 400:

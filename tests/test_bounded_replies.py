@@ -1,0 +1,129 @@
+"""issue 33: network replies are bounded in size and time, for the OpenAI and Ollama clients."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from akasha.errors import ProviderError
+from akasha.llm import resolve_chat_model
+
+
+def _serve(mode: str):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # no Content-Length: the body ends when the server closes
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            try:
+                if mode == "endless":
+                    self.wfile.write(b'{"x": "')
+                    block = b"a" * 65536
+                    for _ in range(1000):  # 64 MB unless the client stops reading
+                        self.wfile.write(block)
+                else:  # drip one byte every 0.2 s for a minute
+                    for _ in range(300):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.2)
+            except OSError:
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("spec", ["openai:m@http://user:secret@127.0.0.1:{port}/v1",
+                                  "ollama:m@http://user:secret@127.0.0.1:{port}",
+                                  "gemini:m@http://user:secret@127.0.0.1:{port}"])
+@pytest.mark.parametrize("mode, env, words", [
+    ("endless", {"AKASHA_MAX_REPLY_MB": "1"}, "exceeded 1048576 bytes"),
+    ("drip", {"AKASHA_REQUEST_DEADLINE_S": "1.5"}, "deadline"),
+])
+def test_a_reply_is_cut_at_its_size_cap_or_deadline(monkeypatch, spec, mode, env, words):
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    server = _serve(mode)
+    try:
+        model = resolve_chat_model(spec.format(port=server.server_address[1]), timeout=3)
+        started = time.monotonic()
+        with pytest.raises(ProviderError, match=words) as caught:
+            model.generate([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 20
+        assert "secret" not in str(caught.value)
+        assert "127.0.0.1" in str(caught.value)
+    finally:
+        server.shutdown()
+
+
+def test_a_stream_that_never_ends_is_cut_at_the_deadline(monkeypatch):
+    """An SSE stream whose events keep coming ends at the request deadline, not never."""
+    monkeypatch.setenv("AKASHA_REQUEST_DEADLINE_S", "1.5")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            chunk = (b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", '
+                     b'"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}\n\n')
+            try:
+                for _ in range(600):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = resolve_chat_model(f"openai:m@http://127.0.0.1:{server.server_address[1]}/v1", timeout=3)
+        started = time.monotonic()
+        with pytest.raises(ProviderError, match="deadline"):
+            for _ in model.stream([{"role": "user", "content": "hi"}]):
+                pass
+        assert time.monotonic() - started < 20
+    finally:
+        server.shutdown()
+
+
+def test_an_hf_inference_api_reply_is_capped(monkeypatch):
+    """The hf inference-API embedder (and the cohere reranker, same helper) read through the bounded transport."""
+    from akasha.embeddings import resolve_embedder
+
+    monkeypatch.setenv("AKASHA_MAX_REPLY_MB", "1")
+    server = _serve("endless")
+    try:
+        embedder = resolve_embedder(f"hf_api:all-MiniLM-L6-v2@http://user:secret@127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(ProviderError, match="exceeded 1048576 bytes") as caught:
+            embedder.embed_documents(["hello"])
+        assert "secret" not in str(caught.value)
+    finally:
+        server.shutdown()
+
+
+def test_a_bad_limit_variable_is_a_config_error(monkeypatch):
+    from akasha.errors import ConfigError
+    from akasha.providers.bounded import reply_limits
+
+    monkeypatch.setenv("AKASHA_MAX_REPLY_MB", "lots")
+    with pytest.raises(ConfigError, match="AKASHA_MAX_REPLY_MB"):
+        reply_limits()
