@@ -367,3 +367,25 @@ def test_a_huge_sparse_text_file_is_skipped_by_its_size_without_being_read(tmp_p
     assert "huge.txt" not in read
     [(path, reason)] = report.skipped_files
     assert path.endswith("huge.txt") and "4,294,967,296 bytes" in reason and "AKASHA_LOADER_MAX_CHARS" in reason
+
+
+def test_a_docx_zip_of_an_unsupported_zip_version_is_a_loader_error():
+    """Found by the long fuzz run: zipfile raises NotImplementedError ("zip file version 6.4") for such a package."""
+    import io
+    import struct
+    import zipfile
+
+    from akasha.errors import LoaderError
+    from akasha.loaders.docx import load_docx
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", "<w:document/>")
+    data = bytearray(buffer.getvalue())
+    at = data.find(b"PK\x01\x02")
+    while at != -1:
+        data[at + 6 : at + 8] = struct.pack("<H", 64)  # "version needed to extract": 6.4
+        at = data.find(b"PK\x01\x02", at + 4)
+    with pytest.raises(LoaderError, match="zip file version"):
+        load_docx(Path("case.docx"), bytes(data))

@@ -32,7 +32,7 @@ def _check_package(path: Path, data: bytes, limits: LoaderLimits) -> None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
             total = sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, NotImplementedError) as exc:
         raise LoaderError(path, f"not a Word document: not a valid zip package ({exc})") from None
     if "word/document.xml" not in names or "[Content_Types].xml" not in names:
         raise LoaderError(path, "not a Word document: a zip without word/document.xml")
