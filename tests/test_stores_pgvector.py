@@ -186,3 +186,18 @@ def test_filtered_search_finds_matches_beyond_the_hnsw_candidates(pg_server):  #
     assert [c.id for c, _ in hits] == ["d1999#0"]
     assert hits[0][1] == pytest.approx(-1.0, abs=1e-4)
     store.close()
+
+
+@pytest.mark.parametrize(("option", "pool", "expected"), [(None, 10, "200"), (None, 50, "400"), (900, 50, "900"),
+                                                         (5000, 10, "1000")])
+def test_a_query_sets_ef_search_from_the_option_and_the_pool(pg_server, option, pool, expected):  # noqa: F811
+    """``ef_search`` (vector_store_options) is the floor of each query's hnsw.ef_search; 8 x pool raises it."""
+    from akasha.stores.query import SearchRequest
+
+    store = open_store(pg_server.dsn(table=table()), **({"ef_search": option} if option else {}))
+    store.upsert([rec(f"d{i}", 0, f"text {i}") for i in range(3)], np.eye(3, DIM, dtype=np.float32))
+    store.save_state("s", {})
+    assert store.query(SearchRequest(vector=np.eye(1, DIM, dtype=np.float32)[0], k=1, pool=pool))
+    shown = store._run("reading the setting", lambda conn: conn.execute("SHOW hnsw.ef_search").fetchone()[0])  # noqa: SLF001
+    assert shown == expected
+    store.close()

@@ -69,9 +69,9 @@ LEXICAL_SCAN = 2000
 #: Candidates are the rows holding the question's rarest terms, taken rarest first until they hold about
 #: this many times the pool (a term in more than DF_CAP rows is never taken alone).
 RARE_ENOUGH = 4
-#: hnsw.ef_search for a pool of candidates: this many times the pool, at least EF_MIN, at most pgvector's 1000.
+#: hnsw.ef_search for a pool of candidates: this many times the pool, at least the store's ``ef_search``
+#: option (default 200), at most pgvector's 1000.
 EF_PER_CANDIDATE = 8
-EF_MIN = 200
 #: A lexeme PostgreSQL accepts (2,047 bytes); longer tokens are left out of the lexical column.
 _MAX_LEXEME_BYTES = 2047
 _MAX_POSITIONS = 255
@@ -643,7 +643,7 @@ class PgVectorStore(BaseStore):
                                 "scan": LEXICAL_SCAN}
         for i, value in enumerate(params):
             args[f"f{i}"] = value
-        ef = min(1000, max(EF_MIN, EF_PER_CANDIDATE * request.pool))
+        ef = min(1000, max(int(self.ef_search), EF_PER_CANDIDATE * request.pool))
 
         def read(conn: Any) -> list[Any]:
             if not self._ready(conn):
