@@ -14,6 +14,10 @@ in-memory cache for the server, the indexed cache folder for the local store) ru
 * whether a unique-token question (a word in exactly one chunk) and a dense question (a
   chunk's own text) rank their chunk first.
 
+``--vectors real`` swaps the synthetic corpus for real text with real MiniLM vectors
+(``bench.real_vectors``: paragraphs of the installed packages' text files, one chunk each with
+``chunk_size=400``); the synthetic vectors crowd together and are a hard case for HNSW.
+
 Run the worker alone with ``python -m bench.server_worker --worker URL_OR_CACHE --job FILE``.
 """
 
@@ -47,14 +51,14 @@ NEEDLE_TEXT = f"Error code {NEEDLE_WORD.upper()} means the pressure relief valve
 def run_worker(target: str, queries_file: str) -> dict[str, object]:
     """The worker process: answer every question from the store as it is, and measure itself."""
     import akasha
-    from bench.server_index import PrecomputedEmbedder
 
     job = json.loads(Path(queries_file).read_text(encoding="utf-8"))
-    embedder = PrecomputedEmbedder()
+    embedder = _embedder(job["vectors"], job["size"])
+    options = _options(job["vectors"])
     if target.startswith("postgresql://"):
-        rag = akasha.RAG(embeddings=embedder, model="extractive", cache_dir=":memory:", vector_store=target)
+        rag = akasha.RAG(embeddings=embedder, model="extractive", cache_dir=":memory:", vector_store=target, **options)
     else:
-        rag = akasha.RAG(embeddings=embedder, model="extractive", cache_dir=target)
+        rag = akasha.RAG(embeddings=embedder, model="extractive", cache_dir=target, **options)
     questions: list[str] = job["questions"]
     first = rag.search(None, questions[0], k=10)
     first_s = time.perf_counter() - STARTED
@@ -76,6 +80,22 @@ def run_worker(target: str, queries_file: str) -> dict[str, object]:
     }
 
 
+def _embedder(vectors: str, size: int) -> object:
+    """The embedder of a run: synthetic sums of word vectors, or the cached real MiniLM vectors."""
+    if vectors == "real":
+        from bench.real_vectors import LookupEmbedder
+
+        return LookupEmbedder(size)
+    from bench.server_index import PrecomputedEmbedder
+
+    return PrecomputedEmbedder()
+
+
+def _options(vectors: str) -> dict[str, object]:
+    """RAG options of a run: a real corpus's paragraphs (210-400 characters) are one chunk each at 400."""
+    return {"chunk_size": 400} if vectors == "real" else {}
+
+
 def _peak_rss_mib() -> float:
     """This process's own peak RSS: VmHWM (``ru_maxrss`` would include the parent's peak before the fork)."""
     try:
@@ -87,12 +107,12 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _job(corpus_root: Path, chunks: list[tuple[str, str]], questions: list[str], work: Path) -> tuple[Path, dict]:
+def _job(chunks: list[tuple[str, str]], questions: list[str], work: Path, vectors: str,
+         size: int) -> tuple[Path, dict]:
     """The questions file a worker reads, and the exact knn answers to score its recall with."""
     from akasha.retrieval.tokenize import tokenize
-    from bench.server_index import PrecomputedEmbedder
 
-    embedder = PrecomputedEmbedder()
+    embedder = _embedder(vectors, size)
     ids = [cid for cid, _ in chunks]
     matrix = embedder.embed_documents([text for _, text in chunks])
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -108,7 +128,7 @@ def _job(corpus_root: Path, chunks: list[tuple[str, str]], questions: list[str],
     unique_word = NEEDLE_WORD
     assert counts[unique_word] == 1, "the needle's word must occur in exactly one chunk"
     dense_id, dense_text = chunks[len(chunks) // 3]
-    job = {"questions": questions, "recall_questions": recall_questions, "unique_word": unique_word,
+    job = {"vectors": vectors, "size": size, "questions": questions, "recall_questions": recall_questions, "unique_word": unique_word,
            "unique_id": unique_id, "dense_text": dense_text, "dense_id": dense_id}
     path = work / "job.json"
     path.write_text(json.dumps(job), encoding="utf-8")
@@ -129,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", default="20000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--backends", default="pgvector,local")
+    parser.add_argument("--vectors", choices=("synthetic", "real"), default="synthetic",
+                        help="synthetic sums of word vectors (default) or real text with MiniLM vectors")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -139,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "tests"))
     import akasha
     from bench.corpus import make_corpus
-    from bench.server_index import PrecomputedEmbedder
+    from bench.real_vectors import load as load_real
     from servers_fixtures import PostgresServer
 
     work = Path(tempfile.mkdtemp(prefix="akworker", dir="/tmp"))
@@ -151,17 +173,22 @@ def main(argv: list[str] | None = None) -> int:
         if "pgvector" in args.backends:
             server = PostgresServer(work / "pgdata").init().start()
         for size in [int(s) for s in args.chunks.split(",")]:
-            corpus = make_corpus(size, n_queries=args.queries)
-            needle = corpus.root / NEEDLE_FILE
+            if args.vectors == "real":
+                real = load_real(size)
+                root, questions = real.root, (real.questions * (args.queries // len(real.questions) + 1))[:args.queries]
+            else:
+                corpus = make_corpus(size, n_queries=args.queries)
+                root, questions = corpus.root, corpus.queries
+            needle = root / NEEDLE_FILE
             needle.write_text(NEEDLE_TEXT, encoding="utf-8")
             for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
                 cache = work / f"{backend}-{size}"
                 url = server.dsn(table=f"bench{size}") if backend == "pgvector" else None
                 print(f"[{backend} {size}] indexing ...", file=sys.stderr, flush=True)
                 started = time.perf_counter()
-                rag = akasha.RAG(embeddings=PrecomputedEmbedder(), model="extractive", cache_dir=str(cache),
-                                 vector_store=url)
-                rag.index(str(corpus.root))
+                rag = akasha.RAG(embeddings=_embedder(args.vectors, size), model="extractive", cache_dir=str(cache),
+                                 vector_store=url, **_options(args.vectors))
+                rag.index(str(root))
                 index = rag.components.index(rag.options)
                 chunks = [(c.id, c.text) for c in index.chunks]
                 if backend == "pgvector":
@@ -169,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                 ingest_s = time.perf_counter() - started
                 rag.close()
                 sizes = _table_sizes(index._link.store) if backend == "pgvector" else {}  # noqa: SLF001
-                job, exact = _job(corpus.root, chunks, corpus.queries, work)
+                job, exact = _job(chunks, questions, work, args.vectors, size)
                 print(f"[{backend} {size}] fresh worker ...", file=sys.stderr, flush=True)
                 result = _worker(url or str(cache), job)
                 recall = float(np.mean([len(set(result["knn"][q]) & set(exact[q])) / 10 for q in exact]))
