@@ -567,7 +567,7 @@ class Pipeline:
         vector = [pair for name, ranked in zip(names, id_lists, strict=True) if name == "vector" for pair in ranked]
         lexical = [pair for name, ranked in zip(names, id_lists, strict=True) if name == "bm25" for pair in ranked]
         if getattr(self.index, "searches_store", False):  # the store's engine ranks: the stores' one fusion
-            from akasha.stores.query import fuse_ranked
+            from akasha.retrieval.fusion import fuse_ranked
 
             return fuse_ranked(vector, lexical, settings.adaptive_weights, settings.adaptive_k)
         try:

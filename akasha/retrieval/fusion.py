@@ -3,10 +3,12 @@
 RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
 (rank starting at 1), so it needs no score calibration. Weighted fusion
 min-max normalises each list to 0..1 (a list whose scores are all equal
-normalises to 1.0) and adds the weighted scores. Adaptive fusion (the ``auto``
-search type) is weighted RRF whose weights follow each question (:func:`adaptive`; the dense
-list counts for nothing on a Chinese, Japanese or Korean question its embedder cannot read),
-after which each chunk gains a share of its best-scoring neighbour's fused score
+normalises to 1.0) and adds the weighted scores. Evidence-weighted RRF (:func:`fuse_ranked`) is
+the fusion of ``auto`` and of the stores' hybrid queries: each list's weight grows with how sure
+the list is of its first hits, so a chunk that alone holds a rare query term keeps its place.
+Adaptive fusion (the ``auto`` search type) sets its weights per question first (:func:`adaptive`;
+the dense list counts for nothing on a Chinese, Japanese or Korean question its embedder cannot
+read), after which each chunk gains a share of its best-scoring neighbour's fused score
 (:func:`smooth_neighbours`).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 RRF_K = 60
 
@@ -52,6 +55,67 @@ def weighted(lists: Sequence[Ranked], weights: Sequence[float]) -> list[tuple[Ha
             scores[item] = scores.get(item, 0.0) + weight * score
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
+#: How much a side's evidence can raise its weight: a side that is sure counts up to 1 + EVIDENCE_BOOST times.
+EVIDENCE_BOOST = 2.0
+
+
+#: The lexical side's evidence looks for its sharpest score drop among its first this many matches.
+EVIDENCE_DEPTH = 5
+
+
+def lexical_evidence(scores: Sequence[float]) -> float:
+    """How sure the lexical side is of its first matches: the sharpest relative score drop among them.
+
+    ``max(1 - next / score)`` over the first :data:`EVIDENCE_DEPTH` scores, where the score after
+    the last match is 0. A question whose rare term (an error code, an option or function name)
+    occurs in a few chunks gives those chunks scores far above every other match (or no other
+    match at all): evidence near 1. A question made of common words gives a smooth run of close
+    scores: evidence near 0.
+    """
+    values = [float(s) for s in scores[: EVIDENCE_DEPTH + 1]]
+    if not values or values[0] <= 0:
+        return 0.0
+    values.append(0.0)
+    drops = [1.0 - values[i + 1] / values[i] for i in range(min(EVIDENCE_DEPTH, len(values) - 1)) if values[i] > 0]
+    return max(0.0, min(1.0, max(drops))) if drops else 0.0
+
+
+def dense_evidence(scores: Sequence[float]) -> float:
+    """How far the dense side's first cosine stands above the second, relative to its whole candidate list."""
+    if len(scores) < 2:
+        return 0.0
+    spread = float(scores[0]) - float(min(scores))
+    return max(0.0, float(scores[0]) - float(scores[1])) / spread if spread > 1e-9 else 0.0
+
+
+def fusion_weights(dense: Sequence[float], lexical: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:
+    """The (vector, lexical) weights of one question: the request's weights, each raised by its side's evidence."""
+    return (float(weights[0]) * (1.0 + EVIDENCE_BOOST * dense_evidence(dense)),
+            float(weights[1]) * (1.0 + EVIDENCE_BOOST * lexical_evidence(lexical)))
+
+
+def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any, float]],
+                weights: Sequence[float], rrf_k: int) -> list[tuple[Any, float]]:
+    """The fusion itself, over ``(id, score)`` lists best first: ``(id, fused score)``, best first.
+
+    Each side's weight grows with its own evidence (:func:`fusion_weights`): a chunk that
+    alone holds the question's rare term is not out-ranked by chunks only the dense side
+    likes, and a dense list whose first hit stands apart keeps its lead. Then
+    ``score = sum(weight / (rrf_k + rank))`` over the lists an item is in, where a lexical
+    match counts in proportion to its score next to the best one (an item matching only the
+    question's common words adds little). The one fusion of akasha: ``auto`` in process
+    (:func:`adaptive`), the stores' hybrid queries (:func:`akasha.stores.query.fuse_sides`,
+    and PostgreSQL's statement computes the same) and a YAML ``fusion: adaptive`` pattern.
+    """
+    w_vector, w_lexical = fusion_weights([s for _, s in dense], [s for _, s in lexical], weights)
+    scores: dict[Any, float] = {}
+    for rank, (item, _score) in enumerate(dense, start=1):
+        scores[item] = scores.get(item, 0.0) + w_vector / (rrf_k + rank)
+    top = float(lexical[0][1]) if lexical else 0.0
+    for rank, (item, score) in enumerate(lexical, start=1):
+        share = float(score) / top if top > 0 else 1.0  # how well matched, next to the best lexical match
+        scores[item] = scores.get(item, 0.0) + w_lexical * share / (rrf_k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], str(pair[0])))
 
 
 #: The signals :func:`adaptive` weighs the lists by; each can be switched off (for ablations).
@@ -124,13 +188,15 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
 def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k: int = ADAPTIVE_K,
              weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = (),
              dense_reads: bool | None = None) -> list[tuple[Hashable, float]]:
-    """Weighted RRF (``k`` = 10) of a dense and a BM25 list, weights per question (:func:`adaptive_weights`).
+    """Evidence-weighted RRF (:func:`fuse_ranked`, ``k`` = 10) of a dense and a BM25 list.
 
+    The weights are those of the question (:func:`adaptive_weights`: the dense list counts for
+    nothing where the embedder cannot read the question), each raised by its list's evidence.
     ``population`` is the number of chunks searched. Returns (id, fused score), best first.
     """
     w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, disable=disable,
                                     dense_reads=dense_reads)
-    return rrf([vector, lexical], k=k, weights=[w_vec, w_lex])
+    return fuse_ranked(vector, lexical, (w_vec, w_lex), k)
 
 
 #: Share of a chunk's best neighbour's fused score that ``auto`` adds to the chunk's own

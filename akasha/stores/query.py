@@ -27,6 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from akasha.retrieval.fusion import (
+    EVIDENCE_BOOST,
+    EVIDENCE_DEPTH,
+    dense_evidence,
+    fuse_ranked,
+    fusion_weights,
+    lexical_evidence,
+)
 from akasha.types import Chunk, Hit
 
 #: What a store's engine can answer natively: a dense (vector) side, a lexical side, and both fused.
@@ -93,63 +101,6 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
     if request.mode == "lexical":
         return [Hit(c, float(s), "bm25", {"bm25": float(s)}) for c, s in list(lexical)[: request.k]]
     return fuse_sides(dense, lexical, request)
-
-
-#: How much a side's evidence can raise its weight: a side that is sure counts up to 1 + EVIDENCE_BOOST times.
-EVIDENCE_BOOST = 2.0
-
-
-#: The lexical side's evidence looks for its sharpest score drop among its first this many matches.
-EVIDENCE_DEPTH = 5
-
-
-def lexical_evidence(scores: Sequence[float]) -> float:
-    """How sure the lexical side is of its first matches: the sharpest relative score drop among them.
-
-    ``max(1 - next / score)`` over the first :data:`EVIDENCE_DEPTH` scores, where the score after
-    the last match is 0. A question whose rare term (an error code, an option or function name)
-    occurs in a few chunks gives those chunks scores far above every other match (or no other
-    match at all): evidence near 1. A question made of common words gives a smooth run of close
-    scores: evidence near 0.
-    """
-    values = [float(s) for s in scores[: EVIDENCE_DEPTH + 1]]
-    if not values or values[0] <= 0:
-        return 0.0
-    values.append(0.0)
-    drops = [1.0 - values[i + 1] / values[i] for i in range(min(EVIDENCE_DEPTH, len(values) - 1)) if values[i] > 0]
-    return max(0.0, min(1.0, max(drops))) if drops else 0.0
-
-
-def dense_evidence(scores: Sequence[float]) -> float:
-    """How far the dense side's first cosine stands above the second, relative to its whole candidate list."""
-    if len(scores) < 2:
-        return 0.0
-    spread = float(scores[0]) - float(min(scores))
-    return max(0.0, float(scores[0]) - float(scores[1])) / spread if spread > 1e-9 else 0.0
-
-
-def fusion_weights(dense: Sequence[float], lexical: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:
-    """The (vector, lexical) weights of one question: the request's weights, each raised by its side's evidence."""
-    return (float(weights[0]) * (1.0 + EVIDENCE_BOOST * dense_evidence(dense)),
-            float(weights[1]) * (1.0 + EVIDENCE_BOOST * lexical_evidence(lexical)))
-
-
-def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any, float]],
-                weights: Sequence[float], rrf_k: int) -> list[tuple[Any, float]]:
-    """The fusion itself, over ``(id, score)`` lists best first: ``(id, fused score)``, best first.
-
-    See :func:`fuse_sides`; a YAML ``fusion: adaptive`` pattern over a store-searching index
-    calls this too, so it ranks exactly as ``auto`` does.
-    """
-    w_vector, w_lexical = fusion_weights([s for _, s in dense], [s for _, s in lexical], weights)
-    scores: dict[Any, float] = {}
-    for rank, (item, _score) in enumerate(dense, start=1):
-        scores[item] = scores.get(item, 0.0) + w_vector / (rrf_k + rank)
-    top = float(lexical[0][1]) if lexical else 0.0
-    for rank, (item, score) in enumerate(lexical, start=1):
-        share = float(score) / top if top > 0 else 1.0  # how well matched, next to the best lexical match
-        scores[item] = scores.get(item, 0.0) + w_lexical * share / (rrf_k + rank)
-    return sorted(scores.items(), key=lambda pair: (-pair[1], str(pair[0])))
 
 
 def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
