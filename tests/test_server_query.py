@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from maintenance_topics import TOPICS as BASE_TOPICS
 from servers_fixtures import pg_server  # noqa: F401
 
 import akasha
@@ -27,11 +28,7 @@ from akasha.stores.pgvector import PgVectorStore
 pytestmark = pytest.mark.integration
 
 TOPICS = {
-    "filters.md": "The air filter should be replaced every 12 months or every 15,000 km. Dusty roads shorten it.",
-    "warranty.txt": "The warranty covers manufacturing defects for three years from the date of purchase.",
-    "coolant.md": "Coolant must be changed every 5 years. Use only the blue long-life coolant in the radiator.",
-    "tyres.txt": "Tyre pressure should be checked monthly; 2.4 bar front and 2.6 bar rear is recommended.",
-    "battery.md": "Batteries are covered for two years only. Charge the battery fully before winter storage.",
+    **BASE_TOPICS,
     "notes/errors.txt": "Fault code E4711 means the pump ran dry; reset the controller after refilling.",
 }
 

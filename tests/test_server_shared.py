@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from maintenance_topics import TOPICS as BASE_TOPICS
 from servers_fixtures import chroma_server, pg_server  # noqa: F401
 
 from akasha.embeddings.hash import HashEmbedder
@@ -24,11 +25,7 @@ from akasha.stores.retry import Retry
 pytestmark = pytest.mark.integration
 
 TOPICS = {
-    "filters.md": "The air filter should be replaced every 12 months or every 15,000 km. Dusty roads shorten it.",
-    "warranty.txt": "The warranty covers manufacturing defects for three years from the date of purchase.",
-    "coolant.md": "Coolant must be changed every 5 years. Use only the blue long-life coolant in the radiator.",
-    "tyres.txt": "Tyre pressure should be checked monthly; 2.4 bar front and 2.6 bar rear is recommended.",
-    "battery.md": "Batteries are covered for two years only. Charge the battery fully before winter storage.",
+    **BASE_TOPICS,
     "brakes.txt": "Brake pads wear faster in city driving. Replace the pads below 3 mm of lining thickness.",
 }
 FAST = Retry(attempts=3, base=0.05, max_delay=0.2)

@@ -70,13 +70,18 @@ def make(kind: str, tmp_path):
 BACKENDS = ["faiss", "qdrant", "chroma"]
 
 
-@pytest.fixture(params=BACKENDS)
-def store(request, tmp_path):
-    s = make(request.param, tmp_path)
+def filled(kind: str, tmp_path):
+    """A store of ``kind`` holding the test corpus; closed after the test."""
+    s = make(kind, tmp_path)
     chunks, matrix = corpus()
     s.upsert(chunks, matrix)
     yield s
     s.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    yield from filled(request.param, tmp_path)
 
 
 def ids(hits) -> list[str]:
@@ -90,11 +95,7 @@ def test_store_answers_the_lexical_side_natively(store):
 
 @pytest.fixture(params=["memory", *BACKENDS])
 def any_store(request, tmp_path):
-    s = make(request.param, tmp_path)
-    chunks, matrix = corpus()
-    s.upsert(chunks, matrix)
-    yield s
-    s.close()
+    yield from filled(request.param, tmp_path)
 
 
 def test_dense_request_ranks_the_nearest_chunk_first(any_store):
