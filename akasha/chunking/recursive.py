@@ -6,15 +6,15 @@ and ``; ,``), then spaces (including the full-width ``\\u3000``). Sentence and
 clause marks stay at the *end* of the piece they close, so a Chinese chunk ends
 with its ``。`` instead of the next chunk starting with it.
 
-The splitting is langchain-text-splitters' ``RecursiveCharacterTextSplitter``
-(``keep_separator="end"``, whitespace stripped), imported only when a file must
-be chunked. Two things are done here rather than by langchain, for very long
-input: a run that has none of the separators is cut into ``chunk_size`` windows
-in one pass (instead of langchain's character-by-character ``""`` fallback: 50
-million list items for a 50 MB line), and texts over a million characters are
-split block by block so memory stays bounded. Chunks (and so chunk ids and the
-index's cached chunks) are the same as those of earlier versions;
-``tests/test_chunking_cache_reuse.py`` holds their digests.
+The splitting is akasha's own :class:`~akasha.chunking.character_splitter.RecursiveSplitter`
+(separators kept at the end of their piece, whitespace stripped), whose chunks are those of
+langchain-text-splitters' ``RecursiveCharacterTextSplitter``, which earlier versions called
+(that module says why akasha has its own). Two things are done here, for very long input:
+a run that has none of the separators is cut into ``chunk_size`` windows in one pass
+(instead of a character-by-character ``""`` fallback: 50 million list items for a 50 MB
+line), and texts over a million characters are split block by block so memory stays
+bounded. Chunks (and so chunk ids and the index's cached chunks) are the same as those of
+earlier versions; ``tests/test_chunking_cache_reuse.py`` holds their digests.
 """
 
 from __future__ import annotations
