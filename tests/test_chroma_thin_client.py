@@ -58,6 +58,11 @@ def test_a_local_chroma_store_on_the_thin_client_names_the_chroma_extra(tmp_path
     with pytest.raises(MissingExtraError) as missing_folder:  # said before "that folder does not exist"
         rag.search(tmp_path / "not-built-yet", "brake pads", k=1)
     _assert_names_the_chroma_extra(missing_folder.value)
+    from akasha.index import CorpusIndex
+
+    with pytest.raises(MissingExtraError) as mirrored:  # the index's Chroma copy beside its cache
+        CorpusIndex(HashEmbedder(), cache_dir=tmp_path / "cache", store="chroma")
+    _assert_names_the_chroma_extra(mirrored.value)
     for store in ({"path": tmp_path / "store"}, {}):  # a folder store, an in-memory store
         with pytest.raises(MissingExtraError) as opened:
             ChromaStore("notes", **store)
