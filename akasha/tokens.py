@@ -5,12 +5,13 @@ the GPT-4o/4.1/o-series family and ``cl100k_base`` for everything else
 (GPT-3.5/4, and as a stand-in for Gemini, Ollama, Hugging Face and llama.cpp
 models, whose own tokenizers land within a few percent of it on English text).
 
-tiktoken downloads its encoding files on first use, which fails offline. The
-same files ship inside the ``bpe-openai`` package (``bpe_openai/data/*.tiktoken.gz``),
-so they are read from there instead: located without importing ``bpe_openai``
-(its import builds three tokenizers, about a second), checked against the
-sha256 tiktoken expects, and turned into a ``tiktoken.Encoding``. Only the
-encoding a call needs is built, once per process (about 0.2 s).
+tiktoken downloads its encoding files on first use, which fails offline. akasha
+ships the two it uses, gzipped, in ``akasha/tokenize_data/`` (2.5 MB; OpenAI's files,
+MIT, see the LICENSE and README there): each is checked against the sha256 tiktoken
+expects and turned into a ``tiktoken.Encoding``. Only the encoding a call needs is
+built, once per process (about 0.2 s). They used to be read from the ``bpe-openai``
+package, which ships every OpenAI encoding plus a Rust tokenizer: 78 MB of the
+base install for 2.5 MB of data (README, "Install size").
 
 When tiktoken or the files are missing the counter falls back to an estimate
 of one token per four characters (at least one token per word), which is what
@@ -99,8 +100,8 @@ ENCODINGS: dict[str, _EncodingDefinition] = {
     ),
 }
 
-#: The package whose data folder holds ``<name>.tiktoken.gz`` for every encoding above.
-_DATA_PACKAGE = "bpe_openai"
+#: The folder holding ``<name>.tiktoken.gz`` for every encoding above (package data of the wheel).
+DATA_DIR = Path(__file__).resolve().parent / "tokenize_data"
 
 
 def encoding_name_for(model: object) -> str:
@@ -120,21 +121,9 @@ def _bare_name(name: str) -> str:
 
 
 def encoding_file(name: str) -> Path | None:
-    """The packaged ``<name>.tiktoken.gz`` (from bpe-openai's data folder), or ``None`` when absent.
-
-    ``importlib.util.find_spec`` finds the package folder without running its ``__init__``.
-    """
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(_DATA_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    for location in (spec.submodule_search_locations or []) if spec is not None else []:
-        candidate = Path(location) / "data" / f"{name}.tiktoken.gz"
-        if candidate.is_file():
-            return candidate
-    return None
+    """akasha's own ``tokenize_data/<name>.tiktoken.gz``, or ``None`` when it is absent (a broken install)."""
+    candidate = DATA_DIR / f"{name}.tiktoken.gz"
+    return candidate if candidate.is_file() else None
 
 
 def read_mergeable_ranks(path: Path, sha256: str | None = None) -> dict[bytes, int]:
@@ -176,7 +165,8 @@ def _encoding(name: str) -> Any:
     definition = ENCODINGS[name]
     path = encoding_file(name)
     if path is None:
-        logger.warning("%s.tiktoken.gz not found (install bpe-openai); token counts are estimated", name)
+        logger.warning("%s not found (the akasha-rag install is incomplete: reinstall it); token counts are estimated",
+                       DATA_DIR / f"{name}.tiktoken.gz")
         return None
     try:
         ranks = read_mergeable_ranks(path, definition.sha256)
@@ -386,7 +376,7 @@ def count_tokens(text: str, model: object = None) -> int:
     return counter_for(model).count(text)
 
 
-__all__ = ["ENCODINGS", "FALLBACK_MARGIN", "NON_ASCII_MARGIN", "TokenCounter", "count_many", "count_tokens",
+__all__ = ["DATA_DIR", "ENCODINGS", "FALLBACK_MARGIN", "NON_ASCII_MARGIN", "TokenCounter", "count_many", "count_tokens",
            "counter_for", "tokenizer_identity",
            "encoding_file", "encoding_name_for", "estimate_tokens", "fallback_counter", "is_openai_model_name",
            "read_mergeable_ranks"]

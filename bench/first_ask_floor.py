@@ -8,8 +8,9 @@ up: a lower bound for any scheduling of the same work on this machine, to set be
 target (12x ``import numpy``). The chain, and why each link waits for the one before:
 
 1. the interpreter and the akasha modules a first ask imports before it reads a file;
-2. ``import langchain_text_splitters`` (the chunker the design card names): Python imports hold the
-   GIL, so it cannot overlap step 1, and no chunk exists before it;
+2. ``import akasha.chunking.recursive`` (the chunker; its own splitter since langchain-text-splitters,
+   which took about 0.5 s to import, left the base install): Python imports hold the GIL, so it
+   cannot overlap step 1, and no chunk exists before it;
 3. embedding the 20 chunks on every core (with the bulk encoder akasha picks here, OpenVINO in
    bfloat16 or onnxruntime; already built): the search needs every chunk's vector;
 4. jieba for the Chinese file's BM25 tokens: it runs beside step 3, so at least its CPU time divided
@@ -37,7 +38,7 @@ _FIRST_IMPORTS = "import akasha.cli, akasha.rag, akasha.index, akasha.embeddings
 
 #: Prints the splitter import's seconds, after the modules of step 1 (as in an ask: what they share,
 #: numpy, asyncio, json and the like, is not counted twice).
-_SPLITTER_IMPORT = (f"import time; {_FIRST_IMPORTS}; start = time.perf_counter(); import langchain_text_splitters; "
+_SPLITTER_IMPORT = (f"import time; {_FIRST_IMPORTS}; start = time.perf_counter(); import akasha.chunking.recursive; "
                     "print(time.perf_counter() - start)")
 
 #: Prints one JSON line: the 20 chunks and 40 answer sentences of the README question, each embedded
@@ -112,7 +113,7 @@ def report(figures: dict[str, float]) -> None:
     links = [
         ("interpreter and akasha's modules up to the first file", figures["imports"],
          f"`python -c \"{_FIRST_IMPORTS}\"`"),
-        ("`import langchain_text_splitters`", figures["splitter"], "in a fresh process, after the modules above"),
+        ("`import akasha.chunking.recursive`", figures["splitter"], "in a fresh process, after the modules above"),
         (f"embedding the {figures['chunks']:.0f} chunks", figures["chunks_s"],
          f"{figures['chunk_tokens']:.0f} tokens, {figures['encoder']}, {figures['workers']:.0f} batches at once, "
          "encoder built"),

@@ -1,8 +1,8 @@
 """Disk size of a fresh install of akasha, per extra (targets: base <= 150 MB, light <= 300 MB).
 
-    python -m bench.install_size [--extras base,light] [--top 8]
-    python -m bench.install_size --extras base,light --without bpe-openai,langchain-text-splitters \
-        --replace chromadb=chromadb-client      # what a leaner dependency list would weigh
+    python -m bench.install_size [--extras base,light,chroma] [--top 8]
+    python -m bench.install_size --extras light --without pypdfium2 \
+        --replace chromadb-client=chromadb      # what a changed requirement list would weigh (a what-if)
 
 Each extra is installed from this checkout into a new virtual environment in a temporary
 folder (``pip install '<repo>[extra]'`` from PyPI, no cache), the environment's

@@ -299,22 +299,37 @@ def test_50_mb_line_of_words_stays_in_bounded_memory():
 
 
 # -- same chunks as langchain-text-splitters (what earlier versions called) -------------------
+# akasha's own splitter (chunking/character_splitter.py) replaced langchain-text-splitters'
+# RecursiveCharacterTextSplitter, which stays in the dev extra as the reference for these tests.
+
+
+def _langchain(size: int, overlap: int, separators, length=len):
+    """langchain's splitter with the settings akasha used (separators kept at the end, stripped)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(separators=list(separators), keep_separator="end", chunk_size=size,
+                                          chunk_overlap=overlap, strip_whitespace=True, length_function=length)
 
 
 def _langchain_split(text: str, size: int, overlap: int, separators: tuple[str, ...]) -> list[str]:
     """What akasha's split_text gave when it wrapped langchain's splitter (same pre- and post-processing)."""
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
     from akasha.chunking.recursive import _finish
 
     seps = tuple(s for s in separators if s != "") or ("\n",)
-    splitter = RecursiveCharacterTextSplitter(separators=list(seps), keep_separator="end", chunk_size=size,
-                                              chunk_overlap=overlap, strip_whitespace=True)
-    return _finish(splitter.split_text(text), size, overlap)
+    return _finish(_langchain(size, overlap, seps).split_text(text), size, overlap)
+
+
+def _same_raw_pieces(text: str, size: int, overlap: int, separators, length=len) -> None:
+    """The splitters themselves (no windowing, no blocks) give identical pieces."""
+    from akasha.chunking.character_splitter import RecursiveSplitter
+
+    ours = RecursiveSplitter(separators, size, overlap, length).split_text(text)
+    assert ours == _langchain(size, overlap, separators, length).split_text(text)
 
 
 MIXED = st.one_of(ENGLISH, CJK, ANY, st.lists(st.sampled_from(["pump", "。", ". ", "\n\n", " ", "，", "seal", "\n"]),
                                              max_size=200).map("".join))
+AKASHA_SEPARATORS = tuple(s for s in DEFAULT_SEPARATORS if s)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -325,18 +340,55 @@ def test_same_chunks_as_langchain_recursive_splitter(text, size, data):
     if not text.strip():
         return
     assert split_text(text, size, overlap) == _langchain_split(text, size, overlap, DEFAULT_SEPARATORS)
+    _same_raw_pieces(text, size, overlap, AKASHA_SEPARATORS)
 
 
-@pytest.mark.parametrize("size", [40, 200, 1000])
-def test_same_chunks_as_langchain_on_the_example_documents(size):
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=MIXED, size=st.integers(1, 120), data=st.data(),
+       separators=st.lists(st.sampled_from(["\n\n", "\n", "。", ". ", " ", "，", "e", "pump", "|", "ab"]),
+                           min_size=1, max_size=5, unique=True))
+def test_same_pieces_as_langchain_with_other_separators_and_lengths(text, size, data, separators):
+    """User separators (RAG(chunk_separators=...)) and a length function that is not len."""
     pytest.importorskip("langchain_text_splitters")
+    overlap = data.draw(st.integers(0, size - 1))
+    _same_raw_pieces(text, size, overlap, separators)
+    _same_raw_pieces(text, size, overlap, separators, length=lambda piece: len(piece.encode("utf-8")))
+    if text.strip():
+        assert split_text(text, size, overlap, separators) == _langchain_split(text, size, overlap, tuple(separators))
+
+
+def _texts_of(folder: str) -> list[str]:
     from pathlib import Path
 
     from akasha.loaders import discover, load_file
 
-    root = Path(__file__).resolve().parent.parent / "examples" / "docs"
+    root = Path(__file__).resolve().parent.parent / folder
     texts = [doc.text for path in discover(root) for doc in load_file(path)]
-    assert texts
+    assert texts, f"no documents under {root}"
+    return texts
+
+
+CHINESE = ("泵房安全须知：进入泵房前必须确认通风良好。检查水泵时应先切断电源！为什么要定期润滑轴承？"
+           "因为缺少润滑会导致过热、磨损和振动；严重时会造成停机。\n\n" * 12
+           + "ポンプ室では必ず保護具を着用してください。点検は二人で行います。" * 10)
+
+
+@pytest.mark.parametrize("size", [40, 200, 1000])
+@pytest.mark.parametrize("folder", ["examples/docs", "docs"])
+def test_same_chunks_as_langchain_on_the_example_documents_and_the_docs(size, folder):
+    pytest.importorskip("langchain_text_splitters")
     overlap = default_overlap(size)
-    for text in texts:
+    for text in _texts_of(folder) + [CHINESE]:
         assert split_text(text, size, overlap) == _langchain_split(text, size, overlap, DEFAULT_SEPARATORS)
+        _same_raw_pieces(text, size, overlap, AKASHA_SEPARATORS)
+
+
+def test_the_splitter_refuses_an_empty_separator_and_bad_sizes():
+    from akasha.chunking.character_splitter import RecursiveSplitter, split_keeping_separator
+
+    with pytest.raises(ValueError, match="separators"):
+        RecursiveSplitter(["\n", ""], 10, 0)
+    with pytest.raises(ValueError, match="chunk_overlap"):
+        RecursiveSplitter(["\n"], 10, 10)
+    assert split_keeping_separator("a. b. c", ". ") == ["a. ", "b. ", "c"]
+    assert split_keeping_separator(". a. ", ". ") == [". ", "a. "]

@@ -1,8 +1,8 @@
 """Cold start (issue 16): work a first build overlaps without changing results.
 
 BM25's tokenising runs on a thread while chunks are embedded; the PDF/.docx worker process
-starts (importing its parsers) as soon as changed files of those kinds are seen; the splitter
-import starts before the embedder reads its model folder; the answer-vector cache commits
+starts (importing its parsers) as soon as changed files of those kinds are seen; the embedder
+is told once what it will embed; the answer-vector cache commits
 without an fsync per answer.
 """
 
@@ -97,12 +97,11 @@ def test_prepare_loaders_starts_one_warm_worker_that_the_next_pdf_uses():
     guard.shutdown()
 
 
-def test_the_splitter_import_starts_before_the_embedder_is_told(tmp_path, monkeypatch):
+def test_the_embedder_is_told_once_before_the_first_file_is_parsed(tmp_path, monkeypatch):
     from akasha.index import sources
 
     monkeypatch.setattr(sources, "RACY_SECONDS", -1.0)
     order: list[str] = []
-    monkeypatch.setattr(corpus, "_import_splitter_soon", lambda: order.append("split"))
 
     class Recording(HashEmbedder):
         def prepare_documents(self, text_bytes: int) -> None:
@@ -115,9 +114,9 @@ def test_the_splitter_import_starts_before_the_embedder_is_told(tmp_path, monkey
     size = sum(p.stat().st_size for p in docs.iterdir())
     with CorpusIndex(Recording(), cache_dir=tmp_path / "cache") as index:
         index.sync(docs)
-        assert order == ["split", f"prepare {size}", "split"]
-        index.sync(docs)  # nothing to parse: nothing started, nothing announced
-        assert order == ["split", f"prepare {size}", "split"]
+        assert order == [f"prepare {size}"]
+        index.sync(docs)  # nothing to parse: nothing announced
+        assert order == [f"prepare {size}"]
 
 
 def test_the_answer_vector_cache_keeps_a_write_ahead_log(tmp_path):

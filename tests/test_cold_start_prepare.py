@@ -1,4 +1,4 @@
-"""Work started ahead of a first index build: the bulk encoder (prepare_documents) and the splitter import.
+"""Work started ahead of a first index build: the bulk encoder (prepare_documents); chunking's imports.
 
 Both only move work earlier (onto a thread, while files are read); these tests check that
 results are unchanged, that errors surface where they would have without the head start, and
@@ -66,61 +66,20 @@ def test_the_index_announces_the_bytes_of_changed_files_only(tmp_path, monkeypat
         assert embedder.announced[1:] == [(docs / "n3.txt").stat().st_size]
 
 
-def test_the_splitter_import_is_started_before_each_file_to_chunk_and_not_for_a_custom_chunker(tmp_path,
-                                                                                             monkeypatch):
-    from akasha.index import corpus
-
-    calls: list[int] = []
-    monkeypatch.setattr(corpus, "_import_splitter_soon", lambda: calls.append(1))
-    docs = _folder(tmp_path)
-    with CorpusIndex(HashEmbedder(), cache_dir=":memory:") as index:
-        index.sync(docs)
-    assert len(calls) == 3  # one per file loaded to be chunked (only the first starts anything)
-
-    class Whole:
-        settings_key = "whole-v1"
-
-        def split_documents(self, documents):
-            from akasha.types import Chunk
-
-            return [Chunk(id=f"{d.id}#0", text=d.text, metadata=dict(d.metadata)) for d in documents]
-
-    calls.clear()
-    with CorpusIndex(HashEmbedder(), cache_dir=":memory:", chunker=Whole()) as index:
-        index.sync(docs)
-    assert calls == []
-
-
-def test_import_splitter_soon_imports_on_a_thread_once_and_chunks_are_unchanged():
-    """In a fresh process: the thread imports langchain-text-splitters; chunking gives the same pieces."""
+def test_chunking_imports_no_langchain():
+    """The recursive chunker is akasha's own: a first chunking imports neither langchain nor pydantic."""
     code = (
-        "import sys, threading\n"
+        "import sys\n"
         "from akasha.chunking import recursive\n"
-        "text = 'One sentence. ' * 300 + '\\n\\n' + '第二段。' * 200\n"
-        "recursive.import_splitter_soon()\n"
-        "first = recursive._early_import\n"
-        "recursive.import_splitter_soon()\n"
-        "assert recursive._early_import is first and first.name == 'akasha-import-splitter'\n"
-        "pieces = recursive.split_text(text, 200)\n"
-        "first.join()\n"
-        "assert 'langchain_text_splitters' in sys.modules\n"
-        "from langchain_text_splitters import RecursiveCharacterTextSplitter\n"
-        "print(len(pieces), sum(map(len, pieces)))\n"
+        "pieces = recursive.split_text('One sentence. ' * 300 + '\\n\\n' + '第二段。' * 200, 200)\n"
+        "print(len(pieces), sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_text_splitters', "
+        "'langchain_core', 'pydantic', 'langsmith')))\n"
     )
-    ahead = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert ahead.returncode == 0, ahead.stderr
-    pieces = recursive.split_text("One sentence. " * 300 + "\n\n" + "第二段。" * 200, 200)
-    assert ahead.stdout.split() == [str(len(pieces)), str(sum(map(len, pieces)))]
-
-
-def test_a_failing_early_import_is_left_to_the_first_chunking(monkeypatch, caplog):
-    monkeypatch.setattr(recursive, "_SPLITTER_MODULE", "akasha_no_such_splitter_module")
-    monkeypatch.setattr(recursive, "_early_import", None)
-    with caplog.at_level(logging.DEBUG, logger="akasha.chunking.recursive"):
-        recursive.import_splitter_soon()  # never raises: the thread logs and ends
-        recursive._early_import.join(timeout=30)
-    assert not recursive._early_import.is_alive()
-    assert "akasha_no_such_splitter_module" in caplog.text
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(" ", 1)[1].strip() == "[]"
+    assert int(out.stdout.split()[0]) == len(recursive.split_text("One sentence. " * 300 + "\n\n" + "第二段。" * 200,
+                                                                   200))
 
 
 @needs_onnx

@@ -1,5 +1,5 @@
-"""Offline token counting: tiktoken encodings from bpe-openai's data files, picked by model name,
-truncation, fallback estimate."""
+"""Offline token counting: tiktoken encodings from the files akasha ships (akasha/tokenize_data/), picked
+by model name, truncation, fallback estimate. bpe-openai (the dev extra) is a test-only reference."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import gzip
 import subprocess
 import sys
 
-import bpe_openai
 import pytest
 
 from akasha import tokens
@@ -33,6 +32,7 @@ def test_encoding_is_chosen_by_model_name(model, encoding):
 
 
 def test_counts_match_the_packaged_bpe():
+    bpe_openai = pytest.importorskip("bpe_openai")
     text = "Retrieval-augmented generation packs documents into a prompt. 检索增强生成"
     for name in ("cl100k_base", "o200k_base"):
         expected = len(bpe_openai.get_encoding(name).encode(text))
@@ -81,7 +81,7 @@ SAMPLES = [
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_same_tokens_as_the_reference_tokenizer(name):
     """bpe-openai's Rust tokenizer (a test-only reference here) and our tiktoken encoding agree token for token."""
-    reference = bpe_openai.get_encoding(name)
+    reference = pytest.importorskip("bpe_openai").get_encoding(name)
     encoding = tokens._encoding(name)
     for text in SAMPLES:
         assert encoding.encode_ordinary(text) == reference.encode(text, disallowed_special=())
@@ -135,17 +135,18 @@ def test_a_file_with_the_wrong_digest_is_refused(tmp_path, monkeypatch, caplog):
 
 
 def test_missing_data_files_fall_back_to_the_estimate(monkeypatch, caplog):
+    name = "o200k_base"
     monkeypatch.setattr(tokens, "encoding_file", lambda name: None)
     tokens._encoding.cache_clear()
     try:
         with caplog.at_level("WARNING", logger="akasha.tokens"):
-            assert TokenCounter("o200k_base").count("a b c d e") == 5
-        assert "bpe-openai" in caplog.text
+            assert TokenCounter(name).count("a b c d e") == 5
+        assert "reinstall" in caplog.text and f"{name}.tiktoken.gz" in caplog.text
     finally:
         tokens._encoding.cache_clear()
 
 
-def test_fallback_estimate_when_bpe_openai_is_missing(monkeypatch):
+def test_fallback_estimate_when_tiktoken_cannot_count(monkeypatch):
     monkeypatch.setattr(tokens, "_encoding", lambda name: None)
     counter = TokenCounter()
     assert not counter.exact
@@ -153,3 +154,74 @@ def test_fallback_estimate_when_bpe_openai_is_missing(monkeypatch):
     assert counter.count("a b c d e") == 5  # never fewer tokens than words
     cut = counter.truncate("word " * 100, 10)
     assert counter.count(cut) <= 10
+
+
+# -- the encoding files akasha ships: the ones tiktoken itself would download ------------------
+
+
+def _tiktokens_own_encoding(monkeypatch, name):
+    """tiktoken's own Encoding for ``name``, built by tiktoken_ext.openai_public with tiktoken.load's
+    loader (hash check included); only the download is answered from akasha's gzipped file."""
+    import tiktoken
+    import tiktoken.load
+
+    openai_public = pytest.importorskip("tiktoken_ext.openai_public")
+    fetched: list[str] = []
+
+    def read_file(blobpath):
+        fetched.append(blobpath)
+        assert blobpath.endswith(f"/{name}.tiktoken")
+        return gzip.decompress((tokens.DATA_DIR / f"{name}.tiktoken.gz").read_bytes())
+
+    monkeypatch.setattr(tiktoken.load, "read_file", read_file)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # no cache: the file above is what tiktoken reads
+    encoding = tiktoken.Encoding(**openai_public.ENCODING_CONSTRUCTORS[name]())
+    assert fetched, "tiktoken did not read the encoding file"
+    return encoding
+
+
+def _mixed_corpus() -> list[str]:
+    """The samples above, the example documents and a Chinese/Japanese/English/code mix."""
+    from pathlib import Path
+
+    from akasha.loaders import discover, load_file
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "docs"
+    texts = [doc.text for path in discover(root) for doc in load_file(path)]
+    assert texts
+    mixed = ("维护计划：每月检查泵的轴承。ポンプの軸受けを毎月点検します。 Check the P-101 pump's bearings "
+             "monthly; replace seals every 2,000 h.\n\n```python\nfor i in range(10):\n    print(i ** 2)\n```\n"
+             "Ünïcödé — “quotes”, emoji 🚀🔧, tabs\tand\u3000full-width spaces, URLs https://example.org/a?b=c")
+    return [*SAMPLES, *texts, mixed]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_shipped_files_count_exactly_as_tiktoken_itself(monkeypatch, name):
+    """Same token ids as tiktoken's own cl100k_base/o200k_base on a mixed corpus (and the same counts)."""
+    theirs = _tiktokens_own_encoding(monkeypatch, name)
+    ours = tokens._encoding(name)
+    assert ours is not None and ours.n_vocab == theirs.n_vocab
+    for text in _mixed_corpus():
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+        assert TokenCounter(name).count(text) == len(theirs.encode(text, disallowed_special=()))
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_shipped_files_count_as_the_bpe_openai_package_did(name):
+    """akasha read these files from bpe-openai before: same counts on the mixed corpus."""
+    reference = pytest.importorskip("bpe_openai").get_encoding(name)
+    for text in _mixed_corpus():
+        assert TokenCounter(name).count(text) == len(reference.encode(text, disallowed_special=()))
+
+
+def test_the_encoding_files_ship_inside_akasha_with_their_licence():
+    from pathlib import Path
+
+    import akasha
+
+    folder = Path(akasha.__file__).parent / "tokenize_data"
+    assert tokens.DATA_DIR == folder.resolve()
+    for name in ("cl100k_base", "o200k_base"):
+        assert tokens.encoding_file(name) == folder.resolve() / f"{name}.tiktoken.gz"
+    assert "MIT License" in (folder / "LICENSE").read_text() and "OpenAI" in (folder / "LICENSE").read_text()
+    assert sorted(p.name for p in folder.glob("*.gz")) == ["cl100k_base.tiktoken.gz", "o200k_base.tiktoken.gz"]

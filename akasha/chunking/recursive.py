@@ -6,30 +6,25 @@ and ``; ,``), then spaces (including the full-width ``\\u3000``). Sentence and
 clause marks stay at the *end* of the piece they close, so a Chinese chunk ends
 with its ``。`` instead of the next chunk starting with it.
 
-The splitting is langchain-text-splitters' ``RecursiveCharacterTextSplitter``
-(``keep_separator="end"``, whitespace stripped), imported only when a file must
-be chunked. Two things are done here rather than by langchain, for very long
-input: a run that has none of the separators is cut into ``chunk_size`` windows
-in one pass (instead of langchain's character-by-character ``""`` fallback: 50
-million list items for a 50 MB line), and texts over a million characters are
-split block by block so memory stays bounded. Chunks (and so chunk ids and the
-index's cached chunks) are the same as those of earlier versions;
-``tests/test_chunking_cache_reuse.py`` holds their digests.
+The splitting is akasha's own :class:`~akasha.chunking.character_splitter.RecursiveSplitter`
+(separators kept at the end of their piece, whitespace stripped), whose chunks are those of
+langchain-text-splitters' ``RecursiveCharacterTextSplitter``, which earlier versions called
+(that module says why akasha has its own). Two things are done here, for very long input:
+a run that has none of the separators is cut into ``chunk_size`` windows in one pass
+(instead of a character-by-character ``""`` fallback: 50 million list items for a 50 MB
+line), and texts over a million characters are split block by block so memory stays
+bounded. Chunks (and so chunk ids and the index's cached chunks) are the same as those of
+earlier versions; ``tests/test_chunking_cache_reuse.py`` holds their digests.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import sys
-import threading
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any
 
+from akasha.chunking.character_splitter import RecursiveSplitter
 from akasha.types import Chunk, Document
-
-logger = logging.getLogger(__name__)
 
 #: Strategy name written to every chunk's metadata.
 STRATEGY = "recursive"
@@ -77,54 +72,9 @@ def default_overlap(chunk_size: int) -> int:
 
 
 @lru_cache(maxsize=32)
-def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> Any:
-    """langchain-text-splitters' splitter for these settings, built once per process.
-
-    Imported here, not at module level: langchain-text-splitters pulls in langchain-core
-    (about 0.4 s), which only a run that has files to chunk pays; an unchanged re-run
-    reads its chunks from the index and never imports it.
-    """
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    return RecursiveCharacterTextSplitter(
-        separators=list(separators),
-        keep_separator="end",
-        chunk_size=chunk_size,
-        chunk_overlap=overlap,
-        strip_whitespace=True,
-    )
-
-
-_SPLITTER_MODULE = "langchain_text_splitters"
-_early_import: threading.Thread | None = None
-_early_lock = threading.Lock()
-
-
-def import_splitter_soon() -> None:
-    """Start importing langchain-text-splitters on a background thread (once per process).
-
-    The index calls this just before it loads the first file it must chunk: the import (about
-    0.5 s, langchain-core and pydantic) then runs while the file is read and parsed (a PDF or
-    .docx is read by a worker process, and the main thread waits for it). The first chunking
-    imports the module as always: Python's import lock makes it wait for the thread's import to
-    finish, or re-raise its error, so nothing changes but when the work is done.
-    """
-    global _early_import
-    if _early_import is not None or _SPLITTER_MODULE in sys.modules:
-        return
-    with _early_lock:
-        if _early_import is None:
-            # Not a daemon: a process that ends first (no file could be loaded) waits for the
-            # import (a few tenths of a second) instead of being torn down in the middle of it.
-            _early_import = threading.Thread(target=_import_splitter, name="akasha-import-splitter")
-            _early_import.start()
-
-
-def _import_splitter() -> None:
-    try:
-        __import__(_SPLITTER_MODULE)
-    except Exception:  # not installed, or broken: the first chunking imports it again and reports it
-        logger.debug("importing %s ahead of the first chunking failed", _SPLITTER_MODULE, exc_info=True)
+def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> RecursiveSplitter:
+    """The splitter for these settings, built once per process."""
+    return RecursiveSplitter(separators, chunk_size, overlap)
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:

@@ -44,7 +44,7 @@ def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, colle
     another embedding model's vectors (or vectors of another size).
     """
     from akasha.index.corpus import CorpusIndex
-    from akasha.stores.chroma import MODEL_KEY, ChromaStore, open_chroma_folder
+    from akasha.stores.chroma import MODEL_KEY, ChromaStore, import_chromadb, open_chroma_folder
 
     if is_chroma_url(path):  # a collection on a Chroma server: opened as it is, never created
         from akasha.stores.urls import open_store
@@ -54,6 +54,7 @@ def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, colle
         report = index.load_store()
         log.info("opened %s (%d chunks)", server.name, report.chunks)
         return index
+    import_chromadb(local=True)  # a light install (chromadb-client) is told what to install before anything else
     where = chroma_folder_of(path)
     if not where.is_dir():
         raise SourceNotFoundError(f"Chroma store {str(where)!r} does not exist; build it first with "

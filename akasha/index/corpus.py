@@ -214,8 +214,7 @@ class CorpusIndex:
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
         self._sources = SourceReader(self._manifest, self.settings_key, self._split,  # hints: see SourceReader
-                                     getattr(embedder, "prepare_documents", None),
-                                     _import_splitter_soon if self.chunker is None else None)
+                                     getattr(embedder, "prepare_documents", None))
         try:
             if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store
@@ -1121,13 +1120,6 @@ def _store_sample(store: Any, count: int) -> tuple[list[str], np.ndarray]:
     for chunks, matrix in store.scan(count):
         return [c.text for c in chunks[:count]], np.asarray(matrix, dtype=np.float32)[:count]
     return [], np.zeros((0, 0), dtype=np.float32)
-
-
-def _import_splitter_soon() -> None:
-    """Start importing the default chunker's splitter on a thread (see ``import_splitter_soon``)."""
-    from akasha.chunking.recursive import import_splitter_soon
-
-    import_splitter_soon()
 
 
 def _checked_store(store: Any) -> Any:

@@ -85,20 +85,16 @@ class SourceReader:
     """Turns paths into content keys, parsing each new file version once into ``manifest``."""
 
     def __init__(self, manifest: Manifest, settings_key: str, split: Callable[[list[Document]], list[Chunk]],
-                 prepare: Callable[[int], None] | None = None,
-                 prepare_split: Callable[[], None] | None = None) -> None:
+                 prepare: Callable[[int], None] | None = None) -> None:
         """``prepare(size)``, when given, is told during each :meth:`read` that parses a file (before the first
         one is loaded) the size in bytes of the files whose stat changed (new or edited files: they are
         read, and most of them parsed and their chunks embedded). The index passes its embedder's
         ``prepare_documents``, which can get ready to embed meanwhile
-        (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`).
-        ``prepare_split()``, when given, is called before a file is loaded to be chunked (the index passes
-        :func:`akasha.chunking.recursive.import_splitter_soon`: the splitter imports while the file loads)."""
+        (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`)."""
         self.manifest = manifest
         self.settings_key = settings_key
         self.split = split
         self.prepare = prepare
-        self.prepare_split = prepare_split
         self._pending_bytes = 0  # announced to ``prepare`` at the next file to parse
         self._warned: set[tuple[str, str]] = set()
 
@@ -197,9 +193,7 @@ class SourceReader:
             prepare_loaders({path.suffix for path, _st in changed})
 
     def _prepare_soon(self) -> None:
-        """Before a file is parsed: start the splitter import, then hand ``prepare`` the announced bytes (once)."""
-        if self.prepare_split is not None:
-            self.prepare_split()
+        """Before a file is parsed: hand ``prepare`` the announced bytes (once)."""
         if self._pending_bytes and self.prepare is not None:
             size, self._pending_bytes = self._pending_bytes, 0
             self.prepare(size)

@@ -15,7 +15,14 @@ one that cannot be used raises instead of being shadowed by a sibling.
 :func:`open_chroma_folder` never creates a Chroma folder unless asked to.
 
 YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server,
-else ``persist_directory`` for a folder, else in memory. Needs the ``chroma`` extra.
+else ``persist_directory`` for a folder, else in memory.
+
+A server needs only Chroma's thin HTTP client, ``chromadb-client`` (the ``light`` extra);
+a folder or in-memory store needs the full ``chromadb`` (the ``chroma`` or ``full`` extra),
+which brings the local database engine (kubernetes, onnxruntime, grpcio: base + chromadb is
+513 MB where base + light is 231 MB; README "Install size").
+Both install the ``chromadb`` module; the thin client marks it ``chromadb.is_client``, and
+a local store asked of it raises :class:`~akasha.errors.MissingExtraError` saying what to install.
 """
 
 from __future__ import annotations
@@ -52,11 +59,30 @@ _SQLITE = "chroma.sqlite3"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,496}[A-Za-z0-9]$")
 
 
-def _import_chromadb() -> Any:
+#: What a local (folder or in-memory) Chroma store is, in errors.
+_LOCAL = "a local Chroma store (a folder or in memory)"
+
+
+def import_chromadb(local: bool) -> Any:
+    """The ``chromadb`` module; for a ``local`` store the full package, not the HTTP-only ``chromadb-client``.
+
+    Raises MissingExtraError naming the extra: ``light`` (chromadb-client) for a server, ``chroma`` for a
+    local store, with the commands that replace the thin client when it is what is installed.
+    """
     try:
         import chromadb
     except ImportError:
-        raise MissingExtraError("chromadb", "chroma", "the Chroma store") from None
+        if local:
+            raise MissingExtraError("chromadb", "chroma", _LOCAL) from None
+        raise MissingExtraError("chromadb-client (or chromadb)", "light", "a Chroma server") from None
+    if local and getattr(chromadb, "is_client", False):
+        # Installing chromadb next to chromadb-client keeps the thin client's marker file
+        # (chromadb/is_thin_client.py), so both are removed before chromadb is installed.
+        raise MissingExtraError(
+            "the full chromadb package (chromadb-client, which the light extra installs, reaches Chroma servers "
+            "only)", "chroma", _LOCAL,
+            install="pip uninstall -y chromadb-client chromadb && pip install 'akasha-rag[chroma]' "
+                    "(or use a Chroma server: vector_store='chroma://host:port/collection')")
     return chromadb
 
 
@@ -73,7 +99,7 @@ def open_chroma_folder(path: str | Path, create: bool) -> Any:
     A folder without ``chroma.sqlite3`` (say, a documents folder) raises ConfigError
     and nothing is written into it.
     """
-    chromadb = _import_chromadb()
+    chromadb = import_chromadb(local=True)
     folder = Path(path).expanduser()
     if not create and not (folder / _SQLITE).is_file():
         raise ConfigError(
@@ -159,7 +185,7 @@ class ChromaStore(BaseStore):
         display: str | None = None,
         persist_directory: str | Path | None = None,
     ) -> None:
-        self._chromadb = _import_chromadb()
+        self._chromadb = import_chromadb(local=client is None and not host)
         import httpx
 
         path = path if path is not None else persist_directory
@@ -539,4 +565,4 @@ def make_chroma_store(config: dict[str, Any], context: Any) -> ChromaStore:
     )
 
 
-__all__ = ["DIMENSION_KEY", "MODEL_KEY", "ChromaStore", "make_chroma_store", "open_chroma_folder"]
+__all__ = ["DIMENSION_KEY", "MODEL_KEY", "ChromaStore", "import_chromadb", "make_chroma_store", "open_chroma_folder"]
