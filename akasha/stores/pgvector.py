@@ -53,7 +53,8 @@ from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
 from akasha.stores.base import BaseStore, check_query
 from akasha.stores.redact import redact_conninfo
-from akasha.stores.query import EVIDENCE_BOOST, EVIDENCE_DEPTH, SearchRequest, lexical_tokenizer
+from akasha.retrieval.fusion import EVIDENCE_BOOST, EVIDENCE_DEPTH, EVIDENCE_FLOOR
+from akasha.stores.query import SearchRequest, lexical_tokenizer
 from akasha.stores.retry import Retry
 from akasha.types import Chunk, Hit
 
@@ -730,10 +731,14 @@ class PgVectorStore(BaseStore):
             ctes, evidence = f"{dense}, {lexical}", f"ed AS ({dense_e}), el AS ({lexical_e})"
             sides = ("SELECT id, rank, score AS dense, NULL::float8 AS lexical, 'v' AS side FROM dense "
                      "UNION ALL SELECT id, rank, NULL::float8, score, 'l' FROM lexical")
-        boost = float(EVIDENCE_BOOST)
-        share = "coalesce(lexical / nullif((SELECT max(score) FROM lexical), 0), 1)" if mode != "dense" else "1"
-        fused = (f"fused AS (SELECT id, sum(CASE side WHEN 'v' THEN %(wv)s::float8 * (1 + {boost} * (SELECT e FROM ed)) "
-                 f"ELSE %(wl)s::float8 * (1 + {boost} * (SELECT e FROM el)) * {share} END / (%(rrf_k)s + rank)) AS rrf, "
+        boost, floor = float(EVIDENCE_BOOST), float(EVIDENCE_FLOOR)
+
+        def weight(name: str, evidence: str) -> str:  # fusion_weights: evidence under the floor raises nothing
+            return (f"%({name})s::float8 * (1 + {boost} * (SELECT CASE WHEN e >= {floor} THEN e ELSE 0 END "
+                    f"FROM {evidence}))")
+
+        fused = (f"fused AS (SELECT id, sum(CASE side WHEN 'v' THEN {weight('wv', 'ed')} "
+                 f"ELSE {weight('wl', 'el')} END / (%(rrf_k)s + rank)) AS rrf, "
                  f"max(dense) AS dense, max(lexical) AS lexical FROM ({sides}) side GROUP BY id "
                  f"ORDER BY rrf DESC, id LIMIT %(k)s)")
         order = {"dense": "f.dense DESC", "lexical": "f.lexical DESC"}.get(mode, "f.rrf DESC")

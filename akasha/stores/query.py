@@ -30,6 +30,7 @@ import numpy as np
 from akasha.retrieval.fusion import (
     EVIDENCE_BOOST,
     EVIDENCE_DEPTH,
+    EVIDENCE_FLOOR,
     dense_evidence,
     fuse_ranked,
     fusion_weights,
@@ -107,12 +108,7 @@ def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chu
                request: SearchRequest) -> list[Hit]:
     """Evidence-weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
 
-    Each side's weight grows with its own evidence (:func:`fusion_weights`): a chunk that
-    alone holds the question's rare term is not out-ranked by chunks only the dense side
-    likes, and a dense list whose first hit stands apart keeps its lead. Then
-    ``score = sum(weight / (rrf_k + rank))`` over the lists a chunk is in, where a lexical
-    match counts in proportion to its score next to the best one (a chunk matching only the
-    question's common words adds little). PostgreSQL
+    The fusion is :func:`akasha.retrieval.fusion.fuse_ranked` (the one fusion of akasha); PostgreSQL
     computes the same in its query (:meth:`akasha.stores.pgvector.PgVectorStore.query`).
     """
     chunks: dict[str, Chunk] = {}
@@ -156,6 +152,6 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
         raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
                           "cannot reproduce; install what it needs (jieba: the 'full' extra) or re-index")
     return found
-__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "SearchRequest", "dense_evidence",
+__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "EVIDENCE_FLOOR", "SearchRequest", "dense_evidence",
            "fuse_ranked", "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
            "resolve_tokenizer_id"]
