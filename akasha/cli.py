@@ -475,17 +475,17 @@ def add_search_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _retrieval_rag(args: argparse.Namespace) -> Any:
-    """The RAG of a command that needs no answer model (search, index); says which embeddings it chose."""
+def _retrieval_rag(args: argparse.Namespace) -> tuple[Any, str]:
+    """The RAG of a command that needs no answer model (search, index) and the embeddings it chose (said too)."""
     rag, _, embeddings, why = _make_rag(args, {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir,
                                                "device": args.device})
     _say(f"embeddings={embeddings} ({why})")
-    return rag
+    return rag, embeddings
 
 
 def run_search(args: argparse.Namespace) -> int:
     """Handler of ``akasha search``."""
-    rag = _retrieval_rag(args)
+    rag, _ = _retrieval_rag(args)
     hits = rag.search(_data_source(args.path), args.query, k=args.top_k, search_type=args.search_type)
     if args.json:
         _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
@@ -524,7 +524,7 @@ def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_index(args: argparse.Namespace) -> int:
     """Handler of ``akasha index``."""
-    rag = _retrieval_rag(args)
+    rag, embeddings = _retrieval_rag(args)
     report = rag.index(_data_source(args.path), progress=not args.no_progress)
     for path, reason in report.skipped_files:
         _say(f"skipped {path}: {reason}")
