@@ -27,4 +27,4 @@ def test_traditional_query_finds_its_passage(query):
 
 def test_tokenizer_id_records_the_rules_version():
     name, _ = resolve_tokenizer("jieba")
-    assert name == "words-v2+jieba"
+    assert name == "words-v3+jieba"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pytest
 
 import akasha
 
@@ -56,3 +57,39 @@ def test_bm25_finds_every_unique_token(tmp_path):
 
 def test_auto_finds_every_unique_token(tmp_path):
     assert _firsts(tmp_path, "auto") == 20
+
+
+IDENTIFIERS = ["retry_max_delay", "rag.last_sync", "setup.md", "chunk_overlap_ratio"]
+
+
+def _identifier_corpus(tmp_path):
+    """Notes full of the identifiers' parts; each identifier whole in exactly one note."""
+    docs = tmp_path / "ids"
+    docs.mkdir()
+    rng = np.random.default_rng(3)
+    parts = [p for name in IDENTIFIERS for p in name.replace(".", "_").split("_")]
+    for i in range(40):
+        words = " ".join(rng.choice(parts + WORDS, size=60))
+        extra = f" Set {IDENTIFIERS[i]} here." if i < len(IDENTIFIERS) else ""
+        (docs / f"page{i:02d}.txt").write_text(f"Page {i}. {words}.{extra}\n", encoding="utf-8")
+    return docs
+
+
+@pytest.mark.parametrize("search_type", ["bm25", "auto"])
+def test_an_identifier_question_finds_the_one_chunk_holding_it_whole(tmp_path, search_type):
+    """Its parts are everywhere; the compound term and the exact-match rule find the one holder."""
+    docs = _identifier_corpus(tmp_path)
+    rag = akasha.RAG(model="extractive", embeddings=noise_embedder, cache_dir=tmp_path / "cache")
+    for i, name in enumerate(IDENTIFIERS):
+        hits = rag.search(docs, name, k=3, search_type=search_type)
+        assert hits and hits[0].chunk.id.split("#")[0].endswith(f"page{i:02d}.txt"), (name, [h.chunk.id for h in hits])
+
+
+def test_the_lexical_tokenizer_keeps_compound_words_and_reads_earlier_indexes():
+    from akasha.retrieval.tokenize import resolve_tokenizer, tokenizer_from_id
+
+    tokenizer_id, split = resolve_tokenizer("bigram")
+    assert tokenizer_id == "words-v3+bigram"
+    assert split("Set retry_max_delay in setup.md") == ["set", "retry", "max", "delay", "in", "setup", "md",
+                                                      "retry_max_delay", "setup.md"]
+    assert tokenizer_from_id("words-v2+bigram")("retry_max_delay") == ["retry", "max", "delay"]

@@ -16,7 +16,7 @@ Layout
 
 ``stem=True`` stems English words (:mod:`akasha.retrieval.stem`: "modules" and
 "installing" match "module" and "installed"); the tokenizer id then carries
-``+en-stem<version>`` (``"words-v2+en-stem1+jieba"``), so statistics built with other
+``+en-stem<version>`` (``"words-v3+en-stem1+jieba"``), so statistics built with other
 rules are never mixed with these. It is off by default: on the four question sets of
 docs/quality.md it raised MRR@10 on three and lowered it on the Python FAQ (0.602 -> 0.598).
 
@@ -54,7 +54,7 @@ PRUNE_MIN_POSTINGS = 200_000
 PRUNE_MAX_CANDIDATES = 100_000
 
 
-#: Marks a stemmed tokenizer in the persisted tokenizer id ("words-v2+en-stem1+jieba").
+#: Marks a stemmed tokenizer in the persisted tokenizer id ("words-v3+en-stem1+jieba").
 STEM_MARK = f"+en-stem{STEM_VERSION}"
 
 
@@ -67,7 +67,7 @@ def _stemming(tokenize: Callable[[str], list[str]]) -> Callable[[str], list[str]
 
 
 def _stemmed_id(tokenizer_id: str) -> str:
-    """The id of the stemmed form of a tokenizer ("words-v2+jieba" -> "words-v2+en-stem1+jieba")."""
+    """The id of the stemmed form of a tokenizer ("words-v3+jieba" -> "words-v3+en-stem1+jieba")."""
     head, plus, tail = tokenizer_id.partition("+")
     return f"{head}{STEM_MARK}{plus}{tail}"
 
@@ -301,6 +301,18 @@ class BM25Index:
         tids, qtf = zip(*pairs, strict=True)
         slots, scores = self._score_terms(np.asarray(tids, dtype=np.int64), np.asarray(qtf, dtype=np.float32))
         return dict(zip(self.slot_ids(slots.tolist()), scores.tolist(), strict=True))
+
+    def sole_holder(self, query: str | Sequence[str], doc_id: str) -> bool:
+        """True when ``doc_id`` is the only live document holding one of ``query``'s terms.
+
+        Such a document holds an exact match nothing else holds: the error code, option or
+        function name the question is about (:func:`akasha.retrieval.fusion.exact_match_first`).
+        """
+        if doc_id not in self._slot:
+            return False
+        tokens = self._tokenize(query) if isinstance(query, str) else list(query)
+        rare = [t for t in dict.fromkeys(tokens) if t in self._vocab and self._df[self._vocab[t]] == 1]
+        return any(doc_id in self.score_tokens([term]) for term in rare)
 
     def _score_terms(self, tids: np.ndarray, qtf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not len(tids) or not self._n_live:

@@ -123,6 +123,20 @@ def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any,
     return sorted(scores.items(), key=lambda pair: (-pair[1], str(pair[0])))
 
 
+def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tuple[Any, float]]:
+    """``fused`` with ``item`` moved to the front, scored just above the best: the chunk holding the exact match.
+
+    ``auto`` calls it when the lexical list's first chunk is the only chunk holding one of the
+    question's terms (:meth:`akasha.retrieval.bm25.BM25Index.sole_holder`): a question that is an
+    error code, an option or a function name then finds the one chunk holding it first, whatever
+    the dense side liked (rank fusion alone put it first for 29 of 40 identifier questions on
+    docs/, where BM25 did for 40; bench/identifier_lookup.py).
+    """
+    rest = [pair for pair in fused if pair[0] != item]
+    top = max((score for _, score in fused), default=0.0)
+    return [(item, top + 1e-9), *rest]
+
+
 #: The signals :func:`adaptive` weighs the lists by; each can be switched off (for ablations).
 ADAPTIVE_SIGNALS = ("coverage",)
 ADAPTIVE_K = 10

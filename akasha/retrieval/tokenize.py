@@ -9,6 +9,12 @@ id so term statistics from different tokenizers are never mixed.
 
 jieba runs in search mode (``lcut_for_search``): "北京大学" also yields "北京" and
 "大学", so a short query still matches a longer compound word.
+
+The lexical tokenizer of BM25 and the stores (:func:`resolve_tokenizer`) also keeps every
+compound word whole (:func:`with_compounds`): ``retry_max_delay``, ``rag.last_sync``,
+``setup.md`` and ``3.11`` are terms of their own beside their parts, so
+a question that is one identifier, file name or version finds the one chunk that holds it
+exactly, rather than every chunk holding its common parts.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
 _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
+#: Words joined by "_" or "." (an identifier, a dotted name, a file name, a version).
+_COMPOUND_RE = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)+")
 
 
 @functools.lru_cache(maxsize=1)
@@ -192,8 +200,24 @@ def tokenize(text: str, *, use_jieba: bool = False) -> list[str]:
     return tokens
 
 
-#: Version of the word rules above; bump it when tokens for the same text change.
-_RULES_VERSION = "2"
+def with_compounds(text: str, *, use_jieba: bool = False) -> list[str]:
+    """:func:`tokenize`'s tokens followed by the compound words of ``text`` kept whole (lowercased).
+
+    Measured on identifier lookups (bench/identifier_lookup.py): a question that is one
+    ``snake_case`` or dotted name is split into common words by :func:`tokenize`, and BM25 then
+    ranks every chunk holding those words about alike; the whole compound is a rare term that
+    only the chunk holding it matches.
+    """
+    tokens = tokenize(text, use_jieba=use_jieba)
+    tokens.extend(_COMPOUND_RE.findall(text.lower() if text.isascii() else _fold(text)))
+    return tokens
+
+
+#: Version of the word rules of the lexical tokenizer; bump it when tokens for the same text change.
+#: 3: compound words kept whole beside their parts (:func:`with_compounds`).
+_RULES_VERSION = "3"
+#: 2: :func:`tokenize` alone; indexes and stores that recorded it keep being read with it.
+_EARLIER_RULES_VERSION = "2"
 TOKENIZER_NAMES = ("auto", "jieba", "bigram")
 
 
@@ -223,14 +247,15 @@ def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str
 
         raise MissingExtraError("jieba", "full", "Chinese word segmentation")
     if use_jieba:
-        return f"words-v{_RULES_VERSION}+jieba", functools.partial(tokenize, use_jieba=True)
-    return f"words-v{_RULES_VERSION}+bigram", tokenize
+        return f"words-v{_RULES_VERSION}+jieba", functools.partial(with_compounds, use_jieba=True)
+    return f"words-v{_RULES_VERSION}+bigram", with_compounds
 
 
 def tokenizer_from_id(tokenizer_id: str) -> Callable[[str], list[str]] | None:
     """The function for a persisted tokenizer id, or None when this process cannot reproduce it."""
-    if tokenizer_id == f"words-v{_RULES_VERSION}+bigram":
-        return tokenize
-    if tokenizer_id == f"words-v{_RULES_VERSION}+jieba" and jieba_available():
-        return functools.partial(tokenize, use_jieba=True)
+    for version, rules in ((_RULES_VERSION, with_compounds), (_EARLIER_RULES_VERSION, tokenize)):
+        if tokenizer_id == f"words-v{version}+bigram":
+            return rules
+        if tokenizer_id == f"words-v{version}+jieba" and jieba_available():
+            return functools.partial(rules, use_jieba=True)
     return None
