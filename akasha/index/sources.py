@@ -37,18 +37,19 @@ ParseStatus = tuple[str, "str | None"]
 
 
 def _over_size(path: Path, size: int) -> str | None:
-    """Why a text file of ``size`` bytes is over the loader's ``max_chars`` before it is read, or None.
+    """Why a file of ``size`` bytes is over a loader limit before it is read (its size alone), or None.
 
-    No encoding spends more than 4 bytes on a character, so a text file over ``4 * max_chars`` bytes
-    is surely over; PDFs and .docx files are bounded by their own limits as they are read.
+    The loaders' own check (:meth:`LoaderLimits.check_size`): ``max_file_mb`` for every file, ``max_chars``
+    for text formats.
     """
     from akasha.loaders import ISOLATED
     from akasha.loaders.limits import LoaderLimitError, LoaderLimits
 
-    limits = LoaderLimits.from_env()
-    if path.suffix.lower() in ISOLATED or not limits.max_chars or size // 4 <= limits.max_chars:
-        return None
-    return LoaderLimitError(path, "max_chars", limits.max_chars, f"{size:,} bytes of text (the file's size)").reason
+    try:
+        LoaderLimits.from_env().check_size(path, size, text=path.suffix.lower() not in ISOLATED)
+    except LoaderLimitError as exc:
+        return exc.reason
+    return None
 
 
 def storable(path: str) -> str:
