@@ -128,12 +128,22 @@ def transports(module: Any) -> tuple[type, type]:
     return BoundedTransport, AsyncBoundedTransport
 
 
-def bounded_post(url: str, **kwargs: Any) -> Any:
-    """``httpx.post`` through :func:`transports`' bounded transport (the reply is read within the bounds)."""
+def bounded_request(method: str, url: str, **kwargs: Any) -> Any:
+    """``httpx.request`` through :func:`transports`' bounded transport (the reply is read within the bounds)."""
     import httpx
 
     with httpx.Client(transport=transports(httpx)[0]()) as client:
-        return client.post(url, **kwargs)
+        return client.request(method, url, **kwargs)
 
 
-__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "ReplyLimitError", "bounded_post", "reply_limits", "transports"]
+def bounded_post(url: str, **kwargs: Any) -> Any:
+    """``httpx.post``, bounded (see :func:`bounded_request`)."""
+    return bounded_request("POST", url, **kwargs)
+
+
+def bounded_get(url: str, **kwargs: Any) -> Any:
+    """``httpx.get``, bounded (see :func:`bounded_request`)."""
+    return bounded_request("GET", url, **kwargs)
+
+
+__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "ReplyLimitError", "bounded_get", "bounded_post", "bounded_request", "reply_limits", "transports"]
