@@ -71,8 +71,8 @@ def test_slow_503_replies_and_their_retries_share_one_deadline(monkeypatch, spec
         with pytest.raises(ProviderError, match="deadline") as caught:
             model.generate([{"role": "user", "content": "hi"}])
         elapsed = time.monotonic() - started
-        # unbounded, six attempts of 1.2 s each take 7 s and more
-        assert elapsed < 4.5, elapsed
+        # unbounded, six attempts of 1.2 s each (and 1.5 s of backoff) take nearly 9 s
+        assert elapsed < 6, elapsed
         assert len(seen) <= 2, seen
         assert "AKASHA_REQUEST_DEADLINE_S" in str(caught.value)
     finally:
@@ -90,7 +90,7 @@ def test_a_retry_after_past_the_deadline_is_not_waited_for(monkeypatch, spec):
         started = time.monotonic()
         with pytest.raises(ProviderError, match="deadline") as caught:
             model.generate([{"role": "user", "content": "hi"}])
-        assert time.monotonic() - started < 1.9
+        assert time.monotonic() - started < 10  # unbounded: a 30 s sleep, then more attempts
         assert len(seen) == 1
         assert "503" in str(caught.value) or "overloaded" in str(caught.value)
     finally:
@@ -108,7 +108,7 @@ def test_the_async_call_shares_one_deadline_too(monkeypatch):
         started = time.monotonic()
         with pytest.raises(ProviderError, match="deadline"):
             asyncio.run(model.agenerate([{"role": "user", "content": "hi"}]))
-        assert time.monotonic() - started < 4.5
+        assert time.monotonic() - started < 6
         assert len(seen) <= 2
     finally:
         server.shutdown()
@@ -134,6 +134,6 @@ def test_a_server_silent_before_its_headers_is_cut_at_the_deadline(monkeypatch):
         started = time.monotonic()
         with pytest.raises(ProviderError):
             model.generate([{"role": "user", "content": "hi"}])
-        assert time.monotonic() - started < 4
+        assert time.monotonic() - started < 8  # unbounded: 10 s per attempt, four attempts
     finally:
         server.shutdown()
