@@ -134,3 +134,26 @@ def test_the_index_warns_that_a_huge_pdf_is_too_big_naming_its_size_not_memory(t
     warnings = [line for line in found["stderr"].splitlines() if line.startswith("WARNING") and "huge.pdf" in line]
     assert warnings and all("4,294,967,296 bytes" in w and "AKASHA_LOADER_MAX_FILE_MB" in w for w in warnings)
     assert not any("MEMORY" in w for w in warnings)
+
+
+def test_a_raised_file_size_limit_reaches_the_worker_process(tmp_path, monkeypatch):
+    """The PDF/.docx worker checks the size with the caller's max_file_mb, not its own default (1024)."""
+    from akasha.errors import LoaderError
+    from akasha.loaders import LoaderLimitError, LoaderLimits, guard, load_file
+
+    path = tmp_path / "big.docx"
+    path.write_bytes(b"PK" + b"\0" * (2 * 2**20))  # 2 MB of not-a-zip
+    with pytest.raises(LoaderLimitError, match="AKASHA_LOADER_MAX_FILE_MB"):
+        load_file(path, limits=LoaderLimits(max_file_mb=1))
+    sent = []
+    real = guard._exchange
+
+    def spy(worker, path, suffix, header, data, limits):  # noqa: ANN001, ANN202
+        sent.append(header["limits"])
+        return real(worker, path, suffix, header, data, limits)
+
+    monkeypatch.setattr(guard, "_exchange", spy)
+    with pytest.raises(LoaderError) as caught:  # read by the worker: refused for its format, not its size
+        load_file(path, limits=LoaderLimits(max_file_mb=3000))
+    assert not isinstance(caught.value, LoaderLimitError), caught.value
+    assert sent and sent[0]["max_file_mb"] == 3000
