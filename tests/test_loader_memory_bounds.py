@@ -157,3 +157,52 @@ def test_a_raised_file_size_limit_reaches_the_worker_process(tmp_path, monkeypat
         load_file(path, limits=LoaderLimits(max_file_mb=3000))
     assert not isinstance(caught.value, LoaderLimitError), caught.value
     assert sent and sent[0]["max_file_mb"] == 3000
+
+
+def test_the_index_does_not_hold_a_huge_text_file_whole(tmp_path):
+    """Indexing a folder with a 200 MB single-line .txt (under the size pre-check, over 60M characters): the file
+    is hashed and decoded a block at a time, skipped for max_chars, and the other file is indexed, within 250 MB
+    more address space (holding its bytes and its text needs 260 MB and more)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.txt").write_text("pump seal")
+    _one_line(docs / "line.txt", 200)
+    script = f"""
+    rag = akasha.RAG(embeddings="hash", model="extractive", cache_dir={str(tmp_path / "cache")!r})
+    cap(250)
+    report = rag.index({str(docs)!r})
+    verdict(skipped=report.skipped_files)
+    """
+    found = _run(script, {"AKASHA_LOADER_MAX_CHARS": "60000000"})
+    [(path, reason)] = found["skipped"]
+    assert path.endswith("line.txt") and "AKASHA_LOADER_MAX_CHARS" in reason
+
+
+def test_a_large_text_file_that_changes_while_it_is_read_is_read_again_next_time(tmp_path, monkeypatch):
+    """A text file over STREAM_BYTES is hashed, then loaded from disk: if it changed in between, nothing is
+    stored under the old version's key and the next sync reads it again."""
+    import akasha
+    import akasha.loaders as loaders
+    from akasha.index.sources import STREAM_BYTES
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.txt").write_text("grease the bearing")
+    big = docs / "big.txt"
+    big.write_text(("pump seal inspection every 500 hours. " * 1000 + "\n") * (STREAM_BYTES // 38_000 + 10))
+    real = loaders.load_file
+
+    def editing(path, data=None, **kwargs):  # noqa: ANN001, ANN202 - someone saves the file mid-read
+        with open(path, "a") as handle:
+            handle.write("valve V-7 replaced.\n")
+        return real(path, data, **kwargs)
+
+    monkeypatch.setattr(loaders, "load_file", editing)
+    rag = akasha.RAG(embeddings="hash", model="extractive", cache_dir=str(tmp_path / "cache"))
+    first = rag.index(str(docs))
+    assert [reason for _p, reason in first.skipped_files] == [
+        "the file changed while it was read; it is read again on the next sync"]
+    monkeypatch.setattr(loaders, "load_file", real)
+    second = rag.index(str(docs))
+    assert not second.skipped_files
+    assert any("V-7" in hit.chunk.text for hit in rag.search(str(docs), "valve V-7 replaced", k=3))
