@@ -47,7 +47,7 @@ def _run(script: str, env: dict[str, str], timeout: float = 120) -> dict:
 
     child_env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                  "TOKENIZERS_PARALLELISM": "false", **env}
-    result = subprocess.run([sys.executable, "-c", _PRELUDE + textwrap.dedent(script)], capture_output=True,
+    result = subprocess.run([sys.executable, "-c", _PRELUDE + textwrap.dedent(script)], capture_output=True, check=False,
                             text=True, timeout=timeout, env=child_env)
     lines = [line for line in result.stdout.splitlines() if line.startswith("VERDICT ")]
     assert result.returncode == 0 and lines, (result.returncode, result.stdout[-2000:], result.stderr[-3000:])
@@ -59,8 +59,7 @@ def _run(script: str, env: dict[str, str], timeout: float = 120) -> dict:
 def _one_line(path: Path, megabytes: int) -> Path:
     block = b"a" * 2**20
     with open(path, "wb") as handle:
-        for _ in range(megabytes):
-            handle.write(block)
+        handle.writelines(block for _ in range(megabytes))
     return path
 
 
@@ -148,7 +147,7 @@ def test_a_raised_file_size_limit_reaches_the_worker_process(tmp_path, monkeypat
     sent = []
     real = guard._exchange
 
-    def spy(worker, path, suffix, header, data, limits):  # noqa: ANN001, ANN202
+    def spy(worker, path, suffix, header, data, limits):
         sent.append(header["limits"])
         return real(worker, path, suffix, header, data, limits)
 
@@ -182,7 +181,7 @@ def test_a_large_text_file_that_changes_while_it_is_read_is_read_again_next_time
     """A text file over STREAM_BYTES is hashed, then loaded from disk: if it changed in between, nothing is
     stored under the old version's key and the next sync reads it again."""
     import akasha
-    import akasha.loaders as loaders
+    from akasha import loaders
     from akasha.index.sources import STREAM_BYTES
 
     docs = tmp_path / "docs"
@@ -192,7 +191,7 @@ def test_a_large_text_file_that_changes_while_it_is_read_is_read_again_next_time
     big.write_text(("pump seal inspection every 500 hours. " * 1000 + "\n") * (STREAM_BYTES // 38_000 + 10))
     real = loaders.load_file
 
-    def editing(path, data=None, **kwargs):  # noqa: ANN001, ANN202 - someone saves the file mid-read
+    def editing(path, data=None, **kwargs):  # someone saves the file mid-read
         with open(path, "a") as handle:
             handle.write("valve V-7 replaced.\n")
         return real(path, data, **kwargs)

@@ -106,7 +106,7 @@ def serve(route: Route) -> Iterator[tuple[str, list[tuple[str, str, dict[str, st
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer  # noqa: N815
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
 
         def log_message(self, *args: Any) -> None:
             pass

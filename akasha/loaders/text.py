@@ -109,10 +109,10 @@ def _choose(path: Path, head: bytes) -> tuple[str, str]:
             return encoding, "strict"
     sample = head[:_SAMPLE]
     if b"\x00" in sample:  # text never has NUL bytes, except BOM-less UTF-16
-        encoding = _bomless_utf16(sample[: len(sample) - len(sample) % 2])
-        if encoding is None:
+        utf16 = _bomless_utf16(sample[: len(sample) - len(sample) % 2])
+        if utf16 is None:
             raise LoaderError(path, "binary content (NUL bytes), not text")
-        return encoding, "replace"
+        return utf16, "replace"
     return "utf-8", "strict"
 
 

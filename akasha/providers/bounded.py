@@ -20,7 +20,12 @@ import functools
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.providers.deadline import DEFAULT_DEADLINE_S, Deadline, current_deadline, deadline_seconds
+from akasha.providers.deadline import (
+    DEFAULT_DEADLINE_S,
+    Deadline,
+    current_deadline,
+    deadline_seconds,
+)
 from akasha.providers.env import positive_env
 from akasha.stores.redact import redact_url
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from akasha.errors import MissingExtraError
 from akasha.providers.bounded import transports
+from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
 from akasha.providers.retry import DEFAULT_TIMEOUT
-from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.stores.redact import redact_url
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")

@@ -142,7 +142,7 @@ class OpenAIConnection:
             key = self._api_key or env_value("AZURE_OPENAI_API_KEY")
             if not key:
                 raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_API_KEY"])
-            settings = {
+            settings: dict[str, Any] = {
                 "kind": "azure",
                 "api_key": key,
                 "azure_endpoint": endpoint,

@@ -201,8 +201,8 @@ class QdrantStore(BaseStore):
                 self._client = qdrant_client.QdrantClient(location=":memory:")
             else:
                 # ``metadata``: headers on every REST (and gRPC) request, in every qdrant-client since 1.9
-                self._client = qdrant_client.QdrantClient(url=self._url, api_key=self._api_key,
-                                                          **({"metadata": self._headers} if self._headers else {}))
+                extra: dict[str, Any] = {"metadata": self._headers} if self._headers else {}
+                self._client = qdrant_client.QdrantClient(url=self._url, api_key=self._api_key, **extra)
         return self._client
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
