@@ -76,8 +76,12 @@ def _spec_key(spec: Any) -> Any:
 
 
 def display_name(spec: Any) -> str:
-    """A model, embedder or search type's name for messages and logs."""
+    """A model, embedder or search type's name for messages and logs (a password in an ``@address`` shown as ``***``)."""
     if isinstance(spec, str):
+        if "://" in spec:
+            from akasha.stores.redact import redact_url
+
+            return redact_url(spec)
         return spec
     return getattr(spec, "name", None) or getattr(spec, "__name__", None) or type(spec).__name__
 

@@ -324,7 +324,11 @@ class ServerTokenCounter:
         try:
             with self._lock:
                 if self._client is None:
-                    self._client = httpx.Client(timeout=self.timeout, headers=self.headers)
+                    from akasha.providers.bounded import transports
+
+                    # the bounded transport: a reply's size and the request deadline are capped as everywhere
+                    self._client = httpx.Client(timeout=self.timeout, headers=self.headers,
+                                                transport=transports(httpx)[0]())
                 client = self._client
             response = client.post(self.url, json=payload)
             if response.status_code in (404, 405, 501):

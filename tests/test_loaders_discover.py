@@ -176,3 +176,22 @@ def test_odd_file_names_are_indexed_and_logged_escaped(tmp_path, caplog):
         hits = rag.search(str(docs), "pump", k=5, search_type="bm25")
         assert {h.chunk.metadata["source"] for h in hits} == {"ok.txt", "bad\\xff.txt", "new\nline.txt"}
     assert not [r for r in caplog.records if "\n" in r.getMessage()]
+
+
+def test_the_folder_depth_bound_is_changed_by_its_variable(tmp_path, monkeypatch, caplog):
+    """issue 33: AKASHA_MAX_FOLDER_DEPTH sets how deep a walk goes; the warning names it; a bad value is a ConfigError."""
+    from akasha.errors import ConfigError
+    from akasha.loaders.discover import discover
+
+    folder = tmp_path
+    for level in range(5):
+        folder = folder / f"d{level}"
+        folder.mkdir()
+        (folder / f"f{level}.txt").write_text("x")
+    monkeypatch.setenv("AKASHA_MAX_FOLDER_DEPTH", "3")
+    names = sorted(p.name for p in discover(str(tmp_path)))
+    assert names == ["f0.txt", "f1.txt", "f2.txt"]
+    assert any("AKASHA_MAX_FOLDER_DEPTH" in r.getMessage() for r in caplog.records)
+    monkeypatch.setenv("AKASHA_MAX_FOLDER_DEPTH", "deep")
+    with pytest.raises(ConfigError, match="AKASHA_MAX_FOLDER_DEPTH"):
+        discover(str(tmp_path))

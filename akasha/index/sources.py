@@ -34,21 +34,55 @@ RACY_SECONDS = 2.0
 
 #: (status, reason): "ok", "skipped" (remembered) or "error" (retried next time).
 ParseStatus = tuple[str, "str | None"]
+#: A text file larger than this is hashed, then loaded, a block at a time: never held whole in memory
+#: (its loader stops at ``max_chars``). Smaller files, and PDFs/.docx (whose worker needs the bytes), are
+#: read once and the same bytes hashed and loaded.
+STREAM_BYTES = 8 * 2**20
+
+
+def _streamed(path: Path, size: int) -> bool:
+    """True when a file of ``size`` bytes at ``path`` is hashed and loaded a block at a time."""
+    from akasha.loaders import ISOLATED
+
+    return size > STREAM_BYTES and path.suffix.lower() not in ISOLATED
+
+
+def file_digest(path: Path) -> str:
+    """sha256 hex of the file at ``path``, read a block at a time."""
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def _same_file(st: os.stat_result, now: os.stat_result) -> bool:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (
+        now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_ino)
+
+
+def _unchanged_now(path: Path, st: os.stat_result) -> bool:
+    """True when the file at ``path`` still has the stat ``st`` (False when it is gone)."""
+    try:
+        return _same_file(st, path.stat())
+    except OSError:
+        return False
 
 
 def _over_size(path: Path, size: int) -> str | None:
-    """Why a text file of ``size`` bytes is over the loader's ``max_chars`` before it is read, or None.
+    """Why a file of ``size`` bytes is over a loader limit before it is read (its size alone), or None.
 
-    No encoding spends more than 4 bytes on a character, so a text file over ``4 * max_chars`` bytes
-    is surely over; PDFs and .docx files are bounded by their own limits as they are read.
+    The loaders' own check (:meth:`LoaderLimits.check_size`): ``max_file_mb`` for every file, ``max_chars``
+    for text formats.
     """
     from akasha.loaders import ISOLATED
     from akasha.loaders.limits import LoaderLimitError, LoaderLimits
 
-    limits = LoaderLimits.from_env()
-    if path.suffix.lower() in ISOLATED or not limits.max_chars or size // 4 <= limits.max_chars:
-        return None
-    return LoaderLimitError(path, "max_chars", limits.max_chars, f"{size:,} bytes of text (the file's size)").reason
+    try:
+        LoaderLimits.from_env().check_size(path, size, text=path.suffix.lower() not in ISOLATED)
+    except LoaderLimitError as exc:
+        return exc.reason
+    return None
 
 
 def storable(path: str) -> str:
@@ -151,8 +185,11 @@ class SourceReader:
                         self.skip(report, key, over)
                         continue
                     working(position)
-                    data = path.read_bytes()
-                    content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
+                    if _streamed(path, st.st_size):
+                        content = f"{file_digest(path)}{path.suffix.lower()}"  # the loader reads it again, streaming
+                    else:
+                        data = path.read_bytes()
+                        content = f"{hashlib.sha256(data).hexdigest()}{path.suffix.lower()}"
                     if now - max(st.st_mtime, st.st_ctime) > RACY_SECONDS:
                         fresh_stats.append((stat_key, st.st_size, st.st_mtime_ns, content, st.st_ctime_ns,
                                             st.st_ino))
@@ -162,7 +199,7 @@ class SourceReader:
             status = parsed.get(content)
             if status is None or (status[0] == "skipped" and limit_changed(status[1])):  # over a limit since raised
                 working(position)
-                status = self.parse_file(path, content, data)
+                status = self.parse_file(path, content, data, st)
                 if status[0] != "error":
                     parsed[content] = status
             if status[0] != "ok":
@@ -206,18 +243,32 @@ class SourceReader:
             self._warned.add((path, reason))
             log.warning("skipping %s: %s", shown(path), reason)
 
-    def parse_file(self, path: Path, content: str, data: bytes | None) -> ParseStatus:
-        """Load and chunk one file, storing the result under its content key."""
+    def parse_file(self, path: Path, content: str, data: bytes | None,
+                   st: os.stat_result | None = None) -> ParseStatus:
+        """Load and chunk one file, storing the result under its content key.
+
+        ``st``: the file's stat when ``content`` was computed. A large text file is loaded from disk a
+        block at a time (:data:`STREAM_BYTES`); if its stat changed meanwhile, its text may not be the
+        version ``content`` names, so nothing is stored and it is read again on the next sync.
+        """
         from akasha.loaders import load_file
 
         self._prepare_soon()
+        changed = "error", "the file changed while it was read; it is read again on the next sync"
+        streamed = False
         try:
-            if data is None:
+            st = st or path.stat()
+            streamed = data is None and _streamed(path, st.st_size)
+            if data is None and not streamed:
                 data = path.read_bytes()
             pieces = self.split(load_file(path, data))
+            if streamed and not _unchanged_now(path, st):
+                return changed
         except LoaderError as exc:
             if getattr(exc, "transient", False):  # the machine's fault, not the file's: retried next time
                 return "error", exc.reason
+            if streamed and st is not None and not _unchanged_now(path, st):
+                return changed  # the failure may be another version's: nothing remembered
             self.manifest.store_parsed(content, self.settings_key, [], "skipped", exc.reason)
             return "skipped", exc.reason
         except Exception as exc:  # a loader bug or a transient error (MemoryError ...): skip now, retry next time

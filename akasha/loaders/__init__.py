@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from akasha.errors import LoaderError
-from akasha.loaders.base import read_bytes
+from akasha.loaders.base import file_size, read_bytes
 from akasha.loaders.discover import SUPPORTED_EXTENSIONS, discover
 from akasha.loaders.limits import LoaderLimitError, LoaderLimits, TransientLoaderError
 from akasha.types import Document
@@ -58,7 +58,8 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
 
     ``data`` is the file's bytes when the caller already read them (the index
     reads each file once to hash it); otherwise the file is read here.
-    ``limits`` bound what one file may cost (default :meth:`LoaderLimits.from_env`);
+    ``limits`` bound what one file may cost (default :meth:`LoaderLimits.from_env`; the
+    file's size is checked against them before it is read);
     with ``limits.isolate`` (the default) PDFs and .docx files are read in a child
     process. ``options`` go to the format's loader (``engine=`` for PDFs).
 
@@ -74,6 +75,8 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
     if suffix not in LOADERS:
         raise LoaderError(path, f"unsupported file type {suffix or '(none)'!r}; supported: {', '.join(sorted(LOADERS))}")
     limits = limits or LoaderLimits.from_env()
+    # the size decides before a byte is read: a 4 GB sparse file is refused from its size, naming it
+    limits.check_size(path, file_size(path) if data is None else len(data), text=suffix not in ISOLATED)
     if suffix in ISOLATED and limits.isolate:
         from akasha.loaders import guard
 

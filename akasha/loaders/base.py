@@ -12,14 +12,13 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from akasha.errors import LoaderError
 
 
-def read_bytes(path: Path, data: bytes | None = None) -> bytes:
-    """Return ``data`` if given, else the bytes of the regular file at ``path``."""
-    if data is not None:
-        return bytes(data)
+def file_size(path: Path) -> int:
+    """The size in bytes of the regular file at ``path``; LoaderError (naming why) for anything else."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -35,15 +34,31 @@ def read_bytes(path: Path, data: bytes | None = None) -> bytes:
     if not stat.S_ISREG(info.st_mode):
         kind = "directory" if stat.S_ISDIR(info.st_mode) else "FIFO, socket or device"
         raise LoaderError(path, f"not a regular file ({kind}); skipped")
+    return info.st_size
+
+
+def open_bytes(path: Path) -> BinaryIO:
+    """The regular file at ``path`` opened for reading in binary (a loader that streams reads it a block at a time)."""
+    file_size(path)
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return open(path, "rb")
     except FileNotFoundError:
         raise LoaderError(path, "file not found (deleted or moved since it was listed)") from None
     except PermissionError as exc:
         raise LoaderError(path, f"permission denied: {exc.strerror}") from None
     except OSError as exc:
         raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def read_bytes(path: Path, data: bytes | None = None) -> bytes:
+    """Return ``data`` if given, else the bytes of the regular file at ``path``."""
+    if data is not None:
+        return bytes(data)
+    with open_bytes(path) as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
 
 
 def require_text(path: Path, text: str, what: str = "file") -> str:

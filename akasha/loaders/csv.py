@@ -9,7 +9,10 @@ Hostile tables stay cheap: the standard library's sniffer is quadratic in the
 length of its sample (a crafted 63 KB line took 14 s), so it sees at most
 :data:`SNIFF_CHARS` characters, cut at a line end; a row the csv module refuses
 (a cell over its 131,072-character field limit, say) is dropped with one warning
-naming the file and the rows, and every other row is kept.
+naming the file and the rows, and every other row is kept. The text is read within
+``max_chars`` (:func:`akasha.loaders.text.read_text`) and the rendering is counted a row at a
+time against the same limit, so a long header repeated into every row cannot multiply a small
+file into gigabytes of text.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ from __future__ import annotations
 import csv
 import io
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from akasha.errors import LoaderError
-from akasha.loaders.base import read_bytes, require_text
-from akasha.loaders.limits import LoaderLimits
-from akasha.loaders.text import decode_bytes
+from akasha.loaders.base import require_text
+from akasha.loaders.limits import LoaderLimitError, LoaderLimits
+from akasha.loaders.text import read_text
 from akasha.types import Document
 
 logger = logging.getLogger(__name__)
@@ -61,16 +64,19 @@ def _rows(reader: Iterator[list[str]], bad: list[tuple[int, str]]) -> Iterator[l
                 raise
 
 
-def rows_to_text(rows: list[list[str]]) -> str:
-    """Render rows (first one the header) as ``header: value`` lines."""
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
-    if not rows:
-        return ""
-    header = [cell.strip() for cell in rows[0]]
-    if len(rows) == 1:
-        return " | ".join(header)
-    lines = []
-    for row in rows[1:]:
+def render_rows(rows: Iterable[list[str]]) -> Iterator[str]:
+    """Rows (the first non-empty one the header) as ``header: value`` lines, one at a time.
+
+    A table that is only a header renders as that header, ``" | "``-joined.
+    """
+    header: list[str] | None = None
+    rendered = False
+    for row in rows:
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [cell.strip() for cell in row]
+            continue
         parts = []
         for i, cell in enumerate(row):
             value = cell.strip()
@@ -78,23 +84,52 @@ def rows_to_text(rows: list[list[str]]) -> str:
                 continue
             name = header[i] if i < len(header) and header[i] else f"column {i + 1}"
             parts.append(f"{name}: {value}")
-        lines.append("; ".join(parts))
-    return "\n".join(lines)
+        rendered = True
+        yield "; ".join(parts)
+    if header is not None and not rendered:
+        yield " | ".join(header)
+
+
+def rows_to_text(rows: list[list[str]]) -> str:
+    """Render rows (first one the header) as ``header: value`` lines."""
+    return "\n".join(render_rows(rows))
+
+
+def _bounded_text(path: Path, lines: Iterator[str], limits: LoaderLimits) -> str:
+    """Join ``lines`` with newlines, raising LoaderLimitError once the text passes ``max_chars``."""
+    cap = limits.max_chars
+    out: list[str] = []
+    chars = 0
+    for number, line in enumerate(lines, 1):
+        chars += len(line) + (1 if out else 0)
+        if cap and chars > cap:
+            raise LoaderLimitError(path, "max_chars", cap, f"more than {cap:,} characters of text rendered from its "
+                                   f"first {number:,} rows (each row repeats the header's names)")
+        out.append(line)
+    return "\n".join(out)
 
 
 def load_csv(path: Path, data: bytes | None = None, *, limits: LoaderLimits | None = None) -> list[Document]:
     """Load a .csv as one Document with one line per data row (rows the parser refuses are dropped)."""
-    text, _encoding = decode_bytes(path, read_bytes(path, data), limits or LoaderLimits.from_env())
+    limits = limits or LoaderLimits.from_env()
+    text, _encoding = read_text(path, data, limits)
     require_text(path, text)
     bad: list[tuple[int, str]] = []
+    seen = [False]
+
+    def counted(rows: Iterator[list[str]]) -> Iterator[list[str]]:
+        for row in rows:
+            if not seen[0] and any(cell.strip() for cell in row):
+                seen[0] = True
+            yield row
+
     try:
         reader = csv.reader(io.StringIO(text, newline=""), _dialect(text))
-        rows = list(_rows(reader, bad))
+        body = _bounded_text(path, render_rows(counted(_rows(reader, bad))), limits)
     except csv.Error as exc:
         raise LoaderError(path, f"malformed CSV: {exc}") from None
-    if bad and not any(any(cell.strip() for cell in row) for row in rows):
+    if bad and not seen[0]:
         raise LoaderError(path, f"malformed CSV: no row could be read (line {bad[0][0]}: {bad[0][1]})")
-    body = rows_to_text(rows)
     if bad:
         lines = ", ".join(str(line) for line, _reason in bad[:5]) + (" ..." if len(bad) > 5 else "")
         logger.warning("%s: %d CSV row(s) dropped (ending on line %s): %s; the other rows are indexed",

@@ -35,8 +35,10 @@ logger = logging.getLogger(__name__)
 
 #: Environment variable that lets links leave the data_source folder (``1``/``true``).
 FOLLOW_LINKS_VARIABLE = "AKASHA_FOLLOW_EXTERNAL_LINKS"
-#: Folders nested deeper than this below the data folder are not read (a warning names the first one).
+#: Folders nested deeper than this below the data folder are not read (a warning names the first one);
+#: the environment variable ``AKASHA_MAX_FOLDER_DEPTH`` changes it.
 MAX_DEPTH = 64
+DEPTH_VARIABLE = "AKASHA_MAX_FOLDER_DEPTH"
 _warned_links: set[str] = set()  # links already warned about in this process
 
 #: File extensions (lower case, with the dot) that have a loader.
@@ -72,6 +74,17 @@ def _flag(variable: str) -> bool:
         return True
     raise ConfigError(f"the environment variable {variable}={os.environ[variable]!r} is not a yes/no value; "
                       "use 1 or 0 (true/false, yes/no, on/off), or unset it")
+
+
+def max_depth() -> int:
+    """How many folder levels below the data folder are read: ``AKASHA_MAX_FOLDER_DEPTH``, else :data:`MAX_DEPTH`."""
+    raw = os.environ.get(DEPTH_VARIABLE, "").strip()
+    if not raw:
+        return MAX_DEPTH
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"the environment variable {DEPTH_VARIABLE}={raw!r} is not a whole number >= 1; "
+                          f"unset it for the default {MAX_DEPTH}")
+    return int(raw)
 
 
 def _shown(path: object) -> str:
@@ -120,7 +133,8 @@ class _Walk:
 
     def folder(self, top: Path, root: str, via_link: bool) -> None:
         """Walk ``top`` depth first (names in sorted order), without recursion: a folder nested thousands
-        of levels deep is cut at :data:`MAX_DEPTH` with a warning instead of a RecursionError."""
+        of levels deep is cut at :func:`max_depth` with a warning instead of a RecursionError."""
+        limit = max_depth()
         opened = self._open(top, os.path.realpath(top), via_link, 0)
         stack = [opened] if opened is not None else []
         while stack:
@@ -153,9 +167,9 @@ class _Walk:
                 if link and _within(target, root):
                     self.deferred.append((path, root))  # its target is (probably) walked on its own
                     continue
-                if depth + 1 > MAX_DEPTH:
-                    logger.warning("%s: more than %d folders deep; not read (and nothing below it)",
-                                   _shown(path), MAX_DEPTH)
+                if depth + 1 > limit:
+                    logger.warning("%s: more than %d folders deep; not read (and nothing below it; set %s higher "
+                                   "to read deeper)", _shown(path), limit, DEPTH_VARIABLE)
                     continue
                 opened = self._open(path, real_path, linked or link, depth + 1)
                 if opened is not None:

@@ -13,10 +13,17 @@ limit                  environment variable               default
 ``max_inflated_mb``    ``AKASHA_LOADER_MAX_INFLATED_MB``  256 (PDF streams, .docx parts)
 ``max_pages``          ``AKASHA_LOADER_MAX_PAGES``        10,000 PDF pages
 ``max_chars``          ``AKASHA_LOADER_MAX_CHARS``        100,000,000 characters of text
+``max_file_mb``        ``AKASHA_LOADER_MAX_FILE_MB``      1024 MB: a file's size, any format
 ``timeout``            ``AKASHA_LOADER_TIMEOUT``          300 seconds per PDF or .docx
 ``max_memory_mb``      ``AKASHA_LOADER_MAX_MEMORY_MB``    4096 MB per PDF or .docx reader
 ``isolate``            ``AKASHA_LOADER_ISOLATE``          1: read PDF/.docx in a child process
 =====================  =================================  ============================
+
+Sizes are checked before a byte is read (:func:`check_size`: ``max_file_mb`` for every
+format, and a text format's bytes against ``max_chars``, since no encoding spends more than 4
+bytes on a character); ``max_chars`` then bounds what a loader *returns* as it reads: text is
+decoded a block at a time and a CSV rendered a row at a time, so neither one huge line nor a
+header repeated into every row can hold more than the limit in memory.
 
 A value of ``0`` turns a numeric limit off. The variables are read each time a
 file is loaded (never at import), so a running program picks up a change.
@@ -44,6 +51,7 @@ ENVIRONMENT: dict[str, str] = {
     "max_inflated_mb": "AKASHA_LOADER_MAX_INFLATED_MB",
     "max_pages": "AKASHA_LOADER_MAX_PAGES",
     "max_chars": "AKASHA_LOADER_MAX_CHARS",
+    "max_file_mb": "AKASHA_LOADER_MAX_FILE_MB",
     "timeout": "AKASHA_LOADER_TIMEOUT",
     "max_memory_mb": "AKASHA_LOADER_MAX_MEMORY_MB",
     "isolate": "AKASHA_LOADER_ISOLATE",
@@ -60,6 +68,8 @@ class LoaderLimits:
     expand to: the Flate streams of a PDF (images excepted: text extraction does not
     decode them), every part of a .docx package. ``max_pages``: pages of a PDF.
     ``max_chars``: characters of text extracted from one file (any format).
+    ``max_file_mb``: megabytes (2**20 bytes) of one file on disk (any format), checked
+    before it is read.
     ``timeout``: seconds to read one PDF or .docx. ``max_memory_mb``: memory of the
     child process that reads a PDF or .docx (Linux enforces it; elsewhere it is
     advisory). ``isolate``: read PDFs and .docx files in a child process, so a
@@ -70,6 +80,7 @@ class LoaderLimits:
     max_inflated_mb: float = 256
     max_pages: int = 10_000
     max_chars: int = 100_000_000
+    max_file_mb: float = 1024
     timeout: float = 300.0
     max_memory_mb: float = 4096
     isolate: bool = True
@@ -98,6 +109,18 @@ class LoaderLimits:
     def max_inflated_bytes(self) -> int | None:
         """``max_inflated_mb`` in bytes, or None when off."""
         return int(self.max_inflated_mb * 2**20) if self.max_inflated_mb else None
+
+    def check_size(self, path: object, size: int, *, text: bool) -> None:
+        """Raise :class:`LoaderLimitError` when a file of ``size`` bytes is surely over a limit, before it is read.
+
+        Every file is held to ``max_file_mb``; a ``text`` format (plain text, Markdown, CSV,
+        HTML: no encoding spends more than 4 bytes on a character) also to ``max_chars``. The
+        message blames the file's size, names it, the limit and the variable that raises it.
+        """
+        if text and self.max_chars and size // 4 > self.max_chars:
+            raise LoaderLimitError(path, "max_chars", self.max_chars, f"{size:,} bytes of text (the file's size)")
+        if self.max_file_mb and size > self.max_file_mb * 2**20:
+            raise LoaderLimitError(path, "max_file_mb", self.max_file_mb, f"{size:,} bytes (the file's size)")
 
     def check(self, path: object, name: str, amount: float, what: str) -> None:
         """Raise :class:`LoaderLimitError` when ``amount`` is over the limit ``name`` (``what`` describes it)."""

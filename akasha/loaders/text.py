@@ -6,18 +6,24 @@ else is detected with charset-normalizer (Latin-1, GB18030, Big5, Shift-JIS ...)
 Binary content posing as text (NUL bytes, or mostly control characters after
 decoding) is refused with a :class:`~akasha.errors.LoaderError` rather than
 indexed as garbage.
+
+Memory stays bounded while reading: a file is decoded a block at a time and
+reading stops as soon as the text passes ``max_chars`` (one 500 MB line is never
+read whole), after its size was checked before any byte was read.
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import logging
 import re
 from pathlib import Path
+from typing import BinaryIO
 
 from akasha.errors import LoaderError
-from akasha.loaders.base import read_bytes, require_text
-from akasha.loaders.limits import LoaderLimits
+from akasha.loaders.base import file_size, open_bytes, require_text
+from akasha.loaders.limits import LoaderLimitError, LoaderLimits
 from akasha.types import Document
 
 logger = logging.getLogger(__name__)
@@ -88,32 +94,86 @@ def _detect(sample: bytes) -> str | None:
     return best.encoding
 
 
-def _decode(path: Path, data: bytes) -> tuple[str, str]:
+#: Bytes decoded at a time: the character limit is checked after each block.
+_BLOCK = 1 << 20
+
+
+def _choose(path: Path, head: bytes) -> tuple[str, str]:
+    """``(encoding, errors)`` for a file that starts with ``head``.
+
+    ``errors="strict"`` means "try it": a byte-order mark's codec (a failure is the file's) or UTF-8
+    (a failure means detecting the encoding and decoding again).
+    """
     for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            try:
-                return data.decode(encoding), encoding
-            except UnicodeDecodeError as exc:
-                raise LoaderError(
-                    path, f"starts with a {encoding} byte-order mark but is not valid {encoding} ({exc.reason})"
-                ) from None
-    head = data[:_SAMPLE]
-    if b"\x00" in head:  # text never has NUL bytes, except BOM-less UTF-16
-        encoding = _bomless_utf16(head[: len(head) - len(head) % 2])
-        if encoding is None:
+        if head.startswith(bom):
+            return encoding, "strict"
+    sample = head[:_SAMPLE]
+    if b"\x00" in sample:  # text never has NUL bytes, except BOM-less UTF-16
+        utf16 = _bomless_utf16(sample[: len(sample) - len(sample) % 2])
+        if utf16 is None:
             raise LoaderError(path, "binary content (NUL bytes), not text")
-    else:
-        try:
-            return data.decode("utf-8"), "utf-8"
-        except UnicodeDecodeError:
-            pass
-        encoding = _detect(data if len(data) <= 4 * _SAMPLE else head)
-        if encoding is None:
-            raise LoaderError(path, "binary content or unknown text encoding")
+        return utf16, "replace"
+    return "utf-8", "strict"
+
+
+def _detected(path: Path, head: bytes, whole: bool) -> str:
+    """The encoding charset-normalizer finds in the file's start (all of a small file)."""
+    encoding = _detect(head if whole else head[:_SAMPLE])
+    if encoding is None:
+        raise LoaderError(path, "binary content or unknown text encoding")
+    return encoding
+
+
+def _decode_stream(path: Path, source: BinaryIO, encoding: str, errors: str, limits: LoaderLimits | None) -> str:
+    """Decode ``source`` from its start a block at a time, stopping as soon as the text passes ``max_chars``.
+
+    What is held is never more than the limit (plus one block): a single line of hundreds of
+    megabytes is not read whole to find it is too long.
+    """
     try:
-        return data.decode(encoding, errors="replace"), encoding
+        decoder = codecs.getincrementaldecoder(encoding)(errors)
     except LookupError:  # pragma: no cover - charset-normalizer only names Python codecs
         raise LoaderError(path, f"unsupported text encoding {encoding!r}") from None
+    cap = limits.max_chars if limits is not None else 0
+    source.seek(0)
+    parts: list[str] = []
+    chars = read = 0
+    while True:
+        block = source.read(_BLOCK)
+        piece = decoder.decode(block, final=not block)
+        chars += len(piece)
+        read += len(block)
+        if cap and chars > cap:
+            raise LoaderLimitError(path, "max_chars", cap,
+                                   f"more than {cap:,} characters of text (stopped after reading {read:,} bytes)")
+        parts.append(piece)
+        if not block:
+            return "".join(parts)
+
+
+def _decode(path: Path, source: BinaryIO, limits: LoaderLimits | None) -> tuple[str, str]:
+    """Choose the encoding from the start of ``source`` and decode it within ``limits``; ``(text, encoding)``."""
+    head = source.read(4 * _SAMPLE)
+    if not head:
+        raise LoaderError(path, "empty file (0 bytes)")
+    whole = len(head) < 4 * _SAMPLE or not source.read(1)
+    encoding, errors = _choose(path, head)
+    try:
+        return _decode_stream(path, source, encoding, errors, limits), encoding
+    except UnicodeDecodeError as exc:
+        if encoding != "utf-8":
+            raise LoaderError(
+                path, f"starts with a {encoding} byte-order mark but is not valid {encoding} ({exc.reason})"
+            ) from None
+    encoding = _detected(path, head, whole)  # not UTF-8: decode again from the start with the detected encoding
+    return _decode_stream(path, source, encoding, "replace", limits), encoding
+
+
+def _checked(path: Path, text: str, encoding: str) -> tuple[str, str]:
+    if "\x00" in text[:_SAMPLE] or _bad_ratio(text) > _MAX_BAD_RATIO:
+        raise LoaderError(path, "binary content (NUL or control characters), not text")
+    logger.debug("%s: decoded as %s", path, encoding)
+    return text, encoding
 
 
 def decode_bytes(path: Path, data: bytes, limits: LoaderLimits | None = None) -> tuple[str, str]:
@@ -121,25 +181,36 @@ def decode_bytes(path: Path, data: bytes, limits: LoaderLimits | None = None) ->
 
     Raises for empty input, binary input and undetectable encodings, and
     :class:`~akasha.loaders.limits.LoaderLimitError` for text over ``max_chars``
-    (checked on the bytes first, so an oversized file is not decoded at all). The
-    result may still be whitespace only; callers check with ``require_text``.
+    (checked on the bytes first, so an oversized file is not decoded at all, then while
+    decoding). The result may still be whitespace only; callers check with ``require_text``.
     """
     if not data:
         raise LoaderError(path, "empty file (0 bytes)")
-    if limits is not None and limits.max_chars:
-        # No encoding spends more than 4 bytes on a character: more bytes than that is surely over.
-        limits.check(path, "max_chars", len(data) // 4, f"{len(data)} bytes of text")
-    text, encoding = _decode(path, data)
     if limits is not None:
-        limits.check(path, "max_chars", len(text), f"{len(text)} characters of text")
-    if "\x00" in text[:_SAMPLE] or _bad_ratio(text) > _MAX_BAD_RATIO:
-        raise LoaderError(path, "binary content (NUL or control characters), not text")
-    logger.debug("%s: decoded as %s", path, encoding)
-    return text, encoding
+        limits.check_size(path, len(data), text=True)
+    return _checked(path, *_decode(path, io.BytesIO(data), limits))
+
+
+def read_text(path: Path, data: bytes | None = None, limits: LoaderLimits | None = None) -> tuple[str, str]:
+    """:func:`decode_bytes` for ``data``, or for the file at ``path`` read a block at a time (never whole).
+
+    The file's size is checked first (:meth:`LoaderLimits.check_size`), then the decoded text
+    against ``max_chars`` after every block.
+    """
+    if data is not None:
+        return decode_bytes(path, data, limits)
+    size = file_size(path)
+    if limits is not None:
+        limits.check_size(path, size, text=True)
+    with open_bytes(path) as source:
+        try:
+            return _checked(path, *_decode(path, source, limits))
+        except OSError as exc:
+            raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
 
 
 def load_text(path: Path, data: bytes | None = None, *, limits: LoaderLimits | None = None) -> list[Document]:
     """Load a .txt or .md file as one Document whose id is the path."""
-    text, _encoding = decode_bytes(path, read_bytes(path, data), limits or LoaderLimits.from_env())
+    text, _encoding = read_text(path, data, limits or LoaderLimits.from_env())
     text = require_text(path, text)
     return [Document(text=text, metadata={"source": str(path), "file_type": path.suffix.lower()}, id=str(path))]

@@ -31,3 +31,19 @@ def require_api_key(provider: str, explicit: str | None, variables: Sequence[str
     if found is None:
         raise MissingAPIKeyError(provider, variables)
     return found[1]
+
+
+def positive_env(variable: str, default: float) -> float:
+    """A positive, finite number from ``variable``, else ``default`` when unset; ConfigError naming it otherwise."""
+    from akasha.errors import ConfigError
+
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{variable}={raw!r} is not a positive number; unset it for the default {default:g}")
+    return value

@@ -16,9 +16,11 @@ from typing import Any
 
 from akasha.errors import MissingExtraError
 from akasha.providers.bounded import transports
+from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
 from akasha.providers.retry import DEFAULT_TIMEOUT
+from akasha.stores.redact import redact_url
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
@@ -66,7 +68,7 @@ class GeminiConnection:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"GeminiConnection(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
+        return f"GeminiConnection(base_url={redact_url(self.base_url) if self.base_url else None!r}, api_key={'***' if self._api_key else None})"
 
     def endpoint_identity(self) -> str | None:
         """The address requests go to (``base_url``, else ``GOOGLE_GEMINI_BASE_URL``, which the
@@ -82,12 +84,16 @@ class GeminiConnection:
         genai, types = import_genai()
         key = require_api_key("gemini", self._api_key, KEY_VARIABLES)
         options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}
+        headers = dict(self.headers)
         if self.base_url:
-            options["base_url"] = self.base_url
+            # user:password in the address goes as a header (the key travels as x-goog-api-key), never in the
+            # URL that httpx logs and messages repeat
+            options["base_url"], credentials = split_credentials(self.base_url)
+            headers = with_credentials(headers, credentials)
         if self.api_version:
             options["api_version"] = self.api_version
-        if self.headers:
-            options["headers"] = self.headers
+        if headers:
+            options["headers"] = headers
         sync_transport, async_transport = transports(_httpx_module())
         options["client_args"] = {"transport": sync_transport()}
         options["async_client_args"] = {"transport": async_transport()}

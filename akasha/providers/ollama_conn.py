@@ -24,6 +24,7 @@ from akasha.providers.endpoints import endpoint_label, is_default_ollama
 from akasha.providers.env import env_value
 from akasha.providers.faults import HTTPFault, StreamErrorEvent
 from akasha.providers.retry import DEFAULT_TIMEOUT
+from akasha.stores.redact import redact_url
 
 DEFAULT_HOST = "http://localhost:11434"
 
@@ -93,7 +94,7 @@ class OllamaConnection:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"OllamaConnection(host={self._host or '(OLLAMA_HOST or default)'!r})"
+        return f"OllamaConnection(host={redact_url(self._host) if self._host else '(OLLAMA_HOST or default)'!r})"
 
     @property
     def base_url(self) -> str:

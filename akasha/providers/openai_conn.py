@@ -17,14 +17,15 @@ import asyncio
 import logging
 import threading
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
-from akasha.providers.bounded import transports
+from akasha.providers.bounded import bounded_get, transports
 from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
 from akasha.providers.retry import DEFAULT_TIMEOUT
+from akasha.stores.redact import redact_url
 
 logger = logging.getLogger("akasha.providers")
 
@@ -39,6 +40,17 @@ def _httpx_of(openai: Any) -> Any:
 
     base = importlib.import_module(f"{openai.__name__}._base_client")
     return getattr(base, "httpx2", None) or base.httpx
+
+
+class Target(NamedTuple):
+    """Where requests go, as the settings and the environment say (see :meth:`OpenAIConnection.target`)."""
+
+    use_azure: bool
+    #: the OpenAI-compatible base URL, without any ``user:password@`` (those are in ``credentials``)
+    base_url: str | None
+    azure_endpoint: str | None
+    #: ``(user, password)`` taken out of the base URL, sent as a header; None when it had none
+    credentials: tuple[str, str] | None
 
 
 def _import_openai() -> Any:
@@ -72,7 +84,6 @@ class OpenAIConnection:
         self.api_version = api_version
         self.organization = organization
         self.default_headers = dict(default_headers or {})
-        self._url_credentials: tuple[str, str] | None = None  # user:password taken out of the base URL
         self._resolved: dict[str, Any] | None = None
         self._client: Any = None
         self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -81,22 +92,27 @@ class OpenAIConnection:
         self._probed: dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        target = self.base_url or self.azure_endpoint or "(from environment)"
+        target = redact_url(self.base_url or self.azure_endpoint or "") or "(from environment)"
         return f"OpenAIConnection(base_url={target!r}, api_key={'***' if self._api_key else None})"
 
     # -- settings -----------------------------------------------------------
-    def _target(self) -> tuple[bool, str | None, str | None]:
-        """``(use_azure, base_url, azure_endpoint)`` from explicit settings and the environment."""
+    def target(self) -> Target:
+        """Where requests go, from explicit settings and the environment (needs no key, never raises).
+
+        A ``user:password@`` in the base URL is returned apart, in ``credentials``: it is sent as a
+        header and never left in a URL (which httpx logs and messages repeat).
+        """
         base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
-        if base_url:  # user:password in the address is sent as a header, never left in a URL (logs, messages)
-            base_url, self._url_credentials = split_credentials(base_url)
+        credentials = None
+        if base_url:
+            base_url, credentials = split_credentials(base_url)
         endpoint = self.azure_endpoint or env_value("AZURE_OPENAI_ENDPOINT")
         use_azure = self.azure
         if use_azure is None:  # auto: Azure settings present and no OpenAI-compatible base URL
             use_azure = bool(
                 not base_url and endpoint and (self._api_key or env_value("AZURE_OPENAI_API_KEY"))
             )
-        return bool(use_azure), base_url, endpoint
+        return Target(bool(use_azure), base_url, endpoint, credentials)
 
     def endpoint_identity(self) -> str | None:
         """The address requests go to, as an embedder name carries it; None for api.openai.com.
@@ -110,7 +126,7 @@ class OpenAIConnection:
             use_azure = settings["kind"] == "azure"
             base_url, endpoint = settings.get("base_url"), settings.get("azure_endpoint")
         else:
-            use_azure, base_url, endpoint = self._target()
+            use_azure, base_url, endpoint, _ = self.target()
         if use_azure:
             return endpoint_label(endpoint)
         return None if is_public_endpoint("openai", base_url) else endpoint_label(base_url)
@@ -119,14 +135,14 @@ class OpenAIConnection:
         """Read explicit settings and the environment; raise MissingAPIKeyError if no key."""
         if self._resolved is not None:
             return self._resolved
-        use_azure, base_url, endpoint = self._target()
+        use_azure, base_url, endpoint, credentials = self.target()
         if use_azure:
             if not endpoint:
                 raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_ENDPOINT"], "or pass azure_endpoint=...")
             key = self._api_key or env_value("AZURE_OPENAI_API_KEY")
             if not key:
                 raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_API_KEY"])
-            settings = {
+            settings: dict[str, Any] = {
                 "kind": "azure",
                 "api_key": key,
                 "azure_endpoint": endpoint,
@@ -139,7 +155,7 @@ class OpenAIConnection:
                     key = NO_KEY  # local OpenAI-compatible servers usually need no key
                 else:
                     raise MissingAPIKeyError("openai", ["OPENAI_API_KEY"])
-            settings = {"kind": "openai", "api_key": key, "base_url": base_url}
+            settings = {"kind": "openai", "api_key": key, "base_url": base_url, "credentials": credentials}
         self._resolved = settings
         logger.debug("openai connection: %s endpoint %s", settings["kind"],
                      settings.get("base_url") or settings.get("azure_endpoint") or "api.openai.com")
@@ -151,7 +167,7 @@ class OpenAIConnection:
 
         Needs no key and never raises (reads the same settings as :meth:`resolve`).
         """
-        use_azure, base_url, _ = self._target()
+        use_azure, base_url, _, _ = self.target()
         if use_azure or not base_url or is_public_endpoint("openai", base_url):
             return None
         return base_url.rstrip("/")
@@ -169,8 +185,7 @@ class OpenAIConnection:
         key = self._api_key or env_value("OPENAI_API_KEY")
         if key and key != NO_KEY:
             headers["Authorization"] = f"Bearer {key}"
-        self._target()
-        return with_credentials(headers, self._url_credentials)
+        return with_credentials(headers, self.target().credentials)
 
     def server_context_window(self, model: str, timeout: float = 5.0) -> int | None:
         """The context a self-hosted server gives one request, or None when it does not say (cached).
@@ -201,7 +216,7 @@ class OpenAIConnection:
 
         def get(address: str) -> Any:
             try:
-                response = httpx.get(address, timeout=timeout, headers=self.server_headers())
+                response = bounded_get(address, timeout=timeout, headers=self.server_headers())
                 return response.json() if response.status_code == 200 else None
             except (httpx.HTTPError, ValueError) as exc:
                 logger.debug("no context size from %s: %s", address, exc)
@@ -242,11 +257,12 @@ class OpenAIConnection:
         if self.organization:
             common["organization"] = self.organization
         headers = dict(self.default_headers)
-        if self._url_credentials is not None and settings["kind"] != "azure":
+        credentials = settings.get("credentials")
+        if credentials is not None:
             # the client sends the key as its Bearer Authorization; the address's user:password goes beside it
             # (as Authorization when the server needs no key, else Proxy-Authorization)
             real_key = settings["api_key"] != NO_KEY
-            headers["Proxy-Authorization" if real_key else "Authorization"] = basic_value(self._url_credentials)
+            headers["Proxy-Authorization" if real_key else "Authorization"] = basic_value(credentials)
         if headers:
             common["default_headers"] = headers
         if settings["kind"] == "azure":

@@ -14,6 +14,11 @@ message says the server or model does not support the operation (llama.cpp
 started without ``--embeddings``, an Ollama chat model asked for embeddings).
 They fail at once with the server's own message.
 
+One deadline covers a whole call (``AKASHA_REQUEST_DEADLINE_S``, default 600 s; see
+:mod:`akasha.providers.deadline`): it starts with the first attempt, the bounded transport
+reads every attempt's reply against it, and a retry whose backoff sleep would end past it
+is not made: the call gives up at once, naming the deadline.
+
 Request timeouts scale with the work a request carries: an embedding batch gets
 ``timeout + timeout_per_text * len(batch)`` seconds (:func:`scaled_timeout`), so a
 2,048-text batch to a CPU server is not abandoned (and resent) after the 60 s a
@@ -34,6 +39,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from akasha.errors import AkashaError, ProviderError
+from akasha.providers.deadline import Deadline, request_deadline
 from akasha.providers.secrets import redact
 
 logger = logging.getLogger("akasha.providers")
@@ -175,10 +181,23 @@ def _give_up(provider: str, fault: Fault, attempts: int, secrets: Iterable[str |
     return ProviderError(provider, redact(fault.message, secrets) + note, fault.status)
 
 
+def _past_deadline(provider: str, fault: Fault, attempts: int, wait: float, deadline: Deadline,
+                   secrets: Iterable[str | None]) -> ProviderError:
+    """The error for a call whose next retry (after ``wait`` seconds) would end past ``deadline``."""
+    left = deadline.remaining()
+    why = (f"{deadline.describe()} has passed" if left <= 0
+           else f"a retry in {wait:.2f} s would pass {deadline.describe()}, {left:.2f} s from now")
+    note = f"gave up after {attempts} attempt{'s' if attempts > 1 else ''}: {why}; raise it if the server is " \
+           "genuinely this slow"
+    return ProviderError(provider, f"{redact(fault.message, secrets)} ({note})", fault.status)
+
+
 def _next_wait(
-    provider: str, fault: Fault, retry_number: int, policy: RetryPolicy, secrets: Iterable[str | None]
-) -> float | None:
-    """Seconds to wait before retrying ``fault``, or None when we must give up now."""
+    provider: str, fault: Fault, retry_number: int, policy: RetryPolicy, secrets: Iterable[str | None],
+    deadline: Deadline | None = None,
+) -> float | ProviderError | None:
+    """Seconds to wait before retrying ``fault``; None when we must give up now (the fault's own
+    error), or the error saying the wait would pass ``deadline``."""
     if not fault.retryable or retry_number >= policy.max_retries:
         return None
     if fault.retry_after is not None and fault.retry_after > policy.max_retry_after:
@@ -188,6 +207,8 @@ def _next_wait(
         )
         return None
     wait = policy.delay(retry_number, fault.retry_after)
+    if deadline is not None and wait >= deadline.remaining():
+        return _past_deadline(provider, fault, retry_number + 1, wait, deadline, secrets)
     logger.warning(
         "%s request failed (%s); retry %d of %d in %.2f s",
         provider, redact(fault.message, secrets), retry_number + 1, policy.max_retries, wait,
@@ -202,12 +223,14 @@ def _wait_after(
     policy: RetryPolicy,
     translate: Callable[[BaseException], Fault | None],
     secrets: tuple[str | None, ...],
+    deadline: Deadline | None = None,
 ) -> float | BaseException:
     """Seconds to wait before retrying after ``exc``, or the exception the caller must raise.
 
     akasha's own errors and exceptions ``translate`` does not recognise come back
     unchanged; a fault that may not be retried (or has no retries left) becomes a
-    :class:`ProviderError`. Callers raise it *outside* their ``except`` block, so the
+    :class:`ProviderError`, and so does one whose backoff would end past ``deadline``.
+    Callers raise it *outside* their ``except`` block, so the
     client's exception (whose text may echo the API key) is not even kept as
     ``__context__``.
     """
@@ -216,7 +239,7 @@ def _wait_after(
     fault = translate(exc)
     if fault is None:
         return exc
-    wait = _next_wait(provider, fault, retry_number, policy, secrets)
+    wait = _next_wait(provider, fault, retry_number, policy, secrets, deadline)
     if wait is None:
         return _give_up(provider, fault, retry_number + 1, secrets)
     return wait
@@ -234,19 +257,21 @@ def call_with_retry(
 
     Exceptions ``translate`` does not recognise (returns None) propagate unchanged;
     recognised ones end as :class:`ProviderError` with the key redacted and no
-    chained cause (the cause could carry the key in its text).
+    chained cause (the cause could carry the key in its text). All attempts and
+    sleeps share one request deadline (see the module docstring).
     """
     secrets = tuple(secrets)
     retry_number = 0
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            wait = _wait_after(exc, provider, retry_number, policy, translate, secrets)
-        if isinstance(wait, BaseException):
-            raise wait
-        time.sleep(wait)
-        retry_number += 1
+    with request_deadline() as deadline:
+        while True:
+            try:
+                return fn()
+            except Exception as exc:
+                wait = _wait_after(exc, provider, retry_number, policy, translate, secrets, deadline)
+            if isinstance(wait, BaseException):
+                raise wait
+            time.sleep(wait)
+            retry_number += 1
 
 
 async def acall_with_retry(
@@ -260,15 +285,16 @@ async def acall_with_retry(
     """Async twin of :func:`call_with_retry` (sleeps with ``asyncio.sleep``)."""
     secrets = tuple(secrets)
     retry_number = 0
-    while True:
-        try:
-            return await fn()
-        except Exception as exc:
-            wait = _wait_after(exc, provider, retry_number, policy, translate, secrets)
-        if isinstance(wait, BaseException):
-            raise wait
-        await asyncio.sleep(wait)
-        retry_number += 1
+    with request_deadline() as deadline:
+        while True:
+            try:
+                return await fn()
+            except Exception as exc:
+                wait = _wait_after(exc, provider, retry_number, policy, translate, secrets, deadline)
+            if isinstance(wait, BaseException):
+                raise wait
+            await asyncio.sleep(wait)
+            retry_number += 1
 
 
 __all__ = [

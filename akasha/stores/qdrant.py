@@ -120,6 +120,25 @@ def _as_uuid(value: str) -> str | None:
         return None
 
 
+def _server_address(url: str, api_key: str | None) -> tuple[str, str | None, dict[str, str]]:
+    """``(url without user info, api key, headers)`` for a server URL that may hold ``user:password@``.
+
+    qdrant-client ignores a URL's user info (and repeats the URL in its messages and httpx's logs), so it
+    is taken out here: ``http://:KEY@host`` (no user name, qdrant's own convention) is the API key, sent
+    as qdrant's ``api-key`` header unless ``api_key`` is given; a user name and password are for a proxy in
+    front and go as ``Authorization: Basic``.
+    """
+    from akasha.providers.credentials import basic_value, split_credentials
+
+    address, credentials = split_credentials(url)
+    if credentials is None:
+        return url, api_key, {}
+    user, password = credentials
+    if not user and api_key is None:
+        return address, password or None, {}
+    return address, api_key, {"Authorization": basic_value(credentials)}
+
+
 class QdrantStore(BaseStore):
     """Chunks as Qdrant points (cosine distance, payload = text + flat metadata)."""
 
@@ -145,8 +164,11 @@ class QdrantStore(BaseStore):
         self.dimension = int(dimension) if dimension else None
         self.embedder = None
         self._expected = embedder
-        self._url, self._api_key, self._path = url, api_key, path
         self._server = client is None and path is None and url not in (None, ":memory:")
+        self._headers: dict[str, str] = {}
+        if self._server:
+            url, api_key, self._headers = _server_address(str(url), api_key)
+        self._url, self._api_key, self._path = url, api_key, path
         if path is not None:
             self.name = display or f"qdrant:{Path(path).expanduser()}/{collection}"
         elif self._server:
@@ -178,7 +200,9 @@ class QdrantStore(BaseStore):
             elif not self._server:
                 self._client = qdrant_client.QdrantClient(location=":memory:")
             else:
-                self._client = qdrant_client.QdrantClient(url=self._url, api_key=self._api_key)
+                # ``metadata``: headers on every REST (and gRPC) request, in every qdrant-client since 1.9
+                extra: dict[str, Any] = {"metadata": self._headers} if self._headers else {}
+                self._client = qdrant_client.QdrantClient(url=self._url, api_key=self._api_key, **extra)
         return self._client
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
