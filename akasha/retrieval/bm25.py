@@ -157,8 +157,11 @@ class BM25Index:
         if not ids:
             return
         flat = [tok for tokens in token_lists for tok in tokens]
-        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
-        self._append(ids, flat, lengths, None, lengths)
+        entries = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
+        # a compound word kept whole beside its parts (retry_max_delay) adds no length: a document's length is its words
+        lengths = entries - np.fromiter((sum(1 for tok in t if "_" in tok or "." in tok) for t in token_lists),
+                                        dtype=np.int64, count=len(ids))
+        self._append(ids, flat, entries, None, lengths)
 
     def _maybe_merge(self) -> None:
         """Fold the delta segment into main once it is large next to main."""

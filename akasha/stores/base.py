@@ -438,7 +438,14 @@ class BaseStore:
             dense = self._nearest(check_query(request.vector, self.dimension), request.pool, filters)
         if request.mode in ("lexical", "hybrid") and type(self)._lexical is not BaseStore._lexical:
             lexical = self._lexical(request.tokens, request.pool, filters)  # a store that has a lexical side
-        return rank_hits(dense, lexical, request)
+        exact = None
+        if request.mode == "hybrid" and lexical and self._holds_alone(request.tokens, lexical[0][0].id):
+            exact = lexical[0][0].id
+        return rank_hits(dense, lexical, request, exact)
+
+    def _holds_alone(self, tokens: Sequence[str], chunk_id: str) -> bool:
+        """Whether ``chunk_id`` is the only chunk holding one of ``tokens`` (a store whose lexical side knows)."""
+        return False
 
     def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         """Every record with its unit vector, ``batch`` records at a time."""

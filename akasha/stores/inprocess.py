@@ -9,7 +9,7 @@ stores and searches the vectors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from akasha.stores.base import BaseStore, doc_id_of, json_state, matches
@@ -119,6 +119,9 @@ class InProcessStore(BaseStore):
             self._bm25.add_tokens(present, [tokenize(self._chunk_at[self._row_of[i]].text) for i in present])
             self._bm25_stale = set()
         return self._bm25
+
+    def _holds_alone(self, tokens: Sequence[str], chunk_id: str) -> bool:
+        return bool(self._lexical_index().sole_holder(list(tokens), chunk_id))
 
     # ------------------------------------------------ the contract methods
     def _fetch(self, ids: list[str]) -> list[Chunk]:

@@ -737,10 +737,19 @@ class PgVectorStore(BaseStore):
             return (f"%({name})s::float8 * (1 + {boost} * (SELECT CASE WHEN e >= {floor} THEN e ELSE 0 END "
                     f"FROM {evidence}))")
 
-        fused = (f"fused AS (SELECT id, sum(CASE side WHEN 'v' THEN {weight('wv', 'ed')} "
-                 f"ELSE {weight('wl', 'el')} END / (%(rrf_k)s + rank)) AS rrf, "
-                 f"max(dense) AS dense, max(lexical) AS lexical FROM ({sides}) side GROUP BY id "
-                 f"ORDER BY rrf DESC, id LIMIT %(k)s)")
+        summed = (f"summed AS (SELECT id, sum(CASE side WHEN 'v' THEN {weight('wv', 'ed')} "
+                  f"ELSE {weight('wl', 'el')} END / (%(rrf_k)s + rank)) AS rrf, "
+                  f"max(dense) AS dense, max(lexical) AS lexical FROM ({sides}) side GROUP BY id)")
+        if mode == "hybrid":
+            # fusion.exact_match_first: the first lexical row, when it alone holds a term of the question, leads
+            sole = (f"sole AS (SELECT l.id FROM lexical l JOIN {t} c ON c.id = l.id WHERE l.rank = 1 "
+                    f"AND EXISTS (SELECT 1 FROM terms WHERE terms.df = 1 AND c.lexical @@ terms.query)), ")
+            lead = ("CASE WHEN id IN (SELECT id FROM sole) THEN (SELECT max(rrf) FROM summed) + 1e-9 "
+                    "ELSE rrf END")
+        else:
+            sole, lead = "", "rrf"
+        fused = (f"{summed}, {sole}fused AS (SELECT id, {lead} AS rrf, dense, lexical FROM summed "
+                 f"ORDER BY 2 DESC, id LIMIT %(k)s)")
         order = {"dense": "f.dense DESC", "lexical": "f.lexical DESC"}.get(mode, "f.rrf DESC")
         score = {"dense": "f.dense", "lexical": "f.lexical"}.get(mode, "f.rrf")
         return (f"WITH {ctes}, {evidence}, {fused} SELECT f.id, c.text, c.metadata, {score}, f.dense, f.lexical "

@@ -32,6 +32,7 @@ from akasha.retrieval.fusion import (
     EVIDENCE_DEPTH,
     EVIDENCE_FLOOR,
     dense_evidence,
+    exact_match_first,
     fuse_ranked,
     fusion_weights,
     lexical_evidence,
@@ -90,7 +91,7 @@ class SearchRequest:
 
 
 def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
-              request: SearchRequest) -> list[Hit]:
+              request: SearchRequest, exact: str | None = None) -> list[Hit]:
     """Fuse one store's two candidate lists into the request's ``k`` hits (the one fusion of akasha).
 
     ``dense`` is ``(chunk, cosine)`` best first, ``lexical`` ``(chunk, score)`` best first.
@@ -101,14 +102,16 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
         return [Hit(c, float(s), "vector", {"vector": float(s)}) for c, s in list(dense)[: request.k]]
     if request.mode == "lexical":
         return [Hit(c, float(s), "bm25", {"bm25": float(s)}) for c, s in list(lexical)[: request.k]]
-    return fuse_sides(dense, lexical, request)
+    return fuse_sides(dense, lexical, request, exact)
 
 
 def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
-               request: SearchRequest) -> list[Hit]:
+               request: SearchRequest, exact: str | None = None) -> list[Hit]:
     """Evidence-weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
 
-    The fusion is :func:`akasha.retrieval.fusion.fuse_ranked` (the one fusion of akasha); PostgreSQL
+    The fusion is :func:`akasha.retrieval.fusion.fuse_ranked` (the one fusion of akasha); ``exact``, the
+    first lexical chunk when it alone holds a term of the question, then leads
+    (:func:`akasha.retrieval.fusion.exact_match_first`). PostgreSQL
     computes the same in its query (:meth:`akasha.stores.pgvector.PgVectorStore.query`).
     """
     chunks: dict[str, Chunk] = {}
@@ -119,6 +122,8 @@ def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chu
             details.setdefault(chunk.id, {})[key] = float(score)
     fused = fuse_ranked([(c.id, float(s)) for c, s in dense], [(c.id, float(s)) for c, s in lexical],
                         request.weights, request.rrf_k)
+    if exact is not None and exact in chunks:
+        fused = exact_match_first(fused, exact)
     hits = []
     for chunk_id, score in fused[: request.k]:
         found = details[str(chunk_id)]
