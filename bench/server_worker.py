@@ -191,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                 rag.index(str(root))
                 index = rag.components.index(rag.options)
                 chunks = [(c.id, c.text) for c in index.chunks]
+                if args.vectors == "real" and len(chunks) != size + 1:  # each paragraph one chunk, plus the needle
+                    raise SystemExit(f"expected {size + 1} chunks, got {len(chunks)}: paragraphs were split or merged")
                 if backend == "pgvector":
                     index._link.store.ensure_ann_index()  # noqa: SLF001 - built once, as the first query would
                 ingest_s = time.perf_counter() - started
