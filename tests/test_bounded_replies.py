@@ -12,26 +12,18 @@ from akasha.errors import ProviderError
 from akasha.llm import resolve_chat_model
 
 
-def _serve(mode: str):
+def _serve_body(content_type: str, write_body) -> ThreadingHTTPServer:
+    """A local HTTP server answering every POST with ``write_body(wfile)`` (no Content-Length)."""
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # no Content-Length: the body ends when the server closes
 
         def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.end_headers()
             try:
-                if mode == "endless":
-                    self.wfile.write(b'{"x": "')
-                    block = b"a" * 65536
-                    for _ in range(1000):  # 64 MB unless the client stops reading
-                        self.wfile.write(block)
-                else:  # drip one byte every 0.2 s for a minute
-                    for _ in range(300):
-                        self.wfile.write(b" ")
-                        self.wfile.flush()
-                        time.sleep(0.2)
+                write_body(self.wfile)
             except OSError:
                 pass
 
@@ -42,6 +34,24 @@ def _serve(mode: str):
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def _endless(wfile) -> None:
+    wfile.write(b'{"x": "')
+    block = b"a" * 65536
+    for _ in range(1000):  # 64 MB unless the client stops reading
+        wfile.write(block)
+
+
+def _drip(wfile) -> None:
+    for _ in range(300):  # one byte every 0.2 s for a minute
+        wfile.write(b" ")
+        wfile.flush()
+        time.sleep(0.2)
+
+
+def _serve(mode: str) -> ThreadingHTTPServer:
+    return _serve_body("application/json", _endless if mode == "endless" else _drip)
 
 
 @pytest.mark.parametrize("spec", ["openai:m@http://user:secret@127.0.0.1:{port}/v1",
@@ -72,28 +82,15 @@ def test_a_stream_that_never_ends_is_cut_at_the_deadline(monkeypatch):
     """An SSE stream whose events keep coming ends at the request deadline, not never."""
     monkeypatch.setenv("AKASHA_REQUEST_DEADLINE_S", "1.5")
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            chunk = (b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", '
-                     b'"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}\n\n')
-            try:
-                for _ in range(600):
-                    self.wfile.write(chunk)
-                    self.wfile.flush()
-                    time.sleep(0.1)
-            except OSError:
-                pass
+    def events(wfile) -> None:
+        chunk = (b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", '
+                 b'"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}\n\n')
+        for _ in range(600):
+            wfile.write(chunk)
+            wfile.flush()
+            time.sleep(0.1)
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _serve_body("text/event-stream", events)
     try:
         model = resolve_chat_model(f"openai:m@http://127.0.0.1:{server.server_address[1]}/v1", timeout=3)
         started = time.monotonic()
