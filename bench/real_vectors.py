@@ -35,7 +35,7 @@ from bench.server_index import PrecomputedEmbedder
 
 log = logging.getLogger(__name__)
 
-#: Paragraph lengths: two paragraphs never fit one chunk of MAX_CHARS, so each paragraph is one chunk.
+#: Paragraph lengths: one paragraph and its separator fit a chunk of 420 characters, two never do.
 MIN_CHARS, MAX_CHARS = 210, 400
 N_QUESTIONS = 50
 

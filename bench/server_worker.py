@@ -16,7 +16,7 @@ in-memory cache for the server, the indexed cache folder for the local store) ru
 
 ``--vectors real`` swaps the synthetic corpus for real text with real MiniLM vectors
 (``bench.real_vectors``: paragraphs of the installed packages' text files, one chunk each with
-``chunk_size=400``); the synthetic vectors crowd together and are a hard case for HNSW.
+``chunk_size=420``); the synthetic vectors crowd together and are a hard case for HNSW.
 
 Run the worker alone with ``python -m bench.server_worker --worker URL_OR_CACHE --job FILE``.
 """
@@ -92,8 +92,8 @@ def _embedder(vectors: str, size: int) -> object:
 
 
 def _options(vectors: str) -> dict[str, object]:
-    """RAG options of a run: a real corpus's paragraphs (210-400 characters) are one chunk each at 400."""
-    return {"chunk_size": 400} if vectors == "real" else {}
+    """RAG options of a run: a real corpus's paragraphs (210-400 characters) are one chunk each at 420."""
+    return {"chunk_size": 420} if vectors == "real" else {}
 
 
 def _peak_rss_mib() -> float:
