@@ -25,7 +25,7 @@ from servers.openai_server import OpenAIApp  # noqa: E402
 from akasha.embeddings import resolve_embedder  # noqa: E402
 from akasha.errors import ProviderError  # noqa: E402
 from akasha.llm import resolve_chat_model  # noqa: E402
-from akasha.providers.retry import DEFAULT_TIMEOUT, is_retryable, scaled_timeout  # noqa: E402
+from akasha.retry import DEFAULT_TIMEOUT, is_retryable, scaled_timeout  # noqa: E402
 
 KEY = "sk-test-SECRET-123"
 FAST = {"retry_initial_delay": 0.001, "retry_max_delay": 0.01, "retry_jitter": 0.1}

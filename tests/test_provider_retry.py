@@ -11,7 +11,7 @@ import pytest
 from akasha.errors import MissingAPIKeyError, ProviderError
 from akasha.providers.batching import plan_batches
 from akasha.providers.env import env_lookup, require_api_key
-from akasha.providers.retry import Fault, RetryPolicy, call_with_retry, parse_retry_after
+from akasha.retry import Fault, RetryPolicy, call_with_retry, parse_retry_after
 from akasha.providers.secrets import redact
 from akasha.providers.sync_bridge import run_sync
 

@@ -251,7 +251,7 @@ def test_a_moved_embeddings_server_reuses_the_stores_vectors(pg_server, tmp_path
 
 def test_an_unreachable_or_foreign_store_is_a_clear_error(pg_server, tmp_path):  # noqa: F811
     from akasha.errors import ServerUnavailableError
-    from akasha.stores.retry import Retry
+    from akasha.retry import Retry
 
     dead = "postgresql://postgres:pw@127.0.0.1:1/postgres?table=docs"
     with pytest.raises(ServerUnavailableError, match="127.0.0.1:1") as caught:

@@ -20,7 +20,7 @@ from servers_fixtures import chroma_server, pg_server  # noqa: F401
 from akasha.embeddings.hash import HashEmbedder
 from akasha.index import CorpusIndex
 from akasha.errors import ServerUnavailableError
-from akasha.stores.retry import Retry
+from akasha.retry import Retry
 
 pytestmark = pytest.mark.integration
 

@@ -219,7 +219,7 @@ def test_token_auth_on_a_server_behind_a_token_proxy(chroma_server, monkeypatch)
     from servers_fixtures import ChromaAuthProxy
 
     from akasha.errors import ServerAuthError
-    from akasha.stores.retry import Retry
+    from akasha.retry import Retry
     from akasha.stores.urls import open_store
 
     proxy = ChromaAuthProxy(chroma_server.port, "team/token?1")
@@ -249,7 +249,7 @@ def test_missing_or_refused_token_is_a_clear_error_without_retries(chroma_server
     from servers_fixtures import ChromaAuthProxy
 
     from akasha.errors import ServerAuthError
-    from akasha.stores.retry import Retry
+    from akasha.retry import Retry
     from akasha.stores.urls import open_store
 
     proxy = ChromaAuthProxy(chroma_server.port, "team-token-123")

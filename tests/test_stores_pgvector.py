@@ -139,7 +139,7 @@ def test_a_waiting_writer_proceeds_once_the_first_releases(pg_server):  # noqa: 
 
 def test_wrong_password_is_refused_at_once_and_redacted(pg_server):  # noqa: F811
     from akasha.errors import ServerAuthError
-    from akasha.stores.retry import Retry
+    from akasha.retry import Retry
 
     started = time.perf_counter()
     with pytest.raises(ServerAuthError) as info:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from akasha.errors import ServerAuthError, ServerUnavailableError
-from akasha.stores.retry import Retry
+from akasha.retry import Retry
 
 
 def test_retry_backs_off_then_names_the_server():
@@ -83,3 +83,36 @@ def test_lock_is_held_during_each_attempt_and_released_while_waiting():
                                             on_retry=lambda: seen.append(("waiting", lock.locked()))) == "ok"
     assert seen == [("attempt", True), ("waiting", False), ("attempt", True), ("waiting", False), ("attempt", True)]
     assert not lock.locked()
+
+
+def test_giving_up_chains_the_server_error_to_its_cause():
+    """The store's error keeps the client's exception as ``__cause__`` (as ``raise ... from exc``)."""
+    refused = ConnectionError("refused")
+
+    def down():
+        raise refused
+
+    with pytest.raises(ServerUnavailableError) as info:
+        Retry(attempts=1).run(down, server="s", what="w", transient=(ConnectionError,))
+    assert info.value.__cause__ is refused
+
+
+def test_stores_and_providers_share_one_retry_loop(monkeypatch):
+    """Both doors sleep through :func:`akasha.retry.retry_calls`: patching its sleep stops both from waiting."""
+    import akasha.retry as retry_module
+    from akasha.retry import Fault, RetryPolicy, call_with_retry
+
+    waits: list[float] = []
+    monkeypatch.setattr(retry_module.time, "sleep", waits.append)
+    calls = {"n": 0}
+
+    def flaky():
+        calls["n"] += 1
+        if calls["n"] % 2:
+            raise ConnectionError("refused")
+        return "ok"
+
+    assert Retry(attempts=2, base=5.0).run(flaky, server="s", what="w", transient=(ConnectionError,)) == "ok"
+    assert call_with_retry(flaky, provider="p", policy=RetryPolicy(max_retries=1, initial_delay=5.0),
+                           translate=lambda exc: Fault(str(exc), 503, retryable=True)) == "ok"
+    assert len(waits) == 2 and all(w >= 4.0 for w in waits)

@@ -11,7 +11,7 @@ import pytest
 
 from akasha.errors import ConfigError, ServerUnavailableError
 from akasha.stores.redact import redact_url
-from akasha.stores.retry import Retry
+from akasha.retry import Retry
 from akasha.stores.urls import open_store, parse_vector_store
 
 SECRETS = ("S3cr/etTok", "S3cr", "etTok", "pa?ssW0rd", "ssW0rd", "hunter2", "sk-123", "tok-9")

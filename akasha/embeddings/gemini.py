@@ -20,7 +20,7 @@ from akasha.providers.batching import plan_batches
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteEmbedder
-from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 #: ``batchEmbedContents`` accepts at most this many requests.
 MAX_BATCH = 100

@@ -18,7 +18,7 @@ from akasha.providers.batching import plan_batches
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteEmbedder
-from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 
 class OllamaEmbedder(RemoteEmbedder):

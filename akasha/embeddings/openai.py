@@ -23,7 +23,7 @@ from akasha.providers.batching import plan_batches
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteEmbedder
-from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 #: The embeddings endpoint accepts at most this many inputs per request.
 MAX_INPUTS = 2048

@@ -15,7 +15,7 @@ from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteProvider
-from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
 
 

@@ -19,7 +19,7 @@ from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteProvider
-from akasha.providers.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
 
 logger = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ class OpenAIChat(RemoteProvider):
     (True/False/None=auto), ``azure_endpoint``, ``api_version``, ``organization``,
     ``default_headers``, ``context_window`` (the model's context in tokens, when the
     server does not report it), and the retry options of
-    :meth:`akasha.providers.retry.RetryPolicy.from_options` (``max_retries``,
+    :meth:`akasha.retry.RetryPolicy.from_options` (``max_retries``,
     ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``, ``retry_max_wait``).
 
     Against a self-hosted server (any ``base_url`` but api.openai.com), tokens are

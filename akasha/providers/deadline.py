@@ -3,7 +3,7 @@
 httpx's ``timeout`` is per read and the retry loop sends a request up to ``max_retries + 1``
 times, so without a shared clock a slow server could stretch one call to several times
 ``AKASHA_REQUEST_DEADLINE_S``. :func:`request_deadline` starts the clock once, where a
-call begins (:func:`akasha.providers.retry.call_with_retry`), and makes it the current
+call begins (:func:`akasha.retry.call_with_retry`), and makes it the current
 deadline of that thread or task (a :mod:`contextvars` variable, which the client libraries
 carry down to the transport they call). The bounded transport
 (:mod:`akasha.providers.bounded`) counts every reply body against it and shortens httpx's

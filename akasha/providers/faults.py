@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from akasha.providers.retry import Fault, is_retryable, parse_retry_after
+from akasha.retry import Fault, is_retryable, parse_retry_after
 
 _TRANSPORT_PACKAGES = {"httpx", "httpx2", "httpcore", "httpcore2", "aiohttp", "requests", "urllib3", "h11"}
 

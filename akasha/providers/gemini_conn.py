@@ -3,7 +3,7 @@
 The key comes from ``api_key=``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``,
 read at first use. ``base_url=`` (or the library's own ``GOOGLE_GEMINI_BASE_URL``)
 points the client at a proxy or a test server. The library's retries stay off (no
-``retry_options``): akasha retries in :mod:`akasha.providers.retry`. The request
+``retry_options``): akasha retries in :mod:`akasha.retry`. The request
 timeout (seconds here) is passed to the client in milliseconds, as it expects.
 """
 
@@ -19,7 +19,7 @@ from akasha.providers.bounded import transports
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
-from akasha.providers.retry import DEFAULT_TIMEOUT
+from akasha.retry import DEFAULT_TIMEOUT
 from akasha.stores.redact import redact_url
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")

@@ -23,7 +23,7 @@ from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_default_ollama
 from akasha.providers.env import env_value
 from akasha.providers.faults import HTTPFault, StreamErrorEvent
-from akasha.providers.retry import DEFAULT_TIMEOUT
+from akasha.retry import DEFAULT_TIMEOUT
 from akasha.stores.redact import redact_url
 
 DEFAULT_HOST = "http://localhost:11434"

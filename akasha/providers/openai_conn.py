@@ -8,7 +8,7 @@ API version, the model name is the deployment). A custom ``base_url`` (vLLM,
 Ollama, LM Studio, llama.cpp server, TEI) works without a key.
 
 The clients' own retries are disabled (``max_retries=0``); akasha retries in
-:mod:`akasha.providers.retry` so every provider behaves the same.
+:mod:`akasha.retry` so every provider behaves the same.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from akasha.providers.bounded import bounded_get, transports
 from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
-from akasha.providers.retry import DEFAULT_TIMEOUT
+from akasha.retry import DEFAULT_TIMEOUT
 from akasha.stores.redact import redact_url
 
 logger = logging.getLogger("akasha.providers")

@@ -17,7 +17,7 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.providers.endpoints import identity_suffix
-from akasha.providers.retry import DEFAULT_TIMEOUT_PER_TEXT, Fault, RetryPolicy, scaled_timeout
+from akasha.retry import DEFAULT_TIMEOUT_PER_TEXT, Fault, RetryPolicy, scaled_timeout
 
 
 class RemoteProvider:

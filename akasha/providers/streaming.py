@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from akasha.errors import AkashaError, StreamInterruptedError
-from akasha.providers.retry import Fault, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.retry import Fault, RetryPolicy, acall_with_retry, call_with_retry
 from akasha.providers.secrets import redact
 
 Piece = tuple[str, bool]

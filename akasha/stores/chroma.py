@@ -44,7 +44,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
 from akasha.stores.base import BaseStore, flat_metadata, metadata_from_flat, scalar_filters
-from akasha.stores.retry import Retry
+from akasha.retry import Retry
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ weighted reciprocal-rank fusion; only the ``k`` fused rows travel to the client.
 filter on. Every write is one transaction; writers on all machines can be
 serialised with :meth:`PgVectorStore.lock` (a session advisory lock). Vectors
 travel in pgvector's binary format (``COPY ... FORMAT BINARY``). Every call goes
-through :class:`~akasha.stores.retry.Retry`. PostgreSQL text cannot hold NUL
+through :class:`~akasha.retry.Retry`. PostgreSQL text cannot hold NUL
 characters: they are stored as U+FFFD.
 
 YAML keys: ``dsn``, or ``connection`` with ``host`` (localhost), ``port`` (5432),
@@ -55,7 +55,7 @@ from akasha.stores.base import BaseStore, check_query
 from akasha.stores.redact import redact_conninfo
 from akasha.retrieval.fusion import EVIDENCE_BOOST, EVIDENCE_DEPTH, EVIDENCE_FLOOR
 from akasha.stores.query import SearchRequest, lexical_tokenizer
-from akasha.stores.retry import Retry
+from akasha.retry import Retry
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)

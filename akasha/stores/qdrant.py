@@ -33,7 +33,7 @@ from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
 from akasha.stores.base import BaseStore, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.redact import redact_url
-from akasha.stores.retry import Retry
+from akasha.retry import Retry
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)

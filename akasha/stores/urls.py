@@ -205,7 +205,7 @@ def open_store(url: str, *, token: str | None = None, retry: Any = None, **optio
     """Connect to the store at ``url`` and return it as a :class:`~akasha.stores.base.Store`.
 
     ``token`` overrides the URL's (and ``$CHROMA_AUTH_TOKEN`` / ``$QDRANT_API_KEY``);
-    ``retry`` is a :class:`~akasha.stores.retry.Retry`; other ``options`` go to the
+    ``retry`` is a :class:`~akasha.retry.Retry`; other ``options`` go to the
     store (``embedder=`` and ``dimension=`` check an existing collection). Raises
     ConfigError for a bad URL, MissingExtraError for a missing client library,
     ServerUnavailableError / ServerAuthError when the server cannot be used and

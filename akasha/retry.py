@@ -1,6 +1,15 @@
-"""One retry loop for every provider: bounded exponential backoff with jitter.
+"""One retry loop for every remote call: model providers and store servers.
 
-Why our own loop: the openai and google-genai clients each retry differently (and
+:func:`retry_calls` is the loop (and :func:`aretry_calls` its async twin); the two
+callers differ only in what they retry and how they give up:
+
+- providers (:func:`call_with_retry`, :class:`RetryPolicy`, :class:`Fault`) retry HTTP
+  faults and end as :class:`~akasha.errors.ProviderError` with the key redacted;
+- store servers (:class:`Retry`) retry connection failures and end as
+  :class:`~akasha.errors.ServerUnavailableError` or
+  :class:`~akasha.errors.ServerAuthError` naming the server and what to do.
+
+Why our own loop for providers: the openai and google-genai clients each retry differently (and
 httpx not at all), so akasha switches their retries off (``max_retries=0``, no
 ``retry_options``) and retries here. Every provider then retries the same faults
 (HTTP 429, 5xx, timeouts, dropped connections) the same bounded number of times,
@@ -28,21 +37,24 @@ single question needs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import logging
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from akasha.errors import AkashaError, ProviderError
+from akasha.errors import AkashaError, ProviderError, ServerAuthError, ServerError, ServerUnavailableError
 from akasha.providers.deadline import Deadline, request_deadline
 from akasha.providers.secrets import redact
 
 logger = logging.getLogger("akasha.providers")
+store_logger = logging.getLogger("akasha.stores")
 
 T = TypeVar("T")
 
@@ -176,6 +188,47 @@ def scaled_timeout(timeout: float, items: int, per_item: float = DEFAULT_TIMEOUT
     return float(timeout) + float(per_item) * max(0, int(items))
 
 
+#: What a retry loop does after a failed attempt: wait this many seconds, or raise this exception.
+WaitOrRaise = Callable[[Exception, int], "float | BaseException"]
+
+
+def retry_calls(fn: Callable[[], T], wait_after: WaitOrRaise, on_retry: Callable[[], None] | None = None) -> T:
+    """The retry loop: call ``fn`` until it returns or ``wait_after`` says to give up.
+
+    After attempt ``n`` (0-based) fails with ``exc``, ``wait_after(exc, n)`` returns the
+    seconds to sleep before the next attempt, or the exception to raise. It is raised
+    *outside* the ``except`` block, so a client's exception (whose text may echo an API
+    key) is not kept as ``__context__``; set ``__cause__`` on it to chain deliberately.
+    ``on_retry`` runs after each wait, before the next attempt (a store reconnects there).
+    """
+    retry_number = 0
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            outcome = wait_after(exc, retry_number)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        time.sleep(outcome)
+        if on_retry is not None:
+            on_retry()
+        retry_number += 1
+
+
+async def aretry_calls(fn: Callable[[], Awaitable[T]], wait_after: WaitOrRaise) -> T:
+    """Async twin of :func:`retry_calls` (sleeps with ``asyncio.sleep``)."""
+    retry_number = 0
+    while True:
+        try:
+            return await fn()
+        except Exception as exc:
+            outcome = wait_after(exc, retry_number)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        await asyncio.sleep(outcome)
+        retry_number += 1
+
+
 def _give_up(provider: str, fault: Fault, attempts: int, secrets: Iterable[str | None]) -> ProviderError:
     note = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
     return ProviderError(provider, redact(fault.message, secrets) + note, fault.status)
@@ -261,17 +314,9 @@ def call_with_retry(
     sleeps share one request deadline (see the module docstring).
     """
     secrets = tuple(secrets)
-    retry_number = 0
     with request_deadline() as deadline:
-        while True:
-            try:
-                return fn()
-            except Exception as exc:
-                wait = _wait_after(exc, provider, retry_number, policy, translate, secrets, deadline)
-            if isinstance(wait, BaseException):
-                raise wait
-            time.sleep(wait)
-            retry_number += 1
+        return retry_calls(fn, lambda exc, retry_number: _wait_after(exc, provider, retry_number, policy,
+                                                                     translate, secrets, deadline))
 
 
 async def acall_with_retry(
@@ -284,28 +329,104 @@ async def acall_with_retry(
 ) -> T:
     """Async twin of :func:`call_with_retry` (sleeps with ``asyncio.sleep``)."""
     secrets = tuple(secrets)
-    retry_number = 0
     with request_deadline() as deadline:
-        while True:
-            try:
-                return await fn()
-            except Exception as exc:
-                wait = _wait_after(exc, provider, retry_number, policy, translate, secrets, deadline)
-            if isinstance(wait, BaseException):
-                raise wait
-            await asyncio.sleep(wait)
-            retry_number += 1
+        return await aretry_calls(fn, lambda exc, retry_number: _wait_after(exc, provider, retry_number,
+                                                                            policy, translate, secrets,
+                                                                            deadline))
+
+
+@dataclass
+class Retry:
+    """Bounded retries with exponential backoff (and a little jitter) for store server calls.
+
+    Every call a server-backed store (Chroma over HTTP, PostgreSQL, Qdrant) makes goes
+    through :meth:`run`: connection failures are retried, then raised as
+    :class:`~akasha.errors.ServerUnavailableError` naming the server and what to do; a
+    refused login is raised at once as :class:`~akasha.errors.ServerAuthError`.
+
+    ``attempts`` counts the first try; the waits are ``base * 2**i`` capped at
+    ``max_delay`` seconds, so the defaults give up after about 15 s of outage.
+    """
+
+    attempts: int = 6
+    base: float = 0.5
+    max_delay: float = 8.0
+
+    def delays(self) -> Iterator[float]:
+        """The waits between attempts, in seconds."""
+        for i in range(max(0, self.attempts - 1)):
+            yield min(self.max_delay, self.base * 2**i) * (0.8 + 0.4 * random.random())
+
+    def run(self, fn: Callable[[], T], *, server: str, what: str, transient: tuple[type[BaseException], ...],
+            auth: Callable[[BaseException], bool] = lambda exc: False, on_retry: Callable[[], None] | None = None,
+            hint: str = "", lock: AbstractContextManager[Any] | None = None) -> T:
+        """Call ``fn``; retry on ``transient`` errors, raise ServerAuthError / ServerUnavailableError.
+
+        ``lock`` (a client that one thread at a time may use) is held during each
+        attempt and released while waiting, so other threads are not held up by an outage wait.
+        ``on_retry`` (a reconnect) runs after each wait; its own failure is ignored, the next
+        attempt reports the outage.
+        """
+        delays = self.delays()
+
+        def attempt() -> T:
+            if lock is None:
+                return fn()
+            with lock:
+                return fn()
+
+        def wait_after(exc: Exception, retry_number: int) -> float | BaseException:
+            if isinstance(exc, ServerError):
+                return exc
+            if auth(exc):
+                return _caused_by(ServerAuthError(
+                    f"{server} refused the credentials while {what}: {first_line(exc)}. {hint}"), exc)
+            if not isinstance(exc, transient):
+                return exc
+            delay = next(delays, None)
+            if delay is None:
+                return _caused_by(ServerUnavailableError(
+                    f"cannot reach {server} while {what} after {self.attempts} attempts "
+                    f"({first_line(exc)}). Start the server or check its address; the store on it stays "
+                    "consistent, so run the same call again once it is back"), exc)
+            store_logger.warning("store server %s failed while %s (%s); retrying in %.1f s", server, what,
+                           first_line(exc), delay)
+            return delay
+
+        def reconnect() -> None:
+            if on_retry is not None:
+                with contextlib.suppress(Exception):
+                    on_retry()
+
+        return retry_calls(attempt, wait_after, on_retry=reconnect)
+
+
+def _caused_by(error: BaseException, cause: BaseException) -> BaseException:
+    """``error`` chained to ``cause`` as ``raise error from cause`` would, for raising later."""
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error
+
+
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, for error messages and logs."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "DEFAULT_TIMEOUT_PER_TEXT",
     "Fault",
+    "Retry",
     "RetryPolicy",
     "acall_with_retry",
+    "aretry_calls",
     "call_with_retry",
+    "first_line",
     "is_retryable",
     "is_retryable_status",
     "parse_retry_after",
+    "retry_calls",
     "scaled_timeout",
 ]
