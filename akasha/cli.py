@@ -25,6 +25,7 @@ Models the user does not name are chosen, and the choice is printed on stderr:
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import importlib.util
 import logging
@@ -32,7 +33,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from akasha._version import __version__
 from akasha.errors import AkashaError, ConfigError
@@ -622,53 +623,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def run(argv: Sequence[str] | None = None) -> None:
+def run(argv: Sequence[str] | None = None) -> NoReturn:
     """Entry point of the ``akasha`` command and ``python -m akasha``: :func:`main`, then a quick exit.
 
     Once a command has answered, the interpreter's own teardown (freeing every module, the
     model's weights, onnxruntime's threads and memory arenas) is work nobody waits for but the
-    user: 0.2-0.3 s of a first ``akasha ask``. :func:`quick_exit` does what that teardown does
-    that matters (threads joined, ``atexit`` handlers, output flushed) and ends the process.
+    user: 0.2-0.3 s of a first ``akasha ask``. So the process ends through the ordinary
+    ``sys.exit`` (threads joined, ``atexit`` handlers run) and then, in an exit handler that
+    runs after all the others (:func:`_end_before_teardown`), output and logging are flushed
+    and the process ends with ``os._exit`` before the teardown starts. ``os._exit`` is the
+    documented way to end a process without cleanup (Python's ``os`` docs, "Process
+    Management"); no private hook of ``threading`` or ``atexit`` is called.
 
     Before anything loads numpy it sets ``OPENBLAS_THREAD_TIMEOUT`` (unless the user has):
     OpenBLAS's worker threads otherwise busy-wait for 2^28 cycles after they start and after
     each call, about 0.1 s of a core each, which in a first ask is a core taken from the
     splitter import and the PDF reader (measured: ``import numpy`` alone, 0.118 -> 0.064 CPU-s).
     At 4 (the least OpenBLAS takes: 2^4 cycles) they sleep at once and wake for the next call.
+    This is the command's process, never an ``import akasha``.
     """
     os.environ.setdefault(OPENBLAS_SPIN, "4")
-    quick_exit(main(argv))
+    answered: list[int] = []
+    # atexit runs handlers last-registered first: registered before the command imports
+    # anything, this one runs after every handler the command's libraries register.
+    atexit.register(_end_before_teardown, answered)
+    code = main(argv)
+    answered.append(code)
+    sys.exit(code)
 
 
 #: OpenBLAS's busy-wait before its threads sleep, as log2 of CPU cycles (4-30; it defaults to 28).
 OPENBLAS_SPIN = "OPENBLAS_THREAD_TIMEOUT"
 
 
-def quick_exit(code: int) -> None:
-    """End the process with ``code`` without the interpreter's teardown, as ``sys.exit`` would otherwise.
+def _end_before_teardown(answered: list[int]) -> None:
+    """Last exit handler of a command that answered: flush everything, then end without the teardown.
 
-    Does what the interpreter's exit does first: threading's exit hooks (an idle
-    ``ThreadPoolExecutor`` worker, such as a library's, is told to stop there; joining it without
-    them waits forever), then waits for non-daemon threads. Then it runs the ``atexit`` handlers
-    (loader workers stopped, logging flushed, temporary folders removed), flushes stdout and
-    stderr, and calls ``os._exit``. Output that cannot be flushed (a closed pipe) makes the code
-    120, as Python's own exit does.
+    By now the interpreter has joined non-daemon threads (and told idle thread-pool workers
+    to stop) and run every other ``atexit`` handler (loader workers stopped, temporary
+    folders removed). Output that cannot be flushed (a closed pipe) makes the code 120, as
+    Python's own exit does. When the command did not answer (an exception, or argparse's
+    ``SystemExit``), nothing is done and the interpreter exits as usual.
     """
-    import atexit
-    import threading
-
-    current = threading.current_thread()
-    shutdown_threads = getattr(threading, "_shutdown", None)
-    if shutdown_threads is not None and current is threading.main_thread():
-        shutdown_threads()
-    else:  # not the main thread, or an interpreter without the hook: join what can be joined
-        for thread in threading.enumerate():
-            if thread is not current and not thread.daemon:
-                thread.join()
-    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_functions is None:  # an interpreter without it: the ordinary exit
-        sys.exit(code)
-    run_exit_functions()
+    if not answered:
+        return
+    code = answered[0]
+    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

@@ -1,6 +1,6 @@
 """Cold start (issue 16): the extractive answerer shares the index's MiniLM, keeps sentence vectors on disk,
-so a re-ask in a new process embeds only the question; jieba loads only for CJK text
-(its dictionary: tests/test_tokenize_jieba_words.py)."""
+so a re-ask in a new process embeds only the question; jieba's words (rjieba) load only for CJK text
+(tests/test_tokenize_rjieba.py)."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def test_ascii_text_never_imports_jieba(tmp_path):
         from akasha.retrieval.bm25 import BM25Index
         _, tokenize = resolve_tokenizer("auto")
         print(tokenize("Pump P-102: the seal failed, café"))
-        print("jieba" in sys.modules)
+        print("rjieba" in sys.modules or "jieba" in sys.modules)
     """, _env(tmp_path))
     tokens, imported = out.splitlines()
     assert tokens == "['pump', 'p', '102', 'the', 'seal', 'failed', 'cafe']"

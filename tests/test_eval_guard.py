@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-HEAVY = ["torch", "transformers", "sentence_transformers", "chromadb", "openai", "google.genai", "jieba",
+HEAVY = ["torch", "transformers", "sentence_transformers", "chromadb", "openai", "google.genai", "jieba", "rjieba",
          "xllamacpp", "llama_cpp", "pypdf", "docx", "langchain_text_splitters", "cohere", "faiss", "qdrant_client"]
 
 GUARD = textwrap.dedent(

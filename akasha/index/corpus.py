@@ -129,7 +129,7 @@ class CorpusIndex:
     ``":memory:"`` -> nothing written to disk (tests, notebooks).
     ``store``: ``"sqlite"`` (the local cache only, default), ``"chroma"`` (also a
     Chroma collection in ``<cache_dir>/chroma``), or a :class:`~akasha.stores.base.Store`.
-    ``tokenizer``: BM25 tokenizer name (``"auto"``: jieba when installed, else bigrams).
+    ``tokenizer``: BM25 tokenizer name (``"auto"``: jieba's words when rjieba is installed, else bigrams).
     ``lock_timeout``: seconds to wait for another writer before IndexLockError.
     ``vector_store``: a store every machine sharing it uses, as a URL
     (``"chroma://host:port/collection"``, ``"qdrant://host:port/collection"``,

@@ -510,7 +510,7 @@ class BM25Index:
         if fn is None:
             raise IndexMismatchError(
                 f"this BM25 index was built with tokenizer {tokenizer_id!r}, which this installation "
-                "cannot reproduce (install jieba, or rebuild the index)"
+                "cannot reproduce (install rjieba for jieba's words, or rebuild the index)"
             )
         index = cls.__new__(cls)
         index.k1, index.b = float(k1), float(b)

@@ -144,7 +144,7 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
 
     A store tokenizes the texts it writes with it, and the question with the same one, so a
     query worker ranks with the very terms the indexing process stored. ConfigError when
-    this process cannot reproduce the id (e.g. jieba is not installed here).
+    this process cannot reproduce the id (e.g. rjieba is not installed here).
     """
     from akasha.retrieval.tokenize import TOKENIZER_NAMES, resolve_tokenizer, tokenizer_from_id
 
@@ -155,7 +155,8 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
         from akasha.errors import ConfigError
 
         raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
-                          "cannot reproduce; install what it needs (jieba: the 'full' extra) or re-index")
+                          "cannot reproduce; install what it needs (jieba's words: rjieba, in the 'full' extra) "
+                          "or re-index")
     return found
 __all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "EVIDENCE_FLOOR", "SearchRequest", "dense_evidence",
            "fuse_ranked", "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
