@@ -15,6 +15,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from akasha.errors import AkashaError
 
@@ -50,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``eval`` on the main CLI's subparsers."""
     parser = subparsers.add_parser("eval", help="measure retrieval quality (recall, MRR, nDCG)", description=__doc__.splitlines()[0])
     return configure(parser)

@@ -45,8 +45,10 @@ def _table_lines(table: Any) -> list[str]:
         cells: list[str] = []
         seen: set[int] = set()
         for cell in row.cells:
-            key = id(cell._tc)
-            if key in seen:  # a merged cell is repeated once per grid column
+            # python-docx repeats the same cell object once per grid column a merged cell spans
+            # (documented on ``_Row.cells``), so the object's identity says "seen".
+            key = id(cell)
+            if key in seen:
                 continue
             seen.add(key)
             cells.append(" ".join(_block_lines(cell)).strip())
