@@ -17,6 +17,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
+from akasha.loaders.paths import storable
 from akasha.stores.urls import check_corpus_name
 
 DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -54,8 +55,7 @@ def document_key(path: str | os.PathLike[str], root: Path, corpus: str = "") -> 
         where = hashlib.sha256(os.path.dirname(absolute).encode("utf-8", "surrogateescape")).hexdigest()[:8]
         relative = os.path.join("_outside", where, os.path.basename(absolute))
     key = PurePosixPath(*Path(relative).parts).as_posix()
-    # A file name that is not valid UTF-8 (surrogate escapes) is shown with backslash escapes: any store can hold it.
-    key = key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    key = storable(key)  # a file name that is not valid UTF-8 keeps its bytes as backslash escapes
     return f"{corpus}/{key}" if corpus else key
 
 

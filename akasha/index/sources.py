@@ -23,6 +23,7 @@ from typing import Any
 from akasha.errors import LoaderError
 from akasha.index.manifest import Manifest, StoredChunk
 from akasha.loaders.limits import limit_changed
+from akasha.loaders.paths import shown, storable
 from akasha.types import Chunk, Document
 
 log = logging.getLogger(__name__)
@@ -83,22 +84,6 @@ def _over_size(path: Path, size: int) -> str | None:
     except LoaderLimitError as exc:
         return exc.reason
     return None
-
-
-def storable(path: str) -> str:
-    """``path`` as valid UTF-8: a file name that is not (surrogate escapes) keeps its bytes as ``\\xff``."""
-    try:
-        path.encode("utf-8")
-        return path
-    except UnicodeEncodeError:
-        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def shown(path: object) -> str:
-    """A path safe to log: control characters (a newline in a file name could forge a log line) and
-    undecodable bytes escaped, other characters as they are."""
-    text = storable(str(path))
-    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def digest(text: str) -> str:

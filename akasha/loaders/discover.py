@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from akasha.errors import ConfigError, SourceNotFoundError
+from akasha.loaders.paths import shown
 
 logger = logging.getLogger(__name__)
 
@@ -87,17 +88,6 @@ def max_depth() -> int:
     return int(raw)
 
 
-def _shown(path: object) -> str:
-    """A path safe to log: control characters (a newline in a name could forge a log line) and bytes that
-    are not UTF-8 escaped."""
-    text = str(path)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return text if text.isprintable() else repr(text)[1:-1]
-
-
 def _short(value: object) -> str:
     import reprlib
 
@@ -116,7 +106,7 @@ def _outside(link: Path, target: str, root: str) -> None:
         _warned_links.add(key)
         logger.warning(
             "%s: symbolic link to %s, outside the data folder %s; not followed (set %s=1 or pass "
-            "follow_links=True to follow links that leave the folder)", _shown(link), _shown(target), _shown(root),
+            "follow_links=True to follow links that leave the folder)", shown(link), shown(target), shown(root),
             FOLLOW_LINKS_VARIABLE,
         )
 
@@ -169,7 +159,7 @@ class _Walk:
                     continue
                 if depth + 1 > limit:
                     logger.warning("%s: more than %d folders deep; not read (and nothing below it; set %s higher "
-                                   "to read deeper)", _shown(path), limit, DEPTH_VARIABLE)
+                                   "to read deeper)", shown(path), limit, DEPTH_VARIABLE)
                     continue
                 opened = self._open(path, real_path, linked or link, depth + 1)
                 if opened is not None:
@@ -177,20 +167,20 @@ class _Walk:
             elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
                 self.found.append((path, real_path, linked or link))
             else:
-                logger.info("%s: unsupported file type %r; skipped", _shown(path), path.suffix or "(none)")
+                logger.info("%s: unsupported file type %r; skipped", shown(path), path.suffix or "(none)")
 
     def _open(self, folder: Path, real: str, via_link: bool, depth: int) -> tuple[Any, Path, str, bool, int] | None:
         """``(its entries, sorted, as an iterator; folder; real path; reached through a link; depth)``, or None
         for a folder already walked or that cannot be listed."""
         if real in self.visited:
-            logger.debug("%s: already visited (symlink loop or duplicate link); skipped", _shown(folder))
+            logger.debug("%s: already visited (symlink loop or duplicate link); skipped", shown(folder))
             return None
         self.visited.add(real)
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda entry: entry.name)
         except OSError as exc:
-            logger.warning("%s: cannot list folder (%s); skipped", _shown(folder), exc.strerror or exc)
+            logger.warning("%s: cannot list folder (%s); skipped", shown(folder), exc.strerror or exc)
             return None
         return iter(entries), folder, real, via_link, depth
 
@@ -251,6 +241,6 @@ def discover(
         elif path.suffix.lower() in SUPPORTED_EXTENSIONS:
             walk.found.append((path, os.path.realpath(path), False))
         else:
-            logger.info("%s: unsupported file type %r; skipped", _shown(path), path.suffix or "(none)")
+            logger.info("%s: unsupported file type %r; skipped", shown(path), path.suffix or "(none)")
     walk.finish_deferred()
     return walk.unique()
