@@ -257,3 +257,19 @@ def test_in_process_lexical_index_updated_in_place_ranks_as_a_rebuild():
     assert [i for i, _ in updated] == [i for i, _ in rebuilt]
     assert [s for _, s in updated] == pytest.approx([s for _, s in rebuilt])
     assert {"a#0", "b#7"}.isdisjoint(i for i, _ in updated) and updated[0][0] == "a#2"
+
+
+def test_the_lexical_side_is_asked_only_where_the_store_says_it_has_one():
+    """``lexical_side`` is the one explicit switch of the default query's lexical side (issue 34)."""
+    from akasha.stores.base import BaseStore
+    from akasha.stores.memory import MemoryStore
+
+    chunks, vectors = corpus()
+    store = MemoryStore()
+    store.upsert(chunks, vectors)
+    request = SearchRequest(tokens=("zyxwvut",), k=3)
+    assert store.lexical_side and not store.capabilities  # answers alone; an index searches in-process
+    assert [hit.chunk.id for hit in store.query(request)][:1] == ["b#5"]
+    store.lexical_side = False
+    assert store.query(request) == []
+    assert BaseStore.lexical_side is False

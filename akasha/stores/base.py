@@ -323,6 +323,11 @@ class BaseStore:
     #: What :meth:`query` answers in the store's own engine (see :data:`akasha.stores.query.CAPABILITIES`);
     #: a request for a side the store lacks is answered by that side alone, or not at all.
     capabilities: frozenset[str] = frozenset({"dense"})
+    #: Whether the store has a lexical engine of its own, :meth:`_lexical`, that the default :meth:`query`
+    #: asks for the lexical side (a store without one answers that side with nothing). It can differ from
+    #: ``"lexical" in capabilities``: the memory store answers lexical queries but leaves an index's searches
+    #: to the index's own in-process engine.
+    lexical_side: bool = False
     #: The BM25 tokenizer (:func:`akasha.retrieval.tokenize.resolve_tokenizer` id) of the lexical side.
     lexical_tokenizer: str = "auto"
     #: The embedder the store was opened for (``embedder=``), checked against every write.
@@ -360,7 +365,7 @@ class BaseStore:
         raise NotImplementedError
 
     def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
-        """The ``k`` best lexical matches for ``tokens``, best first (stores with a ``"lexical"`` capability)."""
+        """The ``k`` best lexical matches for ``tokens``, best first (stores whose :attr:`lexical_side` is true)."""
         raise NotImplementedError
 
     def _record_embedder(self, embedder: str, dimension: int) -> None:
@@ -436,8 +441,8 @@ class BaseStore:
         lexical: list[tuple[Chunk, float]] = []
         if request.mode in ("dense", "hybrid") and request.vector is not None and self.dimension is not None:
             dense = self._nearest(check_query(request.vector, self.dimension), request.pool, filters)
-        if request.mode in ("lexical", "hybrid") and type(self)._lexical is not BaseStore._lexical:
-            lexical = self._lexical(request.tokens, request.pool, filters)  # a store that has a lexical side
+        if request.mode in ("lexical", "hybrid") and self.lexical_side:
+            lexical = self._lexical(request.tokens, request.pool, filters)
         exact = None
         if request.mode == "hybrid" and lexical and self._holds_alone(request.tokens, lexical[0][0].id):
             exact = lexical[0][0].id

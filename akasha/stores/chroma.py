@@ -410,6 +410,7 @@ class ChromaStore(BaseStore):
 
     #: Chroma's engine answers the dense side; the lexical side is the bounded fallback of :meth:`_lexical`.
     capabilities = frozenset({"dense", "lexical"})
+    lexical_side = True
     #: At most this many of the question's terms are looked up (one request each).
     LEXICAL_TERMS = 8
 

@@ -26,6 +26,7 @@ class InProcessStore(BaseStore):
     """
 
     capabilities = frozenset({"dense", "lexical"})
+    lexical_side = True
 
     def __init__(self, embedder: str | None = None) -> None:
         self.dimension = None
