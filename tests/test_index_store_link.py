@@ -151,3 +151,32 @@ def test_restore_rebuilds_the_last_corpus_from_the_store_alone(tmp_path: Path):
     report = fresh.sync(tmp_path / "docs")  # the restored corpus is the baseline of the next sync
     assert report.embedded == 0 and report.removed == 1
     assert store.count() == len(fresh)
+
+
+def test_the_stores_lexical_tokenizer_is_resolved_once_not_per_search(tmp_path: Path, monkeypatch):
+    """A store that searches in its own engine gets the question's terms from a tokenizer resolved
+    once (again only when the store adopts another id), not on every search (issue 34)."""
+    import akasha.stores.query as query_module
+
+    class SearchingStore(MemoryStore):
+        capabilities = frozenset({"dense", "lexical"})
+        asked: list[tuple[str, ...]] = []
+
+        def _lexical(self, tokens, k, filters):
+            self.asked.append(tokens)
+            return []
+
+    write(tmp_path / "docs")
+    store = SearchingStore()
+    index = make(tmp_path / "cache", store)
+    index.sync(tmp_path / "docs")
+    resolved = []
+    real = query_module.lexical_tokenizer
+    monkeypatch.setattr(query_module, "lexical_tokenizer", lambda tid: resolved.append(tid) or real(tid))
+    for question in ("topic 21", "topic 12", "paragraph 1"):
+        index.search(question, k=3, search_type="bm25")
+    assert store.asked == [("topic", "21"), ("topic", "12"), ("paragraph", "1")]
+    assert resolved == [store.lexical_tokenizer]
+    store.lexical_tokenizer = "words-v2+bigram"  # the store adopted another tokenizer (a table's recorded one)
+    index.search("topic 21", k=3, search_type="bm25")
+    assert resolved == [resolved[0], "words-v2+bigram"]

@@ -35,7 +35,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,6 +200,8 @@ class CorpusIndex:
         self._pending = 0  # documents changed since the last commit (see flush)
         self._last_commit = time.monotonic()
         self._link: StoreLink | None = None  # the external store, when there is one (set below)
+        #: (tokenizer id, function) of the linked store's lexical terms, resolved once (see _store_tokenize)
+        self._store_tokenizer: tuple[str, Callable[[str], list[str]]] | None = None
         self._store_behind = False  # the external store lacks records of the in-memory corpus
         self._progress: bool | None = False  # the current sync's progress setting
         if cache_dir is not None and str(cache_dir) == MEMORY:
@@ -375,22 +377,36 @@ class CorpusIndex:
     def _store_request(self, query: str | np.ndarray, k: int, sides: str, filters: Mapping[str, Any] | None,
                        weights: tuple[float, float], rrf_k: int) -> Any:
         """The :class:`~akasha.stores.query.SearchRequest` of one search in the store (``sides``: knn, bm25, both)."""
-        from akasha.stores.query import SearchRequest, lexical_tokenizer
+        from akasha.stores.query import SearchRequest
 
-        store = self._link.store  # type: ignore[union-attr]
         vector = None
         if sides != "bm25":
             vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query,
                                 dtype=np.float32)
         tokens: tuple[str, ...] = ()
         if sides != "knn" and isinstance(query, str):
-            tokens = tuple(lexical_tokenizer(str(getattr(store, "lexical_tokenizer", self._bm25.tokenizer_id)))(query))
+            tokens = tuple(self._store_tokenize()(query))
         wanted = dict(filters or {})
         if self.corpus:
             wanted.setdefault("corpus", self.corpus)
         pool = max(self.search_settings.candidates, 4 * k)
         return SearchRequest(vector=vector, tokens=tokens, k=k, pool=pool, filters=wanted or None,
                              rrf_k=rrf_k, weights=weights, text=query if isinstance(query, str) else "")
+
+    def _store_tokenize(self) -> Callable[[str], list[str]]:
+        """The tokenizer of the linked store's lexical terms, resolved on the first search and kept.
+
+        Resolved again only when the store has adopted another id since (a PostgreSQL table
+        adopts the one its first writer recorded); ConfigError when this process cannot
+        reproduce it (see :func:`akasha.stores.query.lexical_tokenizer`).
+        """
+        from akasha.stores.query import lexical_tokenizer
+
+        store = self._link.store  # type: ignore[union-attr]
+        tokenizer_id = str(getattr(store, "lexical_tokenizer", self._bm25.tokenizer_id))
+        if self._store_tokenizer is None or self._store_tokenizer[0] != tokenizer_id:
+            self._store_tokenizer = (tokenizer_id, lexical_tokenizer(tokenizer_id))
+        return self._store_tokenizer[1]
 
     def _store_search(self, query: str, k: int, search_type: str) -> list[Hit]:
         """A search type answered by the store's engine: knn, bm25, or both fused (hybrid, auto)."""
