@@ -273,3 +273,24 @@ def test_the_lexical_side_is_asked_only_where_the_store_says_it_has_one():
     store.lexical_side = False
     assert store.query(request) == []
     assert BaseStore.lexical_side is False
+
+
+def test_every_lexical_side_scores_with_akashas_bm25():
+    """The in-process index, Qdrant's sparse weights and Chroma's fallback share one BM25 (issue 34)."""
+    from akasha.retrieval.bm25 import B, K1, BM25Index, idf, saturation
+    from akasha.stores.query import AVERAGE_TOKENS
+
+    pytest.importorskip("qdrant_client")
+    from akasha.stores.qdrant import term_index, term_weights
+
+    indices, values = term_weights(["pump", "pump", "seal"])
+    assert dict(zip(indices, values, strict=True)) == pytest.approx(
+        {term_index("pump"): saturation(2, 3, AVERAGE_TOKENS), term_index("seal"): saturation(1, 3, AVERAGE_TOKENS)})
+    index = BM25Index(tokenizer="bigram")
+    index.add(["a", "b", "c"], ["pump pump seal", "seal valve", "valve gasket ring"])
+    assert (index.k1, index.b) == (K1, B)
+    scores = dict(index.search("pump seal", k=3))
+    average = 8 / 3
+    assert scores["a"] == pytest.approx(idf(3, 1) * saturation(2, 3, average) + idf(3, 2) * saturation(1, 3, average),
+                                        rel=1e-5)
+    assert scores["b"] == pytest.approx(idf(3, 2) * saturation(1, 2, average), rel=1e-5)

@@ -54,6 +54,29 @@ PRUNE_MIN_POSTINGS = 200_000
 PRUNE_MAX_CANDIDATES = 100_000
 
 
+#: Okapi BM25's term-frequency saturation (k1) and length normalisation (b): akasha's defaults wherever
+#: it scores BM25 (this index, and the lexical sides of the Chroma and Qdrant stores).
+K1 = 1.5
+B = 0.75
+
+
+def idf(documents: Any, frequency: Any) -> Any:
+    """BM25's non-negative (Lucene) inverse document frequency ``log(1 + (N - df + 0.5) / (df + 0.5))``.
+
+    ``documents`` is N, ``frequency`` the term's document frequency: numbers or numpy arrays.
+    """
+    return np.log1p((documents - frequency + 0.5) / (frequency + 0.5))
+
+
+def saturation(tf: Any, length: Any, average_length: float, k1: float = K1, b: float = B) -> Any:
+    """BM25's length-normalised term-frequency factor ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``.
+
+    ``tf`` is the term's count in a document of ``length`` tokens: numbers or numpy arrays.
+    """
+    norm = k1 * (1.0 - b + b * length / average_length)
+    return tf * (k1 + 1.0) / (tf + norm)
+
+
 #: Marks a stemmed tokenizer in the persisted tokenizer id ("words-v3+en-stem1+jieba").
 STEM_MARK = f"+en-stem{STEM_VERSION}"
 
@@ -85,7 +108,7 @@ class _Vocab(dict):
 class BM25Index:
     """An incrementally updated Okapi BM25 index keyed by string ids."""
 
-    def __init__(self, *, k1: float = 1.5, b: float = 0.75, tokenizer: str = "auto", stem: bool = False) -> None:
+    def __init__(self, *, k1: float = K1, b: float = B, tokenizer: str = "auto", stem: bool = False) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1 = float(k1)
@@ -322,11 +345,11 @@ class BM25Index:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         n = self._n_live
         df = self._df[tids].astype(np.float64)
-        idf = (np.log1p((n - df + 0.5) / (df + 0.5)) * qtf).astype(np.float32)
+        weights = (idf(n, df) * qtf).astype(np.float32)
         doc_parts, c_parts = [], []
         n_main = len(self._indptr) - 1
         saturation = self._main_saturation() if n_main else None
-        for tid, weight in zip(tids.tolist(), idf.tolist(), strict=True):
+        for tid, weight in zip(tids.tolist(), weights.tolist(), strict=True):
             if tid < n_main:
                 lo, hi = self._indptr[tid], self._indptr[tid + 1]
                 if hi > lo:
@@ -339,7 +362,8 @@ class BM25Index:
             hit = np.flatnonzero(np.isin(d_terms, tids))
             if len(hit):
                 doc_parts.append(d_docs[hit])
-                c_parts.append(idf[np.searchsorted(tids, d_terms[hit])] * self._saturate(d_tfs[hit], d_docs[hit]))
+                term_weights = weights[np.searchsorted(tids, d_terms[hit])]
+                c_parts.append(term_weights * self._saturate(d_tfs[hit], d_docs[hit]))
         if not doc_parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         docs = np.concatenate(doc_parts)
@@ -359,8 +383,7 @@ class BM25Index:
     def _saturate(self, tf: np.ndarray, docs: np.ndarray) -> np.ndarray:
         """BM25's length-normalised term-frequency factor ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``."""
         avgdl = self._total_len / self._n_live if self._total_len > 0 else 1.0
-        norm = self.k1 * (1.0 - self.b + self.b * self._dl[docs] / avgdl)
-        return (tf * (self.k1 + 1.0) / (tf + norm)).astype(np.float32)
+        return saturation(tf, self._dl[docs], avgdl, self.k1, self.b).astype(np.float32)
 
     def _main_saturation(self) -> np.ndarray | None:
         """:meth:`_saturate` for every main posting, cached until the corpus statistics change, or None.
@@ -409,9 +432,9 @@ class BM25Index:
         if len(tids) < 2 or not n:
             return None
         df = self._df[tids].astype(np.float64)
-        idf = (np.log1p((n - df + 0.5) / (df + 0.5)) * qtf).astype(np.float32)
+        weights = (idf(n, df) * qtf).astype(np.float32)
         terms = []  # (main postings, tid, weight, lo, hi), rarest first
-        for tid, weight in zip(tids.tolist(), idf.tolist(), strict=True):
+        for tid, weight in zip(tids.tolist(), weights.tolist(), strict=True):
             lo, hi = (int(self._indptr[tid]), int(self._indptr[tid + 1])) if tid < n_main else (0, 0)
             terms.append((hi - lo, tid, weight, lo, hi))
         terms.sort()
@@ -424,7 +447,7 @@ class BM25Index:
             d_terms, d_docs, d_tfs = self._delta()
             hit = np.flatnonzero(np.isin(d_terms, tids))
             if len(hit):
-                contrib = idf[np.searchsorted(tids, d_terms[hit])] * self._saturate(d_tfs[hit], d_docs[hit])
+                contrib = weights[np.searchsorted(tids, d_terms[hit])] * self._saturate(d_tfs[hit], d_docs[hit])
                 d_slots, inverse = np.unique(d_docs[hit].astype(np.int64), return_inverse=True)
                 d_scores = np.bincount(inverse, weights=contrib, minlength=len(d_slots)) * self._alive[d_slots]
         for split in range(1, len(terms)):
@@ -486,7 +509,7 @@ class BM25Index:
         if data.get("format") != FORMAT or data.get("version") != FORMAT_VERSION:
             raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} document (format={data.get('format')!r}, "
                              f"version={data.get('version')!r})")
-        index = cls._with_tokenizer_id(data["tokenizer"], data.get("k1", 1.5), data.get("b", 0.75))
+        index = cls._with_tokenizer_id(data["tokenizer"], data.get("k1", K1), data.get("b", B))
         documents = data["documents"]
         ids = [doc["id"] for doc in documents]
         if len(set(ids)) != len(ids):
@@ -602,4 +625,4 @@ def _top_k(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np
 
 top_k = _top_k
 
-__all__ = ["BM25Index", "top_k"]
+__all__ = ["B", "K1", "BM25Index", "idf", "saturation", "top_k"]

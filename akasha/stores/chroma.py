@@ -31,7 +31,6 @@ import functools
 import hashlib
 import json
 import logging
-import math
 import re
 import threading
 import uuid
@@ -421,12 +420,14 @@ class ChromaStore(BaseStore):
         question's terms is looked up with ``where_document={"$contains": term}`` (as is, Capitalised
         and UPPER: Chroma matches case-sensitive substrings; at most ``k + 1`` records): a term found in at most ``k`` records gets its exact document frequency and those
         records become candidates; a more common term only adds to the scores of the candidates
-        that hold it. Term frequencies are counted in the candidates' texts with akasha's tokenizer.
+        that hold it. Term frequencies are counted in the candidates' texts with akasha's tokenizer and
+        scored with akasha's BM25 (:func:`akasha.retrieval.bm25.idf`, :func:`~akasha.retrieval.bm25.saturation`).
         One request per term (up to :data:`LEXICAL_TERMS`); see docs/servers.md for what it costs.
         """
         if not tokens or (filters and not scalar_filters(filters)):
             return []
-        from akasha.stores.query import lexical_tokenizer
+        from akasha.retrieval.bm25 import idf, saturation
+        from akasha.stores.query import AVERAGE_TOKENS, lexical_tokenizer
 
         total = int(self._call("counting chunks", self.collection.count))
         if total == 0:
@@ -450,16 +451,15 @@ class ChromaStore(BaseStore):
         candidates = {i: _chunk(i, d, m) for i, d, m in zip(got["ids"], _rows(got["documents"]),
                                                              _rows(got["metadatas"]), strict=True)}
         tokenize = lexical_tokenizer(self.lexical_tokenizer)
-        idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        weights = {t: float(idf(total, n)) for t, n in frequency.items()}
         scored = []
         for chunk in candidates.values():
             words = tokenize(chunk.text)
             counts: dict[str, int] = {}
             for word in words:
-                if word in idf:
+                if word in weights:
                     counts[word] = counts.get(word, 0) + 1
-            norm = 1.2 * (0.25 + 0.75 * len(words) / 150)
-            score = sum(idf[t] * c * 2.2 / (c + norm) for t, c in counts.items())
+            score = sum(weights[t] * saturation(c, len(words), AVERAGE_TOKENS) for t, c in counts.items())
             if score > 0:
                 scored.append((chunk, score))
         scored.sort(key=lambda pair: (-pair[1], pair[0].id))

@@ -31,7 +31,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
 from akasha.stores.base import BaseStore, check_query, flat_metadata, metadata_from_flat, scalar_filters
-from akasha.stores.query import SearchRequest, lexical_tokenizer, rank_hits
+from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.redact import redact_url
 from akasha.retry import Retry
 from akasha.types import Chunk, Hit
@@ -42,11 +42,6 @@ STATE_SUFFIX = "-akasha-state"
 _RESERVED = frozenset({"chunk_id", "text"})
 #: The sparse vector holding each text's BM25-style term weights (the collection applies the IDF modifier).
 LEXICAL_VECTOR = "akasha-lexical"
-#: BM25's term-frequency saturation and length normalisation; the average length is fixed (Qdrant keeps
-#: no corpus statistics beside the IDF), which only shifts how strongly long chunks are normalised.
-BM25_K1 = 1.2
-BM25_B = 0.75
-AVERAGE_TOKENS = 150
 
 
 def term_index(term: str) -> int:
@@ -57,14 +52,18 @@ def term_index(term: str) -> int:
 
 
 def term_weights(tokens: list[str]) -> tuple[list[int], list[float]]:
-    """``(indices, values)`` of a text's sparse vector: BM25's saturated term frequency per term."""
+    """``(indices, values)`` of a text's sparse vector: akasha's BM25 saturated term frequency per term
+    (:func:`akasha.retrieval.bm25.saturation`); the average length is the fixed :data:`AVERAGE_TOKENS`
+    (Qdrant keeps no corpus statistics beside the IDF), which only shifts how strongly long chunks
+    are normalised."""
+    from akasha.retrieval.bm25 import saturation
+
     counts: dict[int, int] = {}
     for token in tokens:
         index = term_index(token)
         counts[index] = counts.get(index, 0) + 1
-    norm = BM25_K1 * (1 - BM25_B + BM25_B * len(tokens) / AVERAGE_TOKENS)
     indices = sorted(counts)
-    return indices, [counts[i] * (BM25_K1 + 1) / (counts[i] + norm) for i in indices]
+    return indices, [float(saturation(counts[i], len(tokens), AVERAGE_TOKENS)) for i in indices]
 
 
 def point_id(chunk_id: str) -> str:

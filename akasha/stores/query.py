@@ -44,6 +44,9 @@ CAPABILITIES = ("dense", "lexical", "hybrid")
 #: RRF's k and the (vector, lexical) weights when a request names none.
 DEFAULT_RRF_K = 60
 DEFAULT_WEIGHTS = (0.5, 0.5)
+#: The chunk length (tokens) BM25's length normalisation assumes in a store whose engine keeps no
+#: length statistics (Chroma's text filter, Qdrant's sparse vectors with only the IDF modifier).
+AVERAGE_TOKENS = 150
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,6 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
                           "cannot reproduce; install what it needs (jieba's words: rjieba, in the 'full' extra) "
                           "or re-index")
     return found
-__all__ = ["CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "EVIDENCE_FLOOR", "SearchRequest", "dense_evidence",
+__all__ = ["AVERAGE_TOKENS", "CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "EVIDENCE_FLOOR", "SearchRequest", "dense_evidence",
            "fuse_ranked", "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
            "resolve_tokenizer_id"]
