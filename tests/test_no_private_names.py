@@ -2,8 +2,9 @@
 environment variable (issue 34; DESIGN.md, "Less machinery").
 
 The name check reads akasha/'s sources with ``ast``: every name bound by ``import x`` (a module)
-must not be followed by ``._private`` (nor fetched with ``getattr(x, "_private")``), and no
-``from x import _private`` may name a module outside akasha.
+must not be followed by ``._private`` (nor fetched with ``getattr(x, "_private")``), no
+``from x import _private`` may name a module outside akasha, and no ``importlib.import_module``
+may name a private module outside akasha.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def private_uses(source: str, filename: str = "<source>") -> list[str]:
                 found += [(node.lineno, f"from {node.module} import {alias.name}")
                           for alias in node.names if _is_private(alias.name)]
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+                and node.args):
+            parts = [p.value for p in ast.walk(node.args[0]) if isinstance(p, ast.Constant) and isinstance(p.value, str)]
+            name = "".join(parts)
+            if not name.startswith("akasha") and any(_is_private(piece) for piece in name.split(".")):
+                found.append((node.lineno, f"import_module({name!r})"))
+    for node in ast.walk(tree):
         target = attr = None
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             target, attr = node.value.id, node.attr
@@ -61,9 +69,11 @@ def private_uses(source: str, filename: str = "<source>") -> list[str]:
 def test_the_check_finds_what_it_looks_for():
     source = ("import threading, atexit\nimport os.path as p\nfrom jieba import _compat\nimport sys\n"
               "threading._shutdown()\ngetattr(atexit, '_run_exitfuncs')()\np._joinrealpath\nos_exit = 1\n"
-              "import os\nos._exit(0)\nsys.modules['x'] = None\n")
+              "import os\nos._exit(0)\nsys.modules['x'] = None\nimportlib.import_module(f'{openai.__name__}._base')\n"
+              "importlib.import_module('akasha.loaders._worker')\n")
     assert [line.split(": ", 1)[1] for line in private_uses(source)] == [
-        "from jieba import _compat", "threading._shutdown", "atexit._run_exitfuncs", "os.path._joinrealpath"]
+        "from jieba import _compat", "threading._shutdown", "atexit._run_exitfuncs", "os.path._joinrealpath",
+        "import_module('._base')"]
 
 
 def test_akasha_uses_no_private_names_of_other_packages():

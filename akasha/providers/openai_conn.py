@@ -35,11 +35,12 @@ NO_KEY = "not-needed"
 
 
 def _httpx_of(openai: Any) -> Any:
-    """The httpx-like module the installed openai client is built on (httpx2 in openai 3, else httpx)."""
+    """The httpx-like module the installed openai client is built on (httpx2 in openai 3, else httpx):
+    the package of the client class that ``openai.DefaultHttpxClient`` extends."""
     import importlib
 
-    base = importlib.import_module(f"{openai.__name__}._base_client")
-    return getattr(base, "httpx2", None) or base.httpx
+    base = next((c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client"), None)
+    return importlib.import_module(base.__module__.split(".")[0] if base is not None else "httpx")
 
 
 class Target(NamedTuple):
