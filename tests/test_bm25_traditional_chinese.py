@@ -1,4 +1,4 @@
-"""Traditional Chinese with jieba: exact substrings stay matchable (jieba's dictionary is simplified)."""
+"""Traditional Chinese with jieba's words (rjieba): exact substrings stay matchable (jieba's dictionary is simplified)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.tokenize import resolve_tokenizer, tokenize
 
-pytest.importorskip("jieba")
+pytest.importorskip("rjieba")
 
 
 def test_traditional_phrase_tokens_include_character_pairs():
