@@ -36,7 +36,8 @@ log = logging.getLogger("bench.chinese_tokenizer")
 
 #: How each segmenter is set up in a new interpreter, ending with ``cut(text) -> list[str]``.
 SETUP = {
-    "jieba (public API)": "import jieba, logging\njieba.setLogLevel(logging.WARNING)\ncut = jieba.Tokenizer().lcut_for_search",
+    "jieba (public API)": ("import jieba, logging\njieba.setLogLevel(logging.WARNING)\n"
+                           "cut = jieba.Tokenizer().lcut_for_search"),
     "rjieba": "import rjieba\ncut = rjieba.cut_for_search",
 }
 FIRST_TEXT = "如何在 Debian 系统上安装软件包？请使用 apt 命令，或者使用 aptitude 图形界面工具来管理软件包。"
@@ -49,7 +50,8 @@ def _segmenter(name: str) -> Callable[[str], list[str]]:
 
 
 def _first_text_seconds(name: str, runs: int) -> float:
-    code = f"import time\nstart = time.perf_counter()\n{SETUP[name]}\ncut({FIRST_TEXT!r})\nprint(time.perf_counter() - start)"
+    code = (f"import time\nstart = time.perf_counter()\n{SETUP[name]}\ncut({FIRST_TEXT!r})\n"
+            "print(time.perf_counter() - start)")
     times = []
     for _ in range(runs):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

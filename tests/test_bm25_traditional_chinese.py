@@ -1,4 +1,5 @@
-"""Traditional Chinese with jieba's words (rjieba): exact substrings stay matchable (jieba's dictionary is simplified)."""
+"""Traditional Chinese with jieba's words (rjieba): exact substrings stay matchable (jieba's dictionary is
+simplified)."""
 
 from __future__ import annotations
 

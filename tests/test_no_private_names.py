@@ -49,7 +49,8 @@ def private_uses(source: str, filename: str = "<source>") -> list[str]:
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
                 and node.args):
-            parts = [p.value for p in ast.walk(node.args[0]) if isinstance(p, ast.Constant) and isinstance(p.value, str)]
+            parts = [part.value for part in ast.walk(node.args[0])
+                     if isinstance(part, ast.Constant) and isinstance(part.value, str)]
             name = "".join(parts)
             if not name.startswith("akasha") and any(_is_private(piece) for piece in name.split(".")):
                 found.append((node.lineno, f"import_module({name!r})"))

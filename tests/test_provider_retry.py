@@ -11,9 +11,9 @@ import pytest
 from akasha.errors import MissingAPIKeyError, ProviderError
 from akasha.providers.batching import plan_batches
 from akasha.providers.env import env_lookup, require_api_key
-from akasha.retry import Fault, RetryPolicy, call_with_retry, parse_retry_after
 from akasha.providers.secrets import redact
 from akasha.providers.sync_bridge import run_sync
+from akasha.retry import Fault, RetryPolicy, call_with_retry, parse_retry_after
 
 
 def test_backoff_grows_exponentially_with_bounded_jitter():

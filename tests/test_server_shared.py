@@ -18,8 +18,8 @@ from maintenance_topics import TOPICS as BASE_TOPICS
 from servers_fixtures import chroma_server, pg_server  # noqa: F401
 
 from akasha.embeddings.hash import HashEmbedder
-from akasha.index import CorpusIndex
 from akasha.errors import ServerUnavailableError
+from akasha.index import CorpusIndex
 from akasha.retry import Retry
 
 pytestmark = pytest.mark.integration

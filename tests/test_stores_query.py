@@ -277,7 +277,7 @@ def test_the_lexical_side_is_asked_only_where_the_store_says_it_has_one():
 
 def test_every_lexical_side_scores_with_akashas_bm25():
     """The in-process index, Qdrant's sparse weights and Chroma's fallback share one BM25 (issue 34)."""
-    from akasha.retrieval.bm25 import B, K1, BM25Index, idf, saturation
+    from akasha.retrieval.bm25 import K1, B, BM25Index, idf, saturation
     from akasha.stores.query import AVERAGE_TOKENS
 
     pytest.importorskip("qdrant_client")

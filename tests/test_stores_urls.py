@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from akasha.errors import ConfigError, ServerUnavailableError
-from akasha.stores.redact import redact_url
 from akasha.retry import Retry
+from akasha.stores.redact import redact_url
 from akasha.stores.urls import open_store, parse_vector_store
 
 SECRETS = ("S3cr/etTok", "S3cr", "etTok", "pa?ssW0rd", "ssW0rd", "hunter2", "sk-123", "tok-9")

@@ -15,8 +15,8 @@ from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteProvider
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 _OK_FINISH = {"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"}
 

@@ -15,8 +15,8 @@ from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteProvider
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 
 class OllamaChat(RemoteProvider):

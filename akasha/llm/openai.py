@@ -19,8 +19,8 @@ from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteProvider
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 from akasha.providers.streaming import aretrying_stream, retrying_stream
+from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from akasha.errors import AkashaError, StreamInterruptedError
-from akasha.retry import Fault, RetryPolicy, acall_with_retry, call_with_retry
 from akasha.providers.secrets import redact
+from akasha.retry import Fault, RetryPolicy, acall_with_retry, call_with_retry
 
 Piece = tuple[str, bool]
 _END = "the stream ended before the provider marked the answer complete"

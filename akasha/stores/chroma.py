@@ -42,8 +42,8 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
-from akasha.stores.base import BaseStore, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.retry import Retry
+from akasha.stores.base import BaseStore, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)

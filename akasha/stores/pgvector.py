@@ -51,11 +51,11 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
-from akasha.stores.base import BaseStore, check_query
-from akasha.stores.redact import redact_conninfo
 from akasha.retrieval.fusion import EVIDENCE_BOOST, EVIDENCE_DEPTH, EVIDENCE_FLOOR
-from akasha.stores.query import SearchRequest, lexical_tokenizer
 from akasha.retry import Retry
+from akasha.stores.base import BaseStore, check_query
+from akasha.stores.query import SearchRequest, lexical_tokenizer
+from akasha.stores.redact import redact_conninfo
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)

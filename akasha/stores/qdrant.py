@@ -30,10 +30,10 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
+from akasha.retry import Retry
 from akasha.stores.base import BaseStore, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.redact import redact_url
-from akasha.retry import Retry
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)

@@ -161,6 +161,10 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
                           "cannot reproduce; install what it needs (jieba's words: rjieba, in the 'full' extra) "
                           "or re-index")
     return found
-__all__ = ["AVERAGE_TOKENS", "CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH", "EVIDENCE_FLOOR", "SearchRequest", "dense_evidence",
-           "fuse_ranked", "fuse_sides", "fusion_weights", "lexical_evidence", "lexical_tokenizer", "rank_hits",
-           "resolve_tokenizer_id"]
+
+
+__all__ = [
+    "AVERAGE_TOKENS", "CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH",
+    "EVIDENCE_FLOOR", "SearchRequest", "dense_evidence", "fuse_ranked", "fuse_sides", "fusion_weights",
+    "lexical_evidence", "lexical_tokenizer", "rank_hits", "resolve_tokenizer_id",
+]
