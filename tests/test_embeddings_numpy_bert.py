@@ -368,3 +368,21 @@ def test_batches_running_on_threads_give_the_same_vectors_and_passages(tmp_path)
     numpy_encoder.workers = 1
     assert np.abs(side_by_side - numpy_encoder.encode(texts)).max() < 1e-6
     assert np.abs(side_by_side - alone).max() < 1e-5
+
+
+@needs_model
+def test_blas_runs_one_thread_during_an_encode_only(monkeypatch):
+    """The numpy encoder's thread limit is scoped to its own call: BLAS is back to its threads after (issue 34)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads():
+        return sorted(pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas")
+
+    encoder = bert_numpy.NumpyBertEncoder(bert_numpy.BertFolder(MODEL))
+    before = blas_threads()
+    during = []
+    real = encoder.folder.encode
+    monkeypatch.setattr(encoder.folder, "encode", lambda *a, **k: during.append(blas_threads()) or real(*a, **k))
+    encoder.encode(TEXTS[:2])
+    assert during and all(n == 1 for n in during[0])
+    assert blas_threads() == before
