@@ -1,6 +1,6 @@
 """Chinese and Japanese words come from rjieba (jieba-rs) and are the tokens jieba 0.42 gave (issue 34).
 
-The persisted tokenizer id stayed ``words-v2+jieba`` when rjieba replaced jieba's Python package, so
+The persisted tokenizer id kept its ``+jieba`` when rjieba replaced jieba's Python package, so
 indexes built before stay valid only while the tokens are the same: these tests pin them
 (bench/chinese_tokenizer.py measures the same on whole corpora).
 """
@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("rjieba")
 
-from akasha.retrieval.tokenize import resolve_tokenizer, tokenize  # noqa: E402
+from akasha.retrieval.tokenize import resolve_tokenizer, tokenize, tokenizer_from_id  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,7 +55,8 @@ JIEBA_TOKENS = {
 @pytest.mark.parametrize("text", list(JIEBA_TOKENS))
 def test_tokens_are_those_jieba_gave(text):
     assert tokenize(text, use_jieba=True) == JIEBA_TOKENS[text]
-    assert resolve_tokenizer("jieba")[0] == "words-v2+jieba"  # unchanged id: stored indexes stay valid
+    assert resolve_tokenizer("jieba")[0] == "words-v3+jieba"  # unchanged by rjieba: stored indexes stay valid
+    assert tokenizer_from_id("words-v2+jieba")(text) == JIEBA_TOKENS[text]  # an index of the rules before v3
 
 
 def test_rjieba_cuts_as_jieba_on_varied_text(monkeypatch):

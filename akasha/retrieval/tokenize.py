@@ -125,9 +125,9 @@ def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str
     """Return ``(tokenizer_id, fn)`` for ``name``.
 
     ``"auto"`` means jieba's words when rjieba is installed, else character bigrams; the
-    returned id names what was actually chosen (``"words-v2+jieba"`` or ``"words-v2+bigram"``).
+    returned id names what was actually chosen (``"words-v3+jieba"`` or ``"words-v3+bigram"``).
     The id stayed ``+jieba`` when rjieba replaced jieba 0.42 because the tokens are the same
-    (bench/chinese_tokenizer.py), so indexes built before stay valid.
+    (bench/chinese_tokenizer.py), so indexes built with jieba stay valid.
     """
     if name not in TOKENIZER_NAMES:
         raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZER_NAMES)}")
