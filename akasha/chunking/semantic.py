@@ -3,11 +3,15 @@
 Every sentence is embedded with the pipeline's embedder (one embedding per
 sentence at ingestion); two consecutive sentences stay in one chunk while their
 cosine is at least ``chunking.similarity_threshold`` (0.5). ``overlap`` is ignored.
+
+The sentence vectors are handed to ``vector_sink`` when one is set: the index
+keeps them in its embeddings cache, so a chunk that is one sentence (or any
+chunk text the splitter already embedded) is not embedded a second time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -28,6 +32,8 @@ class SemanticSplitter:
         self.embedder = embedder
         self.chunk_size = chunk_size
         self.similarity_threshold = similarity_threshold
+        #: Called with (texts, vectors) after each embedding, rows as the embedder returned them.
+        self.vector_sink: Callable[[list[str], np.ndarray], None] | None = None
 
     def split_text(self, text: str) -> list[str]:
         sentences: list[str] = []
@@ -36,7 +42,10 @@ class SemanticSplitter:
             sentences.extend(split_fixed(sentence, self.chunk_size, 0) if len(sentence) > self.chunk_size else [sentence])
         if not sentences:
             return []
-        vectors = normalize_rows(as_matrix(self.embedder.embed_documents(sentences), len(sentences), self.embedder.name))
+        raw = as_matrix(self.embedder.embed_documents(sentences), len(sentences), self.embedder.name)
+        if self.vector_sink is not None:
+            self.vector_sink(sentences, raw)
+        vectors = normalize_rows(raw)
         pieces: list[str] = []
         current = sentences[0]
         for i in range(1, len(sentences)):

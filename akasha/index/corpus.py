@@ -233,6 +233,9 @@ class CorpusIndex:
             if external_store is not None and isinstance(vector_store, str):
                 external_store.close()
             raise
+        keep_vectors = getattr(chunker, "keep_vectors", None)
+        if keep_vectors is not None:  # a splitter that embeds (semantic): its vectors go to the cache
+            keep_vectors(self._cache_split_vectors)
         self._external = external_store
         self._identity: tuple[str, str] | None = None  # (embedder identity, namespace), resolved on first use
         self._identity_lock = threading.Lock()
@@ -1044,6 +1047,21 @@ class CorpusIndex:
         if lost:
             raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self._manifest.path}")
         return vectors
+
+    def _cache_split_vectors(self, texts: Sequence[str], matrix: np.ndarray) -> None:
+        """Keep the vectors a splitter computed with this index's embedder (the ``semantic`` splitter's
+        sentences) in the embeddings cache, keyed like chunk vectors by text: a chunk with one of these
+        texts is then not embedded again. Skipped when passage vectors are wanted (the splitter made
+        none) or the width differs from the cached vectors'."""
+        if self.search_settings.passage_fetch and getattr(self.embedder, "embed_documents_with_passages", None):
+            return
+        model = self.embedder_id
+        width = self._vector_width(model)
+        if width is not None and matrix.shape[1] != width:
+            return
+        rows = {digest(text): row for text, row in zip(texts, matrix, strict=True)}
+        if rows:
+            self._manifest.store_vectors(model, list(rows), np.stack(list(rows.values())))
 
     def _vector_width(self, model: str) -> int | None:
         """The width of this embedder's vectors as the cache holds most of them, or None before the first."""

@@ -1,0 +1,60 @@
+"""The semantic chunker's sentence vectors are the index's vectors too: no text is embedded twice."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+import akasha.registry as registry
+from akasha.spec import build, load_spec
+from akasha.testing import HashEmbedder
+from tests.spec_fixtures import CORPUS, body
+
+
+class RecordingEmbedder(HashEmbedder):
+    """HashEmbedder that records every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts):
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+@pytest.fixture
+def recording():
+    embedder = RecordingEmbedder()
+    registry.register("embedder", "recording-test", lambda config, context: embedder, replace=True)
+    yield embedder
+    registry.unregister("embedder", "recording-test")
+
+
+def semantic(threshold):
+    return build(load_spec(body(embeddings={"provider": "recording-test"},
+                                chunking={"strategy": "semantic", "similarity_threshold": threshold})))
+
+
+def test_one_sentence_chunks_are_embedded_once(recording):
+    pipeline = semantic(0.99)  # hash vectors of different sentences are far apart: one sentence per chunk
+    pipeline.ingest_sync(CORPUS)
+    repeated = [text for text, n in collections.Counter(recording.texts).items() if n > 1]
+    assert repeated == []
+    chunks = pipeline.index.chunks
+    assert len(chunks) == 7 and {c.text for c in chunks} <= set(recording.texts)
+    hit = pipeline.query_sync("radiator cap", k=1).hits[0]
+    assert hit.chunk.text == "Never open the radiator cap while hot."
+
+
+def test_joined_sentences_are_embedded_as_chunks_once_and_sentences_once(recording):
+    pipeline = semantic(-1.0)  # every sentence joins its neighbour: two-sentence chunks
+    pipeline.ingest_sync(CORPUS)
+    counts = collections.Counter(recording.texts)
+    assert max(counts.values()) == 1
+    chunk_texts = {c.text for c in pipeline.index.chunks}
+    assert chunk_texts <= set(counts)
+    before = len(recording.texts)
+    pipeline.ingest_sync(CORPUS)  # unchanged documents: nothing is chunked or embedded again
+    assert len(recording.texts) == before
