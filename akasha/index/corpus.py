@@ -55,6 +55,7 @@ from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreLink
+from akasha.metadata import own, put_own
 from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -548,10 +549,10 @@ class CorpusIndex:
         for key, content in changed.items():
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{key}#{seq}"
-                fresh[chunk_id] = Chunk(chunk_id, text, {"source": key, **meta, "chunk_id": chunk_id})
+                fresh[chunk_id] = Chunk(chunk_id, text, _chunk_metadata(meta, key, chunk_id))
         chunks = self._chunks
         added = [c for c in fresh.values()
-                 if c.id not in chunks or chunks[c.id].metadata["content_hash"] != c.metadata["content_hash"]]
+                 if c.id not in chunks or own(chunks[c.id].metadata, "content_hash") != own(c.metadata, "content_hash")]
         old = [cid for key in (*changed, *removals) for cid in by_doc.get(key, ())]
         replaced = [cid for cid in old if cid not in fresh] + [c.id for c in added if c.id in chunks]
         vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
@@ -564,7 +565,7 @@ class CorpusIndex:
         if added:
             ids = [c.id for c in added]
             self._bm25.add(ids, [c.text for c in added])
-            self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]),
+            self._dense.add(ids, np.stack([vectors[own(c.metadata, "content_hash")] for c in added]),
                             self._passages_for(added))
         for cid in old:
             chunks.pop(cid, None)
@@ -648,7 +649,7 @@ class CorpusIndex:
                                      f"{self.embedder_id!r} makes {width}-dimensional ones: use the embeddings "
                                      "the collection was built with")
         self._serve(chunks, matrix)
-        self._files = {str(c.metadata.get("source") or c.doc_id): str(c.metadata.get("content_hash", ""))
+        self._files = {str(own(c.metadata, "source") or c.doc_id): str(own(c.metadata, "content_hash", ""))
                        for c in chunks}
         self._state_key = "store:" + digest(json.dumps(sorted(self._chunks)))
         self._source = "store"
@@ -930,7 +931,7 @@ class CorpusIndex:
                 continue
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{path}#{seq}"
-                fresh[chunk_id] = Chunk(chunk_id, text, {"source": path, **meta, "chunk_id": chunk_id})
+                fresh[chunk_id] = Chunk(chunk_id, text, _chunk_metadata(meta, path, chunk_id))
                 order.append(chunk_id)
         old = self._chunks
         if isinstance(old, LazyChunks):
@@ -948,7 +949,7 @@ class CorpusIndex:
         new_chunks, fresh = self._materialise(files)
         old = self._chunks
         added = [new_chunks[cid] for cid in fresh  # kept chunks are unchanged by construction
-                 if cid not in old or old[cid].metadata["content_hash"] != new_chunks[cid].metadata["content_hash"]]
+                 if cid not in old or own(old[cid].metadata, "content_hash") != own(new_chunks[cid].metadata, "content_hash")]
         gone = [cid for cid in old if cid not in new_chunks]
         to_store: list[Chunk] = []
         if self._link is not None:
@@ -976,7 +977,7 @@ class CorpusIndex:
                     self._bm25.add_tokens(ids, tokens.result())
                 else:
                     self._bm25.add(ids, [c.text for c in added])
-                self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]),
+                self._dense.add(ids, np.stack([vectors[own(c.metadata, "content_hash")] for c in added]),
                                 self._passages_for(added))
         except BaseException:
             # Half-updated structures must never be searched: start over from the manifest next time.
@@ -1004,7 +1005,7 @@ class CorpusIndex:
     def _vectors_for(self, chunks: list[Chunk], report: SyncReport) -> dict[str, np.ndarray]:
         """Vectors for the chunk texts, embedding (in committed batches) only the missing ones."""
         model = self.embedder_id
-        texts = {c.metadata["content_hash"]: c.text for c in chunks}
+        texts = {own(c.metadata, "content_hash"): c.text for c in chunks}
         if not texts:
             return {}
         width = self._vector_width(model)
@@ -1072,8 +1073,8 @@ class CorpusIndex:
         None when passage ranking is off (``SearchSettings.passage_fetch=0``)."""
         if not self.search_settings.passage_fetch or not chunks:
             return None
-        stored = self._manifest.load_passages(self.embedder_id, [c.metadata["content_hash"] for c in chunks])
-        return [stored.get(c.metadata["content_hash"]) for c in chunks]
+        stored = self._manifest.load_passages(self.embedder_id, [own(c.metadata, "content_hash") for c in chunks])
+        return [stored.get(own(c.metadata, "content_hash")) for c in chunks]
 
     def _commit(self, source_key: str, state_key: str, files: dict[str, str], *, snapshot: bool = True) -> None:
         """Persist the in-memory state: snapshot file first (unless ``snapshot=False``), then the
@@ -1130,6 +1131,15 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True
+
+
+def _chunk_metadata(stored: Mapping[str, Any], source: str, chunk_id: str) -> dict[str, Any]:
+    """A chunk's metadata from what the manifest stored: akasha's ``source`` (the document key) and
+    ``chunk_id`` added without overwriting a document's own keys of those names (:mod:`akasha.metadata`)."""
+    metadata = {"source": source, **stored} if "source" not in stored else dict(stored)
+    put_own(metadata, "source", source)
+    put_own(metadata, "chunk_id", chunk_id)
+    return metadata
 
 
 def _store_sample(store: Any, count: int) -> tuple[list[str], np.ndarray]:
