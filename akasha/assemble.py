@@ -124,14 +124,23 @@ class Components:
     def index(self, options: RAGOptions) -> Any:
         """The CorpusIndex for these embeddings, chunk settings, cache folder and server (built once)."""
         with self._lock:
-            embedder = self.embedder(options.embeddings, options.device)
             cache = options.cache_dir if options.cache_dir in (None, ":memory:") else str(
                 Path(options.cache_dir).expanduser())
             store_options = dict(options.vector_store_options or {})
-            key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache,
-                   self._remember(options.vector_store), repr(sorted(store_options.items())))
+            key = (self._remember(options.embeddings), options.device, options.chunk_size, options.chunk_overlap,
+                   cache, self._remember(options.vector_store), repr(sorted(store_options.items())))
             if key not in self.indexes:
                 from akasha.index import CorpusIndex
+
+                embedder: Any
+                if isinstance(options.embeddings, str) and options.vector_store is None:
+                    # built on first use: a bm25 search never builds it (nor imports its provider)
+                    from akasha.embeddings.deferred import DeferredEmbedder
+
+                    spec, device = options.embeddings, options.device
+                    embedder = DeferredEmbedder(lambda: self.embedder(spec, device), spec)
+                else:
+                    embedder = self.embedder(options.embeddings, options.device)
 
                 self.indexes[key] = CorpusIndex(
                     embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap,

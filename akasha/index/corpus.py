@@ -214,8 +214,10 @@ class CorpusIndex:
                 raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
+        self._lexical_only = False  # the corpus in memory has BM25 but no vectors yet (see sync(lexical=True))
+        self._reading_lexical = False  # a lexical sync is reading: the embedder is not warmed up
         self._sources = SourceReader(self._manifest, self.settings_key, self._split,  # hints: see SourceReader
-                                     getattr(embedder, "prepare_documents", None))
+                                     self._prepare_embedder)
         try:
             if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store
@@ -352,6 +354,8 @@ class CorpusIndex:
                               "or pass the data_source folder so that it is indexed here")
         if self._state_key is None:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
+        if search_type != "bm25":
+            self._ensure_dense()
         vector = None if search_type == "bm25" else self.embedder.embed_query(query)
         dense = self._dense
         adaptive = search_type == "auto" and self.search_settings.auto_fusion == "adaptive"
@@ -455,8 +459,13 @@ class CorpusIndex:
             return reads_question(self.embedder, question, CJK_SHARE, self._manifest)
         return known if cjk_share(question) >= CJK_SHARE else None
 
-    def sync(self, data_source: DataSource, *, progress: bool | None = False) -> SyncReport:
+    def sync(self, data_source: DataSource, *, progress: bool | None = False, lexical: bool = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.
+
+        ``lexical=True`` (a ``bm25`` search) reads and chunks what changed and builds BM25, but
+        embeds nothing and never builds the embedder: the vectors are computed (from the cache,
+        embedding only what it lacks) on the first search that needs them. Ignored with an
+        external store, which receives every chunk with its vector.
 
         ``progress=True`` shows progress bars (``tqdm.auto``, so notebooks get a widget)
         for reading files and for embedding; ``None`` shows them only when the work is
@@ -471,7 +480,11 @@ class CorpusIndex:
         paths = discover(data_source, exclude=exclude)
         self._progress = progress
         with self._write_lock():
-            report = self._sync_locked(data_source, paths, progress)
+            self._reading_lexical = lexical and self._link is None
+            try:
+                report = self._sync_locked(data_source, paths, progress)
+            finally:
+                self._reading_lexical = False
         report.seconds = time.perf_counter() - started
         return report
 
@@ -720,6 +733,7 @@ class CorpusIndex:
         """
         if k <= 0 or not self.restore():
             return []
+        self._ensure_dense()
         if self._store_answers("knn") and not passages:
             request = self._store_request(query, k, "knn", filters, (1.0, 0.0), self.search_settings.rrf_k)
             return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
@@ -813,9 +827,86 @@ class CorpusIndex:
         keys = portable_keys(list(files), data_source, self.corpus)
         files = {keys[path]: content for path, content in files.items()}
         source_key = digest(json.dumps(sorted(_describe_each(data_source))))
+        if self._reading_lexical:
+            self._apply_lexical(source_key, files, report)
+            return report
         self._apply(source_key, files, report)
         self._note_missing_passages()
         return report
+
+    def _prepare_embedder(self, size: int) -> None:
+        """The embedder's ``prepare_documents(size)`` hint (see SourceReader), except while a lexical sync reads."""
+        if self._reading_lexical:
+            return
+        prepare = getattr(self.embedder, "prepare_documents", None)
+        if prepare is not None:
+            prepare(size)
+
+    def _apply_lexical(self, source_key: str, files: dict[str, str], report: SyncReport) -> None:
+        """Make ``files`` the corpus in memory for BM25 alone: chunks from the manifest, no vectors, no commit.
+
+        Nothing here needs the embedder (not even its identity); :meth:`_ensure_dense` completes
+        the corpus with vectors when a search first needs them.
+        """
+        self._flush_locked()
+        if self._state_key is not None and self._source == source_key and self._files == files:
+            report.unchanged, report.chunks = len(files), len(self._chunks)
+            return
+        previous = self._files if self._source == source_key else {}
+        report.unchanged = sum(1 for p, h in files.items() if previous.get(p) == h)
+        report.indexed = len(files) - report.unchanged
+        report.removed = sum(1 for p in previous if p not in files)
+        new_chunks, fresh = self._materialise(files)
+        old = self._chunks
+        added = [new_chunks[cid] for cid in fresh
+                 if cid not in old or own(old[cid].metadata, "content_hash") != own(new_chunks[cid].metadata,
+                                                                                     "content_hash")]
+        stale = [cid for cid in old if cid not in new_chunks] + [c.id for c in added if c.id in old]
+        try:
+            self._bm25.remove(stale)
+            if added:
+                self._bm25.add([c.id for c in added], [c.text for c in added])
+        except BaseException:
+            self._bm25, self._dense = BM25Index(tokenizer=self._tokenizer), DenseIndex()
+            self._chunks, self._files, self._state_key = {}, {}, None
+            raise
+        self._dense = DenseIndex()  # vectors come with the first dense search (_ensure_dense)
+        self._chunks, self._files, self._source = new_chunks, dict(files), source_key
+        self._state_key = "lexical:" + digest(json.dumps(sorted(files.items()), ensure_ascii=False))
+        self._committed = None
+        self._lexical_only = True
+        report.chunks = len(new_chunks)
+
+    def _drop_lexical(self) -> None:
+        """Forget a lexical-only corpus before a full sync: it starts as a new process would (vectors
+        come from the cache, a committed snapshot is reused)."""
+        if self._lexical_only:
+            self._bm25, self._dense = BM25Index(tokenizer=self._tokenizer), DenseIndex()
+            self._chunks, self._files, self._state_key, self._source = {}, {}, None, None
+            self._committed, self._lexical_only = None, False
+
+    def _ensure_dense(self) -> None:
+        """Give a lexical-only corpus (see :meth:`_apply_lexical`) its vectors and commit it: cached vectors
+        are reused, only the missing ones are embedded. Builds the embedder if it was not yet."""
+        if not self._lexical_only:
+            return
+        with self._write_lock():
+            if not self._lexical_only:
+                return
+            chunks = list(self._chunks.values())
+            report = SyncReport()
+            vectors = self._vectors_for(chunks, report)
+            dense = DenseIndex()
+            if chunks:
+                dense.add([c.id for c in chunks], np.stack([vectors[own(c.metadata, "content_hash")] for c in chunks]),
+                          self._passages_for(chunks))
+            files = dict(self._files)
+            state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
+            self._dense, self._state_key, self._lexical_only = dense, state_key, False
+            if self._source is not None:
+                self._commit(self._source, state_key, files)
+            log.info("embedded %d texts for the first dense search over a corpus indexed for BM25 only",
+                     report.embedded)
 
     def _note_missing_passages(self) -> None:
         """Say once (INFO) that ``auto`` ranks without passage vectors because only some chunks have them."""
@@ -835,6 +926,7 @@ class CorpusIndex:
         any), and commits the manifest row last.
         """
         self._flush_locked()  # documents waiting for their commit are committed before the corpus moves on
+        self._drop_lexical()
         state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
         if (state_key == self._state_key and source_key == self._source and not self._store_behind
                 and self._committed == (source_key, state_key)):
