@@ -56,6 +56,15 @@ def drop_own(metadata: dict[str, Any], key: str) -> None:
         metadata.pop(key, None)
 
 
+def chunk_metadata(stored: Mapping[str, Any], source: str, chunk_id: str) -> dict[str, Any]:
+    """A chunk's metadata from what the index stored: akasha's ``source`` (the document key) and
+    ``chunk_id`` added without overwriting a document's own keys of those names."""
+    metadata = {"source": source, **stored} if "source" not in stored else dict(stored)
+    put_own(metadata, "source", source)
+    put_own(metadata, "chunk_id", chunk_id)
+    return metadata
+
+
 def document_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A document's metadata as chunks start from it: a copy without reserved ``akasha:`` keys."""
     reserved = [k for k in metadata if isinstance(k, str) and k.startswith(PREFIX)]
@@ -66,4 +75,4 @@ def document_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k not in reserved}
 
 
-__all__ = ["OWN_KEYS", "PREFIX", "document_metadata", "drop_own", "own", "put_own"]
+__all__ = ["OWN_KEYS", "PREFIX", "chunk_metadata", "document_metadata", "drop_own", "own", "put_own"]

@@ -55,7 +55,8 @@ from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreLink
-from akasha.metadata import own, put_own
+from akasha.index.bm25_file import read_bm25_file, write_bm25_file
+from akasha.metadata import chunk_metadata, drop_own, own, put_own
 from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -140,6 +141,9 @@ class CorpusIndex:
     searches with the store's ANN index instead of the exact local one.
     ``chunker``: an object with ``split_documents(documents)`` and a ``settings_key``
     string (default: the recursive splitter with ``chunk_size``/``chunk_overlap``).
+    ``bm25_file``: a JSON file holding the BM25 index (:mod:`akasha.index.bm25_file`), read now
+    when it exists (BM25 answers at once; vectors come with the first dense search) and
+    rewritten after every ingestion.
     """
 
     def __init__(
@@ -156,6 +160,7 @@ class CorpusIndex:
         vector_store: Any = None,
         vector_store_options: dict[str, Any] | None = None,
         chunker: Any = None,
+        bm25_file: str | os.PathLike[str] | None = None,
     ) -> None:
         from akasha.chunking import default_overlap, validate_chunking
 
@@ -247,6 +252,16 @@ class CorpusIndex:
                 external_store.lexical_tokenizer = self._bm25.tokenizer_id
             self._link = StoreLink(external_store, lambda: self.embedder_id, lambda: self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
+        self._bm25_path = None if bm25_file is None else Path(bm25_file)
+        self._bm25_written: str | None = None  # the corpus state the BM25 file holds
+        if self._bm25_path is not None:
+            try:
+                loaded = read_bm25_file(self._bm25_path)
+                if loaded is not None:
+                    self._load_bm25_file(loaded)
+            except BaseException:
+                self.close()
+                raise
 
     @property
     def embedder_id(self) -> str:
@@ -485,6 +500,7 @@ class CorpusIndex:
                 report = self._sync_locked(data_source, paths, progress)
             finally:
                 self._reading_lexical = False
+            self._write_bm25_file()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -519,7 +535,7 @@ class CorpusIndex:
                     self._sources.skip(report, key, status[1] or "no text")
                     continue
                 upserts[key] = content
-            if self._source == DOCUMENTS_SOURCE and not self._store_behind:
+            if self._source == DOCUMENTS_SOURCE and not self._store_behind and not self._lexical_only:
                 self._apply_documents(upserts, (), report)  # the corpus is in memory: apply the difference
             else:
                 files = self._documents_corpus()
@@ -527,19 +543,21 @@ class CorpusIndex:
                 self._apply(DOCUMENTS_SOURCE, files, report)
             counts = self._doc_chunk_ids()
             report.written = sum(len(counts.get(key, ())) for key in upserts)
+            self._write_bm25_file()
         report.seconds = time.perf_counter() - started
         return report
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents added with :meth:`add_documents`; returns how many chunks went."""
         with self._write_lock():
-            if self._source != DOCUMENTS_SOURCE or self._store_behind:
+            if self._source != DOCUMENTS_SOURCE or self._store_behind or self._lexical_only:
                 self._apply(DOCUMENTS_SOURCE, self._documents_corpus(), SyncReport())
             gone = [d for d in dict.fromkeys(self._corpus_key(str(i)) for i in doc_ids) if d in self._files]
             if not gone:
                 return 0
             before = len(self._chunks)
             self._apply_documents({}, gone, SyncReport())
+            self._write_bm25_file()
             return before - len(self._chunks)
 
     def _apply_documents(self, upserts: Mapping[str, str], removals: Sequence[str], report: SyncReport) -> None:
@@ -562,7 +580,7 @@ class CorpusIndex:
         for key, content in changed.items():
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{key}#{seq}"
-                fresh[chunk_id] = Chunk(chunk_id, text, _chunk_metadata(meta, key, chunk_id))
+                fresh[chunk_id] = Chunk(chunk_id, text, chunk_metadata(meta, key, chunk_id))
         chunks = self._chunks
         added = [c for c in fresh.values()
                  if c.id not in chunks or own(chunks[c.id].metadata, "content_hash") != own(c.metadata, "content_hash")]
@@ -877,6 +895,59 @@ class CorpusIndex:
         self._lexical_only = True
         report.chunks = len(new_chunks)
 
+    def _load_bm25_file(self, loaded: Any) -> None:
+        """Make a BM25 file's corpus the lexical-only corpus in memory (see :meth:`_apply_lexical`).
+
+        Its chunks also go into the manifest under their documents' content keys, so a later
+        ingestion or dense search rebuilds from them without re-chunking (and, with a cache
+        holding their vectors, without embedding).
+        """
+        path = self._bm25_path
+        if loaded.chunking != self.settings_key:
+            log.warning("%s holds chunks of other chunk settings (%s, now %s); not loaded: ingest the documents "
+                        "again and it is rewritten", path, loaded.chunking, self.settings_key)
+            return
+        by_doc: dict[str, list[Chunk]] = {}
+        for chunk in loaded.chunks:
+            by_doc.setdefault(chunk.doc_id, []).append(chunk)
+        known = self._manifest.parsed_status_of(self.settings_key, list(set(loaded.documents.values())))
+        for doc, content in loaded.documents.items():
+            pieces = by_doc.get(doc)
+            if content in known or not pieces:
+                continue
+            stored = []
+            for chunk in sorted(pieces, key=lambda c: int(c.id.rpartition("#")[2])):
+                meta = dict(chunk.metadata)
+                drop_own(meta, "source")
+                drop_own(meta, "chunk_id")
+                text_hash = digest(chunk.text)
+                put_own(meta, "content_hash", text_hash)
+                stored.append((int(chunk.id.rpartition("#")[2]), text_hash, chunk.text, meta))
+            self._manifest.store_parsed(content, self.settings_key, stored)
+            known[content] = ("ok", None)
+        chunks = {c.id: c for c in loaded.chunks}
+        self._bm25 = BM25Index(tokenizer=self._tokenizer)
+        if chunks:
+            self._bm25.add(list(chunks), [c.text for c in chunks.values()])
+        self._dense = DenseIndex()
+        self._chunks, self._files, self._source = chunks, dict(loaded.documents), loaded.source
+        self._state_key = "lexical:" + digest(json.dumps(sorted(self._files.items()), ensure_ascii=False))
+        self._committed, self._lexical_only = None, True
+        self._bm25_written = self._state_key
+        log.info("loaded %d chunks of %d documents for BM25 from %s", len(chunks), len(self._files), path)
+
+    def _write_bm25_file(self) -> None:
+        """Rewrite the BM25 file when the corpus in memory changed since it was last written or read."""
+        path = self._bm25_path
+        if path is None or self._state_key is None or self._state_key == self._bm25_written:
+            return
+        try:
+            write_bm25_file(path, source=str(self._source), chunking=self.settings_key, documents=self._files,
+                            chunks=self._chunks.values())
+        except OSError as exc:
+            raise storage_error(path.parent, exc) from exc
+        self._bm25_written = self._state_key
+
     def _drop_lexical(self) -> None:
         """Forget a lexical-only corpus before a full sync: it starts as a new process would (vectors
         come from the cache, a committed snapshot is reused)."""
@@ -901,7 +972,11 @@ class CorpusIndex:
                 dense.add([c.id for c in chunks], np.stack([vectors[own(c.metadata, "content_hash")] for c in chunks]),
                           self._passages_for(chunks))
             files = dict(self._files)
+            if self._link is not None:  # a store emptied by a restart (memory, faiss) receives the records again
+                self._link.publish(chunks, vectors, sorted(files), keep=set(self._chunks))
             state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
+            if self._bm25_written == self._state_key:  # same chunks: the BM25 file needs no rewrite
+                self._bm25_written = state_key
             self._dense, self._state_key, self._lexical_only = dense, state_key, False
             if self._source is not None:
                 self._commit(self._source, state_key, files)
@@ -1023,7 +1098,7 @@ class CorpusIndex:
                 continue
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{path}#{seq}"
-                fresh[chunk_id] = Chunk(chunk_id, text, _chunk_metadata(meta, path, chunk_id))
+                fresh[chunk_id] = Chunk(chunk_id, text, chunk_metadata(meta, path, chunk_id))
                 order.append(chunk_id)
         old = self._chunks
         if isinstance(old, LazyChunks):
@@ -1223,15 +1298,6 @@ class CorpusIndex:
         self._bm25, self._dense, self._chunks = bm25, dense, chunks
         self._files, self._state_key = dict(files), state_key
         return True
-
-
-def _chunk_metadata(stored: Mapping[str, Any], source: str, chunk_id: str) -> dict[str, Any]:
-    """A chunk's metadata from what the manifest stored: akasha's ``source`` (the document key) and
-    ``chunk_id`` added without overwriting a document's own keys of those names (:mod:`akasha.metadata`)."""
-    metadata = {"source": source, **stored} if "source" not in stored else dict(stored)
-    put_own(metadata, "source", source)
-    put_own(metadata, "chunk_id", chunk_id)
-    return metadata
 
 
 def _store_sample(store: Any, count: int) -> tuple[list[str], np.ndarray]:
