@@ -45,6 +45,7 @@ import numpy as np
 from akasha.background import Background
 from akasha.embeddings.base import Embedder, as_matrix
 from akasha.errors import AkashaError, EmptySourceError
+from akasha.index.bm25_file import read_bm25_file, write_bm25_file
 from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.lock import IndexLock
 from akasha.index.manifest import Manifest
@@ -55,7 +56,6 @@ from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreLink
-from akasha.index.bm25_file import read_bm25_file, write_bm25_file
 from akasha.metadata import chunk_metadata, drop_own, own, put_own
 from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
@@ -583,7 +583,8 @@ class CorpusIndex:
                 fresh[chunk_id] = Chunk(chunk_id, text, chunk_metadata(meta, key, chunk_id))
         chunks = self._chunks
         added = [c for c in fresh.values()
-                 if c.id not in chunks or own(chunks[c.id].metadata, "content_hash") != own(c.metadata, "content_hash")]
+                 if c.id not in chunks
+                 or own(chunks[c.id].metadata, "content_hash") != own(c.metadata, "content_hash")]
         old = [cid for key in (*changed, *removals) for cid in by_doc.get(key, ())]
         replaced = [cid for cid in old if cid not in fresh] + [c.id for c in added if c.id in chunks]
         vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
@@ -1116,7 +1117,8 @@ class CorpusIndex:
         new_chunks, fresh = self._materialise(files)
         old = self._chunks
         added = [new_chunks[cid] for cid in fresh  # kept chunks are unchanged by construction
-                 if cid not in old or own(old[cid].metadata, "content_hash") != own(new_chunks[cid].metadata, "content_hash")]
+                 if cid not in old
+                 or own(old[cid].metadata, "content_hash") != own(new_chunks[cid].metadata, "content_hash")]
         gone = [cid for cid in old if cid not in new_chunks]
         to_store: list[Chunk] = []
         if self._link is not None:
