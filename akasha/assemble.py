@@ -470,11 +470,11 @@ class SpecChunker:
     def split_documents(self, documents: Any) -> list[Any]:
         return list(self.splitter.split_documents(documents))
 
-    def keep_vectors(self, sink: Any) -> None:
-        """Hand the vectors a splitter that embeds (``semantic``) computes to ``sink(texts, vectors)``:
-        the index caches them, so no text is embedded twice."""
-        if hasattr(self.splitter, "vector_sink"):
-            self.splitter.vector_sink = sink
+    def embed_with(self, embed: Any) -> None:
+        """Let a splitter that embeds (``semantic``) embed through ``embed(texts) -> vectors``, the index's
+        content-keyed embeddings cache, so no text is embedded twice."""
+        if hasattr(self.splitter, "embed"):
+            self.splitter.embed = embed
 
 
 def _is_store(obj: Any) -> bool:

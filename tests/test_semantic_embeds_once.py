@@ -58,3 +58,37 @@ def test_joined_sentences_are_embedded_as_chunks_once_and_sentences_once(recordi
     before = len(recording.texts)
     pipeline.ingest_sync(CORPUS)  # unchanged documents: nothing is chunked or embedded again
     assert len(recording.texts) == before
+
+
+class PassageEmbedder(RecordingEmbedder):
+    """An embedder that also gives passage vectors (as the local models do): the index asks for them."""
+
+    def embed_documents_with_passages(self, texts):
+        return self.embed_documents(texts), [None] * len(texts)
+
+
+def test_an_embedder_with_passages_embeds_each_text_once_too():
+    embedder = PassageEmbedder()
+    registry.register("embedder", "passages-test", lambda config, context: embedder, replace=True)
+    try:
+        pipeline = build(load_spec(body(embeddings={"provider": "passages-test"},
+                                        chunking={"strategy": "semantic", "similarity_threshold": 0.99})))
+        pipeline.ingest_sync(CORPUS)
+    finally:
+        registry.unregister("embedder", "passages-test")
+    assert max(collections.Counter(embedder.texts).values()) == 1
+
+
+def test_chunking_again_reuses_the_sentence_vectors(recording, tmp_path):
+    first = build(load_spec(body(embeddings={"provider": "recording-test"},
+                                 chunking={"strategy": "semantic", "similarity_threshold": 0.99})),
+                  cache_dir=tmp_path / "cache")
+    first.ingest_sync(CORPUS)
+    first.close()
+    sentences = set(recording.texts)
+    recording.texts.clear()
+    again = build(load_spec(body(embeddings={"provider": "recording-test"},  # other settings: chunked again
+                                 chunking={"strategy": "semantic", "similarity_threshold": 0.99, "chunk_size": 400})),
+                  cache_dir=tmp_path / "cache")
+    again.ingest_sync(CORPUS)
+    assert not sentences & set(recording.texts)  # no sentence embedded a second time

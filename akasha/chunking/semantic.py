@@ -4,9 +4,9 @@ Every sentence is embedded with the pipeline's embedder (one embedding per
 sentence at ingestion); two consecutive sentences stay in one chunk while their
 cosine is at least ``chunking.similarity_threshold`` (0.5). ``overlap`` is ignored.
 
-The sentence vectors are handed to ``vector_sink`` when one is set: the index
-keeps them in its embeddings cache, so a chunk that is one sentence (or any
-chunk text the splitter already embedded) is not embedded a second time.
+When the index sets ``embed`` (its own content-keyed embedding), sentences are
+embedded through the index's embeddings cache: a chunk that is one sentence is
+not embedded a second time, and re-chunking reuses every sentence's vector.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ class SemanticSplitter:
         self.embedder = embedder
         self.chunk_size = chunk_size
         self.similarity_threshold = similarity_threshold
-        #: Called with (texts, vectors) after each embedding, rows as the embedder returned them.
-        self.vector_sink: Callable[[list[str], np.ndarray], None] | None = None
+        #: texts -> vectors through the index's embeddings cache (set by the index); else the embedder's own.
+        self.embed: Callable[[list[str]], np.ndarray] | None = None
 
     def split_text(self, text: str) -> list[str]:
         sentences: list[str] = []
@@ -42,10 +42,8 @@ class SemanticSplitter:
             sentences.extend(split_fixed(sentence, self.chunk_size, 0) if len(sentence) > self.chunk_size else [sentence])
         if not sentences:
             return []
-        raw = as_matrix(self.embedder.embed_documents(sentences), len(sentences), self.embedder.name)
-        if self.vector_sink is not None:
-            self.vector_sink(sentences, raw)
-        vectors = normalize_rows(raw)
+        raw = self.embed(sentences) if self.embed is not None else self.embedder.embed_documents(sentences)
+        vectors = normalize_rows(as_matrix(raw, len(sentences), self.embedder.name))
         pieces: list[str] = []
         current = sentences[0]
         for i in range(1, len(sentences)):

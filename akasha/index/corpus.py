@@ -241,9 +241,9 @@ class CorpusIndex:
             if external_store is not None and isinstance(vector_store, str):
                 external_store.close()
             raise
-        keep_vectors = getattr(chunker, "keep_vectors", None)
-        if keep_vectors is not None:  # a splitter that embeds (semantic): its vectors go to the cache
-            keep_vectors(self._cache_split_vectors)
+        embed_with = getattr(chunker, "embed_with", None)
+        if embed_with is not None:  # a splitter that embeds (semantic) does so through the cache
+            embed_with(self._embed_for_split)
         self._external = external_store
         self._identity: tuple[str, str] | None = None  # (embedder identity, namespace), resolved on first use
         self._identity_lock = threading.Lock()
@@ -1218,20 +1218,13 @@ class CorpusIndex:
             raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self._manifest.path}")
         return vectors
 
-    def _cache_split_vectors(self, texts: Sequence[str], matrix: np.ndarray) -> None:
-        """Keep the vectors a splitter computed with this index's embedder (the ``semantic`` splitter's
-        sentences) in the embeddings cache, keyed like chunk vectors by text: a chunk with one of these
-        texts is then not embedded again. Skipped when passage vectors are wanted (the splitter made
-        none) or the width differs from the cached vectors'."""
-        if self.search_settings.passage_fetch and getattr(self.embedder, "embed_documents_with_passages", None):
-            return
-        model = self.embedder_id
-        width = self._vector_width(model)
-        if width is not None and matrix.shape[1] != width:
-            return
-        rows = {digest(text): row for text, row in zip(texts, matrix, strict=True)}
-        if rows:
-            self._manifest.store_vectors(model, list(rows), np.stack(list(rows.values())))
+    def _embed_for_split(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for texts a splitter embeds (the ``semantic`` splitter's sentences), through the embeddings
+        cache like chunk vectors: a chunk whose text is one of them is not embedded again, nor is a
+        sentence when the documents are chunked again."""
+        pieces = [Chunk(f"split#{n}", text, {"content_hash": digest(text)}) for n, text in enumerate(texts)]
+        vectors = self._vectors_for(pieces, SyncReport())
+        return np.stack([vectors[c.metadata["content_hash"]] for c in pieces]) if pieces else np.zeros((0, 0))
 
     def _vector_width(self, model: str) -> int | None:
         """The width of this embedder's vectors as the cache holds most of them, or None before the first."""
