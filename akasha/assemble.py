@@ -124,14 +124,23 @@ class Components:
     def index(self, options: RAGOptions) -> Any:
         """The CorpusIndex for these embeddings, chunk settings, cache folder and server (built once)."""
         with self._lock:
-            embedder = self.embedder(options.embeddings, options.device)
             cache = options.cache_dir if options.cache_dir in (None, ":memory:") else str(
                 Path(options.cache_dir).expanduser())
             store_options = dict(options.vector_store_options or {})
-            key = (embedder.name, self._remember(options.embeddings), options.chunk_size, options.chunk_overlap, cache,
-                   self._remember(options.vector_store), repr(sorted(store_options.items())))
+            key = (self._remember(options.embeddings), options.device, options.chunk_size, options.chunk_overlap,
+                   cache, self._remember(options.vector_store), repr(sorted(store_options.items())))
             if key not in self.indexes:
                 from akasha.index import CorpusIndex
+
+                embedder: Any
+                if isinstance(options.embeddings, str) and options.vector_store is None:
+                    # built on first use: a bm25 search never builds it (nor imports its provider)
+                    from akasha.embeddings.deferred import DeferredEmbedder
+
+                    spec, device = options.embeddings, options.device
+                    embedder = DeferredEmbedder(lambda: self.embedder(spec, device), spec)
+                else:
+                    embedder = self.embedder(options.embeddings, options.device)
 
                 self.indexes[key] = CorpusIndex(
                     embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap,
@@ -461,6 +470,12 @@ class SpecChunker:
     def split_documents(self, documents: Any) -> list[Any]:
         return list(self.splitter.split_documents(documents))
 
+    def embed_with(self, embed: Any) -> None:
+        """Let a splitter that embeds (``semantic``) embed through ``embed(texts) -> vectors``, the index's
+        content-keyed embeddings cache, so no text is embedded twice."""
+        if hasattr(self.splitter, "embed"):
+            self.splitter.embed = embed
+
 
 def _is_store(obj: Any) -> bool:
     from akasha.stores.base import Store
@@ -468,18 +483,12 @@ def _is_store(obj: Any) -> bool:
     return isinstance(obj, Store)
 
 
-def _index_cache(spec: Any, cache_dir: Any) -> Any:
-    """The index's local cache: ``cache_dir`` when given; else next to ``retrieval.bm25_path``; else in memory.
-
-    ``bm25_path`` (the reference's way to keep the keyword index across restarts)
-    now names where the whole index keeps its local state: the folder
-    ``<bm25_path minus .json>.index``.
-    """
-    if cache_dir is not None:
-        return cache_dir
+def _bm25_file(spec: Any) -> Path | None:
+    """``retrieval.bm25_path`` as a path (relative to the working directory), or None; SpecError for a
+    value that is not a file path, or a folder or device."""
     bm25_path = spec.retrieval.get("bm25_path")
     if bm25_path is None:
-        return ":memory:"
+        return None
     if not isinstance(bm25_path, str) or not bm25_path:
         raise SpecError(f"{_where(spec.source)}retrieval.bm25_path must be a file path, got {bm25_path!r}")
     path = Path(bm25_path).expanduser()
@@ -487,18 +496,27 @@ def _index_cache(spec: Any, cache_dir: Any) -> Any:
         path = Path.cwd() / path  # relative to the working directory, as a CLI user expects
     if path.exists() and not path.is_file():  # a folder, /dev/zero, /dev/stdin ...: never a place for the index
         raise SpecError(f"{_where(spec.source)}retrieval.bm25_path {bm25_path!r} is a folder or a device, not a "
-                        "file; name a file such as ./bm25.json (the index keeps its state next to it)")
-    stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
-    return path.with_name(f"{stem}.index")
+                        "file; name a JSON file such as ./bm25.json")
+    return path
+
+
+def _index_cache(cache_dir: Any) -> Any:
+    """The index's local cache (chunks and vectors): ``cache_dir`` when given, else in memory.
+
+    ``retrieval.bm25_path`` keeps only the BM25 index (:mod:`akasha.index.bm25_file`); vectors
+    survive a restart in a persistent vector store or in ``cache_dir``.
+    """
+    return cache_dir if cache_dir is not None else ":memory:"
 
 
 def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> Pipeline:
     """Resolve every component named in a checked ``spec`` and return its :class:`Pipeline`.
 
     ``llm`` (a chat model, model string or callable) is required by the
-    ``multi_query`` and ``hyde`` patterns. ``cache_dir`` is the index's local cache
-    (default: in memory, or next to ``retrieval.bm25_path``); a persistent store
-    keeps the index's state itself, so a restart embeds nothing either way.
+    ``multi_query`` and ``hyde`` patterns. ``cache_dir`` is the index's local cache of
+    chunks and vectors (default: in memory); a persistent store keeps the index's state
+    itself, so a restart embeds nothing either way. ``retrieval.bm25_path`` is a JSON file
+    of the BM25 index, read here when it exists and rewritten after every ingestion.
     Raises SpecError for unknown names, bad chunking windows, a bad pgvector table
     name or a missing ``llm``; MissingExtraError for a component whose package is
     not installed.
@@ -565,9 +583,14 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
             check_corpus_name(corpus)
         except ConfigError as exc:
             raise SpecError(f"{at}vector_store.corpus: {exc}") from None
-    index = CorpusIndex(embedder, chunker=chunker, cache_dir=_index_cache(spec, cache_dir),
+    bm25_file = _bm25_file(spec)
+    if bm25_file is not None:
+        from akasha.index.legacy_bm25 import migrate_index_folder
+
+        migrate_index_folder(bm25_file, chunker.settings_key)
+    index = CorpusIndex(embedder, chunker=chunker, cache_dir=_index_cache(cache_dir),
                         store=store if _is_store(store) else "sqlite",
-                        vector_store_options={"corpus": corpus} if corpus else None)
+                        vector_store_options={"corpus": corpus} if corpus else None, bm25_file=bm25_file)
     return Pipeline(
         index,
         stage_errors=True,

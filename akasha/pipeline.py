@@ -337,9 +337,12 @@ class Pipeline:
         re-embeds exactly what is missing.
         """
         trace = Trace() if trace is None else trace
-        name = f"index({getattr(self.embedder, 'name', '?')})"
+        embedder = self.embedder
+        label = getattr(embedder, "display_name", None) if hasattr(embedder, "built") else None
+        name = f"index({label or getattr(embedder, 'name', '?')})"
+        lexical = getattr(self.pattern, "search_type", None) == "bm25"  # no vectors needed: none computed
         with self.locked(), trace.stage("index", name, describe_source(data_source)) as entry:
-            report = self.index.sync(data_source, progress=progress)
+            report = self.index.sync(data_source, progress=progress, **({"lexical": True} if lexical else {}))
             self._loaded = True
             entry["out"] = getattr(report, "chunks", None)
             entry["files"] = {"indexed": report.indexed, "unchanged": report.unchanged,

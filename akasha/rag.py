@@ -135,7 +135,7 @@ class RAG:
         decide packing and answer generation, exactly as for a plain ``RAG``.
         ``model`` also serves as the LLM of ``multi_query`` and ``hyde`` patterns;
         ``cache_dir`` is where the index keeps its local state (default: as for a
-        plain ``RAG``, or next to ``retrieval.bm25_path``). A facade option that
+        plain ``RAG``; ``retrieval.bm25_path`` is the BM25 index's JSON file beside it). A facade option that
         contradicts the spec (``search_type``, ``chunk_size``, ``embeddings``,
         ``vector_store``, ``k`` other than ``retrieval.top_k``, a ``reranker`` when
         the spec reranks ...) raises ConfigError naming both, here or in a call.
@@ -148,7 +148,7 @@ class RAG:
         rag = cls(**options)
         needs_llm = spec.retrieval.get("pattern") in ("multi_query", "hyde")
         cache_dir = rag.options.cache_dir
-        if cache_dir is None and not spec.retrieval.get("bm25_path"):
+        if cache_dir is None:
             from akasha.index.paths import default_cache_dir
 
             cache_dir = default_cache_dir()

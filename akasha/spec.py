@@ -174,8 +174,8 @@ def build(spec: Any, llm: Any = None, *, cache_dir: str | Path | None = None) ->
     ``spec`` is what :func:`load_spec` returns (a mapping or a path is loaded first).
     ``llm`` (a chat model, model string or callable) is required by the
     ``multi_query`` and ``hyde`` patterns. ``cache_dir`` is where the pipeline's
-    content-keyed index keeps its local state (default: in memory, or next to
-    ``retrieval.bm25_path``); a persistent store keeps the state itself. The same
+    content-keyed index keeps its chunks and vectors (default: in memory; ``retrieval.bm25_path``
+    keeps the BM25 index alone, as a JSON file); a persistent store keeps the state itself. The same
     builder serves ``akasha.RAG`` (:mod:`akasha.assemble`). Raises SpecError for
     unknown names, bad chunking windows, a bad pgvector table name, or a missing
     ``llm``; MissingExtraError for a component whose package is not installed.

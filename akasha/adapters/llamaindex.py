@@ -79,7 +79,8 @@ def hit_to_node(hit: Hit, best: float | None = None) -> Any:
     from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
 
     metadata = {**hit_metadata(hit), **reader_metadata(hit)}
-    hidden = [key for key in HIDDEN_KEYS if key in metadata]
+    # akasha's bookkeeping under "akasha:<key>" (a document used the plain name: akasha.metadata) too
+    hidden = [key for key in metadata if key in HIDDEN_KEYS or str(key).startswith("akasha:")]
     node = text_node(
         id_=hit.chunk.id,
         text=hit.chunk.text,

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from akasha.chunking.character_splitter import RecursiveSplitter
+from akasha.metadata import document_metadata, put_own
 from akasha.types import Chunk, Document
 
 #: Strategy name written to every chunk's metadata.
@@ -178,16 +179,16 @@ def document_id(document: Document) -> str:
 def make_chunks(document: Document, pieces: Sequence[str], strategy: str) -> list[Chunk]:
     """Chunks of one document with ids ``<doc_id>#<n>`` and the shared metadata keys."""
     doc_id = document_id(document)
+    base = document_metadata(document.metadata)
     chunks = []
     for index, piece in enumerate(pieces):
         chunk_id = f"{doc_id}#{index}"
-        metadata = dict(document.metadata)
-        metadata.update(
-            chunk_index=index,
-            chunk_id=chunk_id,
-            content_hash=hashlib.sha256(piece.encode("utf-8", "surrogatepass")).hexdigest(),
-            strategy=strategy,
-        )
+        metadata = dict(base)
+        # a document's own key of the same name keeps its value (see akasha.metadata)
+        put_own(metadata, "chunk_index", index)
+        put_own(metadata, "chunk_id", chunk_id)
+        put_own(metadata, "content_hash", hashlib.sha256(piece.encode("utf-8", "surrogatepass")).hexdigest())
+        put_own(metadata, "strategy", strategy)
         chunks.append(Chunk(id=chunk_id, text=piece, metadata=metadata))
     return chunks
 

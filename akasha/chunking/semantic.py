@@ -3,11 +3,15 @@
 Every sentence is embedded with the pipeline's embedder (one embedding per
 sentence at ingestion); two consecutive sentences stay in one chunk while their
 cosine is at least ``chunking.similarity_threshold`` (0.5). ``overlap`` is ignored.
+
+When the index sets ``embed`` (its own content-keyed embedding), sentences are
+embedded through the index's embeddings cache: a chunk that is one sentence is
+not embedded a second time, and re-chunking reuses every sentence's vector.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -28,6 +32,8 @@ class SemanticSplitter:
         self.embedder = embedder
         self.chunk_size = chunk_size
         self.similarity_threshold = similarity_threshold
+        #: texts -> vectors through the index's embeddings cache (set by the index); else the embedder's own.
+        self.embed: Callable[[list[str]], np.ndarray] | None = None
 
     def split_text(self, text: str) -> list[str]:
         sentences: list[str] = []
@@ -36,7 +42,8 @@ class SemanticSplitter:
             sentences.extend(split_fixed(sentence, self.chunk_size, 0) if len(sentence) > self.chunk_size else [sentence])
         if not sentences:
             return []
-        vectors = normalize_rows(as_matrix(self.embedder.embed_documents(sentences), len(sentences), self.embedder.name))
+        raw = self.embed(sentences) if self.embed is not None else self.embedder.embed_documents(sentences)
+        vectors = normalize_rows(as_matrix(raw, len(sentences), self.embedder.name))
         pieces: list[str] = []
         current = sentences[0]
         for i in range(1, len(sentences)):

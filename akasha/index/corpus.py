@@ -45,6 +45,7 @@ import numpy as np
 from akasha.background import Background
 from akasha.embeddings.base import Embedder, as_matrix
 from akasha.errors import AkashaError, EmptySourceError
+from akasha.index.bm25_file import read_bm25_file, write_bm25_file
 from akasha.index.lazy_chunks import LazyChunks
 from akasha.index.lock import IndexLock
 from akasha.index.manifest import Manifest
@@ -55,6 +56,7 @@ from akasha.index.snapshot import is_own_file as is_own_snapshot_file
 from akasha.index.snapshot import read_snapshot, write_snapshot
 from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreLink
+from akasha.metadata import chunk_metadata, drop_own, own, put_own
 from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
@@ -139,6 +141,9 @@ class CorpusIndex:
     searches with the store's ANN index instead of the exact local one.
     ``chunker``: an object with ``split_documents(documents)`` and a ``settings_key``
     string (default: the recursive splitter with ``chunk_size``/``chunk_overlap``).
+    ``bm25_file``: a JSON file holding the BM25 index (:mod:`akasha.index.bm25_file`), read now
+    when it exists (BM25 answers at once; vectors come with the first dense search) and
+    rewritten after every ingestion.
     """
 
     def __init__(
@@ -155,6 +160,7 @@ class CorpusIndex:
         vector_store: Any = None,
         vector_store_options: dict[str, Any] | None = None,
         chunker: Any = None,
+        bm25_file: str | os.PathLike[str] | None = None,
     ) -> None:
         from akasha.chunking import default_overlap, validate_chunking
 
@@ -215,8 +221,10 @@ class CorpusIndex:
                 raise storage_error(self.cache_dir, exc) from exc
             with self._write_lock():
                 self._manifest = Manifest(str(self.cache_dir / "index.sqlite3"))
+        self._lexical_only = False  # the corpus in memory has BM25 but no vectors yet (see sync(lexical=True))
+        self._reading_lexical = False  # a lexical sync is reading: the embedder is not warmed up
         self._sources = SourceReader(self._manifest, self.settings_key, self._split,  # hints: see SourceReader
-                                     getattr(embedder, "prepare_documents", None))
+                                     self._prepare_embedder)
         try:
             if isinstance(vector_store, str):
                 from akasha.stores.urls import open_store
@@ -235,6 +243,9 @@ class CorpusIndex:
             if external_store is not None and isinstance(vector_store, str):
                 external_store.close()
             raise
+        embed_with = getattr(chunker, "embed_with", None)
+        if embed_with is not None:  # a splitter that embeds (semantic) does so through the cache
+            embed_with(self._embed_for_split)
         self._external = external_store
         self._identity: tuple[str, str] | None = None  # (embedder identity, namespace), resolved on first use
         self._identity_lock = threading.Lock()
@@ -243,6 +254,16 @@ class CorpusIndex:
                 external_store.lexical_tokenizer = self._bm25.tokenizer_id
             self._link = StoreLink(external_store, lambda: self.embedder_id, lambda: self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
+        self._bm25_path = None if bm25_file is None else Path(bm25_file)
+        self._bm25_written: str | None = None  # the corpus state the BM25 file holds
+        if self._bm25_path is not None:
+            try:
+                loaded = read_bm25_file(self._bm25_path)
+                if loaded is not None:
+                    self._load_bm25_file(loaded)
+            except BaseException:
+                self.close()
+                raise
 
     @property
     def embedder_id(self) -> str:
@@ -350,6 +371,8 @@ class CorpusIndex:
                               "or pass the data_source folder so that it is indexed here")
         if self._state_key is None:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
+        if search_type != "bm25":
+            self._ensure_dense()
         vector = None if search_type == "bm25" else self.embedder.embed_query(query)
         dense = self._dense
         adaptive = search_type == "auto" and self.search_settings.auto_fusion == "adaptive"
@@ -467,8 +490,13 @@ class CorpusIndex:
             return reads_question(self.embedder, question, CJK_SHARE, self._manifest)
         return known if cjk_share(question) >= CJK_SHARE else None
 
-    def sync(self, data_source: DataSource, *, progress: bool | None = False) -> SyncReport:
+    def sync(self, data_source: DataSource, *, progress: bool | None = False, lexical: bool = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.
+
+        ``lexical=True`` (a ``bm25`` search) reads and chunks what changed and builds BM25, but
+        embeds nothing and never builds the embedder: the vectors are computed (from the cache,
+        embedding only what it lacks) on the first search that needs them. Ignored with an
+        external store, which receives every chunk with its vector.
 
         ``progress=True`` shows progress bars (``tqdm.auto``, so notebooks get a widget)
         for reading files and for embedding; ``None`` shows them only when the work is
@@ -483,7 +511,12 @@ class CorpusIndex:
         paths = discover(data_source, exclude=exclude)
         self._progress = progress
         with self._write_lock():
-            report = self._sync_locked(data_source, paths, progress)
+            self._reading_lexical = lexical and self._link is None
+            try:
+                report = self._sync_locked(data_source, paths, progress)
+            finally:
+                self._reading_lexical = False
+            self._write_bm25_file()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -518,7 +551,7 @@ class CorpusIndex:
                     self._sources.skip(report, key, status[1] or "no text")
                     continue
                 upserts[key] = content
-            if self._source == DOCUMENTS_SOURCE and not self._store_behind:
+            if self._source == DOCUMENTS_SOURCE and not self._store_behind and not self._lexical_only:
                 self._apply_documents(upserts, (), report)  # the corpus is in memory: apply the difference
             else:
                 files = self._documents_corpus()
@@ -526,19 +559,21 @@ class CorpusIndex:
                 self._apply(DOCUMENTS_SOURCE, files, report)
             counts = self._doc_chunk_ids()
             report.written = sum(len(counts.get(key, ())) for key in upserts)
+            self._write_bm25_file()
         report.seconds = time.perf_counter() - started
         return report
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents added with :meth:`add_documents`; returns how many chunks went."""
         with self._write_lock():
-            if self._source != DOCUMENTS_SOURCE or self._store_behind:
+            if self._source != DOCUMENTS_SOURCE or self._store_behind or self._lexical_only:
                 self._apply(DOCUMENTS_SOURCE, self._documents_corpus(), SyncReport())
             gone = [d for d in dict.fromkeys(self._corpus_key(str(i)) for i in doc_ids) if d in self._files]
             if not gone:
                 return 0
             before = len(self._chunks)
             self._apply_documents({}, gone, SyncReport())
+            self._write_bm25_file()
             return before - len(self._chunks)
 
     def _apply_documents(self, upserts: Mapping[str, str], removals: Sequence[str], report: SyncReport) -> None:
@@ -561,10 +596,11 @@ class CorpusIndex:
         for key, content in changed.items():
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{key}#{seq}"
-                fresh[chunk_id] = Chunk(chunk_id, text, {"source": key, **meta, "chunk_id": chunk_id})
+                fresh[chunk_id] = Chunk(chunk_id, text, chunk_metadata(meta, key, chunk_id))
         chunks = self._chunks
         added = [c for c in fresh.values()
-                 if c.id not in chunks or chunks[c.id].metadata["content_hash"] != c.metadata["content_hash"]]
+                 if c.id not in chunks
+                 or own(chunks[c.id].metadata, "content_hash") != own(c.metadata, "content_hash")]
         old = [cid for key in (*changed, *removals) for cid in by_doc.get(key, ())]
         replaced = [cid for cid in old if cid not in fresh] + [c.id for c in added if c.id in chunks]
         vectors = self._vectors_for(added, report)  # may raise: nothing changed yet
@@ -577,7 +613,7 @@ class CorpusIndex:
         if added:
             ids = [c.id for c in added]
             self._bm25.add(ids, [c.text for c in added])
-            self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]),
+            self._dense.add(ids, np.stack([vectors[own(c.metadata, "content_hash")] for c in added]),
                             self._passages_for(added))
         for cid in old:
             chunks.pop(cid, None)
@@ -661,7 +697,7 @@ class CorpusIndex:
                                      f"{self.embedder_id!r} makes {width}-dimensional ones: use the embeddings "
                                      "the collection was built with")
         self._serve(chunks, matrix)
-        self._files = {str(c.metadata.get("source") or c.doc_id): str(c.metadata.get("content_hash", ""))
+        self._files = {str(own(c.metadata, "source") or c.doc_id): str(own(c.metadata, "content_hash", ""))
                        for c in chunks}
         self._state_key = "store:" + digest(json.dumps(sorted(self._chunks)))
         self._source = "store"
@@ -732,6 +768,7 @@ class CorpusIndex:
         """
         if k <= 0 or not self.restore():
             return []
+        self._ensure_dense()
         if self._store_answers("knn") and not passages:
             request = self._store_request(query, k, "knn", filters, (1.0, 0.0), self.search_settings.rrf_k)
             return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
@@ -825,9 +862,143 @@ class CorpusIndex:
         keys = portable_keys(list(files), data_source, self.corpus)
         files = {keys[path]: content for path, content in files.items()}
         source_key = digest(json.dumps(sorted(_describe_each(data_source))))
+        if self._reading_lexical:
+            self._apply_lexical(source_key, files, report)
+            return report
         self._apply(source_key, files, report)
         self._note_missing_passages()
         return report
+
+    def _prepare_embedder(self, size: int) -> None:
+        """The embedder's ``prepare_documents(size)`` hint (see SourceReader), except while a lexical sync reads."""
+        if self._reading_lexical:
+            return
+        prepare = getattr(self.embedder, "prepare_documents", None)
+        if prepare is not None:
+            prepare(size)
+
+    def _apply_lexical(self, source_key: str, files: dict[str, str], report: SyncReport) -> None:
+        """Make ``files`` the corpus in memory for BM25 alone: chunks from the manifest, no vectors, no commit.
+
+        Nothing here needs the embedder (not even its identity); :meth:`_ensure_dense` completes
+        the corpus with vectors when a search first needs them.
+        """
+        self._flush_locked()
+        if self._state_key is not None and self._source == source_key and self._files == files:
+            report.unchanged, report.chunks = len(files), len(self._chunks)
+            return
+        previous = self._files if self._source == source_key else {}
+        report.unchanged = sum(1 for p, h in files.items() if previous.get(p) == h)
+        report.indexed = len(files) - report.unchanged
+        report.removed = sum(1 for p in previous if p not in files)
+        new_chunks, fresh = self._materialise(files)
+        old = self._chunks
+        added = [new_chunks[cid] for cid in fresh
+                 if cid not in old or own(old[cid].metadata, "content_hash") != own(new_chunks[cid].metadata,
+                                                                                     "content_hash")]
+        stale = [cid for cid in old if cid not in new_chunks] + [c.id for c in added if c.id in old]
+        try:
+            self._bm25.remove(stale)
+            if added:
+                self._bm25.add([c.id for c in added], [c.text for c in added])
+        except BaseException:
+            self._bm25, self._dense = BM25Index(tokenizer=self._tokenizer), DenseIndex()
+            self._chunks, self._files, self._state_key = {}, {}, None
+            raise
+        self._dense = DenseIndex()  # vectors come with the first dense search (_ensure_dense)
+        self._chunks, self._files, self._source = new_chunks, dict(files), source_key
+        self._state_key = "lexical:" + digest(json.dumps(sorted(files.items()), ensure_ascii=False))
+        self._committed = None
+        self._lexical_only = True
+        report.chunks = len(new_chunks)
+
+    def _load_bm25_file(self, loaded: Any) -> None:
+        """Make a BM25 file's corpus the lexical-only corpus in memory (see :meth:`_apply_lexical`).
+
+        Its chunks also go into the manifest under their documents' content keys, so a later
+        ingestion or dense search rebuilds from them without re-chunking (and, with a cache
+        holding their vectors, without embedding).
+        """
+        path = self._bm25_path
+        if loaded.chunking != self.settings_key:
+            log.warning("%s holds chunks of other chunk settings (%s, now %s); not loaded: ingest the documents "
+                        "again and it is rewritten", path, loaded.chunking, self.settings_key)
+            return
+        by_doc: dict[str, list[Chunk]] = {}
+        for chunk in loaded.chunks:
+            by_doc.setdefault(chunk.doc_id, []).append(chunk)
+        known = self._manifest.parsed_status_of(self.settings_key, list(set(loaded.documents.values())))
+        for doc, content in loaded.documents.items():
+            pieces = by_doc.get(doc)
+            if content in known or not pieces:
+                continue
+            stored = []
+            for chunk in sorted(pieces, key=lambda c: int(c.id.rpartition("#")[2])):
+                meta = dict(chunk.metadata)
+                drop_own(meta, "source")
+                drop_own(meta, "chunk_id")
+                text_hash = digest(chunk.text)
+                put_own(meta, "content_hash", text_hash)
+                stored.append((int(chunk.id.rpartition("#")[2]), text_hash, chunk.text, meta))
+            self._manifest.store_parsed(content, self.settings_key, stored)
+            known[content] = ("ok", None)
+        chunks = {c.id: c for c in loaded.chunks}
+        self._bm25 = BM25Index(tokenizer=self._tokenizer)
+        if chunks:
+            self._bm25.add(list(chunks), [c.text for c in chunks.values()])
+        self._dense = DenseIndex()
+        self._chunks, self._files, self._source = chunks, dict(loaded.documents), loaded.source
+        self._state_key = "lexical:" + digest(json.dumps(sorted(self._files.items()), ensure_ascii=False))
+        self._committed, self._lexical_only = None, True
+        self._bm25_written = self._state_key
+        log.info("loaded %d chunks of %d documents for BM25 from %s", len(chunks), len(self._files), path)
+
+    def _write_bm25_file(self) -> None:
+        """Rewrite the BM25 file when the corpus in memory changed since it was last written or read."""
+        path = self._bm25_path
+        if path is None or self._state_key is None or self._state_key == self._bm25_written:
+            return
+        try:
+            write_bm25_file(path, source=str(self._source), chunking=self.settings_key, documents=self._files,
+                            chunks=self._chunks.values())
+        except OSError as exc:
+            raise storage_error(path.parent, exc) from exc
+        self._bm25_written = self._state_key
+
+    def _drop_lexical(self) -> None:
+        """Forget a lexical-only corpus before a full sync: it starts as a new process would (vectors
+        come from the cache, a committed snapshot is reused)."""
+        if self._lexical_only:
+            self._bm25, self._dense = BM25Index(tokenizer=self._tokenizer), DenseIndex()
+            self._chunks, self._files, self._state_key, self._source = {}, {}, None, None
+            self._committed, self._lexical_only = None, False
+
+    def _ensure_dense(self) -> None:
+        """Give a lexical-only corpus (see :meth:`_apply_lexical`) its vectors and commit it: cached vectors
+        are reused, only the missing ones are embedded. Builds the embedder if it was not yet."""
+        if not self._lexical_only:
+            return
+        with self._write_lock():
+            if not self._lexical_only:
+                return
+            chunks = list(self._chunks.values())
+            report = SyncReport()
+            vectors = self._vectors_for(chunks, report)
+            dense = DenseIndex()
+            if chunks:
+                dense.add([c.id for c in chunks], np.stack([vectors[own(c.metadata, "content_hash")] for c in chunks]),
+                          self._passages_for(chunks))
+            files = dict(self._files)
+            if self._link is not None:  # a store emptied by a restart (memory, faiss) receives the records again
+                self._link.publish(chunks, vectors, sorted(files), keep=set(self._chunks))
+            state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
+            if self._bm25_written == self._state_key:  # same chunks: the BM25 file needs no rewrite
+                self._bm25_written = state_key
+            self._dense, self._state_key, self._lexical_only = dense, state_key, False
+            if self._source is not None:
+                self._commit(self._source, state_key, files)
+            log.info("embedded %d texts for the first dense search over a corpus indexed for BM25 only",
+                     report.embedded)
 
     def _note_missing_passages(self) -> None:
         """Say once (INFO) that ``auto`` ranks without passage vectors because only some chunks have them."""
@@ -847,6 +1018,7 @@ class CorpusIndex:
         any), and commits the manifest row last.
         """
         self._flush_locked()  # documents waiting for their commit are committed before the corpus moves on
+        self._drop_lexical()
         state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
         if (state_key == self._state_key and source_key == self._source and not self._store_behind
                 and self._committed == (source_key, state_key)):
@@ -943,7 +1115,7 @@ class CorpusIndex:
                 continue
             for seq, _text_hash, text, meta in stored[content]:
                 chunk_id = f"{path}#{seq}"
-                fresh[chunk_id] = Chunk(chunk_id, text, {"source": path, **meta, "chunk_id": chunk_id})
+                fresh[chunk_id] = Chunk(chunk_id, text, chunk_metadata(meta, path, chunk_id))
                 order.append(chunk_id)
         old = self._chunks
         if isinstance(old, LazyChunks):
@@ -961,7 +1133,8 @@ class CorpusIndex:
         new_chunks, fresh = self._materialise(files)
         old = self._chunks
         added = [new_chunks[cid] for cid in fresh  # kept chunks are unchanged by construction
-                 if cid not in old or old[cid].metadata["content_hash"] != new_chunks[cid].metadata["content_hash"]]
+                 if cid not in old
+                 or own(old[cid].metadata, "content_hash") != own(new_chunks[cid].metadata, "content_hash")]
         gone = [cid for cid in old if cid not in new_chunks]
         to_store: list[Chunk] = []
         if self._link is not None:
@@ -989,7 +1162,7 @@ class CorpusIndex:
                     self._bm25.add_tokens(ids, tokens.result())
                 else:
                     self._bm25.add(ids, [c.text for c in added])
-                self._dense.add(ids, np.stack([vectors[c.metadata["content_hash"]] for c in added]),
+                self._dense.add(ids, np.stack([vectors[own(c.metadata, "content_hash")] for c in added]),
                                 self._passages_for(added))
         except BaseException:
             # Half-updated structures must never be searched: start over from the manifest next time.
@@ -1017,7 +1190,7 @@ class CorpusIndex:
     def _vectors_for(self, chunks: list[Chunk], report: SyncReport) -> dict[str, np.ndarray]:
         """Vectors for the chunk texts, embedding (in committed batches) only the missing ones."""
         model = self.embedder_id
-        texts = {c.metadata["content_hash"]: c.text for c in chunks}
+        texts = {own(c.metadata, "content_hash"): c.text for c in chunks}
         if not texts:
             return {}
         width = self._vector_width(model)
@@ -1061,6 +1234,14 @@ class CorpusIndex:
             raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self._manifest.path}")
         return vectors
 
+    def _embed_for_split(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for texts a splitter embeds (the ``semantic`` splitter's sentences), through the embeddings
+        cache like chunk vectors: a chunk whose text is one of them is not embedded again, nor is a
+        sentence when the documents are chunked again."""
+        pieces = [Chunk(f"split#{n}", text, {"content_hash": digest(text)}) for n, text in enumerate(texts)]
+        vectors = self._vectors_for(pieces, SyncReport())
+        return np.stack([vectors[c.metadata["content_hash"]] for c in pieces]) if pieces else np.zeros((0, 0))
+
     def _vector_width(self, model: str) -> int | None:
         """The width of this embedder's vectors as the cache holds most of them, or None before the first."""
         return self._manifest.common_width(model)
@@ -1070,8 +1251,8 @@ class CorpusIndex:
         None when passage ranking is off (``SearchSettings.passage_fetch=0``)."""
         if not self.search_settings.passage_fetch or not chunks:
             return None
-        stored = self._manifest.load_passages(self.embedder_id, [c.metadata["content_hash"] for c in chunks])
-        return [stored.get(c.metadata["content_hash"]) for c in chunks]
+        stored = self._manifest.load_passages(self.embedder_id, [own(c.metadata, "content_hash") for c in chunks])
+        return [stored.get(own(c.metadata, "content_hash")) for c in chunks]
 
     def _commit(self, source_key: str, state_key: str, files: dict[str, str], *, snapshot: bool = True) -> None:
         """Persist the in-memory state: snapshot file first (unless ``snapshot=False``), then the

@@ -24,6 +24,7 @@ from akasha.errors import LoaderError
 from akasha.index.manifest import Manifest, StoredChunk
 from akasha.loaders.limits import limit_changed
 from akasha.loaders.paths import shown, storable
+from akasha.metadata import drop_own, put_own
 from akasha.types import Chunk, Document
 
 log = logging.getLogger(__name__)
@@ -272,9 +273,14 @@ class SourceReader:
         for piece in pieces:
             if not piece.text.strip():
                 continue
-            meta = {k: v for k, v in piece.metadata.items() if k not in drop}
-            meta["content_hash"] = meta.get("content_hash") or digest(piece.text)
-            stored.append((len(stored), meta["content_hash"], piece.text, meta))
+            meta = dict(piece.metadata)
+            for key in drop:
+                drop_own(meta, key)
+            # the text's hash is the cache key, whatever the metadata says (a document's own
+            # content_hash stays under its name: akasha.metadata)
+            text_hash = digest(piece.text)
+            put_own(meta, "content_hash", text_hash)
+            stored.append((len(stored), text_hash, piece.text, meta))
         if not stored:
             self.manifest.store_parsed(content, self.settings_key, [], "skipped", "no text")
             return "skipped", "no text"

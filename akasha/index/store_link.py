@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from akasha.metadata import own, put_own
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ class StoreLink:
         for start in range(0, len(fresh), WRITE_BATCH):
             part = fresh[start : start + WRITE_BATCH]
             records = [self.record(chunk) for chunk in part]
-            matrix = np.stack([np.asarray(vectors[c.metadata["content_hash"]], dtype=np.float32) for c in part])
+            matrix = np.stack([np.asarray(vectors[own(c.metadata, "content_hash")], dtype=np.float32) for c in part])
             self.store.upsert(records, matrix)
         stale: list[str] = []
         for start in range(0, len(documents), WRITE_BATCH):
@@ -141,7 +142,7 @@ class StoreLink:
         """The chunk as the store keeps it: metadata names its source, document and embedder."""
         meta = dict(chunk.metadata)
         meta.setdefault("source", chunk.doc_id)
-        meta["doc_id"] = chunk.doc_id
+        put_own(meta, "doc_id", chunk.doc_id)  # a document's own doc_id stays (akasha.metadata)
         meta["embedder"] = self.embedder_name
         if self.corpus:
             meta["corpus"] = self.corpus
@@ -155,9 +156,9 @@ class StoreLink:
         stored: dict[str, str] = {}
         for start in range(0, len(added), WRITE_BATCH):
             for chunk in self.store.fetch([c.id for c in added[start : start + WRITE_BATCH]]):
-                if chunk.metadata.get("doc_id") is not None:  # an earlier release's record lacks it: rewrite
-                    stored[chunk.id] = str(chunk.metadata.get("content_hash", ""))
-        return [c for c in added if stored.get(c.id) != c.metadata["content_hash"]]
+                if own(chunk.metadata, "doc_id") is not None:  # an earlier release's record lacks it: rewrite
+                    stored[chunk.id] = str(own(chunk.metadata, "content_hash", ""))
+        return [c for c in added if stored.get(c.id) != own(c.metadata, "content_hash")]
 
 
 

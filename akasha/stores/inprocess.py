@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from akasha.metadata import own
 from akasha.stores.base import BaseStore, doc_id_of, json_state, matches
 from akasha.types import Chunk
 
@@ -49,7 +50,7 @@ class InProcessStore(BaseStore):
         self._row_of[chunk.id] = row
         self._chunk_at[row] = stored
         self._by_doc.setdefault(doc_id_of(stored), set()).add(chunk.id)
-        content_hash = stored.metadata.get("content_hash")
+        content_hash = own(stored.metadata, "content_hash")
         if isinstance(content_hash, str):
             self._by_hash.setdefault(content_hash, set()).add(chunk.id)
 
@@ -62,7 +63,7 @@ class InProcessStore(BaseStore):
                 continue
             self._bm25_stale.add(chunk_id)
             chunk = self._chunk_at.pop(row)
-            for table, key in ((self._by_doc, doc_id_of(chunk)), (self._by_hash, chunk.metadata.get("content_hash"))):
+            for table, key in ((self._by_doc, doc_id_of(chunk)), (self._by_hash, own(chunk.metadata, "content_hash"))):
                 found = table.get(key) if isinstance(key, str) else None
                 if found is not None:
                     found.discard(chunk_id)

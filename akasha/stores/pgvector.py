@@ -51,6 +51,7 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
+from akasha.metadata import own
 from akasha.retrieval.fusion import EVIDENCE_BOOST, EVIDENCE_DEPTH, EVIDENCE_FLOOR
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, check_query
@@ -480,7 +481,7 @@ class PgVectorStore(BaseStore):
             source = meta.get("source")
             rows.append((chunk.id, chunk.doc_id, _clean(chunk.text), None if source is None else _clean(str(source)),
                          _int4(meta.get("page")), _int4(meta.get("chunk_index")),
-                         None if meta.get("content_hash") is None else str(meta["content_hash"]),
+                         None if own(meta, "content_hash") is None else str(own(meta, "content_hash")),
                          None if meta.get("embedder") is None else str(meta["embedder"]),
                          Jsonb(meta, dumps=lambda obj: _metadata_json(obj)), _Vec(vec)))
 

@@ -1,0 +1,55 @@
+"""An embedder built on first use: a search that needs no vectors never builds (or imports) it.
+
+``RAG(...).search(folder, q, search_type="bm25")`` with the default
+``embeddings="openai:..."`` answers on an install without the ``openai`` package
+and without a key: the index reads and chunks the files and ranks them with BM25,
+and the embedder is built only when a search first needs vectors (a later ``knn``
+or ``auto`` call on the same ``RAG``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class DeferredEmbedder:
+    """Stands for the embedder ``build()`` returns; builds it once, on the first attribute asked for.
+
+    ``display_name`` names it without building it (its spec until then), for traces and logs.
+    """
+
+    def __init__(self, build: Callable[[], Any], label: str) -> None:
+        self._build = build
+        self._label = label
+        self._real: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        """Whether the embedder was built (a search or ingestion needed vectors)."""
+        return self._real is not None
+
+    @property
+    def display_name(self) -> str:
+        return str(getattr(self._real, "name", self._label)) if self._real is not None else self._label
+
+    def get(self) -> Any:
+        """The embedder, built now if it was not yet (errors such as MissingExtraError surface here)."""
+        if self._real is None:
+            with self._lock:
+                if self._real is None:
+                    self._real = self._build()
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_build", "_label", "_real", "_lock"):
+            raise AttributeError(name)
+        return getattr(self.get(), name)
+
+    def __repr__(self) -> str:
+        return f"DeferredEmbedder({self.display_name!r}, built={self.built})"
+
+
+__all__ = ["DeferredEmbedder"]
