@@ -578,9 +578,15 @@ class Pipeline:
         except TypeError:  # an index without a size: the candidates are a lower bound
             population = len({item for ranked in id_lists for item, _ in ranked})
         reads = getattr(self.index, "dense_reads", None)
-        return fuse_adaptive(question, vector, lexical, population, settings,
-                             dense_reads=reads(question) if reads is not None and vector and lexical else None,
-                             hubs=getattr(self.index, "hub_scores", None))
+        fused = fuse_adaptive(question, vector, lexical, population, settings,
+                              dense_reads=reads(question) if reads is not None and vector and lexical else None,
+                              hubs=getattr(self.index, "hub_scores", None))
+        holds_alone = getattr(self.index, "holds_alone", None)
+        if lexical and holds_alone is not None and holds_alone(question, str(lexical[0][0])):
+            from akasha.retrieval.fusion import exact_match_first
+
+            fused = exact_match_first(fused, lexical[0][0])
+        return fused
 
     def _rerank(self, question: str, hits: list[Hit], k: int, trace: Trace) -> list[Hit]:
         if self.reranker is None or not hits:

@@ -64,6 +64,7 @@ from akasha.retrieval.fusion import CJK_SHARE, cjk_share
 from akasha.retrieval.passages import rescore as rescore_passages
 from akasha.retrieval.reading import reads_question
 from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
+from akasha.retrieval.tokenize import earlier_rules_id
 from akasha.types import Chunk, Document, Hit
 
 log = logging.getLogger(__name__)
@@ -282,7 +283,13 @@ class CorpusIndex:
             with self._identity_lock:
                 if self._identity is None:
                     identity = self._resolve_identity(self._external)
-                    self._identity = (identity, f"{identity}|{self.settings_key}|{self._bm25.tokenizer_id}")
+                    namespace = f"{identity}|{self.settings_key}|{self._bm25.tokenizer_id}"
+                    earlier = earlier_rules_id(self._bm25.tokenizer_id)
+                    if earlier is not None and self._manifest.adopt_namespace(
+                            f"{identity}|{self.settings_key}|{earlier}", namespace):
+                        log.info("the lexical rules changed (%s): the committed corpora keep their chunks and "
+                                 "vectors, and their terms are rebuilt from the stored texts", self._bm25.tokenizer_id)
+                    self._identity = (identity, namespace)
         return self._identity
 
     def _resolve_identity(self, store: Any) -> str:
@@ -476,6 +483,10 @@ class CorpusIndex:
         if not self._dense.has_passages():
             return None
         return self._dense.passage_scores(ids, query_vector)
+
+    def holds_alone(self, question: str, chunk_id: str) -> bool:
+        """Whether ``chunk_id`` is the only chunk holding one of ``question``'s terms (``auto``'s exact-match rule)."""
+        return self._bm25.sole_holder(question, chunk_id)
 
     def dense_reads(self, question: str) -> bool | None:
         """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.

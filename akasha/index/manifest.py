@@ -323,6 +323,24 @@ class Manifest:
         state, files, snapshot = rows[0]
         return state, json.loads(files), snapshot
 
+    def adopt_namespace(self, earlier: str, namespace: str) -> bool:
+        """Give ``namespace`` the corpora committed under ``earlier`` when it has none; True when it did.
+
+        Used when only the lexical rules changed between the two (the namespace ends with the
+        tokenizer id): the files, their chunks and vectors are the same, so the corpus is not read
+        again. The snapshots are not carried over: their BM25 terms follow the earlier rules, and the
+        index rebuilds its terms from the stored chunk texts.
+        """
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM corpora WHERE namespace=? LIMIT 1", (namespace,)).fetchone():
+                return False
+            moved = db.execute("INSERT INTO corpora SELECT source_key, ?, state_key, files, NULL FROM corpora "
+                               "WHERE namespace=?", (namespace, earlier)).rowcount
+            last = db.execute("SELECT value FROM meta WHERE key=?", (f"last:{earlier}",)).fetchone()
+            if last is not None:
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"last:{namespace}", last[0]))
+        return moved > 0
+
     def snapshots_in_use(self) -> set[str]:
         return {r[0] for r in self._query("SELECT snapshot FROM corpora WHERE snapshot IS NOT NULL")}
 

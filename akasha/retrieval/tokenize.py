@@ -141,6 +141,17 @@ def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str
     return f"words-v{_RULES_VERSION}+bigram", with_compounds
 
 
+def earlier_rules_id(tokenizer_id: str) -> str | None:
+    """The id the same tokenizer had under the earlier word rules (``words-v3+jieba`` -> ``words-v2+jieba``).
+
+    An index committed under the earlier rules is adopted by the current ones without reading
+    its files again (:meth:`akasha.index.manifest.Manifest.adopt_namespace`). None for other ids.
+    """
+    current = f"words-v{_RULES_VERSION}+"
+    return f"words-v{_EARLIER_RULES_VERSION}+{tokenizer_id[len(current):]}" if tokenizer_id.startswith(current) \
+        else None
+
+
 def tokenizer_from_id(tokenizer_id: str) -> Callable[[str], list[str]] | None:
     """The function for a persisted tokenizer id, or None when this process cannot reproduce it."""
     for version, rules in ((_RULES_VERSION, with_compounds), (_EARLIER_RULES_VERSION, tokenize)):
