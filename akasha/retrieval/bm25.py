@@ -41,7 +41,7 @@ import numpy as np
 
 from akasha.errors import IndexMismatchError
 from akasha.retrieval.stem import STEM_VERSION, stem_english
-from akasha.retrieval.tokenize import resolve_tokenizer, tokenizer_from_id
+from akasha.retrieval.tokenize import Terms, resolve_tokenizer, tokenizer_from_id
 
 FORMAT = "akasha-bm25"
 FORMAT_VERSION = 1
@@ -84,7 +84,12 @@ STEM_MARK = f"+en-stem{STEM_VERSION}"
 def _stemming(tokenize: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
     """``tokenize`` followed by :func:`~akasha.retrieval.stem.stem_english` on every token."""
     def run(text: str) -> list[str]:
-        return [stem_english(token) for token in tokenize(text)]
+        tokens = tokenize(text)
+        stemmed = [stem_english(token) for token in tokens]
+        if isinstance(tokens, Terms):  # keep the count of words (the compounds come after them)
+            stemmed = Terms(stemmed)
+            stemmed.words = tokens.words
+        return stemmed
 
     return run
 
@@ -182,8 +187,7 @@ class BM25Index:
         flat = [tok for tokens in token_lists for tok in tokens]
         entries = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
         # a compound word kept whole beside its parts (retry_max_delay) adds no length: a document's length is its words
-        lengths = entries - np.fromiter((sum(1 for tok in t if "_" in tok or "." in tok) for t in token_lists),
-                                        dtype=np.int64, count=len(ids))
+        lengths = np.fromiter((getattr(t, "words", len(t)) for t in token_lists), dtype=np.int64, count=len(ids))
         self._append(ids, flat, entries, None, lengths)
 
     def _maybe_merge(self) -> None:
