@@ -18,14 +18,12 @@ or of another format or version, with a ConfigError naming the file and what to 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from akasha.errors import ConfigError
+from akasha.fs import atomic_write
 from akasha.types import Chunk
 
 FORMAT = "akasha-bm25"
@@ -50,20 +48,7 @@ def write_bm25_file(path: Path, *, source: str, chunking: str, documents: Mappin
     body = {"format": FORMAT, "version": VERSION, "source": source, "chunking": chunking,
             "documents": dict(documents),
             "chunks": [{"id": c.id, "text": c.text, "metadata": dict(c.metadata)} for c in chunks]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(body, out, ensure_ascii=False, default=str)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, lambda out: out.write(json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")))
 
 
 def _bad(path: Path, why: str) -> ConfigError:
