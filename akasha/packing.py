@@ -110,7 +110,7 @@ def pack(
     text_tokens = count_many(counter, [escape_body(hit.chunk.text) for hit in hits])
     wrapper = fixed + user_tokens([""])
     running = wrapper
-    for hit, n_text in zip(hits, text_tokens):
+    for hit, n_text in zip(hits, text_tokens, strict=True):
         frame = format_document(len(blocks) + 1, hit, text="")
         cost = counter.count(frame) + n_text + (1 if blocks else 0)
         if running + cost <= max_input_tokens:

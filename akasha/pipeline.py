@@ -48,8 +48,15 @@ from typing import Any
 
 import numpy as np
 
-from akasha.errors import (BudgetError, ConfigError, EmptySourceError, OrderingError, StageError,
-                           StreamInterruptedError, stage_error)
+from akasha.errors import (
+    BudgetError,
+    ConfigError,
+    EmptySourceError,
+    OrderingError,
+    StageError,
+    StreamInterruptedError,
+    stage_error,
+)
 from akasha.llm.base import ChatModel, GenerationOptions, GenerationReport, Message
 from akasha.packing import TEMPLATE_RESERVE, PackResult, pack
 from akasha.prompts import mentions_sources, sources_line, system_message

@@ -419,7 +419,7 @@ class RAG:
         options = self._checked(prompt, overrides)
         return self._answer(options, data_source, prompt, history_messages, selfask=False)
 
-    def selfask_RAG(  # noqa: N802 - the seed library's public name
+    def selfask_RAG(  # not snake_case: the seed library's public name
         self,
         data_source: DataSource,
         prompt: str,

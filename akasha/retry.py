@@ -46,7 +46,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from akasha.errors import AkashaError, ProviderError, ServerAuthError, ServerError, ServerUnavailableError
@@ -157,8 +157,8 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def is_retryable_status(status: int | None) -> bool:

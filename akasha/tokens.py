@@ -141,8 +141,8 @@ def read_mergeable_ranks(path: Path, sha256: str | None = None) -> dict[bytes, i
     if sha256 is not None:
         # The files tiktoken expects list their tokens in rank order, 0 to n - 1 (a test checks
         # it); with the digest verified, counting is the same as parsing every rank, and faster.
-        return dict(zip(tokens, range(len(parts) // 2)))
-    return dict(zip(tokens, map(int, parts[1::2])))
+        return dict(zip(tokens, range(len(parts) // 2), strict=True))
+    return dict(zip(tokens, map(int, parts[1::2]), strict=True))
 
 
 #: The encoding name of counts estimated from characters (:func:`estimate_tokens`): no tokenizer is built.
@@ -294,11 +294,11 @@ def count_many(counter: Any, texts: Sequence[str]) -> list[int]:
     keys = [(identity, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()) for text in texts]
     with _counts_lock:
         known = {key: _counts[key] for key in keys if key in _counts}
-    missing = list({key: text for key, text in zip(keys, texts) if key not in known}.items())
+    missing = list({key: text for key, text in zip(keys, texts, strict=True) if key not in known}.items())
     if missing:
         batch = getattr(counter, "count_batch", None)
         fresh = batch([text for _, text in missing]) if batch else [counter.count(text) for _, text in missing]
-        found = {key: int(n) for (key, _), n in zip(missing, fresh)}
+        found = {key: int(n) for (key, _), n in zip(missing, fresh, strict=True)}
         if tokenizer_identity(counter) == identity:  # a server that failed meanwhile counted with its fallback
             with _counts_lock:
                 _counts.update(found)

@@ -75,3 +75,10 @@ def test_yaml_docs_first_example_runs_as_written(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "bearings" in result.stdout
+
+
+def test_all_lists_exactly_the_lazily_imported_public_names() -> None:
+    import akasha
+
+    assert sorted(akasha.__all__) == sorted(["__version__", *akasha._LAZY])
+    assert len(set(akasha.__all__)) == len(akasha.__all__)

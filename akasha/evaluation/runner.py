@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from akasha.evaluation.metrics import SPAN_CHARS, contains_span, mean, ndcg_at_k, reciprocal_rank, recall_at_k
+from akasha.evaluation.metrics import SPAN_CHARS, contains_span, mean, ndcg_at_k, recall_at_k, reciprocal_rank
 from akasha.evaluation.relevance import Question, load_questions, matcher_for
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,8 @@ def resolve_reranker(spec: Any, reranker_model: Any = None) -> RerankFn | None:
     :mod:`akasha.rerank`, whose complete-ordering validation applies here too."""
     if spec is None or spec == "none":
         return None
-    from akasha.rerank import rerank, resolve_reranker as resolve
+    from akasha.rerank import rerank
+    from akasha.rerank import resolve_reranker as resolve
 
     reranker = resolve(spec, reranker_model=reranker_model) if reranker_model is not None else resolve(spec)
     return lambda question, hits: rerank(reranker, question, hits, max(len(hits), 1))

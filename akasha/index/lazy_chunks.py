@@ -45,7 +45,7 @@ class LazyChunks(Mapping[str, Chunk]):
         """The chunks ``ids`` whose records end at ``ends`` (byte offsets) inside ``records``."""
         if len(ids) != len(ends):
             raise ValueError(f"{len(ids)} chunk ids but {len(ends)} chunk records")
-        rows = dict(zip(ids, range(len(ids))))
+        rows = dict(zip(ids, range(len(ids)), strict=True))
         if len(rows) != len(ids):
             raise ValueError("the chunk ids of a snapshot repeat")
         return cls(ids, records, ends, rows, {})

@@ -6,8 +6,6 @@ import os
 import sys
 from pathlib import Path
 
-from akasha.fs import atomic_write  # re-exported: index modules import it from here
-
 MEMORY = ":memory:"
 
 

@@ -207,7 +207,7 @@ class SourceReader:
         its encoder on a thread) waits for the first file to parse, so the splitter import, the
         longest wait of a first build, starts before it (see :meth:`parse_file`).
         """
-        changed = [(path, st) for path, st in zip(paths, stat_results) if isinstance(st, os.stat_result)
+        changed = [(path, st) for path, st in zip(paths, stat_results, strict=True) if isinstance(st, os.stat_result)
                    and stat.S_ISREG(st.st_mode) and not _unchanged(stats.get(storable(str(path))), st)]
         self._pending_bytes = sum(st.st_size for _path, st in changed) if self.prepare is not None else 0
         if changed:

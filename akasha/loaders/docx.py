@@ -74,7 +74,7 @@ def _block_lines(container: Any) -> list[str]:
 
 def warm() -> None:
     """Import python-docx, as :func:`load_docx` will (a loader worker does it before its first file)."""
-    import docx  # noqa: F401
+    import docx
     import docx.table  # noqa: F401
 
 

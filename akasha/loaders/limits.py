@@ -144,7 +144,7 @@ def _from_values(cls: type[LoaderLimits], raw_values: tuple[str | None, ...], **
 def _parse(cls: type[LoaderLimits], raw_values: tuple[str | None, ...]) -> LoaderLimits:
     """The limits the ``AKASHA_LOADER_*`` values (in :data:`ENVIRONMENT` order) describe."""
     values: dict[str, object] = {}
-    for (name, variable), raw in zip(ENVIRONMENT.items(), raw_values):
+    for (name, variable), raw in zip(ENVIRONMENT.items(), raw_values, strict=True):
         if raw is None or not raw.strip():
             continue
         raw = raw.strip()

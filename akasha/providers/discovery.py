@@ -54,7 +54,7 @@ def list_models(provider: str, url: str, *, timeout: float = 5.0, api_key: str |
         request.add_header("Authorization", f"Bearer {key}")
     shown = endpoint_label(target)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own server
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # the user's own server
             body = json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
         raise ProviderError(provider, f"{shown} answered {exc.reason}", exc.code) from None

@@ -21,11 +21,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.errors import ConfigError, MissingAPIKeyError, MissingExtraError, ProviderError
+from akasha.providers.bounded import bounded_post
+from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.rerank import Ranking
 from akasha.types import Hit
-from akasha.providers.bounded import bounded_post
 
 DEFAULT_MODEL = "rerank-english-v3.0"
 DEFAULT_ENDPOINT = "https://api.cohere.com"

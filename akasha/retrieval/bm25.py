@@ -576,13 +576,13 @@ class BM25Index:
         index = cls._with_tokenizer_id(tokenizer_id, float(k1), float(b))
         ids = list(parts["bm25_ids"])
         vocab = parts["bm25_vocab"]
-        index._vocab = _Vocab(zip(vocab, range(len(vocab))))
+        index._vocab = _Vocab(zip(vocab, range(len(vocab)), strict=True))
         index._indptr = np.asarray(parts["bm25_indptr"], dtype=np.int64)
         index._doc = np.asarray(parts["bm25_doc"], dtype=np.int32)
         index._tf = np.asarray(parts["bm25_tf"], dtype=np.float32)
         index._dl = np.asarray(parts["bm25_dl"], dtype=np.float32)
         index._ids = ids
-        index._slot = dict(zip(ids, range(len(ids))))
+        index._slot = dict(zip(ids, range(len(ids)), strict=True))
         index._slot.pop(None, None)  # type: ignore[call-overload]
         if "bm25_alive" in parts:  # saved unmerged: deletion mask, live df and the delta segment
             index._alive = np.asarray(parts["bm25_alive"]).astype(bool)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +51,7 @@ SEARCH_TYPES: tuple[str, ...] = ("auto", "knn", "bm25", "mmr", "hybrid")
 
 #: fn(query, query_vector, chunks, vectors, k) -> [(row index, score)], best first.
 SearchFunction = Callable[[str, np.ndarray, list[Chunk], np.ndarray, int], Sequence[tuple[int, float]]]
-SearchType = Union[str, SearchFunction]
+SearchType = str | SearchFunction
 
 
 def validate_search_type(search_type: object) -> SearchType:

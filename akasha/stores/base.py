@@ -33,7 +33,7 @@ import heapq
 import json
 import math
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from typing import Any, ContextManager, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -110,7 +110,7 @@ class Store(Protocol):
         """Replace the JSON state under ``key`` (atomically: readers see the old or the new one)."""
         ...
 
-    def lock(self, timeout: float) -> ContextManager[None]:
+    def lock(self, timeout: float) -> contextlib.AbstractContextManager[None]:
         """A writer lock shared by every machine using the store (a no-op where the store has none)."""
         ...
 
@@ -477,7 +477,7 @@ class BaseStore:
         """Replace the JSON state under ``key``; readers see the old state or the new one, never a mix."""
         self._save_state(key, json_state(key, state))
 
-    def lock(self, timeout: float) -> ContextManager[None]:
+    def lock(self, timeout: float) -> contextlib.AbstractContextManager[None]:
         """The store's cross-machine writer lock; stores without one return a no-op."""
         return contextlib.nullcontext()
 
