@@ -416,7 +416,8 @@ def _component(kind: str, section: str, key: str, config: dict[str, Any], contex
     except ImportError as exc:
         raise MissingExtraError(getattr(exc, "name", None) or str(exc), "full", f"{section}.{key} {name!r}") from exc
     except Exception as exc:
-        raise SpecError(f"{_where(spec.source)}could not build {section}.{key} {name!r}: {type(exc).__name__}: {exc}") from exc
+        raise SpecError(f"{_where(spec.source)}could not build {section}.{key} {name!r}: "
+                        f"{type(exc).__name__}: {exc}") from exc
 
 
 def _positive_int(value: Any, where: str, spec: Any) -> int:
@@ -621,16 +622,18 @@ def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
     pattern = retrieval.get("pattern", DEFAULTS["retrieval.pattern"])
     fusion = retrieval.get("fusion") or (retrieval.get("hybrid") or {}).get("fusion") or "rrf"
     equivalent = {"naive": "knn", "hybrid": "auto" if fusion in ("rrf", "adaptive") else "hybrid"}.get(pattern, _ANY)
+    backend = spec.vector_store.get("backend", DEFAULTS["vector_store.backend"])
+    embedder = spec.embeddings.get("provider", DEFAULTS["embeddings.provider"])
     values: dict[str, tuple[Any, str]] = {
         "search_type": (equivalent, f"retrieval.pattern: {pattern}"),
         "chunk_size": (chunking.get("chunk_size", DEFAULT_SPEC_CHUNK_SIZE),
                        f"chunking.chunk_size: {chunking.get('chunk_size', DEFAULT_SPEC_CHUNK_SIZE)}"),
         "chunk_overlap": (chunking.get("overlap", DEFAULT_SPEC_OVERLAP),
                           f"chunking.overlap: {chunking.get('overlap', DEFAULT_SPEC_OVERLAP)}"),
-        "vector_store": (_ANY, f"vector_store.backend: {spec.vector_store.get('backend', DEFAULTS['vector_store.backend'])}"),
+        "vector_store": (_ANY, f"vector_store.backend: {backend}"),
         "vector_store_options": (_ANY, "vector_store (the spec's own keys configure its store)"),
-        "use_chroma": (False, f"vector_store.backend: {spec.vector_store.get('backend', DEFAULTS['vector_store.backend'])}"),
-        "embeddings": (_ANY, f"embeddings.provider: {spec.embeddings.get('provider', DEFAULTS['embeddings.provider'])}"),
+        "use_chroma": (False, f"vector_store.backend: {backend}"),
+        "embeddings": (_ANY, f"embeddings.provider: {embedder}"),
         "k": (retrieval.get("top_k", 5), f"retrieval.top_k: {retrieval.get('top_k', 5)}"),
     }
     if reranking.get("enabled", False) is True:
@@ -661,7 +664,8 @@ def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
             continue
         if implied is not _ANY and value == implied:
             continue
-        if name == "search_type" and isinstance(value, str) and implied is not _ANY and value.strip().lower() == implied:
+        if (name == "search_type" and isinstance(value, str) and implied is not _ANY
+                and value.strip().lower() == implied):
             continue
         raise ConfigError(
             f"{name}={display_name(value)!r} conflicts with {says} in {where}: the spec decides retrieval and "

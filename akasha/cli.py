@@ -276,7 +276,8 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="second-stage reranker: none (default), llm, local, bge, local:<model>, bge:<model>",
     )
-    parser.add_argument("--reranker-model", default=None, help="chat model for --reranker llm (default gemini:gemini-2.5-flash)")
+    parser.add_argument("--reranker-model", default=None,
+                        help="chat model for --reranker llm (default gemini:gemini-2.5-flash)")
     parser.add_argument(
         "--top-k",
         type=_positive_int,
@@ -284,7 +285,8 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="documents given to the answer model: rerank_top_k with a reranker (default 5), "
         "else the number of retrieved candidates (default 20, then packed under --max-input-tokens)",
     )
-    parser.add_argument("--max-input-tokens", type=_positive_int, default=3000, help="token budget of the prompt (default 3000)")
+    parser.add_argument("--max-input-tokens", type=_positive_int, default=3000,
+                        help="token budget of the prompt (default 3000)")
     parser.add_argument("--language", default="en", help="answer language: en (default), ch, zh, ja or a language name")
     parser.add_argument("--selfask", action="store_true", help="decompose the question into follow-up questions first")
     parser.add_argument("--stream", action="store_true", help="print the answer as it is generated")
@@ -330,7 +332,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None,
                         help="where local models run: auto (default: $AKASHA_DEVICE, else CUDA, then Apple MPS, "
                         "then CPU), cpu, cuda, cuda:<n>, mps")
-    parser.add_argument("--chunk-size", type=_positive_int, default=None, help="chunk size in characters (default 1000)")
+    parser.add_argument("--chunk-size", type=_positive_int, default=None,
+                        help="chunk size in characters (default 1000)")
     parser.add_argument(
         "--spec",
         default=None,
@@ -338,7 +341,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         help="a kind: RAGPipeline YAML file that decides chunking, embeddings, store, retrieval and reranking "
         "(the same engine as akasha.RAG.from_spec); options it decides may not be given too",
     )
-    parser.add_argument("--cache-dir", default=None, help="index cache folder (default $AKASHA_CACHE_DIR or ~/.cache/akasha; ':memory:' for none)")
+    parser.add_argument("--cache-dir", default=None,
+                        help="index cache folder (default $AKASHA_CACHE_DIR or ~/.cache/akasha; ':memory:' for none)")
 
 
 def _add_output_options(parser: argparse.ArgumentParser, json_help: str) -> None:
@@ -409,8 +413,9 @@ def run_ask(args: argparse.Namespace) -> int:
     if args.top_k is not None:
         options["rerank_top_k" if reranker else "k"] = args.top_k
     rag, model, embeddings, why = _make_rag(args, options)
+    judge = f" ({rag.options.reranker_model})" if reranker == "llm" else ""
     _say(f"models: answer={model}, embeddings={embeddings}"
-         + (f", reranker={reranker}" + (f" ({rag.options.reranker_model})" if reranker == "llm" else "") if reranker else "")
+         + (f", reranker={reranker}{judge}" if reranker else "")
          + f" ({why})")
     call = rag.selfask_RAG if args.selfask else rag
     if args.json:

@@ -28,9 +28,12 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the eval arguments to ``parser`` and set its handler to :func:`run`."""
     parser.add_argument("data_source", help="folder (or file) of documents to index")
     parser.add_argument("questions", help='JSONL: {"question": ..., "relevant_sources": [...]} and/or "answer"')
-    parser.add_argument("--search-types", type=_names, default=["auto", "bm25", "knn"], help="comma-separated (default auto,bm25,knn)")
-    parser.add_argument("--rerankers", type=_names, default=["none"], help="comma-separated reranker names; 'none' = no reranking")
-    parser.add_argument("--reranker-model", default=None, help="chat model of the 'llm' reranker (e.g. openai:gpt-4o-mini)")
+    parser.add_argument("--search-types", type=_names, default=["auto", "bm25", "knn"],
+                        help="comma-separated (default auto,bm25,knn)")
+    parser.add_argument("--rerankers", type=_names, default=["none"],
+                        help="comma-separated reranker names; 'none' = no reranking")
+    parser.add_argument("--reranker-model", default=None,
+                        help="chat model of the 'llm' reranker (e.g. openai:gpt-4o-mini)")
     parser.add_argument(
         "--embeddings", default=None,
         help="embedding model string (default: hf:all-MiniLM-L6-v2 when the packaged model is installed, else hash)",
@@ -53,7 +56,8 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``eval`` on the main CLI's subparsers."""
-    parser = subparsers.add_parser("eval", help="measure retrieval quality (recall, MRR, nDCG)", description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser("eval", help="measure retrieval quality (recall, MRR, nDCG)",
+                                   description=__doc__.splitlines()[0])
     return configure(parser)
 
 

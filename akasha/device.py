@@ -164,5 +164,5 @@ def _torch_confirms(kind: str) -> bool:
         return False
 
 
-__all__ = ["AUTO", "ENV_VARIABLE", "LOCAL_MODEL_PREFIXES", "detect_device", "device_options", "is_cpu", "requested_device", "resolve_device",
-           "validate_device"]
+__all__ = ["AUTO", "ENV_VARIABLE", "LOCAL_MODEL_PREFIXES", "detect_device", "device_options", "is_cpu",
+           "requested_device", "resolve_device", "validate_device"]

@@ -57,7 +57,8 @@ class RAGOptions:
     temperature: float = 0.0
     #: Replaces the default system prompt (the answer-language instruction is still added).
     system_prompt: str | None = None
-    #: Answer language: "en" (default), "ch" (Traditional Chinese), "zh", "ja", "auto" (the question's), a language name, or None.
+    #: Answer language: "en" (default), "ch" (Traditional Chinese), "zh", "ja", "auto" (the question's),
+    #: a language name, or None.
     language: str | None = "en"
     #: data_source names existing Chroma-backed stores instead of files.
     use_chroma: bool = False

@@ -94,7 +94,8 @@ def as_document(item: Any) -> Document:
         if not isinstance(text, str):
             raise TypeError(f"document dict needs a 'text' (or 'content') string, got keys {sorted(item)}")
         doc_id = item.get("id", item.get("doc_id"))
-        return Document(text=text, metadata=dict(item.get("metadata") or {}), id=None if doc_id is None else str(doc_id))
+        return Document(text=text, metadata=dict(item.get("metadata") or {}),
+                        id=None if doc_id is None else str(doc_id))
     text = getattr(item, "page_content", None)
     if isinstance(text, str):
         return Document(text=text, metadata=dict(getattr(item, "metadata", None) or {}), id=getattr(item, "id", None))
@@ -536,7 +537,8 @@ class Pipeline:
         if retriever == "bm25":
             ranked = self.index.bm25_search(text, candidates, filters)
             return [Hit(chunk=c, score=float(s), source="bm25", details={"bm25": float(s)}) for c, s in ranked]
-        raise ConfigError(f"unknown retriever {retriever!r} in pattern {self.pattern.name!r} (known: vector, bm25, index)")
+        raise ConfigError(f"unknown retriever {retriever!r} in pattern {self.pattern.name!r} "
+                          "(known: vector, bm25, index)")
 
     def _fuse(self, lists: list[tuple[str, list[Hit]]], candidates: int, trace: Trace,
               question: str = "") -> list[Hit]:
@@ -647,7 +649,9 @@ class Pipeline:
     def prepare(self, question: str, *, data_source: DataSource | None = None,
                 history: Sequence[object] | None = None, trace: Trace | None = None,
                 answer: Answer | None = None) -> Answer:
-        """Everything before generation: index, retrieve, rerank, pack. Generate with :meth:`generate` or :meth:`stream`.
+        """Everything before generation: index, retrieve, rerank, pack.
+
+        Generate with :meth:`generate` or :meth:`stream`.
 
         Fills ``answer`` when given (so a caller keeps the trace of a call that
         fails part way), else a new :class:`Answer`; ``trace`` replaces its trace.

@@ -120,7 +120,8 @@ def prepare(pipeline: Pipeline, question: str, *, data_source: DataSource | None
         groups.append(list(packed.hits))
 
     notes = "\n".join(f"- {f['question']} -> {f['answer'].strip()}" for f in answer.followups)
-    final = question if not notes else f"{question}\n\nAnswers to follow-up questions (from the same documents):\n{notes}"
+    heading = "Answers to follow-up questions (from the same documents):"
+    final = question if not notes else f"{question}\n\n{heading}\n{notes}"
     answer.set_packed(pipeline.pack(final, union(groups), history, trace=trace))
     return answer
 

@@ -200,5 +200,5 @@ def rag_from_spec(path_or_spec: Any, **rag_options: Any) -> dict[str, Any]:
     return {"retriever": pipeline, "embeddings": pipeline.embedder, **rag_options}
 
 
-__all__ = ["PipelineSpec", "BuildContext", "load_spec", "load_spec_file", "build", "rag_from_spec", "FALLBACK_DIMENSION",
-           "make_hash_embedder", "make_ollama_embedder", "make_sentence_transformers_embedder"]
+__all__ = ["PipelineSpec", "BuildContext", "load_spec", "load_spec_file", "build", "rag_from_spec",
+           "FALLBACK_DIMENSION", "make_hash_embedder", "make_ollama_embedder", "make_sentence_transformers_embedder"]

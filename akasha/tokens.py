@@ -73,7 +73,7 @@ class _EncodingDefinition(NamedTuple):
 #: The encodings akasha counts with, as tiktoken defines them (a test compares the two).
 ENCODINGS: dict[str, _EncodingDefinition] = {
     "cl100k_base": _EncodingDefinition(
-        pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501 - tiktoken's pattern, verbatim
         special_tokens={
             "<|endoftext|>": 100257,
             "<|fim_prefix|>": 100258,
@@ -271,7 +271,8 @@ _counts_lock = threading.Lock()
 
 
 def tokenizer_identity(counter: Any) -> str | None:
-    """What makes two counters count alike: the counter's type, ``source`` and ``model``; None when it has no ``source``.
+    """What makes two counters count alike: the counter's type, ``source`` and ``model``;
+    None when it has no ``source``.
 
     A server's counter that fell back to tiktoken reports the fallback's source, so its later counts
     are kept apart from the server's exact ones."""

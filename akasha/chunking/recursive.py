@@ -151,7 +151,8 @@ def split_text(
     # Drop the "" fallback: runs without separators are windowed below, in O(n).
     seps = tuple(s for s in seps if s != "") or ("\n",)
     splitter = _splitter(chunk_size, overlap, seps)
-    return _finish([piece for block in _blocks(text, seps) for piece in splitter.split_text(block)], chunk_size, overlap)
+    pieces = [piece for block in _blocks(text, seps) for piece in splitter.split_text(block)]
+    return _finish(pieces, chunk_size, overlap)
 
 
 def _finish(pieces: Iterable[str], chunk_size: int, overlap: int) -> list[str]:

@@ -39,7 +39,8 @@ class SemanticSplitter:
         sentences: list[str] = []
         for sentence in split_sentences(text):
             # A sentence longer than a chunk is cut first, so every piece fits.
-            sentences.extend(split_fixed(sentence, self.chunk_size, 0) if len(sentence) > self.chunk_size else [sentence])
+            too_long = len(sentence) > self.chunk_size
+            sentences.extend(split_fixed(sentence, self.chunk_size, 0) if too_long else [sentence])
         if not sentences:
             return []
         raw = self.embed(sentences) if self.embed is not None else self.embedder.embed_documents(sentences)

@@ -55,7 +55,8 @@ class GeminiEmbedder(RemoteEmbedder):
         if not 0 < int(batch_size) <= MAX_BATCH:
             raise ConfigError(f"gemini embeddings batch_size must be 1..{MAX_BATCH}, got {batch_size}")
         self.output_dimensionality = int(output_dimensionality) if output_dimensionality else None
-        self.base_name = f"gemini:{self.model}" + (f"@{self.output_dimensionality}" if self.output_dimensionality else "")
+        suffix = f"@{self.output_dimensionality}" if self.output_dimensionality else ""
+        self.base_name = f"gemini:{self.model}{suffix}"
         self.dimension: int | None = self.output_dimensionality or KNOWN_DIMENSIONS.get(self.model)
         self.batch_size = int(batch_size)
         self.task_types = task_types

@@ -315,7 +315,9 @@ class SentenceTransformerEmbedder:
 
     @staticmethod
     def _construct(kind: str, folder: Any) -> Any:
-        """The ``kind`` encoder (``"numpy"`` or one of :data:`BULK_ENCODERS`) over ``folder``; raises what building raises."""
+        """The ``kind`` encoder (``"numpy"`` or one of :data:`BULK_ENCODERS`) over ``folder``.
+
+        Raises what building raises."""
         from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino
 
         if kind == "openvino":

@@ -63,7 +63,8 @@ def load_questions(path: str | Path) -> list[Question]:
             record = json.loads(raw)
         except json.JSONDecodeError as error:
             raise ValueError(f"{where}: not valid JSON ({error.msg})") from None
-        if not isinstance(record, dict) or not isinstance(record.get("question"), str) or not record["question"].strip():
+        question = record.get("question") if isinstance(record, dict) else None
+        if not isinstance(question, str) or not question.strip():
             raise ValueError(f"{where}: each line needs a non-empty string 'question'")
         sources = record.get("relevant_sources") or []
         if isinstance(sources, str):

@@ -55,7 +55,8 @@ def svg_plot(table: EvalTable, metric: str = "mrr@10", width: int = 720, height:
             parts.append(
                 f'<rect class="bar" data-config="{html.escape(_label(row))}" data-metric="{name}" '
                 f'x="{x:.1f}" y="{top + plot_h - bar_h:.1f}" width="{bar_w * 0.9:.1f}" height="{bar_h:.1f}" '
-                f'fill="{_COLOURS[m % len(_COLOURS)]}"><title>{html.escape(_label(row))} {name} = {value:.4f}</title></rect>'
+                f'fill="{_COLOURS[m % len(_COLOURS)]}">'
+                f'<title>{html.escape(_label(row))} {name} = {value:.4f}</title></rect>'
             )
         parts.append(
             f'<text x="{left + (g + 0.5) * group_w:.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
@@ -130,7 +131,8 @@ def render_html(table: EvalTable, metric: str = "mrr@10", use_matplotlib: bool |
     )
 
 
-def write_html_report(table: EvalTable, path: str | Path, metric: str = "mrr@10", use_matplotlib: bool | None = None) -> Path:
+def write_html_report(table: EvalTable, path: str | Path, metric: str = "mrr@10",
+                      use_matplotlib: bool | None = None) -> Path:
     """Write the HTML report to ``path`` (parents created) and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

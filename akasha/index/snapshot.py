@@ -45,8 +45,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from akasha.fs import atomic_write
 from akasha.index.lazy_chunks import LazyChunks
-from akasha.index.paths import atomic_write
 from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.types import Chunk
@@ -214,9 +214,11 @@ def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict
     if version < _VERSION:
         raise OlderSnapshotError(f"has an older format (v{version})")
     _check(version == _VERSION, f"snapshot format v{version} is newer than this akasha reads (v{_VERSION})")
-    _check(header_size <= file_size - _PREAMBLE.size, f"its header claims {header_size} bytes; the file has {file_size}")
+    _check(header_size <= file_size - _PREAMBLE.size,
+           f"its header claims {header_size} bytes; the file has {file_size}")
     layout = json.loads(handle.read(header_size))
-    _check(isinstance(layout, dict) and all(isinstance(layout.get(k), dict) for k in ("json", "raw", "arrays", "crc32")),
+    sections = ("json", "raw", "arrays", "crc32")
+    _check(isinstance(layout, dict) and all(isinstance(layout.get(k), dict) for k in sections),
            "its header is not a snapshot layout")
     if layout.get("state_key") != state_key:
         return None, {}

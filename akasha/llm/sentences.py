@@ -128,8 +128,8 @@ def quotable_sentences(text: str) -> list[Sentence]:
 
     A piece under :data:`MIN_SENTENCE_CHARS` characters is no quote by itself: it opens
     the next sentence of its paragraph ("Yes. It is ..." keeps its "Yes."), or is left
-    out at a paragraph's end. Headings and table rules are left out; inline markup (``**``, ``__``, backquotes) and list markers are removed,
-    table cells are joined with `` | ``.
+    out at a paragraph's end. Headings and table rules are left out; inline markup (``**``, ``__``,
+    backquotes) and list markers are removed, table cells are joined with `` | ``.
     """
     out: list[Sentence] = []
     for unit in _units(text):

@@ -73,7 +73,8 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in LOADERS:
-        raise LoaderError(path, f"unsupported file type {suffix or '(none)'!r}; supported: {', '.join(sorted(LOADERS))}")
+        raise LoaderError(path, f"unsupported file type {suffix or '(none)'!r}; "
+                                f"supported: {', '.join(sorted(LOADERS))}")
     limits = limits or LoaderLimits.from_env()
     # the size decides before a byte is read: a 4 GB sparse file is refused from its size, naming it
     limits.check_size(path, file_size(path) if data is None else len(data), text=suffix not in ISOLATED)

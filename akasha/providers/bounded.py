@@ -8,7 +8,8 @@ retries, started by the retry loop, or at sending when no loop runs) it raises
 :class:`ReplyLimitError`, which names the endpoint with any credentials redacted. httpx's
 per-read timeouts are shortened to what is left of the deadline, so a server silent before
 its headers is cut at the deadline too. The OpenAI and Ollama connections
-build their clients on it (``httpx``, or ``httpx2`` under the openai package) (streams included, since the same body iterator is wrapped).
+build their clients on it (``httpx``, or ``httpx2`` under the openai package) (streams included,
+since the same body iterator is wrapped).
 
 Bounds (see docs/threat-model.md): ``AKASHA_MAX_REPLY_MB`` (default 64) and
 ``AKASHA_REQUEST_DEADLINE_S`` (default 600).

@@ -126,7 +126,8 @@ class OllamaConnection:
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    self._client = _import_httpx().Client(transport=transports(_import_httpx())[0](), **self._settings())
+                    httpx = _import_httpx()
+                    self._client = httpx.Client(transport=transports(httpx)[0](), **self._settings())
         return self._client
 
     def async_client(self) -> Any:

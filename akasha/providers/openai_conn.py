@@ -174,7 +174,9 @@ class OpenAIConnection:
         return base_url.rstrip("/")
 
     def server_root(self) -> str | None:
-        """:meth:`server_url` without a trailing ``/v1``: where llama.cpp and vLLM serve ``/tokenize`` and ``/props``."""
+        """:meth:`server_url` without a trailing ``/v1``.
+
+        That is where llama.cpp and vLLM serve ``/tokenize`` and ``/props``."""
         url = self.server_url()
         if url is None:
             return None

@@ -61,7 +61,8 @@ def check_endpoint(endpoint: str) -> str:
 class CohereReranker:
     """Reranks through Cohere's API: every candidate is sent and ranked."""
 
-    def __init__(self, api_key: str, model: str = DEFAULT_MODEL, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 60.0) -> None:
+    def __init__(self, api_key: str, model: str = DEFAULT_MODEL, endpoint: str = DEFAULT_ENDPOINT,
+                 timeout: float = 60.0) -> None:
         self.name = f"cohere:{model}"
         self.model = model
         # credentials in the endpoint go in a header, never in the URL (logs, messages); the key stays Bearer

@@ -149,7 +149,8 @@ class LLMReranker:
 
     ``max_input_tokens``: an optional cap on each request's prompt. ``context_window``:
     the model's context in tokens when neither the model object nor the table of known
-    models says (the reply is reserved inside it; 3000 tokens of prompt when unknown). ``token_margin``: factor on counted tokens (default 1.25).
+    models says (the reply is reserved inside it; 3000 tokens of prompt when unknown).
+    ``token_margin``: factor on counted tokens (default 1.25).
     ``structured_output``: pass the reply's JSON schema to the provider (default True).
     Other keyword options build the chat model.
     """
@@ -290,5 +291,5 @@ class LLMReranker:
         return parse_order_json(reply, len(texts), who)
 
 
-__all__ = ["DEFAULT_MAX_INPUT_TOKENS", "KNOWN_CONTEXT_WINDOWS", "LLMReranker", "known_context_window", "ORDER_SCHEMA", "order_schema", "rerank_messages",
-           "reply_tokens"]
+__all__ = ["DEFAULT_MAX_INPUT_TOKENS", "KNOWN_CONTEXT_WINDOWS", "LLMReranker", "known_context_window", "ORDER_SCHEMA",
+           "order_schema", "rerank_messages", "reply_tokens"]

@@ -51,13 +51,15 @@ def parse_order_json(text: str, n: int, who: str = "llm reranker") -> list[int]:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         snippet = text.strip()[:200]
-        raise OrderingError(f'{who} did not return valid JSON ({exc.msg}); expected {{"order": [ids]}}, got {snippet!r}') from None
+        raise OrderingError(f'{who} did not return valid JSON ({exc.msg}); '
+                            f'expected {{"order": [ids]}}, got {snippet!r}') from None
     if not isinstance(data, dict) or set(data) != {"order"}:
         raise OrderingError(f'{who} must return exactly {{"order": [ids]}}, got {str(data)[:200]!r}')
     return validate_ordering(data["order"], n, who)
 
 
-def identity_positions(original: Sequence[object], returned: Sequence[object], who: str = "callable reranker") -> list[int]:
+def identity_positions(original: Sequence[object], returned: Sequence[object],
+                       who: str = "callable reranker") -> list[int]:
     """Map the objects a callable returned back to their original positions (by identity).
 
     Only the original candidate objects are accepted, each exactly once.

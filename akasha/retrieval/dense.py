@@ -9,8 +9,8 @@ compacted away when dead rows outnumber live ones. A read-only memory-mapped
 From ``quantize_above`` live rows (default :data:`QUANTIZE_ABOVE`) a query
 first ranks every row by the Hamming distance of 48-byte sign codes
 (:mod:`akasha.retrieval.quantized`), keeps the nearest ``rescore_count(k)``
-(2 % of the rows, at least 2,000, at most 10,000) and rescores only those exactly: the exact float32 scan reads 1.5 GB per query at
-1,000,000 x 384, the codes 48 MB. Returned scores are always exact cosines;
+(2 % of the rows, at least 2,000, at most 10,000) and rescores only those exactly: the exact float32
+scan reads 1.5 GB per query at 1,000,000 x 384, the codes 48 MB. Returned scores are always exact cosines;
 below the threshold results are exactly those of the brute-force scan.
 """
 

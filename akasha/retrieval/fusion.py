@@ -23,7 +23,8 @@ RRF_K = 60
 Ranked = Sequence[tuple[Hashable, float]]  # (item id, score), best first
 
 
-def rrf(lists: Sequence[Ranked], k: int = RRF_K, weights: Sequence[float] | None = None) -> list[tuple[Hashable, float]]:
+def rrf(lists: Sequence[Ranked], k: int = RRF_K,
+        weights: Sequence[float] | None = None) -> list[tuple[Hashable, float]]:
     """Reciprocal-rank fusion of ranked lists; returns (id, fused score), best first."""
     weights = weights or [1.0] * len(lists)
     scores: dict[Hashable, float] = {}

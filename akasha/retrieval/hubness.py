@@ -73,7 +73,9 @@ def nearest(queries: np.ndarray, matrix: np.ndarray, own: np.ndarray | None = No
 
 def merge(cosines: np.ndarray, rows: np.ndarray, more_cosines: np.ndarray, more_rows: np.ndarray
           ) -> tuple[np.ndarray, np.ndarray]:
-    """The largest ``cosines.shape[1]`` of each row's two candidate sets (``cosines``/``rows`` and the ``more_`` pair)."""
+    """The largest ``cosines.shape[1]`` of each row's two candidate sets.
+
+    The two sets are ``cosines``/``rows`` and the ``more_`` pair."""
     width = cosines.shape[1]
     both = np.concatenate([cosines, more_cosines], axis=1)
     which = np.concatenate([rows, more_rows], axis=1)

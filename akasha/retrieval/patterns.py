@@ -186,4 +186,5 @@ def make_hyde(config: dict[str, Any], context: Any = None) -> HyDE:
     return HyDE("hyde", ("vector",), "rrf", None, True)
 
 
-__all__ = ["Pattern", "MultiQuery", "HyDE", "IndexSearch", "search_type_pattern", "parse_variants", "ask_llm", "ask_model", "make_naive", "make_hybrid", "make_multi_query", "make_hyde"]
+__all__ = ["Pattern", "MultiQuery", "HyDE", "IndexSearch", "search_type_pattern", "parse_variants", "ask_llm",
+           "ask_model", "make_naive", "make_hybrid", "make_multi_query", "make_hyde"]

@@ -58,7 +58,9 @@ class BinaryCodes:
 
     @classmethod
     def build(cls, matrix: np.ndarray, n: int, block: int = 65_536) -> BinaryCodes:
-        """Codes for ``matrix[:n]``, centred on its mean (computed and encoded in blocks, so a memory map stays lazy)."""
+        """Codes for ``matrix[:n]``, centred on its mean.
+
+        Computed and encoded in blocks, so a memory map stays lazy."""
         total = np.zeros(matrix.shape[1], dtype=np.float64)
         for start in range(0, n, block):
             total += matrix[start : min(n, start + block)].sum(axis=0, dtype=np.float64)

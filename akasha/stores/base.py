@@ -196,7 +196,8 @@ def check_upsert(chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | 
     return normalize_rows(matrix)
 
 
-def check_write(doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | None) -> np.ndarray:
+def check_write(doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray,
+                dimension: int | None) -> np.ndarray:
     """Validate a ``replace()`` call (see :func:`check_upsert`); every chunk must belong to ``doc_ids``."""
     matrix = check_upsert(chunks, vectors, dimension)
     wanted = set(doc_ids)

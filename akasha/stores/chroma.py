@@ -346,7 +346,8 @@ class ChromaStore(BaseStore):
         found: dict[str, Chunk] = {}
         for start in range(0, len(ids), self._batch):
             part = ids[start : start + self._batch]
-            got = self._call("reading chunks", lambda: self.collection.get(ids=part, include=["documents", "metadatas"]))
+            got = self._call("reading chunks",
+                             lambda: self.collection.get(ids=part, include=["documents", "metadatas"]))
             for i, doc, meta in zip(got["ids"], _rows(got["documents"]), _rows(got["metadatas"]), strict=True):
                 found[i] = _chunk(i, doc, meta)
         return [found[i] for i in ids if i in found]
@@ -418,7 +419,8 @@ class ChromaStore(BaseStore):
 
         The installed chromadb has no lexical or sparse search outside Chroma Cloud, so each of the
         question's terms is looked up with ``where_document={"$contains": term}`` (as is, Capitalised
-        and UPPER: Chroma matches case-sensitive substrings; at most ``k + 1`` records): a term found in at most ``k`` records gets its exact document frequency and those
+        and UPPER: Chroma matches case-sensitive substrings; at most ``k + 1`` records): a term found in
+        at most ``k`` records gets its exact document frequency and those
         records become candidates; a more common term only adds to the scores of the candidates
         that hold it. Term frequencies are counted in the candidates' texts with akasha's tokenizer and
         scored with akasha's BM25 (:func:`akasha.retrieval.bm25.idf`, :func:`~akasha.retrieval.bm25.saturation`).

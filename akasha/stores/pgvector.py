@@ -339,9 +339,9 @@ class PgVectorStore(BaseStore):
                                 "AND NOT attisdropped", (t,)).fetchone():
                 return  # another process upgraded it while this one waited for the lock
             conn.execute(f"ALTER TABLE {t} RENAME COLUMN content TO text")
-            conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS source text, ADD COLUMN IF NOT EXISTS page integer, "
-                         "ADD COLUMN IF NOT EXISTS chunk_index integer, ADD COLUMN IF NOT EXISTS content_hash text, "
-                         "ADD COLUMN IF NOT EXISTS embedder text")
+            conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS source text, "
+                         "ADD COLUMN IF NOT EXISTS page integer, ADD COLUMN IF NOT EXISTS chunk_index integer, "
+                         "ADD COLUMN IF NOT EXISTS content_hash text, ADD COLUMN IF NOT EXISTS embedder text")
             conn.execute(f"UPDATE {t} SET source = metadata->>'source', page = {number.format(k='page')}, "
                          f"chunk_index = {number.format(k='chunk_index')}, content_hash = metadata->>'content_hash', "
                          "embedder = metadata->>'embedder'")

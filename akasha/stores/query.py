@@ -77,7 +77,8 @@ class SearchRequest:
             object.__setattr__(self, "pool", self.k)
         weights = tuple(float(w) for w in self.weights)
         if len(weights) != 2 or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
-            raise ValueError(f"fusion weights must be two finite non-negative numbers, not both 0; got {self.weights!r}")
+            raise ValueError("fusion weights must be two finite non-negative numbers, not both 0; "
+                             f"got {self.weights!r}")
         object.__setattr__(self, "weights", weights)
         if not isinstance(self.rrf_k, int) or self.rrf_k < 0:
             raise ValueError(f"rrf_k must be a non-negative integer, got {self.rrf_k!r}")

@@ -231,5 +231,5 @@ def open_store(url: str, *, token: str | None = None, retry: Any = None, **optio
     return PgVectorStore(table=spec.name, dsn=spec.dsn, retry=retry, display=spec.display, **options)
 
 
-__all__ = ["COMMON_OPTIONS", "check_corpus_name", "SCHEMES", "STORE_OPTIONS", "ServerURL", "check_store_options", "open_store",
-           "parse_vector_store", "redact_url"]
+__all__ = ["COMMON_OPTIONS", "check_corpus_name", "SCHEMES", "STORE_OPTIONS", "ServerURL", "check_store_options",
+           "open_store", "parse_vector_store", "redact_url"]
