@@ -150,9 +150,10 @@ def _bpe_tokenizer(tokens: list[str], merges: list[str], regexes: tuple[str, ...
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
     vocab = {token: i for i, token in enumerate(tokens)}
-    pairs = [tuple(m.split(" ", 1)) for m in merges if " " in m]
+    pairs = [(left, right) for left, _, right in (m.partition(" ") for m in merges if " " in m)]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, byte_fallback=False))
-    steps = [pre_tokenizers.Split(Regex(regex), behavior="isolated") for regex in regexes]
+    steps: list[pre_tokenizers.PreTokenizer] = [
+        pre_tokenizers.Split(Regex(regex), behavior="isolated") for regex in regexes]
     steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(steps)
     tokenizer.decoder = decoders.ByteLevel()

@@ -478,7 +478,7 @@ class Pipeline:
             return [query]
         with trace.stage("transform", self.pattern.name, 1) as entry:
             produced = self.pattern.transform(query, self.llm)
-            if inspect.isawaitable(produced):
+            if inspect.iscoroutine(produced):  # what an async def transform returns
                 from akasha.providers.sync_bridge import run_sync
 
                 produced = run_sync(produced)  # a plugin pattern with an async transform

@@ -438,11 +438,13 @@ class NumpyBertEncoder:
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(-1, hidden)
             weight, bias = layer["out"]
-            x = _layer_norm(x + context @ weight.T + bias, *layer["norm1"], eps)
+            gamma, beta = layer["norm1"]
+            x = _layer_norm(x + context @ weight.T + bias, gamma, beta, eps)
             weight, bias = layer["up"]
             inner = _gelu(x @ weight.T + bias)
             weight, bias = layer["down"]
-            x = _layer_norm(x + inner @ weight.T + bias, *layer["norm2"], eps)
+            gamma, beta = layer["norm2"]
+            x = _layer_norm(x + inner @ weight.T + bias, gamma, beta, eps)
         return x.reshape(batch, length, hidden)
 
 

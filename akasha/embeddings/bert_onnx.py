@@ -77,8 +77,8 @@ class _Blob:
     __slots__ = ("parts", "size")
 
     def __init__(self, parts: Sequence[bytes | _Blob]) -> None:
-        self.parts = list(parts)
-        self.size = sum(p.size if isinstance(p, _Blob) else len(p) for p in self.parts)
+        self.parts: list[bytes | _Blob] = list(parts)
+        self.size: int = sum(p.size if isinstance(p, _Blob) else len(p) for p in self.parts)
 
     def tobytes(self) -> bytes:
         parts: list[bytes] = []
@@ -140,7 +140,8 @@ def _external_tensor(name: str, array: np.ndarray) -> _Blob:
 
 def _node(op_type: str, inputs: list[str], outputs: list[str], domain: str = "", **attributes: float | int) -> _Blob:
     """NodeProto: input = 1, output = 2, op_type = 4, attribute = 5, domain = 7."""
-    fields: list[bytes | _Blob] = [_text(1, name) for name in inputs] + [_text(2, name) for name in outputs]
+    fields: list[bytes | _Blob] = [_text(1, name) for name in inputs]
+    fields += [_text(2, name) for name in outputs]
     fields.append(_text(4, op_type))
     for key, value in attributes.items():
         # AttributeProto: name = 1, f = 2, i = 3, type = 20 (FLOAT = 1, INT = 2)

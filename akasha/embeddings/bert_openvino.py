@@ -113,7 +113,7 @@ def import_openvino() -> Any:
             if blocked and sys.modules.get(_CONVERSION_TOOLS, 0) is None:
                 del sys.modules[_CONVERSION_TOOLS]
         if blocked and "convert_model" not in vars(openvino) and "__getattr__" not in vars(openvino):
-            openvino.__getattr__ = _conversion_tools_on_demand  # type: ignore[attr-defined]
+            openvino.__getattr__ = _conversion_tools_on_demand
         return openvino
 
 
@@ -123,7 +123,7 @@ def _conversion_tools_on_demand(name: str) -> Any:
         import openvino
         from openvino.tools.ovc import convert_model
 
-        openvino.convert_model = convert_model  # type: ignore[attr-defined]
+        openvino.convert_model = convert_model
         return convert_model
     raise AttributeError(f"module 'openvino' has no attribute {name!r}")
 

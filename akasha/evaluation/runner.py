@@ -152,7 +152,7 @@ def evaluate_search(
                 elapsed.append(time.perf_counter() - start)
                 for name, value in score_question(hits, question, root, k).items():
                     per_metric[name].append(value)
-            row = {"search_type": str(search_type), "reranker": _reranker_name(reranker)}
+            row: dict[str, Any] = {"search_type": str(search_type), "reranker": _reranker_name(reranker)}
             row.update({name: mean(values) for name, values in per_metric.items()})
             row["ms_per_query"] = 1000 * mean(elapsed)
             if answer is not None:
@@ -186,6 +186,8 @@ def resolve_reranker(spec: Any, reranker_model: Any = None) -> RerankFn | None:
     from akasha.rerank import resolve_reranker as resolve
 
     reranker = resolve(spec, reranker_model=reranker_model) if reranker_model is not None else resolve(spec)
+    if reranker is None:  # a spec that means "no reranking"
+        return None
     return lambda question, hits: rerank(reranker, question, hits, max(len(hits), 1))
 
 

@@ -41,7 +41,7 @@ import threading
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import numpy as np
 
@@ -127,7 +127,7 @@ def write_snapshot(
     atomic_write(path, lambda handle: _write(handle, state_key, blobs, raw, arrays))
 
 
-def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[str],
+def _write(handle: IO[bytes], state_key: str, blobs: dict[str, bytes], raw: set[str],
            arrays: dict[str, np.ndarray]) -> None:
     layout: dict[str, Any] = {"state_key": state_key, "json": {}, "raw": {}, "arrays": {}, "crc32": {}}
     offset = 0
@@ -142,7 +142,7 @@ def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[s
             raise TypeError(f"snapshot array {name!r} has dtype {array.dtype}; expected one of {sorted(_DTYPES)}")
         layout["arrays"][name] = [kind, list(array.shape), array_offset, array.nbytes]
         little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-        layout["crc32"][name] = zlib.crc32(memoryview(little.reshape(-1).view(np.uint8)))
+        layout["crc32"][name] = zlib.crc32(little.reshape(-1).view(np.uint8).data)
         array_offset += _aligned(array.nbytes)
     header = json.dumps(layout).encode("utf-8")
     layout_size = _PREAMBLE.size + len(header) + offset
@@ -154,7 +154,7 @@ def _write(handle: BinaryIO, state_key: str, blobs: dict[str, bytes], raw: set[s
     handle.write(b"\0" * (start - layout_size))
     for array in arrays.values():
         little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-        handle.write(memoryview(little.reshape(-1).view(np.uint8)))  # no copy, even for a 1.5 GB matrix
+        handle.write(little.reshape(-1).view(np.uint8).data)  # a memoryview: no copy, even for a 1.5 GB matrix
         handle.write(b"\0" * (_aligned(little.nbytes) - little.nbytes))
 
 
@@ -304,7 +304,7 @@ class _ArrayReader:
         # np.empty, not bytearray: no zero-fill pass over memory the read overwrites anyway. The arrays stay
         # writable, so the indexes can update them in place later.
         buffer = np.empty(self._total, dtype=np.uint8)
-        view = memoryview(buffer)
+        view = buffer.data  # a memoryview over the array
         _check(_read_at(self._fd, view, self._start) == self._total,
                "the file is shorter than its header says (truncated)")
         arrays = {}

@@ -134,7 +134,7 @@ class TransformersChat:
             ) from exc
         device = resolve_device(self.device)
         logger.info("%s runs on %s", self.name, device)
-        model.to(device)
+        model.to(device)  # type: ignore[arg-type]  # transformers wraps .to with functools.wraps: mypy loses self
         model.eval()
         return tokenizer, model
 
@@ -220,8 +220,8 @@ class TransformersChat:
             raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
         worker.join(timeout=self.stream_timeout)
         if failure:
-            exc = failure[0]
-            raise StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received)) from exc
+            error = failure[0]
+            raise StreamInterruptedError(self.name, f"{type(error).__name__}: {error}", "".join(received)) from error
         if finished:
             note_finish(self.name, options, finished[0])
 
@@ -232,9 +232,9 @@ class TransformersChat:
         pieces = self.stream(messages, options)
         while True:
             piece = await asyncio.to_thread(next, pieces, _DONE)
-            if piece is _DONE:
+            if not isinstance(piece, str):  # _DONE: the stream ended
                 return
-            yield piece  # type: ignore[misc]
+            yield piece
 
 
 def _folder_config(folder: Path) -> dict[str, Any]:

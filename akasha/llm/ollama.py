@@ -7,7 +7,7 @@ Talks to ``http://localhost:11434`` unless ``host=`` or ``OLLAMA_HOST`` says oth
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from typing import Any
 
 from akasha.errors import ConfigError
@@ -116,17 +116,17 @@ class OllamaChat(RemoteProvider):
         return aretrying_stream(open_stream, **self._retry_kwargs())
 
 
-def _pieces(lines: Iterator[dict[str, Any]], on_finish: Any) -> Iterator[tuple[str, bool]]:
+def _pieces(lines: Generator[dict[str, Any], None, None], on_finish: Any) -> Iterator[tuple[str, bool]]:
     try:
         for obj in lines:
             if obj.get("done"):
                 on_finish(obj.get("done_reason"))
             yield OllamaChat._answer(obj), bool(obj.get("done"))
     finally:
-        lines.close()  # type: ignore[attr-defined]
+        lines.close()
 
 
-async def _apieces(lines: AsyncIterator[dict[str, Any]], on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
+async def _apieces(lines: AsyncGenerator[dict[str, Any], None], on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
     try:
         async for obj in lines:
             if obj.get("done"):

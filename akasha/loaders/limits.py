@@ -41,8 +41,9 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from akasha.errors import ConfigError, LoaderError
 
@@ -136,12 +137,13 @@ def _cached(cls: type[LoaderLimits], raw_values: tuple[str | None, ...]) -> Load
     return _parse(cls, raw_values)
 
 
-def _from_values(cls: type[LoaderLimits], raw_values: tuple[str | None, ...], **overrides: object) -> LoaderLimits:
-    limits = _cached(cls, raw_values)
-    return replace(limits, **overrides) if overrides else limits  # type: ignore[arg-type]
+def _from_values(cls: type[LoaderLimits], raw_values: tuple[str | None, ...], **overrides: Any) -> LoaderLimits:
+    # A class is hashable, but mypy checks a frozen dataclass's class object against its instances' __hash__.
+    limits = _cached(cls, raw_values)  # type: ignore[arg-type]
+    return replace(limits, **overrides) if overrides else limits  # __post_init__ checks the overrides
 
 
-def _parse(cls: type[LoaderLimits], raw_values: tuple[str | None, ...]) -> LoaderLimits:
+def _parse(cls: Callable[..., LoaderLimits], raw_values: tuple[str | None, ...]) -> LoaderLimits:
     """The limits the ``AKASHA_LOADER_*`` values (in :data:`ENVIRONMENT` order) describe."""
     values: dict[str, object] = {}
     for (name, variable), raw in zip(ENVIRONMENT.items(), raw_values, strict=True):
@@ -160,7 +162,7 @@ def _parse(cls: type[LoaderLimits], raw_values: tuple[str | None, ...]) -> Loade
         if not number >= 0 or number == float("inf"):
             raise ConfigError(f"{variable}={raw!r} must be a finite number >= 0 (0: no limit)")
         values[name] = int(number) if name in ("max_pages", "max_chars") else number
-    return cls(**values)  # type: ignore[arg-type]
+    return cls(**values)
 
 
 def _shown(value: float) -> str:

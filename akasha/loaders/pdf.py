@@ -197,11 +197,11 @@ def _open_reader(path: Path, data: bytes):  # -> pypdf.PdfReader, decrypted
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted:
             try:
-                ok = reader.decrypt("")
+                ok = bool(reader.decrypt(""))
             except DependencyError as exc:
                 raise LoaderError(path, f"encrypted PDF needs a crypto library to open: {exc}") from None
             except FileNotDecryptedError:
-                ok = 0
+                ok = False
             if not ok:
                 raise LoaderError(
                     path, "encrypted PDF (password protected); save an unprotected copy to index it"

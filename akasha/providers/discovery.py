@@ -76,7 +76,9 @@ def list_models(provider: str, url: str, *, timeout: float = 5.0, api_key: str |
             continue
         if provider == "ollama":
             name = name.removesuffix(":latest")
-        details = entry.get("details") if isinstance(entry.get("details"), dict) else {}
+        details = entry.get("details")
+        if not isinstance(details, dict):
+            details = {}
         family = " ".join(str(f) for f in [details.get("family", "")] + list(details.get("families") or []))
         embedding = bool(_EMBEDDING_NAME.search(name) or "bert" in family.lower()) and not _RERANKER_NAME.search(name)
         models.append(ServedModel(name, embedding))

@@ -13,7 +13,7 @@ import asyncio
 import json
 import threading
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -160,7 +160,7 @@ class OllamaConnection:
             raise _fault(response, response.content)
         return response.json()
 
-    def stream_lines(self, path: str, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def stream_lines(self, path: str, payload: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
         """POST and yield each NDJSON object; an ``{"error": ...}`` line raises StreamErrorEvent."""
         with self.client().stream("POST", path, json=payload) as response:
             if response.status_code >= 400:
@@ -170,7 +170,7 @@ class OllamaConnection:
                 if event is not None:
                     yield event
 
-    async def astream_lines(self, path: str, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def astream_lines(self, path: str, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         async with self.async_client().stream("POST", path, json=payload) as response:
             if response.status_code >= 400:
                 raise _fault(response, await response.aread())

@@ -191,7 +191,7 @@ def as_reranker(obj: object) -> Reranker:
     if builtins.callable(obj):
         from akasha.rerank.callable import CallableReranker
 
-        return CallableReranker(obj)  # type: ignore[arg-type]
+        return CallableReranker(obj)
     raise ConfigError(
         f"{obj!r} is not a reranker: give an object with rank(query, hits) -> Ranking, "
         "or a callable (query, documents) -> documents"

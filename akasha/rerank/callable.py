@@ -25,4 +25,4 @@ class CallableReranker:
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
         candidates = list(hits)
         returned = self.fn(query, list(candidates))
-        return Ranking(identity_positions(candidates, returned, self.name))  # type: ignore[arg-type]
+        return Ranking(identity_positions(candidates, returned, self.name))

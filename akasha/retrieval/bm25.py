@@ -113,6 +113,11 @@ class _Vocab(dict):
 class BM25Index:
     """An incrementally updated Okapi BM25 index keyed by string ids."""
 
+    # Set by _main_saturation on demand (read with getattr until then).
+    _sat: np.ndarray | None
+    _sat_key: tuple[float, int, int, int] | None
+    _sat_pending: tuple[float, int, int, int] | None
+
     def __init__(self, *, k1: float = K1, b: float = B, tokenizer: str = "auto", stem: bool = False) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
@@ -297,7 +302,7 @@ class BM25Index:
         self._tf = tfs.astype(np.float32, copy=False)
         if len(live_slots) != len(self._ids):
             self._ids = [self._ids[s] for s in live_slots]
-            self._slot = {doc_id: i for i, doc_id in enumerate(self._ids)}  # type: ignore[misc]
+            self._slot = {doc_id: i for i, doc_id in enumerate(self._ids) if doc_id is not None}
             self._alive = np.ones(len(live_slots), dtype=bool)
             self._dl = self._dl[live_slots]
         self._delta_parts = []
@@ -374,6 +379,7 @@ class BM25Index:
         contrib = np.concatenate(c_parts)
         if n != len(self._alive):
             contrib *= self._alive[docs]
+        slots: np.ndarray
         if len(docs) * 8 < len(self._alive):
             slots, inverse = np.unique(docs, return_inverse=True)
             scores = np.bincount(inverse, weights=contrib, minlength=len(slots))
@@ -419,7 +425,7 @@ class BM25Index:
         if not len(slots):
             return []
         top = _top_k(scores, k, tiebreak=slots)
-        return [(self._ids[s], float(scores[i])) for i, s in zip(top, slots[top].tolist(), strict=True)]  # type: ignore[misc]
+        return [(self._ids[s], float(scores[i])) for i, s in zip(top, slots[top].tolist(), strict=True)]
 
     def _search_pruned(self, tids: np.ndarray, qtf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Exact top-``k`` candidates without touching the long postings of common terms, or None.
@@ -446,7 +452,8 @@ class BM25Index:
         if total < PRUNE_MIN_POSTINGS:
             return None
         saturation = self._main_saturation()
-        d_slots, d_scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        d_slots: np.ndarray = np.zeros(0, dtype=np.int64)
+        d_scores: np.ndarray = np.zeros(0, dtype=np.float64)
         if self._delta_size:
             d_terms, d_docs, d_tfs = self._delta()
             hit = np.flatnonzero(np.isin(d_terms, tids))
@@ -487,7 +494,7 @@ class BM25Index:
 
     def slot_ids(self, slots: Iterable[int]) -> list[str]:
         """Ids for slots returned by :meth:`score_slots`."""
-        return [self._ids[s] for s in slots]  # type: ignore[misc]
+        return [self._ids[s] for s in slots]  # type: ignore[misc]  # live slots only: their ids are never None
 
     # ---------------------------------------------------------- persistence
     def to_json(self) -> dict[str, Any]:
@@ -582,8 +589,7 @@ class BM25Index:
         index._tf = np.asarray(parts["bm25_tf"], dtype=np.float32)
         index._dl = np.asarray(parts["bm25_dl"], dtype=np.float32)
         index._ids = ids
-        index._slot = dict(zip(ids, range(len(ids)), strict=True))
-        index._slot.pop(None, None)  # type: ignore[call-overload]
+        index._slot = {doc_id: i for i, doc_id in enumerate(ids) if doc_id is not None}
         if "bm25_alive" in parts:  # saved unmerged: deletion mask, live df and the delta segment
             index._alive = np.asarray(parts["bm25_alive"]).astype(bool)
             index._df = np.asarray(parts["bm25_df"], dtype=np.int64)

@@ -366,7 +366,7 @@ class DenseIndex:
         scores = self.scores(query_vector)
         # equal scores rank by row, as on the quantised path, so both paths agree on ties
         top = top_k(scores, min(k, self._n_live), tiebreak=np.arange(len(scores)))
-        return [(self._ids[s], float(scores[s])) for s in top.tolist()]  # type: ignore[misc]
+        return [(self._ids[s], float(scores[s])) for s in top.tolist()]
 
     # ------------------------------------------------------------ quantised path
     def _quantized(self) -> bool:
@@ -393,4 +393,4 @@ class DenseIndex:
             slots = slots[self._alive[slots]]
         scores = _matvec(self._m[slots], q)
         top = top_k(scores, min(k, len(slots)), tiebreak=slots)
-        return [(self._ids[s], float(scores[i])) for i, s in zip(top.tolist(), slots[top].tolist(), strict=True)]  # type: ignore[misc]
+        return [(self._ids[s], float(scores[i])) for i, s in zip(top.tolist(), slots[top].tolist(), strict=True)]

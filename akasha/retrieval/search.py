@@ -57,7 +57,7 @@ SearchType = str | SearchFunction
 def validate_search_type(search_type: object) -> SearchType:
     """Return ``search_type`` if known (a name or a callable), else raise ConfigError listing the names."""
     if callable(search_type):
-        return search_type  # type: ignore[return-value]
+        return search_type
     if isinstance(search_type, str) and search_type.strip().lower() in SEARCH_TYPES:
         return search_type.strip().lower()
     raise ConfigError(
@@ -119,12 +119,12 @@ def search(
     settings = settings or SearchSettings()
     if k <= 0:
         return []
-    if search_type != "bm25" and query_vector is None:
+    if search_type == "bm25":
+        return [Hit(chunks[i], s, "bm25", {"bm25": s}) for i, s in bm25.search(query, k)]
+    if query_vector is None:
         raise ValueError(f"search_type {search_type!r} needs the question's vector")
     if callable(search_type):
         return _custom(search_type, query, query_vector, k, dense, chunks)
-    if search_type == "bm25":
-        return [Hit(chunks[i], s, "bm25", {"bm25": s}) for i, s in bm25.search(query, k)]
     if search_type == "knn":
         return [Hit(chunks[i], s, "vector", {"vector": s}) for i, s in dense.search(query_vector, k)]
     if search_type == "mmr":
@@ -161,7 +161,7 @@ def search(
         details[key] = float(score)
         source = "+".join(name for name, found in (("bm25", doc_id in lex_scores), ("vector", doc_id in in_vec))
                           if found) or "bm25"
-        hits.append(Hit(chunks[doc_id], float(score), source, details))  # type: ignore[index]
+        hits.append(Hit(chunks[doc_id], float(score), source, details))
     return hits
 
 

@@ -17,6 +17,7 @@ re-scored by cosine. YAML keys: ``collection`` (astromesh), ``url``
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -271,7 +272,7 @@ class QdrantStore(BaseStore):
         self._has_lexical = True
         if self._server:  # payload indexes (local mode has none and would warn)
             for key in ("doc_id", "content_hash", "embedder", "source"):
-                self._call("indexing the payload", lambda key=key: self.client.create_payload_index(
+                self._call("indexing the payload", functools.partial(self.client.create_payload_index,
                     self.collection, field_name=key, field_schema=m.PayloadSchemaType.KEYWORD))
         self._exists = True
         self.dimension = dimension
@@ -389,7 +390,7 @@ class QdrantStore(BaseStore):
             found = list(ids)
             for start in range(0, len(found), 1000):
                 part = found[start : start + 1000]
-                for point in self._call("reading vectors", lambda part=part: self.client.retrieve(
+                for point in self._call("reading vectors", functools.partial(self.client.retrieve,
                         self.collection, ids=part, with_payload=False,
                         with_vectors=[self._vector_name] if self._vector_name else True)):
                     out.setdefault(ids[point.id], self._row(point))
