@@ -136,6 +136,9 @@ class IndexLockError(AkashaError, TimeoutError):
 class IndexWriteError(AkashaError, OSError):
     """The index cache folder refused a write (read-only, disk full, not a folder); the index there is unchanged."""
 
+    #: The cache folder that refused the write, when known.
+    cache_dir: str | None = None
+
 
 class IndexMismatchError(AkashaError, ValueError):
     """An index was built with another embedding model or settings than requested."""

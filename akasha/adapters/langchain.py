@@ -65,6 +65,7 @@ def _retriever_class() -> Any:
     base, _ = _import_langchain()
     from pydantic import ConfigDict
 
+    # base is imported at run time (an optional dependency): mypy cannot check a class built on it.
     class AkashaRetriever(base):  # type: ignore[misc, valid-type]
         """LangChain retriever that answers with a :class:`akasha.RAG`'s retrieval (and reranking)."""
 

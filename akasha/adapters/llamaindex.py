@@ -110,6 +110,7 @@ def _retriever_class() -> Any:
         return _RETRIEVER_CLASS
     base, _, _ = _import_llamaindex()
 
+    # base is imported at run time (an optional dependency): mypy cannot check a class built on it.
     class AkashaLlamaIndexRetriever(base):  # type: ignore[misc, valid-type]
         """LlamaIndex retriever that answers with a :class:`akasha.RAG`'s retrieval (and reranking)."""
 

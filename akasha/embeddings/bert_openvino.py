@@ -106,6 +106,7 @@ def import_openvino() -> Any:
             return sys.modules["openvino"]
         blocked = _CONVERSION_TOOLS not in sys.modules
         if blocked:
+            # None in sys.modules blocks an import (import system rule); typeshed types the values as modules
             sys.modules[_CONVERSION_TOOLS] = None  # type: ignore[assignment]
         try:
             import openvino

@@ -442,12 +442,13 @@ class CorpusIndex:
         """A search type answered by the store's engine: knn, bm25, or both fused (hybrid, auto)."""
         settings = self.search_settings
         if search_type == "auto":
-            weights, rrf_k = tuple(settings.adaptive_weights), settings.adaptive_k
+            weights, rrf_k = settings.adaptive_weights, settings.adaptive_k
         else:
-            weights, rrf_k = tuple(settings.hybrid_weights), settings.rrf_k
+            weights, rrf_k = settings.hybrid_weights, settings.rrf_k
         sides = search_type if search_type in ("knn", "bm25") else "both"
-        request = self._store_request(query, k, sides, None, weights, rrf_k)  # type: ignore[arg-type]
-        return list(self._link.store.query(request))  # type: ignore[union-attr]
+        request = self._store_request(query, k, sides, None, weights, rrf_k)  # SearchRequest makes weights floats
+        assert self._link is not None  # _store_request checked
+        return list(self._link.store.query(request))
 
     def _check_store_holds_records(self) -> None:
         """A query worker's first search: EmptyStoreError when the store holds nothing to search."""
@@ -726,7 +727,7 @@ class CorpusIndex:
             return True
         source_key = self._manifest.last_source(self.namespace)
         committed = self._manifest.corpus(source_key, self.namespace) if source_key else None
-        if committed is None:
+        if committed is None or not source_key:  # (no source key means nothing committed)
             if self.searches_store:  # a query worker: the store answers, nothing is loaded here
                 self._check_store_holds_records()
                 return True
@@ -737,7 +738,7 @@ class CorpusIndex:
             files = dict(self._portable_previous(files))
         with self._write_lock():
             if self._state_key is None:
-                self._apply(source_key, files, SyncReport())  # type: ignore[arg-type]
+                self._apply(source_key, files, SyncReport())
         return self._state_key is not None
 
     def _restore_from_store(self) -> bool:
@@ -746,7 +747,9 @@ class CorpusIndex:
         if self._link is None:
             return False
         source_key = self._link.last_source()
-        stored = self._link.load_state(source_key) if source_key else None
+        if not source_key:
+            return False
+        stored = self._link.load_state(source_key)
         if stored is None or not stored[1]:
             return False
         chunks, matrix = self._link.records_of(stored[1])
@@ -754,7 +757,7 @@ class CorpusIndex:
             return False
         self._serve(chunks, matrix)
         self._files, self._state_key, self._source = dict(stored[1]), stored[0], source_key
-        self._committed = (source_key, stored[0])  # type: ignore[assignment]
+        self._committed = (source_key, stored[0])
         log.info("restored %d chunks of the last corpus committed into %s", len(chunks), self._link.name)
         return True
 
@@ -782,7 +785,8 @@ class CorpusIndex:
         self._ensure_dense()
         if self._store_answers("knn") and not passages:
             request = self._store_request(query, k, "knn", filters, (1.0, 0.0), self.search_settings.rrf_k)
-            return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
+            assert self._link is not None  # _store_request checked
+            return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]
         vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query, dtype=np.float32)
         fetch = self.search_settings.passage_fetch if passages and self._dense.has_passages() else 0
         pairs = self._dense.search(vector, len(self._chunks) if filters else max(k, fetch))
@@ -799,7 +803,8 @@ class CorpusIndex:
             return []
         if self._store_answers("bm25"):
             request = self._store_request(query, k, "bm25", filters, (0.0, 1.0), self.search_settings.rrf_k)
-            return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]  # type: ignore[union-attr]
+            assert self._link is not None  # _store_request checked
+            return [(hit.chunk, float(hit.score)) for hit in self._link.store.query(request)]
         return self._filtered(self._bm25.search(query, len(self._chunks) if filters else k), k, filters)
 
     def _filtered(self, pairs: Sequence[tuple[str, float]], k: int, filters: Mapping[str, Any] | None
@@ -1292,7 +1297,8 @@ class CorpusIndex:
             self._drop_stale_snapshots()
 
     def _drop_stale_snapshots(self) -> None:
-        folder = self.cache_dir / "snapshots"  # type: ignore[operator]
+        assert self.cache_dir is not None  # snapshots are written only into a cache folder
+        folder = self.cache_dir / "snapshots"
         in_use = self._manifest.snapshots_in_use()
         for path in folder.glob("*"):
             try:  # unused snapshots, and temp files a killed writer left over an hour ago; only akasha's own
@@ -1305,7 +1311,8 @@ class CorpusIndex:
                 pass
 
     def _load_snapshot(self, name: str, state_key: str, files: dict[str, str]) -> bool:
-        loaded = read_snapshot(self.cache_dir / "snapshots" / name, state_key)  # type: ignore[operator]
+        assert self.cache_dir is not None  # a snapshot name comes from a cache folder's manifest
+        loaded = read_snapshot(self.cache_dir / "snapshots" / name, state_key)
         if loaded is None:
             return False
         bm25, dense, stored_chunks = loaded

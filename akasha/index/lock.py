@@ -22,7 +22,7 @@ from akasha.index.paths import storage_error
 try:
     import fcntl
 except ImportError:  # Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # None marks "no fcntl here"; the module type cannot hold it
 
 _POLL_SECONDS = 0.05
 

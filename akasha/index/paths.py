@@ -56,5 +56,5 @@ def storage_error(folder: object, exc: BaseException) -> Exception:
         f"{verb} the index cache folder {folder} ({text}); {hint}, or pass cache_dir= another writable "
         f"folder (or ':memory:' to keep the index in memory).{after}"
     )
-    error.cache_dir = str(folder)  # type: ignore[attr-defined]
+    error.cache_dir = str(folder)
     return error

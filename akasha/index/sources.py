@@ -163,8 +163,8 @@ class SourceReader:
                     continue
                 cached = stats.get(stat_key)
                 data = None
-                if _unchanged(cached, st):
-                    content = cached[2]  # type: ignore[index]
+                if cached is not None and _unchanged(cached, st):
+                    content = cached[2]
                 else:
                     over = _over_size(path, st.st_size)
                     if over is not None:  # decided from the size alone: a 4 GB file is never read

@@ -56,13 +56,15 @@ def _sources(data_source: object) -> list[Path]:
         )
     else:
         items = list(data_source)
+    paths: list[Path] = []
     for number, item in enumerate(items):
         if not isinstance(item, (str, os.PathLike)) or not os.fspath(item):
             raise ConfigError(
                 f"data_source item {number} must be a non-empty folder or file path (str or Path), got "
                 f"{type(item).__name__} {_short(item)}"
             )
-    return [Path(item) for item in items]  # type: ignore[arg-type]
+        paths.append(Path(item))
+    return paths
 
 
 def _flag(variable: str) -> bool:

@@ -206,10 +206,10 @@ def warm_up(suffixes: Sequence[str], memory_mb: float) -> None:
 def _give_back(worker: _Worker) -> None:
     worker.last_used = time.monotonic()
     with _lock:
-        if worker.alive() and len(_idle) < KEEP_IDLE:
+        kept = worker.alive() and len(_idle) < KEEP_IDLE
+        if kept:
             _idle.append(worker)
-            worker = None  # type: ignore[assignment]
-    if worker is not None:
+    if not kept:
         worker.close()
     _schedule_reaper()
 

@@ -74,7 +74,7 @@ class RemoteEmbedder(RemoteProvider):
     base_name: str
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:  # type: ignore[override]  # computed, where RemoteProvider has a plain attribute
         """Identity that keys the vector cache: ``base_name`` plus ``@<endpoint>`` unless the
         provider's default public endpoint answers (so those names stay as they always were).
 

@@ -108,6 +108,7 @@ def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any
         return LocalReranker(local_model_name(spec), **options)  # device=..., batch_size=...
     from akasha.rerank.callable import CallableReranker
 
+    # validate_reranker let only a callable through to here; its signature is checked when it runs
     return CallableReranker(spec)  # type: ignore[arg-type]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from akasha.errors import OrderingError
@@ -29,11 +30,10 @@ def validate_ordering(order: object, n: int, who: str = "reranker") -> list[int]
     out_of_range = sorted({i for i in ids if not 0 <= i < n})
     if out_of_range:
         raise OrderingError(f"{who} returned ids out of range {out_of_range}; valid ids are 0..{n - 1}")
-    seen: set[int] = set()
-    duplicates = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+    duplicates = sorted(i for i, count in Counter(ids).items() if count > 1)
     if duplicates:
         raise OrderingError(f"{who} returned duplicate ids {duplicates}; every id must appear exactly once")
-    missing = sorted(set(range(n)) - seen)
+    missing = sorted(set(range(n)) - set(ids))
     if missing:
         raise OrderingError(
             f"{who} omitted ids {missing}; it must order all {n} candidates (ids 0..{n - 1}) exactly once"

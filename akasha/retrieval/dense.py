@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ class DenseIndex:
     def from_matrix(cls, ids: Sequence[str], matrix: np.ndarray, *, normalized: bool = False,
                     neighbours: tuple[np.ndarray, np.ndarray] | None = None,
                     passages: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-                    **options: object) -> DenseIndex:
+                    **options: Any) -> DenseIndex:
         """Wrap an existing ``(n, d)`` matrix (memory-mapped is fine) without copying it when normalised.
 
         ``options`` are the constructor's keywords (``quantize_above`` ...); quantised codes
@@ -95,12 +96,12 @@ class DenseIndex:
         :meth:`neighbour_state` gave for these rows before (from a snapshot); ignored unless it fits.
         ``passages`` is what :meth:`passage_state` gave for them; ignored unless it fits.
         """
-        index = cls(int(matrix.shape[1]), **options)  # type: ignore[arg-type]
+        index = cls(int(matrix.shape[1]), **options)
         matrix = matrix if normalized and matrix.dtype == np.float32 else normalize_rows(matrix)
         index._m = matrix
         index._n = len(ids)
         index._ids = list(ids)
-        index._slot = {doc_id: i for i, doc_id in enumerate(index._ids)}  # type: ignore[misc]
+        index._slot = {doc_id: i for i, doc_id in enumerate(ids)}
         if len(index._slot) != len(index._ids):
             raise ValueError("DenseIndex.from_matrix got duplicate ids")
         index._alive = np.ones(len(ids), dtype=bool)
@@ -108,7 +109,7 @@ class DenseIndex:
         if neighbours is not None:
             index._restore_neighbours(*neighbours)
         if passages is not None:
-            index._passages = PassageTable.from_state(index._ids, *passages)  # type: ignore[arg-type]
+            index._passages = PassageTable.from_state(ids, *passages)
         return index
 
     def __len__(self) -> int:
@@ -193,7 +194,7 @@ class DenseIndex:
         if self._codes is not None:
             self._codes.keep(live)
         self._ids = [self._ids[s] for s in live]
-        self._slot = {doc_id: i for i, doc_id in enumerate(self._ids)}  # type: ignore[misc]
+        self._slot = {doc_id: i for i, doc_id in enumerate(self._ids) if doc_id is not None}
         self._n = len(live)
         self._alive = np.ones(self._n, dtype=bool)
 

@@ -74,8 +74,11 @@ class MemoryStore(InProcessStore):
 
     def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
         rows = self._rows_for(hashes, embedder)
-        assert self._matrix is not None or not rows
-        return {h: self._matrix[r].copy() for h, r in rows.items()}  # type: ignore[index]
+        if not rows:
+            return {}
+        matrix = self._matrix
+        assert matrix is not None  # a stored row implies a matrix
+        return {h: matrix[r].copy() for h, r in rows.items()}
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         if self._matrix is None or not self._row_of:

@@ -422,7 +422,7 @@ class QdrantStore(BaseStore):
         return [(_chunk(points[j]), float(cos[j])) for j in order]
 
     @property
-    def capabilities(self) -> frozenset[str]:  # type: ignore[override]
+    def capabilities(self) -> frozenset[str]:  # type: ignore[override]  # computed, where BaseStore has a plain attribute
         """Dense always; lexical when the collection has akasha's sparse vector (collections akasha creates)."""
         if not self._opened:  # never connects here (a YAML store is built without contacting the server)
             return frozenset({"dense", "lexical"})
