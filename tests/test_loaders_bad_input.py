@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -167,22 +166,17 @@ def test_50_mb_single_line_loads_and_chunks(tmp_path: Path):
     assert "\n" not in text and len(text) >= 50_000_000
     path = write(tmp_path / "one-line.txt", text.encode())
     del text
-    start = time.perf_counter()
     [doc] = load_file(path)
-    chunks = split_text(doc.text, 1000, 100)
-    elapsed = time.perf_counter() - start
+    chunks = split_text(doc.text, 1000, 100)  # its speed: python -m bench.hostile_inputs
     assert len(doc.text) >= 50_000_000
     assert all(len(c) <= 1000 for c in chunks)
     assert sum(len(c) for c in chunks) >= len(doc.text.strip()) - len(chunks)  # nothing dropped
-    assert elapsed < 30, elapsed  # ~1 s on the 2-core CI machine
 
 
 def test_5_mb_single_line_without_separators_chunks_fast(tmp_path: Path):
     path = write(tmp_path / "blob.txt", b"x" * 5_000_000)
-    start = time.perf_counter()
     [doc] = load_file(path)
-    chunks = split_text(doc.text, 1000, 100)
-    assert time.perf_counter() - start < 5
+    chunks = split_text(doc.text, 1000, 100)  # its speed: python -m bench.hostile_inputs
     assert all(len(c) <= 1000 for c in chunks) and len(chunks) >= 5_000_000 // 900
     assert 5_000_000 <= sum(map(len, chunks)) <= 5_000_000 + 100 * len(chunks)  # overlap only
 

@@ -14,7 +14,6 @@ All slow: ``pytest -m slow tests/test_loaders_fuzz_structure.py`` (a few minutes
 
 from __future__ import annotations
 
-import time
 import zlib
 from pathlib import Path
 
@@ -35,10 +34,12 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(
 PATH = Path("/nonexistent/fuzz")
 
 
-def check(name: str, data: bytes, *, seconds: float = 25.0, **options) -> None:
-    """Loads into non-empty Documents naming the path, or raises LoaderError naming it; never hangs."""
+def check(name: str, data: bytes, **options) -> None:
+    """Loads into non-empty Documents naming the path, or raises LoaderError naming it.
+
+    A reader that hangs is stopped by ``LIMITS.timeout`` (a LoaderError); how fast refusals are
+    is measured by bench/hostile_refusals.py, not asserted here."""
     path = PATH / name
-    start = time.perf_counter()
     try:
         documents = load_file(path, data, limits=LIMITS, **options)
     except LoaderError as error:
@@ -46,7 +47,6 @@ def check(name: str, data: bytes, *, seconds: float = 25.0, **options) -> None:
     else:
         assert documents and all(isinstance(d, Document) and d.text.strip() for d in documents)
         assert all(d.metadata["source"] == str(path) for d in documents)
-    assert time.perf_counter() - start < seconds
 
 
 # -- PDF object graphs ----------------------------------------------------------------------
@@ -343,9 +343,7 @@ def test_fuzz_yaml_anchors(tmp_path_factory, text):
 
     path = tmp_path_factory.mktemp("yaml") / "spec.yaml"
     path.write_text(text)
-    start = time.perf_counter()
     try:
-        load_spec_file(path)
+        load_spec_file(path)  # an alias bomb's refusal speed: python -m bench.hostile_inputs
     except SpecError as error:
         assert str(path) in str(error) and len(str(error)) < 1000
-    assert time.perf_counter() - start < 2

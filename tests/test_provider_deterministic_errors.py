@@ -7,7 +7,6 @@ against the suite's loopback servers, which answer in each provider's wire forma
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -81,13 +80,11 @@ def target(request) -> Iterator[Target]:
 def test_deterministic_status_fails_at_once_with_server_message(target, status):
     message = f"scripted deterministic answer {status}"
     target.server.app.fail_next(status, message, times=5)
-    start = time.perf_counter()
     with pytest.raises(ProviderError) as info:
         target.embedder().embed_documents(["alpha", "beta"])
     assert info.value.status == status
     assert message in str(info.value) and "gave up after" not in str(info.value)
-    assert target.server.app.request_count() == 1
-    assert time.perf_counter() - start < 5
+    assert target.server.app.request_count() == 1  # at once: no retry
 
 
 @pytest.mark.parametrize("status", [500, 501])
@@ -132,11 +129,9 @@ def test_embedding_timeout_grows_with_the_batch(target):
     assert target.server.app.request_count(target.embed_path) == 1
 
     target.server.app.delay_next(3.0)
-    start = time.perf_counter()
-    with pytest.raises(ProviderError) as info:
+    with pytest.raises(ProviderError) as info:  # the server would answer after 3 s
         target.embedder(**options).embed_documents(["one text"])
     assert "timed out after 0.52 s" in str(info.value)
-    assert time.perf_counter() - start < 2.5
 
 
 def test_async_embedding_timeout_grows_with_the_batch(target):

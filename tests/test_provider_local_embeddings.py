@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -60,19 +59,16 @@ def test_construction_is_lazy_and_dimension_known_from_config():
 @needs_packaged
 def test_packaged_model_embeds_offline_and_ranks_similar_higher(offline):
     emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
-    start = time.perf_counter()
     docs = emb.embed_documents(
         ["The cat sat on the mat.", "Quarterly revenue grew by twelve percent."]
     )
     query = emb.embed_query("A kitten is sitting on a rug.")
-    elapsed = time.perf_counter() - start
     assert docs.dtype == np.float32 and docs.shape == (2, 384)
     assert query.shape == (384,)
     np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
     scores = docs @ query
     assert scores[0] > scores[1] + 0.2, scores
     assert emb.embed_documents([]).shape == (0, 384)
-    assert elapsed < 60
 
 
 @pytest.mark.integration  # imports sentence-transformers (slow on a busy machine)

