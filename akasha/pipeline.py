@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -478,10 +478,10 @@ class Pipeline:
             return [query]
         with trace.stage("transform", self.pattern.name, 1) as entry:
             produced = self.pattern.transform(query, self.llm)
-            if inspect.iscoroutine(produced):  # what an async def transform returns
+            if inspect.isawaitable(produced):  # a plugin pattern with an async transform
                 from akasha.providers.sync_bridge import run_sync
 
-                produced = run_sync(produced)  # a plugin pattern with an async transform
+                produced = run_sync(_awaited(produced))
             queries = [q for q in produced if isinstance(q, str) and q.strip()] or [query]
             entry["out"] = len(queries)
         return queries
@@ -789,6 +789,11 @@ class Pipeline:
     async def aclose(self) -> None:
         """Async :meth:`close`."""
         await asyncio.to_thread(self.close)
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    """A coroutine of any awaitable (a Future, a Task, an object with ``__await__``): what ``asyncio.run`` takes."""
+    return await awaitable
 
 
 def _entry_args(entry: dict[str, Any], ms: float, out: int) -> dict[str, Any]:
