@@ -24,7 +24,7 @@ Both keys may appear on one line. Relevance units (see :mod:`akasha.evaluation.m
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,7 +138,7 @@ class SourceMatcher:
         return found
 
 
-def matcher_for(question: Question, folder: Path | None):
+def matcher_for(question: Question, folder: Path | None) -> Callable[[str, str | None], set[str]]:
     """Return ``units(text, path) -> set[str]``: the units of ``question`` a chunk satisfies."""
     sources = SourceMatcher(question.relevant_sources, folder)
     if question.answer:

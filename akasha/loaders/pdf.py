@@ -32,12 +32,15 @@ import re
 import threading
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from akasha.errors import LoaderError
 from akasha.loaders.base import read_bytes
 from akasha.loaders.limits import LoaderLimits
 from akasha.types import Document
+
+if TYPE_CHECKING:
+    import pypdf
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +192,7 @@ def _append_pdfium_page(texts: _Text, document: Any, index: int, path: Path) -> 
     texts.append(text)
 
 
-def _open_reader(path: Path, data: bytes):  # -> pypdf.PdfReader, decrypted
+def _open_reader(path: Path, data: bytes) -> pypdf.PdfReader:  # decrypted
     import pypdf
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -217,7 +220,10 @@ def _pages_pypdf(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
     reader = _open_reader(path, data)
     texts = _Text(path, limits)
     try:
-        declared = reader.root_object["/Pages"].get_object().get("/Count")
+        pages = reader.root_object["/Pages"].get_object()
+        if not isinstance(pages, dict):  # caught below: a corrupt PDF
+            raise TypeError(f"/Pages is a {type(pages).__name__}, not a dictionary")
+        declared = pages.get("/Count")
         if isinstance(declared, int):  # checked before pypdf walks (and materialises) the whole tree
             _check_pages(path, int(declared), limits)
         count = len(reader.pages)
