@@ -76,7 +76,9 @@ def _spec_key(spec: Any) -> Any:
 
 
 def display_name(spec: Any) -> str:
-    """A model, embedder or search type's name for messages and logs (a password in an ``@address`` shown as ``***``)."""
+    """A model, embedder or search type's name for messages and logs.
+
+    A password in an ``@address`` is shown as ``***``."""
     if isinstance(spec, str):
         if "://" in spec:
             from akasha.stores.redact import redact_url

@@ -2,8 +2,9 @@
 
 ``AKASHA_REQUEST_DEADLINE_S`` bounds a call from its first attempt to its last byte: a
 server that answers 503 slowly to every attempt, or asks for a long Retry-After, cannot
-stretch one call to (retries + 1) deadlines. Each case runs against a local server and
-under a wall-clock bound far below what the unbounded behaviour takes.
+stretch one call to (retries + 1) deadlines. Each case runs against a local server; what shows
+the deadline ended the call is the error naming it, the attempts the server saw and the sleeps
+asked for, not the wall clock (noisy on a shared machine).
 """
 
 from __future__ import annotations
@@ -67,13 +68,9 @@ def test_slow_503_replies_and_their_retries_share_one_deadline(monkeypatch, spec
     try:
         model = resolve_chat_model(spec.format(port=server.server_address[1]), timeout=10, max_retries=5,
                                    retry_initial_delay=0.05, retry_jitter=0.0)
-        started = time.monotonic()
         with pytest.raises(ProviderError, match="deadline") as caught:
             model.generate([{"role": "user", "content": "hi"}])
-        elapsed = time.monotonic() - started
-        # unbounded, six attempts of 1.2 s each (and 1.5 s of backoff) take nearly 9 s
-        assert elapsed < 6, elapsed
-        assert len(seen) <= 2, seen
+        assert len(seen) <= 2, seen  # unbounded: six attempts of 1.2 s each
         assert "AKASHA_REQUEST_DEADLINE_S" in str(caught.value)
     finally:
         server.shutdown()
@@ -82,15 +79,17 @@ def test_slow_503_replies_and_their_retries_share_one_deadline(monkeypatch, spec
 @pytest.mark.parametrize("spec", SPECS)
 def test_a_retry_after_past_the_deadline_is_not_waited_for(monkeypatch, spec):
     """A Retry-After of 30 s (below retry_max_wait) with a 2 s deadline gives up at once, naming the deadline."""
+    from sleeps import record_sleeps
+
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     monkeypatch.setenv("AKASHA_REQUEST_DEADLINE_S", "2")
     server, seen = _serve_503(drip_s=0.0, retry_after="30")
     try:
         model = resolve_chat_model(spec.format(port=server.server_address[1]), timeout=10, max_retries=3)
-        started = time.monotonic()
+        slept = record_sleeps(monkeypatch)
         with pytest.raises(ProviderError, match="deadline") as caught:
             model.generate([{"role": "user", "content": "hi"}])
-        assert time.monotonic() - started < 10  # unbounded: a 30 s sleep, then more attempts
+        assert not [s for s in slept if s >= 2]  # unbounded: a 30 s sleep, then more attempts
         assert len(seen) == 1
         assert "503" in str(caught.value) or "overloaded" in str(caught.value)
     finally:
@@ -105,11 +104,9 @@ def test_the_async_call_shares_one_deadline_too(monkeypatch):
     try:
         model = resolve_chat_model(f"openai:m@http://127.0.0.1:{server.server_address[1]}/v1", timeout=10,
                                    max_retries=5, retry_initial_delay=0.05, retry_jitter=0.0)
-        started = time.monotonic()
         with pytest.raises(ProviderError, match="deadline"):
             asyncio.run(model.agenerate([{"role": "user", "content": "hi"}]))
-        assert time.monotonic() - started < 6
-        assert len(seen) <= 2
+        assert len(seen) <= 2  # unbounded: six attempts of 1.2 s each
     finally:
         server.shutdown()
 
@@ -117,9 +114,11 @@ def test_the_async_call_shares_one_deadline_too(monkeypatch):
 def test_a_server_silent_before_its_headers_is_cut_at_the_deadline(monkeypatch):
     """httpx's timeout is per read: 10 s; the request deadline (1.5 s) ends a server that never answers."""
     monkeypatch.setenv("AKASHA_REQUEST_DEADLINE_S", "1.5")
+    seen = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
+            seen.append(self.path)
             time.sleep(15)
 
         def log_message(self, *args):
@@ -131,9 +130,8 @@ def test_a_server_silent_before_its_headers_is_cut_at_the_deadline(monkeypatch):
     try:
         model = resolve_chat_model(f"openai:m@http://127.0.0.1:{server.server_address[1]}/v1", timeout=10,
                                    max_retries=3, retry_initial_delay=0.05)
-        started = time.monotonic()
-        with pytest.raises(ProviderError):
+        with pytest.raises(ProviderError, match="deadline"):
             model.generate([{"role": "user", "content": "hi"}])
-        assert time.monotonic() - started < 8  # unbounded: 10 s per attempt, four attempts
+        assert len(seen) == 1  # unbounded: 10 s per attempt, four attempts
     finally:
         server.shutdown()

@@ -303,7 +303,8 @@ def guarded_load(path: Path, suffix: str, data: bytes, limits: LoaderLimits,
         raise
     header = {"path": str(path), "suffix": suffix, "limits": {
         "max_inflated_mb": limits.max_inflated_mb, "max_pages": limits.max_pages, "max_chars": limits.max_chars,
-        "max_file_mb": limits.max_file_mb, "timeout": limits.timeout, "max_memory_mb": limits.max_memory_mb}, "options": options or {}}
+        "max_file_mb": limits.max_file_mb, "timeout": limits.timeout, "max_memory_mb": limits.max_memory_mb},
+        "options": options or {}}
     try:
         reply = _exchange(worker, path, suffix, header, data, limits)
     except BaseException:

@@ -152,4 +152,5 @@ def bounded_get(url: str, **kwargs: Any) -> Any:
     return bounded_request("GET", url, **kwargs)
 
 
-__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "ReplyLimitError", "bounded_get", "bounded_post", "bounded_request", "reply_limits", "transports"]
+__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "ReplyLimitError", "bounded_get", "bounded_post",
+           "bounded_request", "reply_limits", "transports"]

@@ -68,7 +68,8 @@ class GeminiConnection:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"GeminiConnection(base_url={redact_url(self.base_url) if self.base_url else None!r}, api_key={'***' if self._api_key else None})"
+        shown = redact_url(self.base_url) if self.base_url else None
+        return f"GeminiConnection(base_url={shown!r}, api_key={'***' if self._api_key else None})"
 
     def endpoint_identity(self) -> str | None:
         """The address requests go to (``base_url``, else ``GOOGLE_GEMINI_BASE_URL``, which the
