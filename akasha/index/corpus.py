@@ -432,7 +432,8 @@ class CorpusIndex:
         """
         from akasha.stores.query import lexical_tokenizer
 
-        store = self._link.store  # type: ignore[union-attr]
+        assert self._link is not None  # called only where _store_answers found a store
+        store = self._link.store
         tokenizer_id = str(getattr(store, "lexical_tokenizer", self._bm25.tokenizer_id))
         if self._store_tokenizer is None or self._store_tokenizer[0] != tokenizer_id:
             self._store_tokenizer = (tokenizer_id, lexical_tokenizer(tokenizer_id))
