@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import IO
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` via a temp file in the same folder + fsync + ``os.replace``.
 
-    ``write`` receives the open binary temp file. A crash at any moment leaves either
+    ``write`` receives the open binary temp file (what it returns is ignored). A crash at any moment leaves either
     the old file or the complete new one, never a torn one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -115,6 +115,7 @@ class Terms(list):
     """
 
     __slots__ = ("words",)
+    words: int
 
 
 #: Version of the word rules of the lexical tokenizer; bump it when tokens for the same text change.
