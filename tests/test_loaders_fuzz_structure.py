@@ -263,7 +263,7 @@ def html_pages(draw) -> bytes:
 @SETTINGS
 @given(data=html_pages(), suffix=st.sampled_from([".html", ".htm"]))
 def test_fuzz_html_structure(data, suffix):
-    check("page" + suffix, data, seconds=5)
+    check("page" + suffix, data)
 
 
 # -- CSV ------------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def csv_tables(draw) -> bytes:
 @SETTINGS
 @given(data=csv_tables())
 def test_fuzz_csv_structure(data):
-    check("table.csv", data, seconds=5)
+    check("table.csv", data)
 
 
 # -- YAML anchors ---------------------------------------------------------------------------
