@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,24 +32,16 @@ from akasha.chunking import split_text
 from akasha.errors import AkashaError, LoaderError
 from akasha.loaders import load_file
 from akasha.spec import load_spec_file
+from bench.hostile_refusals import median_seconds
+
+#: A refusal is the expected outcome of some cases.
+REFUSALS = (LoaderError, AkashaError)
 
 log = logging.getLogger("bench.hostile_inputs")
 
 SENTENCE = "Pump P-101 bearing temperature stayed below 70 C during the 500 hour run. "
 SPEC = ("kind: RAGPipeline\nmetadata: {name: demo}\n"
         "spec: {embeddings: {provider: hash}, vector_store: {backend: memory}}\n")
-
-
-def _median_seconds(action: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        try:
-            action()
-        except (LoaderError, AkashaError):
-            pass  # a refusal is the expected outcome of some cases
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _load_and_chunk(path: Path) -> None:
@@ -107,8 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         for name, hostile, ordinary in cases(Path(folder)):
             ordinary()  # warm-up: imports and caches
-            base = _median_seconds(ordinary, args.runs)
-            seconds = _median_seconds(hostile, args.runs)
+            base = median_seconds(ordinary, args.runs, REFUSALS)
+            seconds = median_seconds(hostile, args.runs, REFUSALS)
             log.info("%-48s %.4f s  ordinary %.4f s  ratio %.2f", name, seconds, base, seconds / base)
 
 

@@ -27,13 +27,15 @@ from akasha.loaders.pdf import available_engines, load_pdf
 log = logging.getLogger("bench.hostile_refusals")
 
 
-def _median_seconds(action: Callable[[], object], runs: int) -> float:
+def median_seconds(action: Callable[[], object], runs: int,
+                   refusals: tuple[type[BaseException], ...] = (LoaderLimitError,)) -> float:
+    """The median wall time of ``runs`` calls of ``action``; a raised ``refusals`` error counts as its outcome."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         try:
             action()
-        except LoaderLimitError:
+        except refusals:
             pass
         times.append(time.perf_counter() - start)
     return statistics.median(times)
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(folder)
         ordinary = write(tmp / "ok.docx", docx_bytes(["Grease every 500 h."]))
         load_file(ordinary, limits=LoaderLimits())  # warm-up: imports and the loader worker's start
-        baseline = _median_seconds(lambda: load_file(ordinary, limits=LoaderLimits()), args.runs)
+        baseline = median_seconds(lambda: load_file(ordinary, limits=LoaderLimits()), args.runs)
         cases: dict[str, Callable[[], object]] = {}
         dag, bomb_pdf = page_tree_dag(levels=6, fanout=10), inflate_bomb_pdf(8_000_000)
         for engine in available_engines():
@@ -67,14 +69,14 @@ def main(argv: list[str] | None = None) -> None:
         pdf = tmp / "a.pdf"
         pdf_data = pdf_bytes(["Pump P-101 grease 500 h.", "Valve V-7 seal 2000 h."])
         load_file(pdf, pdf_data)  # starts the loader worker
-        isolated = _median_seconds(lambda: load_file(pdf, pdf_data, limits=LoaderLimits()), 10 * args.runs)
-        in_process = _median_seconds(lambda: load_file(pdf, pdf_data, limits=LoaderLimits(isolate=False)),
+        isolated = median_seconds(lambda: load_file(pdf, pdf_data, limits=LoaderLimits()), 10 * args.runs)
+        in_process = median_seconds(lambda: load_file(pdf, pdf_data, limits=LoaderLimits(isolate=False)),
                                      10 * args.runs)
         log.info("2-page pdf in the loader worker / in process: %.4f / %.4f s, ratio %.2f (was 1.84 / 1.71 ms)",
                  isolated, in_process, isolated / in_process)
         log.info("baseline (one-paragraph docx): %.4f s", baseline)
         for name, action in cases.items():
-            seconds = _median_seconds(action, args.runs)
+            seconds = median_seconds(action, args.runs)
             log.info("%-62s %.4f s  ratio %.2f", name, seconds, seconds / baseline)
 
 
