@@ -331,8 +331,11 @@ class Manifest:
         again. The snapshots are not carried over: their BM25 terms follow the earlier rules, and the
         index rebuilds its terms from the stored chunk texts.
         """
+        has = "SELECT 1 FROM corpora WHERE namespace=? LIMIT 1"
+        if self._query(has, (namespace,)) or not self._query(has, (earlier,)):
+            return False  # the usual case, read only: no write lock taken when a process opens its index
         with self.transaction() as db:
-            if db.execute("SELECT 1 FROM corpora WHERE namespace=? LIMIT 1", (namespace,)).fetchone():
+            if db.execute(has, (namespace,)).fetchone():  # another process adopted it meanwhile
                 return False
             moved = db.execute("INSERT INTO corpora SELECT source_key, ?, state_key, files, NULL FROM corpora "
                                "WHERE namespace=?", (namespace, earlier)).rowcount
