@@ -22,7 +22,6 @@ quadratic path shows up as a ratio in the tens or hundreds. Output goes to the l
 
 from __future__ import annotations
 
-import argparse
 import logging
 import tempfile
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from akasha.chunking import split_text
 from akasha.errors import AkashaError, LoaderError
 from akasha.loaders import load_file
 from akasha.spec import load_spec_file
-from bench.hostile_refusals import median_seconds
+from bench.hostile_refusals import median_seconds, parse_runs
 
 #: A refusal is the expected outcome of some cases.
 REFUSALS = (LoaderError, AkashaError)
@@ -90,15 +89,12 @@ def cases(folder: Path) -> list[tuple[str, Callable[[], object], Callable[[], ob
 
 def main(argv: list[str] | None = None) -> None:
     """Time each hostile input beside its ordinary twin; log both and their ratio."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    runs = parse_runs(__doc__.splitlines()[0], argv)
     with tempfile.TemporaryDirectory() as folder:
         for name, hostile, ordinary in cases(Path(folder)):
             ordinary()  # warm-up: imports and caches
-            base = median_seconds(ordinary, args.runs, REFUSALS)
-            seconds = median_seconds(hostile, args.runs, REFUSALS)
+            base = median_seconds(ordinary, runs, REFUSALS)
+            seconds = median_seconds(hostile, runs, REFUSALS)
             log.info("%-48s %.4f s  ordinary %.4f s  ratio %.2f", name, seconds, base, seconds / base)
 
 

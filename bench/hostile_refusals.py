@@ -41,20 +41,26 @@ def median_seconds(action: Callable[[], object], runs: int,
     return statistics.median(times)
 
 
+def parse_runs(description: str, argv: list[str] | None) -> int:
+    """``--runs`` from ``argv`` (default 3), with INFO logging set up for the one-line-a-case output."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=3)
+    runs = parser.parse_args(argv).runs
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    return runs
+
+
 def main(argv: list[str] | None = None) -> None:
     """Time each refusal and the ordinary baseline; log their ratios."""
     from hostile_fixtures import docx_xml_bomb, inflate_bomb_pdf, page_tree_dag  # tests/ on PYTHONPATH
     from loaders_fixtures import docx_bytes, pdf_bytes, write
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    runs = parse_runs(__doc__.splitlines()[0], argv)
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         ordinary = write(tmp / "ok.docx", docx_bytes(["Grease every 500 h."]))
         load_file(ordinary, limits=LoaderLimits())  # warm-up: imports and the loader worker's start
-        baseline = median_seconds(lambda: load_file(ordinary, limits=LoaderLimits()), args.runs)
+        baseline = median_seconds(lambda: load_file(ordinary, limits=LoaderLimits()), runs)
         cases: dict[str, Callable[[], object]] = {}
         dag, bomb_pdf = page_tree_dag(levels=6, fanout=10), inflate_bomb_pdf(8_000_000)
         for engine in available_engines():
@@ -63,20 +69,21 @@ def main(argv: list[str] | None = None) -> None:
             cases[f"pdf content stream inflating to 8 MB, limit 1 MB ({engine})"] = (
                 lambda e=engine: load_pdf(tmp / "bomb.pdf", bomb_pdf, engine=e, limits=LoaderLimits(max_inflated_mb=1)))
         docx_bomb = write(tmp / "bomb.docx", docx_xml_bomb(100_000))
-        cases["docx expanding to 7 MB, limit 2 MB"] = lambda: load_file(docx_bomb, limits=LoaderLimits(max_inflated_mb=2))
+        cases["docx expanding to 7 MB, limit 2 MB"] = (
+            lambda: load_file(docx_bomb, limits=LoaderLimits(max_inflated_mb=2)))
         slow = write(tmp / "slow.docx", docx_xml_bomb(60_000))
         cases["docx reader stopped at a 0.5 s timeout"] = lambda: load_file(slow, limits=LoaderLimits(timeout=0.5))
         pdf = tmp / "a.pdf"
         pdf_data = pdf_bytes(["Pump P-101 grease 500 h.", "Valve V-7 seal 2000 h."])
         load_file(pdf, pdf_data)  # starts the loader worker
-        isolated = median_seconds(lambda: load_file(pdf, pdf_data, limits=LoaderLimits()), 10 * args.runs)
+        isolated = median_seconds(lambda: load_file(pdf, pdf_data, limits=LoaderLimits()), 10 * runs)
         in_process = median_seconds(lambda: load_file(pdf, pdf_data, limits=LoaderLimits(isolate=False)),
-                                     10 * args.runs)
+                                     10 * runs)
         log.info("2-page pdf in the loader worker / in process: %.4f / %.4f s, ratio %.2f (was 1.84 / 1.71 ms)",
                  isolated, in_process, isolated / in_process)
         log.info("baseline (one-paragraph docx): %.4f s", baseline)
         for name, action in cases.items():
-            seconds = median_seconds(action, args.runs)
+            seconds = median_seconds(action, runs)
             log.info("%-62s %.4f s  ratio %.2f", name, seconds, seconds / baseline)
 
 
