@@ -2,7 +2,7 @@
 
 The persisted tokenizer id kept its ``+jieba`` when rjieba replaced jieba's Python package, so
 indexes built before stay valid only while the tokens are the same: these tests pin them
-(bench/chinese_tokenizer.py measures the same on whole corpora).
+(docs/results.md has the same measured on whole corpora).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ nearest other chunks; ``auto`` re-sorts the dense candidates by
 ``vector`` score every hit reports), except for a question mostly in Chinese, Japanese or
 Korean: with multilingual-e5 the discount lowered a Chinese set (recall@5 0.840 -> 0.790).
 
-Measured with the packaged MiniLM (``python -m bench.retrieval_study``; docs/quality.md):
+Measured with the packaged MiniLM (the query-side study, docs/results.md):
 python-faq recall@5 / MRR@10 0.743 / 0.605 -> 0.796 / 0.618, debian-faq-en 0.706 / 0.505
 -> 0.731 / 0.539, the Chinese and Japanese sets unchanged (MiniLM does not read them, so
 their dense list has no weight).

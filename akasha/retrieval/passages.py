@@ -9,7 +9,7 @@ every short passage of the chunk, in context, for no extra encoder work (a few m
 numpy per chunk). ``auto`` then scores each of the :data:`PASSAGE_FETCH` best dense candidates by
 the better of its chunk cosine and its best passage cosine before the hub discount and fusion.
 
-Measured with the packaged MiniLM (``python -m bench.passage_study``; recall@1 / recall@5 / MRR@10
+Measured with the packaged MiniLM (the passage study, docs/results.md; recall@1 / recall@5 / MRR@10
 of ``auto``): python-faq 0.497 / 0.796 / 0.618 -> 0.539 / 0.838 / 0.660, debian-faq-en 0.403 /
 0.731 / 0.539 -> 0.420 / 0.807 / 0.561; Chinese and Japanese questions unchanged (MiniLM's dense
 list carries no weight there). 16-token windows beat 8, 12, 20, 24, 32, 48, 64 and 128, and

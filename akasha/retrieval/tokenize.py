@@ -40,7 +40,7 @@ def _jieba() -> Callable[[str], list[str]] | None:
     """jieba's search-mode cut (``cut_for_search`` of rjieba, jieba-rs's Python binding), or None.
 
     Imported on the first Chinese or Japanese text only: ASCII text never imports it. rjieba
-    carries jieba's dictionary and cuts as jieba does: measured by bench/chinese_tokenizer.py,
+    carries jieba's dictionary and cuts as jieba does: measured (docs/results.md),
     the same tokens as jieba 0.42's ``lcut_for_search`` on every one of about 56,000 CJK runs
     (the Debian FAQ and Reference in Simplified and Traditional Chinese and in Japanese), about
     20 times as fast once loaded, and a first text in a new process in 0.28 s against 1.96 s
@@ -144,7 +144,7 @@ def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str
     ``"auto"`` means jieba's words when rjieba is installed, else character bigrams; the
     returned id names what was actually chosen (``"words-v3+jieba"`` or ``"words-v3+bigram"``).
     The id stayed ``+jieba`` when rjieba replaced jieba 0.42 because the tokens are the same
-    (bench/chinese_tokenizer.py), so indexes built with jieba stay valid.
+    (docs/results.md), so indexes built with jieba stay valid.
     """
     if name not in TOKENIZER_NAMES:
         raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZER_NAMES)}")

@@ -23,7 +23,7 @@ class InProcessStore(BaseStore):
     Its lexical side is a BM25 index over the records' texts, built at the first lexical query
     (:meth:`_lexical`): the store answers ``query`` requests like a server does. Writes only note
     the ids they change; the next lexical query re-tokenizes those alone (20,000 chunks: about
-    1 ms after a one-chunk write, against a 1.1 s rebuild; ``python -m bench.inprocess_lexical``).
+    1 ms after a one-chunk write, against a 1.1 s rebuild; docs/results.md).
     """
 
     capabilities = frozenset({"dense", "lexical"})
