@@ -94,7 +94,3 @@ def edit_one_file(corpus: Corpus, seed: int = 99) -> Path:
     parts[0] = paragraphs(1, seed)[0]
     target.write_text("\n\n".join(parts), encoding="utf-8")
     return target
-
-
-def restore(corpus: Corpus, target: Path, original: str) -> None:
-    target.write_text(original, encoding="utf-8")
