@@ -59,6 +59,18 @@ def paragraphs(n: int, seed: int = 0, vocab: list[str] | None = None) -> list[st
     return out
 
 
+def write_files(docs: Path, texts: list[str]) -> list[Path]:
+    """Write ``texts`` as paragraphs, :data:`CHUNKS_PER_FILE` a file, 1,000 files a folder; the files in order."""
+    files = []
+    for start in range(0, len(texts), CHUNKS_PER_FILE):
+        group = start // CHUNKS_PER_FILE
+        path = docs / f"d{group // 1000:03d}" / f"doc{group:06d}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n\n".join(texts[start : start + CHUNKS_PER_FILE]) + "\n", encoding="utf-8")
+        files.append(path)
+    return files
+
+
 def make_corpus(n_chunks: int, seed: int = 0, n_queries: int = 50) -> Corpus:
     """Write (or reuse) ``bench/.data/synthetic-<n>-<seed>/`` and return it with its queries."""
     root = DATA / f"synthetic-{n_chunks}-{seed}"
@@ -70,13 +82,7 @@ def make_corpus(n_chunks: int, seed: int = 0, n_queries: int = 50) -> Corpus:
         shutil.rmtree(root)
     docs = root / "docs"
     texts = paragraphs(n_chunks, seed)
-    files = []
-    for start in range(0, n_chunks, CHUNKS_PER_FILE):
-        group = start // CHUNKS_PER_FILE
-        path = docs / f"d{group // 1000:03d}" / f"doc{group:06d}.txt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n\n".join(texts[start : start + CHUNKS_PER_FILE]) + "\n", encoding="utf-8")
-        files.append(path)
+    files = write_files(docs, texts)
     rng = np.random.default_rng(seed + 1)
     queries = []
     for i in rng.integers(0, n_chunks, n_queries):

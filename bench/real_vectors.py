@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.corpus import CHUNKS_PER_FILE, DATA
+from bench.corpus import DATA, write_files
 from bench.server_index import PrecomputedEmbedder
 
 log = logging.getLogger(__name__)
@@ -113,11 +113,7 @@ def load(n: int) -> RealCorpus:
     chunks = json.loads((root / "chunks.json").read_text(encoding="utf-8"))
     docs = root / "docs"
     if not docs.exists():
-        for start in range(0, n, CHUNKS_PER_FILE):
-            group = start // CHUNKS_PER_FILE
-            path = docs / f"d{group // 1000:03d}" / f"doc{group:06d}.txt"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n\n".join(chunks[start : start + CHUNKS_PER_FILE]) + "\n", encoding="utf-8")
+        write_files(docs, chunks)
     return RealCorpus(docs, chunks, json.loads((root / "questions.json").read_text(encoding="utf-8")),
                       _unit(np.load(root / "vectors.npy")), _unit(np.load(root / "question_vectors.npy")))
 

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,18 @@ def _rss_mb() -> float:
     return float("nan")
 
 
+def latency(run: Callable[[str], object], queries: list[str]) -> dict[str, float]:
+    """p50 / p95 milliseconds of ``run`` over ``queries``, after one warm-up call."""
+    run(queries[0])
+    times = []
+    for query in queries:
+        t0 = time.perf_counter()
+        run(query)
+        times.append(1000 * (time.perf_counter() - t0))
+    times.sort()
+    return {"p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95) - 1], "queries": len(times)}
+
+
 def child(job_path: str) -> None:
     """Runs in a fresh process: build the index for one size, time queries, report memory."""
     job = json.loads(Path(job_path).read_text())
@@ -93,15 +106,8 @@ def child(job_path: str) -> None:
     result = {"size": job["size"], "chunks": len(index), "build_s": build_s, "embedded": embedder.texts,
               "rss_after_build_mb": _rss_mb(), "rss_before_build_mb": rss_before, "latency": {}}
     for search_type in job["search_types"]:
-        index.search(job["queries"][0], k=10, search_type=search_type)
-        times = []
-        for query in job["queries"]:
-            t0 = time.perf_counter()
-            index.search(query, k=10, search_type=search_type)
-            times.append(1000 * (time.perf_counter() - t0))
-        times.sort()
-        result["latency"][search_type] = {"p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95) - 1],
-                                          "queries": len(times)}
+        result["latency"][search_type] = latency(
+            lambda q, t=search_type, find=index.search: find(q, k=10, search_type=t), job["queries"])
     del index
     start = time.perf_counter()
     again = CorpusIndex(embedder, chunk_size=1000, cache_dir=job["work"])
@@ -147,16 +153,9 @@ def child_direct(job_path: str) -> None:
               "rss_after_build_mb": _rss_mb(), "rss_before_build_mb": rss_before, "latency": {},
               "rerun_s": float("nan"), "rerun_embedded": 0}
     for search_type in job["search_types"]:
-        run = lambda q: search(q, embedder.embed_query(q), 10, search_type, bm25=bm25, dense=dense, chunks=chunks)  # noqa: E731
-        run(job["queries"][0])
-        times = []
-        for query in job["queries"]:
-            t0 = time.perf_counter()
-            run(query)
-            times.append(1000 * (time.perf_counter() - t0))
-        times.sort()
-        result["latency"][search_type] = {"p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95) - 1],
-                                          "queries": len(times)}
+        result["latency"][search_type] = latency(
+            lambda q, t=search_type: search(q, embedder.embed_query(q), 10, t, bm25=bm25, dense=dense, chunks=chunks),
+            job["queries"])
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(job["result"]).write_text(json.dumps(result))
 
