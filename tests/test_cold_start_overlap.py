@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from akasha.embeddings.hash import HashEmbedder
-from akasha.index import CorpusIndex, corpus
+from akasha.index import CorpusIndex, ingest
 from akasha.llm.extractive import VECTORS_FILE, SentenceVectors
 from akasha.loaders import guard, load_file, prepare_loaders
 
@@ -33,7 +33,7 @@ def _bm25_state(index: CorpusIndex) -> dict:
 
 def test_bm25_tokens_made_during_embedding_give_the_same_index(monkeypatch):
     threads: list[str] = []
-    original = corpus.CorpusIndex._tokens_ahead
+    original = ingest.Ingest.tokens_ahead
 
     def watched(self, chunks):
         ahead = original(self, chunks)
@@ -41,12 +41,12 @@ def test_bm25_tokens_made_during_embedding_give_the_same_index(monkeypatch):
             threads.append(ahead._thread.name)
         return ahead
 
-    monkeypatch.setattr(corpus.CorpusIndex, "_tokens_ahead", watched)
+    monkeypatch.setattr(ingest.Ingest, "tokens_ahead", watched)
     with CorpusIndex(HashEmbedder(), cache_dir=":memory:") as index:
         index.sync(EXAMPLES)
         ahead = _bm25_state(index)
     assert threads == ["akasha-bm25-tokens"]
-    monkeypatch.setattr(corpus, "BM25_BATCH", 0)  # too many chunks: tokenised by BM25Index.add, as before
+    monkeypatch.setattr(ingest, "BM25_BATCH", 0)  # too many chunks: tokenised by BM25Index.add, as before
     with CorpusIndex(HashEmbedder(), cache_dir=":memory:") as index:
         index.sync(EXAMPLES)
         plain = _bm25_state(index)
@@ -65,7 +65,7 @@ def test_a_failing_tokeniser_thread_leaves_no_half_built_index(monkeypatch):
             assert "tokeniser failed" in str(exc)
         else:  # pragma: no cover
             raise AssertionError("the tokeniser's error was lost")
-        assert index._state_key is None and len(index) == 0
+        assert index._live.state_key is None and len(index) == 0
 
 
 def test_prepare_loaders_starts_one_warm_worker_that_the_next_pdf_uses():

@@ -318,7 +318,7 @@ def test_new_index_after_an_edit_applies_only_the_difference(docs, tmp_path, mon
 
 
 def test_failed_snapshot_write_is_retried_on_the_next_sync(docs, tmp_path, monkeypatch):
-    import akasha.index.corpus as corpus_module
+    import akasha.index.persistence as persistence_module
 
     cache = tmp_path / "cache"
     index = make_index(cache)
@@ -326,7 +326,7 @@ def test_failed_snapshot_write_is_retried_on_the_next_sync(docs, tmp_path, monke
     def disk_full(*_args, **_kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(corpus_module, "write_snapshot", disk_full)
+    monkeypatch.setattr(persistence_module, "write_snapshot", disk_full)
     with pytest.raises(OSError):
         index.sync(docs)
     monkeypatch.undo()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import akasha
 from akasha.embeddings.hash import HashEmbedder
 from akasha.index import CorpusIndex
-from akasha.index import corpus as corpus_module
+from akasha.index import ingest as ingest_module
 from akasha.index import sources as sources_module
 
 
@@ -31,7 +31,7 @@ def test_short_work_is_silent_by_default_and_in_auto_mode(tmp_path, capsys):
 
 
 def test_rag_call_shows_the_embedding_bar_when_indexing_is_long(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(corpus_module, "LONG_TEXTS", 3)
+    monkeypatch.setattr(ingest_module, "LONG_TEXTS", 3)
     docs = write_files(tmp_path / "docs", 5)
     rag = akasha.RAG(model=lambda prompt: "ok (note001.txt)", embeddings="hash", cache_dir=":memory:")
     rag(docs, "grease interval of P-1?")

@@ -31,14 +31,14 @@ def test_reload_takes_chunks_from_the_snapshot(tmp_path, monkeypatch):
 
 def test_snapshot_without_chunks_still_loads_from_the_manifest(tmp_path, monkeypatch):
     """Snapshots written before chunks were stored in them keep working (chunks come from SQLite)."""
-    from akasha.index import corpus as corpus_module
+    from akasha.index import persistence as persistence_module
     from akasha.index import snapshot as snapshot_module
 
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("Coolant is changed every five years.")
     original = snapshot_module.write_snapshot
-    monkeypatch.setattr(corpus_module, "write_snapshot",
+    monkeypatch.setattr(persistence_module, "write_snapshot",
                         lambda path, key, bm25, dense, chunks=None: original(path, key, bm25, dense))
     CorpusIndex(HashEmbedder(), cache_dir=tmp_path / "cache").sync(docs)
     monkeypatch.undo()

@@ -173,7 +173,7 @@ def test_database_refusing_writes_is_a_clear_error_and_old_index_stays(tmp_path)
 
 
 def test_snapshot_write_refused_is_a_clear_error(tmp_path, monkeypatch):
-    import akasha.index.corpus as corpus
+    import akasha.index.persistence as persistence
 
     docs, cache = tmp_path / "docs", tmp_path / "cache"
     write_text_corpus(docs, 4)
@@ -181,7 +181,7 @@ def test_snapshot_write_refused_is_a_clear_error(tmp_path, monkeypatch):
     def no_space(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(corpus, "write_snapshot", no_space)
+    monkeypatch.setattr(persistence, "write_snapshot", no_space)
     index = CorpusIndex(HashEmbedder(), cache_dir=cache, **SETTINGS)
     with pytest.raises(IndexWriteError) as info:
         index.sync(docs)

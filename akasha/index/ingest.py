@@ -1,0 +1,152 @@
+"""The one ingest path: embed what a change adds, write it to the store, apply it in memory.
+
+Order is what makes a failure safe: vectors are embedded first (committed to the cache in
+batches of ``embedder.batch_size``, so a retry resumes from them), the external store
+receives its records next, and the corpus in memory changes last, under the one rollback
+guard of :meth:`~akasha.index.live.LiveCorpus.apply`. Until that last step nothing a search
+sees has changed; if it fails, the corpus in memory is emptied and reloaded from the last
+commit on the next use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from akasha.background import Background
+from akasha.embeddings.base import Embedder, as_matrix
+from akasha.errors import AkashaError
+from akasha.index.live import Change, LiveCorpus
+from akasha.index.manifest import Manifest
+from akasha.index.reports import SyncReport
+from akasha.index.sources import digest
+from akasha.index.store_link import StoreLink
+from akasha.metadata import own
+from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
+from akasha.retrieval.search import SearchSettings
+from akasha.types import Chunk
+
+#: With ``progress=None``, the embedding bar appears when a sync embeds more texts than this
+#: (the file bar's threshold is :data:`akasha.index.sources.LONG_FILES`).
+LONG_TEXTS = 500
+
+
+class Ingest:
+    """Carries a :class:`~akasha.index.live.Change` into the cache, the store and the corpus in memory."""
+
+    def __init__(self, live: LiveCorpus, manifest: Manifest, embedder: Embedder, embedder_id: Callable[[], str],
+                 link: StoreLink | None, settings: SearchSettings) -> None:
+        self.live = live
+        self.manifest = manifest
+        self.embedder = embedder
+        self._embedder_id = embedder_id  # resolved on first use, never while the index is built
+        self.link = link
+        self.settings = settings
+        self.progress: bool | None = False  # the current sync's progress setting
+
+    def run(self, change: Change, report: SyncReport, state_key: str, source: str, *,
+            to_store: Sequence[Chunk] = (), touched: Iterable[str] = (), lexical: bool = False) -> None:
+        """Apply ``change`` and name the corpus ``state_key``; ``lexical=True`` builds BM25 alone (no vectors).
+
+        With an external store, ``to_store`` chunks are written into it (besides the added
+        ones) and the records of the ``touched`` documents that the corpus no longer has
+        are removed.
+        """
+        if lexical:
+            self.live.apply(change, state_key, source, vectors=None)
+            return
+        tokens = self.tokens_ahead(change.added)  # BM25's tokenising runs while the embedder works
+        vectors = self.vectors_for(list({c.id: c for c in [*change.added, *to_store]}.values()), report)
+        if self.link is not None:  # may raise too: the next ingest re-applies the same difference
+            self.link.publish(list(to_store), vectors, sorted(set(touched)), keep=set(change.chunks))
+        self.live.apply(change, state_key, source, vectors=vectors,
+                        tokens=tokens.result() if tokens is not None else None, passages=self.passages_for)
+
+    def tokens_ahead(self, chunks: list[Chunk]) -> Background | None:
+        """BM25's tokens of ``chunks``' texts, computed on a thread while they are embedded; None for none or many.
+
+        Tokenising (jieba's dictionary on the first Chinese text included) is Python work, while
+        the torch-free encoders spend the embedding in native code that releases the GIL: a first
+        build over the README's folder waited 0.3 s for it after the embedding. Up to
+        :data:`~akasha.retrieval.bm25.ADD_BATCH` chunks (more are tokenised batch by batch, as
+        ``BM25Index.add`` bounds the memory of token lists). Same tokens, same index.
+        """
+        if not chunks or len(chunks) > BM25_BATCH:
+            return None
+        texts = [c.text for c in chunks]
+        tokenize = self.live.bm25.tokenize
+        return Background(lambda: [tokenize(text) for text in texts], "akasha-bm25-tokens")
+
+    def vectors_for(self, chunks: Sequence[Chunk], report: SyncReport) -> dict[str, np.ndarray]:
+        """Vectors for the chunk texts, embedding (in committed batches) only the missing ones."""
+        model = self._embedder_id()
+        texts = {own(c.metadata, "content_hash"): c.text for c in chunks}
+        if not texts:
+            return {}
+        width = self.manifest.common_width(model)  # as the cache holds most of them; None before the first
+        cached = self.manifest.cached_hashes(model, list(texts), width)
+        missing = [h for h in texts if h not in cached]  # a cached vector of another width counts as missing
+        if missing and self.link is not None:  # vectors another machine already wrote into the shared store
+            shared = self.link.vectors_for(missing)
+            if shared:
+                hashes = [h for h in missing if h in shared]
+                self.manifest.store_vectors(model, hashes, np.stack([shared[h] for h in hashes]))
+                missing = [h for h in missing if h not in shared]
+        batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
+        bar = _embedding_bar(len(missing), self.progress)
+        with_passages = getattr(self.embedder, "embed_documents_with_passages", None) \
+            if self.settings.passage_fetch else None
+        try:
+            for start in range(0, len(missing), batch):
+                hashes = missing[start : start + batch]
+                if with_passages is not None:
+                    vectors, passages = with_passages([texts[h] for h in hashes])
+                    matrix = as_matrix(vectors, len(hashes), model)
+                    self.manifest.store_passages(model, hashes, passages, matrix.shape[1])
+                else:
+                    matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
+                                       model)
+                if width is None:
+                    width = int(matrix.shape[1])
+                elif matrix.shape[1] != width:  # checked before caching: one stray width never poisons the cache
+                    raise ValueError(f"embedder {model!r} returned {matrix.shape[1]}-dimensional vectors where its "
+                                     f"earlier ones have {width}; nothing was cached: check the embeddings server")
+                self.manifest.store_vectors(model, hashes, matrix)
+                report.embedded += len(hashes)
+                if bar is not None:
+                    bar.update(len(hashes))
+        finally:
+            if bar is not None:
+                bar.close()
+        vectors = self.manifest.load_vectors(model, list(texts), width)
+        lost = [h for h in texts if h not in vectors]
+        if lost:
+            raise AkashaError(f"{len(lost)} vectors for {model!r} vanished from {self.manifest.path}")
+        return vectors
+
+    def embed_for_split(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for texts a splitter embeds (the ``semantic`` splitter's sentences), through the embeddings
+        cache like chunk vectors: a chunk whose text is one of them is not embedded again, nor is a
+        sentence when the documents are chunked again."""
+        pieces = [Chunk(f"split#{n}", text, {"content_hash": digest(text)}) for n, text in enumerate(texts)]
+        vectors = self.vectors_for(pieces, SyncReport())
+        return np.stack([vectors[c.metadata["content_hash"]] for c in pieces]) if pieces else np.zeros((0, 0))
+
+    def passages_for(self, chunks: Sequence[Chunk]) -> list[bytes | None] | None:
+        """The packed passage vectors of ``chunks`` from the manifest (None for a chunk without any), or
+        None when passage ranking is off (``SearchSettings.passage_fetch=0``)."""
+        if not self.settings.passage_fetch or not chunks:
+            return None
+        stored = self.manifest.load_passages(self._embedder_id(), [own(c.metadata, "content_hash") for c in chunks])
+        return [stored.get(own(c.metadata, "content_hash")) for c in chunks]
+
+
+def _embedding_bar(total: int, progress: bool | None) -> Any:
+    """A ``tqdm.auto`` bar over the texts to embed, when asked for (or, for ``None``, when long)."""
+    if not total or not (progress or (progress is None and total > LONG_TEXTS)):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="embedding", unit="text")

@@ -1,0 +1,113 @@
+"""Searches an external store's engine answers itself (its ``query`` verb), not this process.
+
+A store names the sides its engine ranks in ``capabilities`` (dense, lexical); for those
+the index sends one :class:`~akasha.stores.query.SearchRequest` (the query vector, the
+question's lexical terms as the store's tokenizer splits them, the candidate pool, filters
+and fusion settings) and returns the store's hits, holding no copy of the corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from akasha.embeddings.base import Embedder
+from akasha.index.store_link import StoreLink
+from akasha.retrieval.search import SearchSettings
+from akasha.types import Chunk, Hit
+
+#: The search types an external store's engine answers (mmr and callables rank in this process).
+STORE_SEARCH_TYPES = ("auto", "hybrid", "knn", "bm25")
+
+
+class StoreSearch:
+    """Builds the store's search requests for one index: its embedder, settings, corpus and tokenizer."""
+
+    def __init__(self, link: StoreLink | None, embedder: Embedder, settings: SearchSettings, corpus: str,
+                 tokenizer_id: str) -> None:
+        self.link = link
+        self.embedder = embedder
+        self.settings = settings
+        self.corpus = corpus
+        self.tokenizer_id = tokenizer_id  # this index's BM25 terms, used unless the store adopted others
+        #: (tokenizer id, function) of the store's lexical terms, resolved once (see tokenize)
+        self._tokenizer: tuple[str, Callable[[str], list[str]]] | None = None
+        self.checked = False  # a query worker found records in the store
+
+    def answers(self, sides: str) -> bool:
+        """Whether the store's engine answers ``sides`` (``knn``, ``bm25`` or ``both``) itself."""
+        store = self.link.store if self.link is not None else None
+        if store is None or not callable(getattr(store, "query", None)):
+            return False
+        able = set(getattr(store, "capabilities", ()) or ())
+        wanted = {"knn": {"dense"}, "bm25": {"lexical"}}.get(sides, {"dense", "lexical"})
+        return wanted <= able
+
+    def search(self, query: str, k: int, search_type: str) -> list[Hit]:
+        """A search type answered by the store's engine: knn, bm25, or both fused (hybrid, auto)."""
+        if search_type == "auto":
+            weights, rrf_k = self.settings.adaptive_weights, self.settings.adaptive_k
+        else:
+            weights, rrf_k = self.settings.hybrid_weights, self.settings.rrf_k
+        sides = search_type if search_type in ("knn", "bm25") else "both"
+        return self._query(self.request(query, k, sides, None, weights, rrf_k))
+
+    def pairs(self, query: str | np.ndarray, k: int, side: str, filters: Mapping[str, Any] | None
+              ) -> list[tuple[Chunk, float]]:
+        """One side (``knn`` or ``bm25``) alone: the ``k`` best (chunk, score) pairs."""
+        weights = (1.0, 0.0) if side == "knn" else (0.0, 1.0)
+        request = self.request(query, k, side, filters, weights, self.settings.rrf_k)
+        return [(hit.chunk, float(hit.score)) for hit in self._query(request)]
+
+    def request(self, query: str | np.ndarray, k: int, sides: str, filters: Mapping[str, Any] | None,
+                weights: tuple[float, float], rrf_k: int) -> Any:
+        """The :class:`~akasha.stores.query.SearchRequest` of one search in the store (``sides``: knn, bm25, both)."""
+        from akasha.stores.query import SearchRequest
+
+        vector = None
+        if sides != "bm25":
+            vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query,
+                                dtype=np.float32)
+        tokens: tuple[str, ...] = ()
+        if sides != "knn" and isinstance(query, str):
+            tokens = tuple(self.tokenize()(query))
+        wanted = dict(filters or {})
+        if self.corpus:
+            wanted.setdefault("corpus", self.corpus)
+        pool = max(self.settings.candidates, 4 * k)
+        return SearchRequest(vector=vector, tokens=tokens, k=k, pool=pool, filters=wanted or None,
+                             rrf_k=rrf_k, weights=weights, text=query if isinstance(query, str) else "")
+
+    def tokenize(self) -> Callable[[str], list[str]]:
+        """The tokenizer of the store's lexical terms, resolved on the first search and kept.
+
+        Resolved again only when the store has adopted another id since (a PostgreSQL table
+        adopts the one its first writer recorded); ConfigError when this process cannot
+        reproduce it (see :func:`akasha.stores.query.lexical_tokenizer`).
+        """
+        from akasha.stores.query import lexical_tokenizer
+
+        assert self.link is not None  # called only where answers() found a store
+        tokenizer_id = str(getattr(self.link.store, "lexical_tokenizer", self.tokenizer_id))
+        if self._tokenizer is None or self._tokenizer[0] != tokenizer_id:
+            self._tokenizer = (tokenizer_id, lexical_tokenizer(tokenizer_id))
+        return self._tokenizer[1]
+
+    def check_holds_records(self) -> None:
+        """A query worker's first search: EmptyStoreError when the store holds nothing to search."""
+        link = self.link
+        if self.checked or link is None:
+            return
+        if link.last_source() is None and not int(link.store.count()):
+            from akasha.errors import EmptyStoreError
+
+            raise EmptyStoreError(
+                f"data_source is None, so akasha answers from the store {link.name}, and it holds no chunks: "
+                "index a folder into it first (rag(folder, question) or `akasha index FOLDER --vector-store URL`)")
+        self.checked = True
+
+    def _query(self, request: Any) -> list[Hit]:
+        assert self.link is not None  # called only where answers() found a store
+        return list(self.link.store.query(request))
