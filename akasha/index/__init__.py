@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from akasha.index.corpus import STORES, CorpusIndex, PruneReport, SyncReport
+from akasha.index.corpus import STORES, CorpusIndex
 from akasha.index.paths import MEMORY, default_cache_dir
+from akasha.index.reports import PruneReport, SyncReport
 
 __all__ = ["MEMORY", "STORES", "CorpusIndex", "PruneReport", "SyncReport", "default_cache_dir", "open_chroma_index"]
 

@@ -75,8 +75,6 @@ _STORE_METHODS = ("upsert", "remove", "fetch", "vectors_for", "nearest", "ids_of
 #: Content keys of documents end with this (files end with their extension).
 DOCUMENT_SUFFIX = ".doc"
 
-__all__ = ["STORES", "STORE_SEARCH_TYPES", "CorpusIndex", "DataSource", "PruneReport", "SyncReport"]
-
 
 class CorpusIndex:
     """A persistent hybrid (BM25 + dense) index over a data source's files, or over documents.
@@ -468,9 +466,7 @@ class CorpusIndex:
             state_key = digest(json.dumps([live.state_key, sorted(change.files.items()), sorted(removals)]))
             self._ingest.run(change, report, state_key, DOCUMENTS_SOURCE, to_store=change.added,
                              touched=[*change.files, *removals])
-            self._persist.note_documents(len(change.files) + len(removals))
-            if self._persist.due():
-                self._persist.commit_documents()
+            self._persist.documents_changed(len(change.files) + len(removals))
         report.chunks = len(live.chunks)
 
     def flush(self) -> None:

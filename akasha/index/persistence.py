@@ -3,7 +3,7 @@
 A commit writes the snapshot file of the search structures first, then the store's state
 (with the embedder's identity on its first commit), then the manifest row naming the
 snapshot: a crash in between leaves the previous row, which names a complete snapshot.
-Documents ingested a few at a time are committed in batches (see :meth:`Persistence.due`).
+Documents ingested a few at a time are committed in batches (:meth:`Persistence.documents_changed`).
 A BM25 file (``CorpusIndex(bm25_file=...)``) is the lexical side of the last ingestion in a
 portable form, read at start and rewritten after each ingestion.
 """
@@ -69,7 +69,7 @@ class Persistence:
         self._namespace = namespace  # resolved on first use (the embedder's identity)
         self.corpus = corpus
         self.shared_registry: dict[str, Any] | None = None  # identities to save into the store at its next commit
-        self.pending = 0  # documents changed since the last commit (see due)
+        self.pending = 0  # documents changed since the last commit (see documents_changed)
         self.since_snapshot = 0  # documents changed since the last snapshot was written
         self.last_commit = time.monotonic()
         self.bm25_path: Path | None = None
@@ -101,15 +101,14 @@ class Persistence:
         if name is not None:
             self.drop_stale_snapshots()
 
-    def note_documents(self, changed: int) -> None:
-        """Count ``changed`` documents ingested and not committed yet."""
-        self.since_snapshot += changed
-        self.pending += changed
-
-    def due(self) -> bool:
-        """Whether the documents waiting commit now: a twentieth of the corpus, 500 documents or 2 seconds."""
-        return (self.pending * COMMIT_SHARE >= len(self.live.files) or self.pending >= COMMIT_EVERY
-                or time.monotonic() - self.last_commit >= COMMIT_SECONDS)
+    def documents_changed(self, count: int) -> None:
+        """Count ``count`` documents ingested; commit them once a twentieth of the corpus, 500 documents or
+        2 seconds wait (a commit writes the whole corpus's file list)."""
+        self.since_snapshot += count
+        self.pending += count
+        if (self.pending * COMMIT_SHARE >= len(self.live.files) or self.pending >= COMMIT_EVERY
+                or time.monotonic() - self.last_commit >= COMMIT_SECONDS):
+            self.commit_documents()
 
     def commit_documents(self) -> None:
         """Commit the documents corpus in memory if documents wait for it; the snapshot is rewritten only

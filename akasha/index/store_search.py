@@ -52,20 +52,21 @@ class StoreSearch:
         else:
             weights, rrf_k = self.settings.hybrid_weights, self.settings.rrf_k
         sides = search_type if search_type in ("knn", "bm25") else "both"
-        return self._query(self.request(query, k, sides, None, weights, rrf_k))
+        return self.query(query, k, sides, None, weights, rrf_k)
 
     def pairs(self, query: str | np.ndarray, k: int, side: str, filters: Mapping[str, Any] | None
               ) -> list[tuple[Chunk, float]]:
         """One side (``knn`` or ``bm25``) alone: the ``k`` best (chunk, score) pairs."""
         weights = (1.0, 0.0) if side == "knn" else (0.0, 1.0)
-        request = self.request(query, k, side, filters, weights, self.settings.rrf_k)
-        return [(hit.chunk, float(hit.score)) for hit in self._query(request)]
+        return [(hit.chunk, float(hit.score))
+                for hit in self.query(query, k, side, filters, weights, self.settings.rrf_k)]
 
-    def request(self, query: str | np.ndarray, k: int, sides: str, filters: Mapping[str, Any] | None,
-                weights: tuple[float, float], rrf_k: int) -> Any:
-        """The :class:`~akasha.stores.query.SearchRequest` of one search in the store (``sides``: knn, bm25, both)."""
+    def query(self, query: str | np.ndarray, k: int, sides: str, filters: Mapping[str, Any] | None,
+              weights: tuple[float, float], rrf_k: int) -> list[Hit]:
+        """One :class:`~akasha.stores.query.SearchRequest` (``sides``: knn, bm25, both) sent to the store."""
         from akasha.stores.query import SearchRequest
 
+        assert self.link is not None  # called only where answers() found a store
         vector = None
         if sides != "bm25":
             vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query,
@@ -77,8 +78,9 @@ class StoreSearch:
         if self.corpus:
             wanted.setdefault("corpus", self.corpus)
         pool = max(self.settings.candidates, 4 * k)
-        return SearchRequest(vector=vector, tokens=tokens, k=k, pool=pool, filters=wanted or None,
-                             rrf_k=rrf_k, weights=weights, text=query if isinstance(query, str) else "")
+        return list(self.link.store.query(SearchRequest(
+            vector=vector, tokens=tokens, k=k, pool=pool, filters=wanted or None, rrf_k=rrf_k, weights=weights,
+            text=query if isinstance(query, str) else "")))
 
     def tokenize(self) -> Callable[[str], list[str]]:
         """The tokenizer of the store's lexical terms, resolved on the first search and kept.
@@ -107,7 +109,3 @@ class StoreSearch:
                 f"data_source is None, so akasha answers from the store {link.name}, and it holds no chunks: "
                 "index a folder into it first (rag(folder, question) or `akasha index FOLDER --vector-store URL`)")
         self.checked = True
-
-    def _query(self, request: Any) -> list[Hit]:
-        assert self.link is not None  # called only where answers() found a store
-        return list(self.link.store.query(request))
