@@ -67,7 +67,7 @@ timings["akasha_cpu"] = time.process_time() - cpu
 timings["akasha_chunks"] = report.chunks
 timings["akasha_embedded"] = report.embedded
 timings["torch_loaded_by_akasha"] = "torch" in sys.modules
-texts = [index._chunks[key].text for key in index._chunks]
+texts = [chunk.text for chunk in index.chunks]
 from akasha.embeddings.local import packaged_model_dir
 cpu = time.process_time()
 start = time.perf_counter()

@@ -109,9 +109,9 @@ def assert_internally_consistent(index) -> None:
     """Chunk ids are unique and the BM25 and dense structures hold exactly the chunk ids."""
     ids = [c.id for c in index.chunks]
     assert len(ids) == len(set(ids)), "duplicate chunk ids"
-    assert set(index._dense.ids) == set(ids), "dense index ids differ from the chunks"
-    assert len(index._dense.ids) == len(ids), "duplicate ids in the dense index"
-    assert len(index._bm25) == len(ids), "BM25 holds a different number of documents than the chunks"
+    assert set(index._live.dense.ids) == set(ids), "dense index ids differ from the chunks"
+    assert len(index._live.dense.ids) == len(ids), "duplicate ids in the dense index"
+    assert len(index._live.bm25) == len(ids), "BM25 holds a different number of documents than the chunks"
 
 
 def can_mount() -> bool:

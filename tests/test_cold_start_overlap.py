@@ -25,7 +25,7 @@ EXAMPLES = ROOT / "examples" / "docs"
 
 def _bm25_state(index: CorpusIndex) -> dict:
     """What the index's BM25 holds: every id's tokens' postings, as plain data."""
-    bm25 = index._bm25
+    bm25 = index._live.bm25
     return {"ids": bm25.ids, "vocab": dict(bm25._vocab), "df": bm25._df.tolist(),
             "search": [(h.id, round(h.score, 6)) for h in index.search("seal failure 泵 安全", k=8,
                                                                        search_type="bm25")]}
@@ -58,7 +58,7 @@ def test_a_failing_tokeniser_thread_leaves_no_half_built_index(monkeypatch):
         def broken(text):
             raise RuntimeError("tokeniser failed")
 
-        monkeypatch.setattr(index._bm25, "tokenize", broken)
+        monkeypatch.setattr(index._live.bm25, "tokenize", broken)
         try:
             index.sync(EXAMPLES)
         except RuntimeError as exc:

@@ -171,7 +171,7 @@ def test_two_embedding_models_never_mix(docs, tmp_path):
     b = make_index(cache, big)
     b.sync(docs)
     assert big.calls > 0  # nothing reused across models
-    assert a._dense.dimension == 64 and b._dense.dimension == 128
+    assert a._live.dense.dimension == 64 and b._live.dense.dimension == 128
     assert b.search("geology", k=1)[0].path.endswith("file06.txt")
     again = HashEmbedder(64)
     make_index(cache, again).sync(docs)
@@ -281,7 +281,7 @@ def test_chinese_corpus_is_searchable(tmp_path):
 def test_vectors_are_normalised_float32(docs):
     index = make_index(":memory:")
     index.sync(docs)
-    matrix = index._dense.matrix()
+    matrix = index._live.dense.matrix()
     assert matrix.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-5)
 
@@ -364,7 +364,7 @@ def test_bm25_statistics_from_different_tokenizers_never_mix(docs, tmp_path, mon
     embedder = HashEmbedder()
     jieba_index = make_index(cache, embedder, tokenizer="jieba")
     jieba_index.sync(docs)
-    assert jieba_index._bm25.tokenizer_id.endswith("jieba") and bigram._bm25.tokenizer_id.endswith("bigram")
+    assert jieba_index._live.bm25.tokenizer_id.endswith("jieba") and bigram._live.bm25.tokenizer_id.endswith("bigram")
     assert sum(tokenised) == len(jieba_index.chunks)  # its own statistics, built from the texts
     assert embedder.calls == 0  # vectors do not depend on the tokenizer: reused
     tokenised.clear()

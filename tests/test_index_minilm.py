@@ -36,7 +36,7 @@ def test_minilm_corpus_index_end_to_end(tmp_path, minilm):
     index = CorpusIndex(minilm, chunk_size=300, cache_dir=tmp_path / "cache")
     report = index.sync(docs)
     assert report.indexed == 3 and report.skipped == 0
-    assert index._dense.dimension == 384
+    assert index._live.dense.dimension == 384
 
     hit = index.search("Where do kittens like to nap?", k=1, search_type="knn")[0]
     assert hit.path.endswith("pets.txt") and hit.details["vector"] > 0.3

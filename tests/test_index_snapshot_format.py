@@ -139,11 +139,11 @@ def test_edit_in_a_new_process_decodes_only_the_edited_file(tmp_path):
     edited = CorpusIndex(HashEmbedder(), chunk_size=40, chunk_overlap=0, cache_dir=cache)
     report = edited.sync(docs)
     assert report.indexed == 1 and report.unchanged == 29
-    decoded = [cid for cid in edited._chunks if edited._chunks.raw_record(cid) is None]  # type: ignore[attr-defined]
+    decoded = [cid for cid in edited._live.chunks if edited._live.chunks.raw_record(cid) is None]  # type: ignore[attr-defined]
     assert decoded and all(cid.rsplit("#", 1)[0].endswith("f07.txt") for cid in decoded)
     hits = edited.search("magnetic drive pump", k=1)
     assert hits[0].path.endswith("f07.txt")
 
     again = CorpusIndex(HashEmbedder(), chunk_size=40, chunk_overlap=0, cache_dir=cache)
     again.sync(docs)
-    assert {cid: again._chunks[cid] for cid in again._chunks} == {cid: edited._chunks[cid] for cid in edited._chunks}
+    assert {cid: again._live.chunks[cid] for cid in again._live.chunks} == {cid: edited._live.chunks[cid] for cid in edited._live.chunks}

@@ -156,7 +156,7 @@ def _folder(tmp_path):
 def test_an_index_keeps_passages_and_auto_reports_them(tmp_path):
     index = CorpusIndex(PassageHashEmbedder(), cache_dir=tmp_path / "cache")
     index.sync(_folder(tmp_path))
-    assert index._dense.has_passages()
+    assert index._live.dense.has_passages()
     hits = index.search("what caused the seal failure", k=3, search_type="auto")
     assert all("passage" in h.details for h in hits if "vector" in h.details)
     assert all(h.details["passage"] >= -1.0 for h in hits if "passage" in h.details)
@@ -165,7 +165,7 @@ def test_an_index_keeps_passages_and_auto_reports_them(tmp_path):
     index.close()
     again = CorpusIndex(PassageHashEmbedder(), cache_dir=tmp_path / "cache")
     again.sync(tmp_path / "docs")  # from the snapshot: passages restored, nothing embedded
-    assert again._dense.has_passages() and again.embedder.calls == 0
+    assert again._live.dense.has_passages() and again.embedder.calls == 0
     assert [h.chunk.id for h in again.search("what caused the seal failure", k=3)] == [h.chunk.id for h in hits]
 
 
@@ -188,7 +188,7 @@ def test_passages_off_stores_none_and_ranks_by_chunk_vectors(tmp_path):
     settings = SearchSettings(passage_fetch=0)
     index = CorpusIndex(PassageHashEmbedder(), cache_dir=tmp_path / "cache", search_settings=settings)
     index.sync(_folder(tmp_path))
-    assert not index._dense.has_passages()
+    assert not index._live.dense.has_passages()
     assert index._manifest.load_passages("hash", [c.metadata["content_hash"] for c in index.chunks]) == {}
     plain = CorpusIndex(HashEmbedder(), cache_dir=tmp_path / "plain")
     plain.sync(_folder(tmp_path))
@@ -205,7 +205,7 @@ def test_an_index_where_some_chunks_lack_passages_ranks_by_chunk_vectors(tmp_pat
     index = CorpusIndex(PassageHashEmbedder(), cache_dir=tmp_path / "cache")
     with caplog.at_level("INFO", logger="akasha.index.corpus"):
         index.sync(folder)
-    assert not index._dense.has_passages()  # the cached chunks were not embedded again for them
+    assert not index._live.dense.has_passages()  # the cached chunks were not embedded again for them
     assert "3 of 4 chunks in this index have no passage vectors" in caplog.text
     assert index.embedder.calls == 1
     question = "what caused the seal failure"
@@ -223,7 +223,7 @@ def test_a_yaml_adaptive_pattern_ranks_like_auto_with_passages():
     pipeline = build(load_spec(spec))
     pipeline.index.embedder = PassageHashEmbedder()
     pipeline.ingest_sync(docs)
-    assert pipeline.index._dense.has_passages()
+    assert pipeline.index._live.dense.has_passages()
     for question in ("why did the pump seal fail?", "topic2 document"):
         result = pipeline.query_sync(question, k=10)
         auto = pipeline.index.search(question, k=10, search_type="auto")

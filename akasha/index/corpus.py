@@ -56,7 +56,6 @@ from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreLink
 from akasha.index.store_search import STORE_SEARCH_TYPES, StoreSearch
 from akasha.metadata import own
-from akasha.retrieval.bm25 import BM25Index
 from akasha.retrieval.dense import DenseIndex
 from akasha.retrieval.fusion import CJK_SHARE, cjk_share
 from akasha.retrieval.passages import rescore as rescore_passages
@@ -255,19 +254,6 @@ class CorpusIndex:
 
     def __len__(self) -> int:
         return len(self._live.chunks)
-
-    # The search structures in memory, for tests and bench/ scripts that look inside.
-    @property
-    def _bm25(self) -> BM25Index:
-        return self._live.bm25
-
-    @property
-    def _dense(self) -> DenseIndex:
-        return self._live.dense
-
-    @property
-    def _chunks(self) -> Mapping[str, Chunk]:
-        return self._live.chunks
 
     def close(self) -> None:
         """Commit what :meth:`flush` holds, then release the database connection, and the store
