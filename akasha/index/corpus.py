@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import Embedder
-from akasha.errors import AkashaError, EmptySourceError
+from akasha.errors import AkashaError, ConfigError, EmptySourceError, IndexMismatchError
 from akasha.index.changes import corpus_change, count, documents_change, materialise, portable_previous
 from akasha.index.identity import resolve_identity
 from akasha.index.ingest import Ingest
@@ -119,13 +119,9 @@ class CorpusIndex:
         validate_chunking(chunk_size, overlap)
         external_store = None if isinstance(store, str) else _checked_store(store)
         if external_store is None and store not in STORES:
-            from akasha.errors import ConfigError
-
             raise ConfigError(f"unknown index store {store!r}; known: {', '.join(STORES)}, or a Store object")
         if chunker is not None and not (hasattr(chunker, "split_documents") and isinstance(
                 getattr(chunker, "settings_key", None), str)):
-            from akasha.errors import ConfigError
-
             raise ConfigError("chunker needs split_documents(documents) and a settings_key string naming its "
                               "settings (chunks are cached under it)")
         options = dict(vector_store_options or {})
@@ -283,8 +279,6 @@ class CorpusIndex:
                 self._store_search.check_holds_records()
             return self._store_search.search(query, k, search_type)
         if live.state_key is None and self.searches_store:
-            from akasha.errors import ConfigError
-
             raise ConfigError(f"search_type {search_type!r} ranks in this process over every vector, and a query "
                               f"worker holds none: over a server store use one of {', '.join(STORE_SEARCH_TYPES)}, "
                               "or pass the data_source folder so that it is indexed here")
@@ -488,8 +482,6 @@ class CorpusIndex:
         Raises ConfigError without a store, IndexMismatchError when the vectors'
         width differs from the embedder's, EmptySourceError for an empty store.
         """
-        from akasha.errors import ConfigError, IndexMismatchError
-
         if self._link is None:
             raise ConfigError("load_store() needs CorpusIndex(..., store=<a Store>) or vector_store=")
         started = time.perf_counter()
@@ -793,8 +785,6 @@ class CorpusIndex:
 def _checked_store(store: Any) -> Any:
     """``store`` if it offers the Store contract, else ConfigError saying what to pass."""
     if not all(callable(getattr(store, m, None)) for m in _STORE_METHODS):
-        from akasha.errors import ConfigError
-
         raise ConfigError(f"store {store!r} is not an akasha Store (needs {', '.join(_STORE_METHODS)}); "
                           f"pass one of {', '.join(STORES)}, a vector_store URL, or an object from akasha.stores")
     return store

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import Embedder
+from akasha.errors import IndexMismatchError
 from akasha.index.manifest import Manifest
 
 
@@ -49,8 +50,6 @@ def resolve_identity(embedder: Embedder, manifest: Manifest, store: Any) -> tupl
         manifest.set_meta(hint_key, identity)
     held = getattr(store, "embedder", None)
     if held and held != identity:
-        from akasha.errors import IndexMismatchError
-
         raise IndexMismatchError(
             f"{getattr(store, 'name', 'the store')} holds vectors of {held!r}; the embeddings "
             f"{name!r} make other vectors ({identity!r}): use the embeddings it was built with, "

@@ -10,6 +10,7 @@ portable form, read at start and rewritten after each ingestion.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -51,8 +52,6 @@ def shared_key(source_key: str, corpus: str) -> str:
 
 def lexical_state(files: Mapping[str, str]) -> str:
     """The state key of a corpus held for BM25 alone (never committed)."""
-    import json
-
     return "lexical:" + digest(json.dumps(sorted(files.items()), ensure_ascii=False))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from akasha.embeddings.base import Embedder
+from akasha.errors import EmptyStoreError
 from akasha.index.store_link import StoreLink
 from akasha.retrieval.search import SearchSettings
 from akasha.types import Chunk, Hit
@@ -103,8 +104,6 @@ class StoreSearch:
         if self.checked or link is None:
             return
         if link.last_source() is None and not int(link.store.count()):
-            from akasha.errors import EmptyStoreError
-
             raise EmptyStoreError(
                 f"data_source is None, so akasha answers from the store {link.name}, and it holds no chunks: "
                 "index a folder into it first (rag(folder, question) or `akasha index FOLDER --vector-store URL`)")
