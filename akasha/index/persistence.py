@@ -109,21 +109,20 @@ class Persistence:
                 or time.monotonic() - self.last_commit >= COMMIT_SECONDS):
             self.commit_documents()
 
-    def commit_documents(self) -> None:
-        """Commit the documents corpus in memory if documents wait for it; the snapshot is rewritten only
-        once a tenth of the corpus changed since the last one (a restart in between rebuilds from the
-        cache, embedding nothing)."""
+    def commit_documents(self, *, snapshot: bool | None = None) -> None:
+        """Commit the documents corpus in memory if documents wait for it; by default the snapshot is
+        rewritten only once a tenth of the corpus changed since the last one (a restart in between
+        rebuilds from the cache, embedding nothing)."""
         live = self.live
-        if not self.pending or live.source != DOCUMENTS_SOURCE or live.state_key is None:
-            return
-        self.commit(DOCUMENTS_SOURCE, live.state_key, live.files, snapshot=self.since_snapshot * 10 >= len(live.files))
+        if self.pending and live.source == DOCUMENTS_SOURCE and live.state_key is not None:
+            self.commit(DOCUMENTS_SOURCE, live.state_key, live.files,
+                        snapshot=self.since_snapshot * 10 >= len(live.files) if snapshot is None else snapshot)
 
     def commit_before_rollback(self) -> None:
         """The rollback guard's last word: documents that wait for their commit are committed (without a
         snapshot) as the corpus was before the failed change, so emptying the memory loses none of them."""
         try:
-            if self.pending and self.live.source == DOCUMENTS_SOURCE and self.live.state_key is not None:
-                self.commit(DOCUMENTS_SOURCE, self.live.state_key, self.live.files, snapshot=False)
+            self.commit_documents(snapshot=False)
         except Exception:  # the first failure is the one to raise; these documents are ingested again next time
             log.warning("could not commit the documents ingested before a failed ingest", exc_info=True)
         self.pending = 0
