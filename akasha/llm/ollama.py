@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from typing import Any
 
-from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteProvider
 from akasha.providers.streaming import aretrying_stream, retrying_stream
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.retry import acall_with_retry, call_with_retry
 
 
 class OllamaChat(RemoteProvider):
@@ -28,29 +27,15 @@ class OllamaChat(RemoteProvider):
     ``GenerationOptions.report``.
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        host: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        model_options: dict[str, Any] | None = None,
-        keep_alive: str | int | None = None,
-        **options: Any,
-    ) -> None:
-        self.model = rest.strip()
-        if not self.model:
-            raise ConfigError("ollama: needs a model name, for example 'ollama:llama3.2'")
+    provider = "ollama"
+    example = "llama3.2"
+
+    def __init__(self, rest: str, *, model_options: dict[str, Any] | None = None,
+                 keep_alive: str | int | None = None, **options: Any) -> None:
+        super().__init__(rest, options, OllamaConnection, http_fault)
         self.name = f"ollama:{self.model}"
         self.model_options = dict(model_options or {})
         self.keep_alive = keep_alive
-        connection = OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout)
-        self._setup_calls(connection, http_fault, timeout, options)
-
-    def __repr__(self) -> str:
-        return f"OllamaChat(name={self.name!r}, connection={self.connection!r})"
 
     def _payload(self, messages: list[Message], options: GenerationOptions | None, stream: bool) -> dict[str, Any]:
         options = options or GenerationOptions()

@@ -14,13 +14,14 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.errors import ConfigError, ProviderError, StreamInterruptedError
+from akasha.errors import ProviderError, StreamInterruptedError
 from akasha.llm.base import GenerationOptions, Message, note_finish
+from akasha.options import positive_int
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteProvider
 from akasha.providers.streaming import aretrying_stream, retrying_stream
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.retry import acall_with_retry, call_with_retry
 
 logger = logging.getLogger(__name__)
 
@@ -42,42 +43,18 @@ class OpenAIChat(RemoteProvider):
     ``"length"``) is logged at WARNING and recorded in ``GenerationOptions.report``.
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        azure: bool | None = None,
-        azure_endpoint: str | None = None,
-        api_version: str | None = None,
-        organization: str | None = None,
-        default_headers: dict[str, str] | None = None,
-        context_window: int | None = None,
-        **options: Any,
-    ) -> None:
-        self.model = rest.strip()
-        if not self.model:
-            raise ConfigError("openai: needs a model name, for example 'openai:gpt-4o-mini'")
-        if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
-                                           or context_window <= 0):
-            raise ConfigError(f"openai: context_window must be a positive number of tokens, got {context_window!r}")
-        self._context_window = context_window
-        self._counter: Any = None
+    provider = "openai"
+    example = "gpt-4o-mini"
+
+    def __init__(self, rest: str, *, context_window: int | None = None, **options: Any) -> None:
+        super().__init__(rest, options, OpenAIConnection, openai_fault)
         self.name = f"openai:{self.model}"
-        connection = OpenAIConnection(
-            api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
-            api_version=api_version, organization=organization, default_headers=default_headers,
-        )
-        self._setup_calls(connection, openai_fault, timeout, options)
+        self._context_window = positive_int("openai: context_window", context_window, allow_none=True)
+        self._counter: Any = None
         #: set once a server refuses ``temperature`` (reasoning models accept only the default)
         self._omit_temperature = False
         #: set once a server refuses ``response_format`` (structured output)
         self._omit_response_format = False
-
-    def __repr__(self) -> str:
-        return f"OpenAIChat(name={self.name!r}, connection={self.connection!r})"
 
     @property
     def context_window(self) -> int | None:
