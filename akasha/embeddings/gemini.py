@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from akasha.errors import ConfigError
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteEmbedder
@@ -36,12 +35,8 @@ class GeminiEmbedder(RemoteEmbedder):
     def __init__(self, rest: str, *, output_dimensionality: int | None = None, batch_size: int = MAX_BATCH,
                  task_types: bool = True, **options: Any) -> None:
         super().__init__(rest, options, GeminiConnection, genai_fault)
-        if not 0 < int(batch_size) <= MAX_BATCH:
-            raise ConfigError(f"gemini embeddings batch_size must be 1..{MAX_BATCH}, got {batch_size}")
-        self.output_dimensionality = int(output_dimensionality) if output_dimensionality else None
-        self.base_name += f"@{self.output_dimensionality}" if self.output_dimensionality else ""
-        self.dimension = self.output_dimensionality or KNOWN_DIMENSIONS.get(self.model)
-        self.batch_size = int(batch_size)
+        self.batch_size = self._batch_size(batch_size, MAX_BATCH)
+        self.output_dimensionality = self._output_size(output_dimensionality, KNOWN_DIMENSIONS)
         self.task_types = task_types
 
     def _params(self, texts: list[str], task: str, timeout: float) -> dict[str, Any]:

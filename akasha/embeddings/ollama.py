@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from akasha.errors import ConfigError
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteEmbedder
@@ -30,10 +29,7 @@ class OllamaEmbedder(RemoteEmbedder):
     def __init__(self, rest: str, *, batch_size: int = 64, truncate: bool = True,
                  keep_alive: str | int | None = None, **options: Any) -> None:
         super().__init__(rest, options, OllamaConnection, http_fault)
-        if int(batch_size) <= 0:
-            raise ConfigError(f"ollama embeddings batch_size must be positive, got {batch_size}")
-        self.dimension = None
-        self.batch_size = int(batch_size)
+        self.batch_size = self._batch_size(batch_size)
         self.truncate = truncate
         self.keep_alive = keep_alive
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from akasha.errors import ConfigError
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteEmbedder
@@ -42,12 +41,8 @@ class OpenAIEmbedder(RemoteEmbedder):
     def __init__(self, rest: str, *, dimensions: int | None = None, batch_size: int = MAX_INPUTS,
                  max_batch_chars: int | None = 250_000, **options: Any) -> None:
         super().__init__(rest, options, OpenAIConnection, openai_fault)
-        if not 0 < int(batch_size) <= MAX_INPUTS:
-            raise ConfigError(f"openai embeddings batch_size must be 1..{MAX_INPUTS}, got {batch_size}")
-        self.dimensions = int(dimensions) if dimensions else None
-        self.base_name += f"@{self.dimensions}" if self.dimensions else ""
-        self.dimension = self.dimensions or KNOWN_DIMENSIONS.get(self.model)
-        self.batch_size = int(batch_size)
+        self.batch_size = self._batch_size(batch_size, MAX_INPUTS)
+        self.dimensions = self._output_size(dimensions, KNOWN_DIMENSIONS)
         self.max_batch_chars = max_batch_chars
 
     def _params(self, texts: list[str], timeout: float) -> dict[str, Any]:

@@ -62,7 +62,6 @@ class GeminiChat(RemoteProvider):
 
     def __init__(self, rest: str, *, context_window: int | None = None, **options: Any) -> None:
         super().__init__(rest, options, GeminiConnection, genai_fault)
-        self.name = f"gemini:{self.model}"
         #: the context size when given (Gemini's own windows are large and not looked up)
         self.context_window = positive_int("gemini: context_window", context_window, allow_none=True)
 

@@ -33,7 +33,6 @@ class OllamaChat(RemoteProvider):
     def __init__(self, rest: str, *, model_options: dict[str, Any] | None = None,
                  keep_alive: str | int | None = None, **options: Any) -> None:
         super().__init__(rest, options, OllamaConnection, http_fault)
-        self.name = f"ollama:{self.model}"
         self.model_options = dict(model_options or {})
         self.keep_alive = keep_alive
 

@@ -48,7 +48,6 @@ class OpenAIChat(RemoteProvider):
 
     def __init__(self, rest: str, *, context_window: int | None = None, **options: Any) -> None:
         super().__init__(rest, options, OpenAIConnection, openai_fault)
-        self.name = f"openai:{self.model}"
         self._context_window = positive_int("openai: context_window", context_window, allow_none=True)
         self._counter: Any = None
         #: set once a server refuses ``temperature`` (reasoning models accept only the default)

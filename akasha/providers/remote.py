@@ -54,7 +54,6 @@ class RemoteProvider:
     provider: ClassVar[str]
     #: a model name the error for a missing one suggests
     example: ClassVar[str]
-    name: str
     connection: Any
     retry: RetryPolicy
     timeout: float
@@ -66,13 +65,16 @@ class RemoteProvider:
         connection_type: Callable[..., Any],
         fault: Callable[..., Fault | None],
     ) -> None:
-        """Read the model name from ``rest``; take the connection's settings and the retry options out
-        of ``options`` (debug-logging the rest, which no one reads)."""
+        """Read the model name from ``rest``; take the connection's settings, the retry options and
+        :meth:`_take_options` out of ``options`` (debug-logging the rest, which no one reads)."""
         self.model = rest.strip()
         if not self.model:
             raise ConfigError(f"{self.provider}: needs a model name, for example '{self.provider}:{self.example}'")
+        #: ``provider:model``, plus what changes the output (an embedder's shortened size)
+        self.base_name = f"{self.provider}:{self.model}"
         self.connection = connect(connection_type, options)
         self.retry = RetryPolicy.from_options(options)
+        self._take_options(options)
         if options:
             logging.getLogger(type(self).__module__).debug(
                 "%s ignores unknown options %s", type(self).__name__, sorted(options)
@@ -80,6 +82,14 @@ class RemoteProvider:
         self.timeout = float(self.connection.timeout)
         self._fault = fault
         self._translate = functools.partial(fault, timeout=self.timeout)
+
+    @property
+    def name(self) -> str:
+        """``provider:model``, as traces, errors and logs name it."""
+        return self.base_name
+
+    def _take_options(self, options: dict[str, Any]) -> None:
+        """Take a subclass's own options out of ``options`` (none here)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, connection={self.connection!r})"
@@ -108,41 +118,45 @@ class RemoteEmbedder(RemoteProvider):
     raises, and nothing is returned, so an index never stores a half-embedded document.
     """
 
-    dimension: int | None
+    #: the length of the vectors (None until known: a table of known models, or the first reply)
+    dimension: int | None = None
     timeout_per_text: float = DEFAULT_TIMEOUT_PER_TEXT
-    #: ``provider:model[@dimensions]``; :attr:`name` adds the endpoint.
-    base_name: str
     batch_size: int
     #: at most this many characters in one request (None: no limit)
     max_batch_chars: int | None = None
 
     @property
-    def name(self) -> str:  # type: ignore[override]  # computed, where RemoteProvider has a plain attribute
+    def name(self) -> str:
         """Identity that keys the vector cache: ``base_name`` plus ``@<endpoint>`` unless the
         provider's default public endpoint answers (so those names stay as they always were).
 
         Read from the current settings each time: ``OPENAI_BASE_URL`` set after the
         embedder was built still counts, as it does for the requests.
         """
-        connection = getattr(self, "connection", None)
-        label = connection.endpoint_identity() if connection is not None else None
-        return self.base_name + identity_suffix(label)
+        return self.base_name + identity_suffix(self.connection.endpoint_identity())
 
-    def __init__(
-        self,
-        rest: str,
-        options: dict[str, Any],
-        connection_type: Callable[..., Any],
-        fault: Callable[..., Fault | None],
-    ) -> None:
-        """As :meth:`RemoteProvider.__init__`, also reading ``timeout_per_text``."""
+    def _take_options(self, options: dict[str, Any]) -> None:
+        """Read ``timeout_per_text``."""
         per_text = options.pop("timeout_per_text", None)
         if per_text is not None:
             if float(per_text) < 0:
                 raise ValueError(f"timeout_per_text must be >= 0 seconds, got {per_text}")
             self.timeout_per_text = float(per_text)
-        super().__init__(rest, options, connection_type, fault)
-        self.base_name = f"{self.provider}:{self.model}"
+
+    def _batch_size(self, batch_size: int, most: int | None = None) -> int:
+        """``batch_size`` as an int, or ConfigError unless it is 1..``most`` (the provider's limit)."""
+        if int(batch_size) <= 0 or (most is not None and int(batch_size) > most):
+            allowed = f"1..{most}" if most else "positive"
+            raise ConfigError(f"{self.provider} embeddings batch_size must be {allowed}, got {batch_size}")
+        return int(batch_size)
+
+    def _output_size(self, size: int | None, known_sizes: dict[str, int]) -> int | None:
+        """The shortened output size a caller asked for (None: the model's own). It is named in
+        ``base_name`` and is the ``dimension``; without it, ``known_sizes`` may give the model's."""
+        size = int(size) if size else None
+        self.base_name += f"@{size}" if size else ""
+        self.dimension = size or known_sizes.get(self.model)
+        return size
 
     def request_timeout(self, texts: int) -> float:
         """Seconds a request embedding ``texts`` texts may take (``timeout + timeout_per_text * texts``)."""
