@@ -50,6 +50,7 @@ class _Progress:
         self.secrets = secrets
         self.received: list[str] = []
         self.finished = False
+        self.failure: StreamInterruptedError | None = None
 
     def take(self, piece: Piece) -> str:
         """Record one ``(text, finished)`` piece; return its text."""
@@ -69,6 +70,22 @@ class _Progress:
         if not self.finished:
             raise StreamInterruptedError(self.provider, _END, "".join(self.received))
 
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        """Reading the next piece failed: keep the error for :meth:`raise_if_broken` (akasha's own pass)."""
+        if isinstance(exc, Exception) and not isinstance(exc, AkashaError):
+            self.failure = self.broken(exc)
+            return True
+        return False
+
+    def raise_if_broken(self) -> None:
+        """Raise the error kept by the last ``with`` block, outside any ``except`` block: the
+        client's exception, whose text may echo the key, does not become its ``__context__``."""
+        if self.failure is not None:
+            raise self.failure
+
 
 def retrying_stream(
     open_stream: Callable[[], Iterator[Piece]],
@@ -84,9 +101,7 @@ def retrying_stream(
     def open_and_peek() -> tuple[Iterator[Piece], Piece | None]:
         pieces = open_stream()
         try:
-            return pieces, next(pieces)
-        except StopIteration:
-            return pieces, None
+            return pieces, next(pieces, None)
         except BaseException:
             _close(pieces)
             raise
@@ -98,20 +113,11 @@ def retrying_stream(
     try:
         current = first
         while current is not None:
-            text = progress.take(current)
-            if text:
+            if text := progress.take(current):
                 yield text
-            failure = None
-            try:
-                current = next(pieces)
-            except StopIteration:
-                current = None
-            except AkashaError:
-                raise
-            except Exception as exc:
-                failure = progress.broken(exc)
-            if failure is not None:
-                raise failure  # outside the except block: no __context__ that could echo the key
+            with progress:
+                current = next(pieces, None)
+            progress.raise_if_broken()
         progress.check_finished()
     finally:
         _close(pieces)
@@ -133,9 +139,7 @@ async def aretrying_stream(
         if hasattr(pieces, "__await__"):
             pieces = await pieces
         try:
-            return pieces, await pieces.__anext__()
-        except StopAsyncIteration:
-            return pieces, None
+            return pieces, await anext(pieces, None)
         except BaseException:
             await _aclose(pieces)
             raise
@@ -147,20 +151,11 @@ async def aretrying_stream(
     try:
         current = first
         while current is not None:
-            text = progress.take(current)
-            if text:
+            if text := progress.take(current):
                 yield text
-            failure = None
-            try:
-                current = await pieces.__anext__()
-            except StopAsyncIteration:
-                current = None
-            except AkashaError:
-                raise
-            except Exception as exc:
-                failure = progress.broken(exc)
-            if failure is not None:
-                raise failure  # outside the except block: no __context__ that could echo the key
+            with progress:
+                current = await anext(pieces, None)
+            progress.raise_if_broken()
         progress.check_finished()
     finally:
         await _aclose(pieces)
