@@ -16,7 +16,7 @@ from akasha.options import positive_int
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteProvider
-from akasha.providers.streaming import aretrying_stream, retrying_stream
+from akasha.providers.streaming import Piece, Reader, aretrying_stream, retrying_stream
 from akasha.retry import acall_with_retry, call_with_retry
 
 _OK_FINISH = {"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"}
@@ -98,12 +98,10 @@ class GeminiChat(RemoteProvider):
         return self._answer(response, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
-        def open_stream() -> Iterator[tuple[str, bool]]:
-            client = self.connection.client()
-            return _pieces(client.models.generate_content_stream(**self._request(messages, options)),
-                           lambda reason: note_finish(self.name, options, reason))
+        def open_stream() -> Iterator[Any]:
+            return self.connection.client().models.generate_content_stream(**self._request(messages, options))
 
-        return retrying_stream(open_stream, **self._retry_kwargs())
+        return retrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         models = self.connection.async_models()
@@ -112,28 +110,20 @@ class GeminiChat(RemoteProvider):
         return self._answer(response, options)
 
     def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
-        async def open_stream() -> AsyncIterator[tuple[str, bool]]:
-            models = self.connection.async_models()
-            return _apieces(await models.generate_content_stream(**self._request(messages, options)),
-                            lambda reason: note_finish(self.name, options, reason))
+        async def open_stream() -> AsyncIterator[Any]:
+            return await self.connection.async_models().generate_content_stream(**self._request(messages, options))
 
-        return aretrying_stream(open_stream, **self._retry_kwargs())
+        return aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
 
+    def _reader(self, options: GenerationOptions | None) -> Reader:
+        """A streamed response as a ``(text, finished)`` piece, its finish reason noted."""
 
-def _pieces(responses: Iterator[Any], on_finish: Any) -> Iterator[tuple[str, bool]]:
-    for response in responses:
-        text, finish = _text_and_finish(response)
-        if finish is not None:
-            on_finish(finish)
-        yield text, finish is not None
+        def read(response: Any) -> Piece:
+            text, finish = _text_and_finish(response)
+            note_finish(self.name, options, finish)
+            return text, finish is not None
 
-
-async def _apieces(responses: AsyncIterator[Any], on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
-    async for response in responses:
-        text, finish = _text_and_finish(response)
-        if finish is not None:
-            on_finish(finish)
-        yield text, finish is not None
+        return read
 
 
 __all__ = ["GeminiChat", "to_gemini"]
