@@ -28,12 +28,11 @@ import logging
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from akasha.assemble import Components, display_name, from_options, generation_for
-from akasha.llm.base import Message
 from akasha.options import DEFAULT_EMBEDDINGS, DEFAULT_MODEL, DEFAULT_RERANKER_MODEL, RAGOptions
 from akasha.pipeline import Answer, DataSource, Pipeline
 from akasha.trace import Trace
@@ -42,6 +41,8 @@ from akasha.types import Hit, hits_to_html
 logger = logging.getLogger(__name__)
 
 __all__ = ["RAG", "DocList", "DataSource"]
+
+T = TypeVar("T")
 
 
 class DocList(list):
@@ -64,6 +65,33 @@ def _current_task() -> Any:
         return asyncio.current_task()
     except RuntimeError:  # no event loop running in this thread
         return None
+
+
+class _LastCall(Generic[T]):
+    """A read-only ``RAG`` attribute: what ``read`` takes from :attr:`RAG.last_result` (from an empty
+    Answer before any call: no docs, an empty trace, ``""``, 0)."""
+
+    def __init__(self, read: Callable[[Answer], T], doc: str) -> None:
+        self._read = read
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, rag: None, owner: type) -> _LastCall[T]: ...
+
+    @overload
+    def __get__(self, rag: RAG, owner: type) -> T: ...
+
+    def __get__(self, rag: RAG | None, owner: type) -> T | _LastCall[T]:
+        if rag is None:
+            return self
+        result = rag.last_result
+        return self._read(result if result is not None else Answer(question=""))
+
+    def __set__(self, rag: RAG, value: object) -> None:
+        raise AttributeError(f"rag.{self._name} is read-only: it shows the last call's result")
 
 
 class RAG:
@@ -201,71 +229,25 @@ class RAG:
             return published.last
         return self._latest
 
-    @property
-    def docs(self) -> DocList:
-        """The hits that reached the answer model in the last call, in order, with source/page/scores."""
-        result = self.last_result
-        return DocList(result.docs) if result is not None else DocList()
-
-    @property
-    def trace(self) -> list[dict[str, Any]]:
-        """One entry per stage of the last call: stage, name, ms, in, out (and error when it failed)."""
-        result = self.last_result
-        return result.trace if result is not None else []
-
-    @property
-    def response(self) -> str:
-        """The last call's answer (it grows while a stream is consumed)."""
-        result = self.last_result
-        return result.response if result is not None else ""
-
-    @property
-    def sources(self) -> str:
-        """The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each of :attr:`docs` once, in order).
+    docs = _LastCall(lambda a: DocList(a.docs),
+                     "The hits that reached the answer model in the last call, in order, with source/page/scores.")
+    trace = _LastCall(lambda a: a.trace,
+                      "One entry per stage of the last call: stage, name, ms, in, out (and error when it failed).")
+    response = _LastCall(lambda a: a.response, "The last call's answer (it grows while a stream is consumed).")
+    sources = _LastCall(lambda a: a.sources, """The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each of
+        :attr:`docs` once, in order).
 
         The answer ``rag(...)`` returns is the model's text as written; show this line with it where
-        your readers want the sources (the ``akasha ask`` command prints it after the answer)."""
-        result = self.last_result
-        return result.sources if result is not None else ""
-
-    @property
-    def prompt(self) -> str:
-        """The last call's question."""
-        result = self.last_result
-        return result.question if result is not None else ""
-
-    @property
-    def messages(self) -> list[Message]:
-        """The chat messages the last call sent to the answer model."""
-        result = self.last_result
-        return result.messages if result is not None else []
-
-    @property
-    def prompt_tokens(self) -> int:
-        result = self.last_result
-        return result.prompt_tokens if result is not None else 0
-
-    @property
-    def doc_tokens(self) -> int:
-        result = self.last_result
-        return result.doc_tokens if result is not None else 0
-
-    @property
-    def response_tokens(self) -> int:
-        result = self.last_result
-        return result.response_tokens if result is not None else 0
-
-    @property
-    def followups(self) -> list[dict[str, Any]]:
-        """Self-ask's follow-up questions of the last call: ``{"question", "answer", "docs"}``."""
-        result = self.last_result
-        return result.followups if result is not None else []
-
-    @property
-    def last_sync(self) -> Any:
-        """The index's report of the last call's sync: counts of indexed, unchanged, skipped, removed files."""
-        result = self.last_result
-        return result.sync if result is not None else None
+        your readers want the sources (the ``akasha ask`` command prints it after the answer).""")
+    prompt = _LastCall(lambda a: a.question, "The last call's question.")
+    messages = _LastCall(lambda a: a.messages, "The chat messages the last call sent to the answer model.")
+    prompt_tokens = _LastCall(lambda a: a.prompt_tokens, "Tokens of the last call's prompt.")
+    doc_tokens = _LastCall(lambda a: a.doc_tokens, "Tokens of the documents in the last call's prompt.")
+    response_tokens = _LastCall(lambda a: a.response_tokens, "Tokens of the last call's answer.")
+    followups = _LastCall(lambda a: a.followups,
+                          'Self-ask\'s follow-up questions of the last call: ``{"question", "answer", "docs"}``.')
+    last_sync = _LastCall(lambda a: a.sync, "The index's report of the last call's sync: counts of indexed, "
+                                            "unchanged, skipped, removed files (None when it synced nothing).")
 
     # The caches of earlier releases, by their old private names (tests and debugging tools read them).
     @property
