@@ -249,23 +249,6 @@ class RAG:
     last_sync = _LastCall(lambda a: a.sync, "The index's report of the last call's sync: counts of indexed, "
                                             "unchanged, skipped, removed files (None when it synced nothing).")
 
-    # The caches of earlier releases, by their old private names (tests and debugging tools read them).
-    @property
-    def _indexes(self) -> dict[Any, Any]:
-        return self.components.indexes
-
-    @property
-    def _models(self) -> dict[Any, Any]:
-        return self.components.models
-
-    @property
-    def _embedders(self) -> dict[Any, Any]:
-        return self.components.embedders
-
-    @property
-    def _rerankers(self) -> dict[Any, Any]:
-        return self.components.rerankers
-
     def _publish(self, answer: Answer) -> Answer:
         """Make ``answer`` this thread's (and task's) last call, and the instance's most recent one."""
         task = _current_task()
