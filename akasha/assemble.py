@@ -28,7 +28,7 @@ import importlib.util
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,20 +108,25 @@ class Components:
             self._keep.append(spec)
         return _spec_key(spec)
 
-    def embedder(self, spec: Any, device: str = "auto") -> Any:
-        """The embedder for ``spec`` (an embedder object is used as it is); a local model loads on ``device``."""
+    def _built(self, cache: dict[Any, Any], option: str, spec: Any, device: str, build: Callable[..., Any]) -> Any:
+        """``build(spec)`` once per spec; a local model (``option``: "embeddings" or "model") is built
+        with ``device=`` and once per device."""
         from akasha.device import device_options
 
         with self._lock:
             key = self._remember(spec)
-            local = device_options("embeddings", spec, device)
+            local = device_options(option, spec, device)
             if local:
                 key = (key, local["device"])
-            if key not in self.embedders:
-                from akasha.embeddings import resolve_embedder
+            if key not in cache:
+                cache[key] = build(spec, **local)
+            return cache[key]
 
-                self.embedders[key] = resolve_embedder(spec, **local)
-            return self.embedders[key]
+    def embedder(self, spec: Any, device: str = "auto") -> Any:
+        """The embedder for ``spec`` (an embedder object is used as it is); a local model loads on ``device``."""
+        from akasha.embeddings import resolve_embedder
+
+        return self._built(self.embedders, "embeddings", spec, device, resolve_embedder)
 
     def index(self, options: RAGOptions) -> Any:
         """The CorpusIndex for these embeddings, chunk settings, cache folder and server (built once)."""
@@ -153,18 +158,9 @@ class Components:
 
     def chat_model(self, spec: Any, device: str = "auto") -> Any:
         """The chat model for ``spec`` (answer model, reranker model), built once; a local one loads on ``device``."""
-        from akasha.device import device_options
+        from akasha.llm import resolve_chat_model
 
-        with self._lock:
-            key = self._remember(spec)
-            local = device_options("model", spec, device)
-            if local:
-                key = (key, local["device"])
-            if key not in self.models:
-                from akasha.llm import resolve_chat_model
-
-                self.models[key] = resolve_chat_model(spec, **local)
-            return self.models[key]
+        return self._built(self.models, "model", spec, device, resolve_chat_model)
 
     def answer_model(self, spec: Any, options: RAGOptions) -> Any:
         """The answer model of a call with ``options``: :meth:`chat_model`, except the offline ``"extractive"``.

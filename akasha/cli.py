@@ -253,22 +253,37 @@ def choose_stack(
 
 
 # ----------------------------------------------------------------------- ask
+def _command(subparsers: Any, name: str, handler: Callable[[argparse.Namespace], int], *, summary: str,
+             description: str, example: str, path_help: str, json_help: str) -> argparse.ArgumentParser:
+    """A subcommand over the documents under PATH: its parser with PATH, the model and index options, and
+    the output options (``--json``, ``-v``/``-q``, listed last); the caller adds its own arguments."""
+    parser = subparsers.add_parser(name, help=summary, description=description, epilog=f"example: {example}")
+    parser.add_argument("path", help=path_help)
+    _add_model_options(parser)
+    output = parser.add_argument_group("output")
+    output.add_argument("--json", action="store_true", help=json_help)
+    add_verbosity_options(output, argparse.SUPPRESS)  # also after the subcommand; the top level's default stands
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+#: PATH of a command that indexes it
+_PATH_HELP = "folder or file to {} (several: comma-separated; a path that exists is taken whole, commas and all)"
+
+
 def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
     """``akasha ask PATH "question"``."""
-    parser = subparsers.add_parser(
-        "ask",
-        help="answer a question from a folder or file of documents",
-        description=(
-            "Answer QUESTION from the documents under PATH (a folder, a file, or several separated by "
-            "commas). The answer is printed on stdout and names its sources (file, page); the models "
-            "used are reported on stderr. With no API key set the offline stack is used."
-        ),
-        epilog='example: akasha ask examples/docs "How often should the air filter be replaced?"',
+    parser = _command(
+        subparsers, "ask", run_ask,
+        summary="answer a question from a folder or file of documents",
+        description="Answer QUESTION from the documents under PATH (a folder, a file, or several separated by "
+        "commas). The answer is printed on stdout and names its sources (file, page); the models "
+        "used are reported on stderr. With no API key set the offline stack is used.",
+        example='akasha ask examples/docs "How often should the air filter be replaced?"',
+        path_help=_PATH_HELP.format("answer from"),
+        json_help="one JSON object on stdout: question, answer, sources (file, page, score), models",
     )
-    parser.add_argument("path", help="folder or file to answer from (several: comma-separated; "
-                                     "a path that exists is taken whole, commas and all)")
     parser.add_argument("question", help="the question, quoted")
-    _add_model_options(parser)
     parser.add_argument("--search-type", default=None,
                         help="first-stage retrieval: auto (hybrid, default), knn, bm25, mmr, hybrid")
     parser.add_argument(
@@ -291,8 +306,6 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--selfask", action="store_true", help="decompose the question into follow-up questions first")
     parser.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     parser.add_argument("--show-docs", action="store_true", help="list the documents given to the model on stderr")
-    _add_output_options(parser, "one JSON object on stdout: question, answer, sources (file, page, score), models")
-    parser.set_defaults(handler=run_ask)
     return parser
 
 
@@ -345,13 +358,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="index cache folder (default $AKASHA_CACHE_DIR or ~/.cache/akasha; ':memory:' for none)")
 
 
-def _add_output_options(parser: argparse.ArgumentParser, json_help: str) -> None:
-    """``--json``, and ``-v``/``-q`` after the subcommand as well as before it."""
-    parser.add_argument("--json", action="store_true", help=json_help)
-    add_verbosity_options(parser, argparse.SUPPRESS)
-
-
-def add_verbosity_options(parser: argparse.ArgumentParser, default: Any = False) -> None:
+def add_verbosity_options(parser: Any, default: Any = False) -> None:  # a parser or an argument group
     """``-v``/``--verbose`` and ``-q``/``--quiet``; a subcommand's default is SUPPRESS so the top level's stands."""
     parser.add_argument("-v", "--verbose", action="store_true", default=default,
                         help="log each stage (timings, counts) on stderr")
@@ -380,10 +387,12 @@ def _data_source(text: str) -> str | list[str]:
 def _make_rag(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, str, str, str]:
     """The RAG for ``args`` (``--spec``: from the YAML file) and ``(rag, model, embeddings, why)``.
 
-    Options the user did not give are left out, so a spec's own values stand.
+    ``options`` are the command's own RAG options; the model and index options every command
+    takes are read here. Options the user did not give are left out, so a spec's own values stand.
     """
     from akasha.rag import RAG
 
+    options = {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir, "device": args.device, **options}
     given = {name: value for name, value in options.items() if value is not None}
     servers = {"base_url": args.base_url, "embeddings_base_url": args.embeddings_base_url}
     if args.spec:
@@ -402,13 +411,10 @@ def run_ask(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {
         "search_type": args.search_type,
         "reranker": reranker,
-        "chunk_size": args.chunk_size,
         "max_input_tokens": args.max_input_tokens,
         "language": args.language,
-        "cache_dir": args.cache_dir,
         "stream": args.stream or None,
         "reranker_model": args.reranker_model or None,
-        "device": args.device,
     }
     if args.top_k is not None:
         options["rerank_top_k" if reranker else "k"] = args.top_k
@@ -465,26 +471,23 @@ def _print_json(value: dict[str, Any]) -> None:
 # -------------------------------------------------------------------- search
 def add_search_parser(subparsers: Any) -> argparse.ArgumentParser:
     """``akasha search PATH "query"``: the ranked chunks, no answer model."""
-    parser = subparsers.add_parser(
-        "search",
-        help="list the chunks that best match a query (no language model)",
+    parser = _command(
+        subparsers, "search", run_search,
+        summary="list the chunks that best match a query (no language model)",
         description="Index PATH as `akasha ask` does and print the K best chunks for QUERY with file, page and score.",
-        epilog='example: akasha search examples/docs "air filter" --search-type bm25',
+        example='akasha search examples/docs "air filter" --search-type bm25',
+        path_help="folder or file to search (several: comma-separated)",
+        json_help="one JSON object on stdout: query and hits (file, page, score, text)",
     )
-    parser.add_argument("path", help="folder or file to search (several: comma-separated)")
     parser.add_argument("query", help="the query, quoted")
-    _add_model_options(parser)
     parser.add_argument("-k", "--top-k", type=_positive_int, default=5, help="how many chunks (default 5)")
     parser.add_argument("--search-type", default=None, help="auto (default), knn, bm25, mmr, hybrid")
-    _add_output_options(parser, "one JSON object on stdout: query and hits (file, page, score, text)")
-    parser.set_defaults(handler=run_search)
     return parser
 
 
 def _retrieval_rag(args: argparse.Namespace) -> tuple[Any, str]:
     """The RAG of a command that needs no answer model (search, index) and the embeddings it chose (said too)."""
-    rag, _, embeddings, why = _make_rag(args, {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir,
-                                               "device": args.device})
+    rag, _, embeddings, why = _make_rag(args, {})
     _say(f"embeddings={embeddings} ({why})")
     return rag, embeddings
 
@@ -507,24 +510,19 @@ def run_search(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- index
 def add_index_parser(subparsers: Any) -> argparse.ArgumentParser:
     """``akasha index PATH``."""
-    parser = subparsers.add_parser(
-        "index",
-        help="build or update the index of a folder (no language model)",
-        description=(
-            "Index the documents under PATH: load, chunk and embed what is new or changed, drop what "
-            "was deleted, with a progress bar. Unchanged files cost no embedding calls. Prints the counts."
-        ),
-        epilog="example: akasha index examples/docs --embeddings hf:all-MiniLM-L6-v2",
+    parser = _command(
+        subparsers, "index", run_index,
+        summary="build or update the index of a folder (no language model)",
+        description="Index the documents under PATH: load, chunk and embed what is new or changed, drop what "
+        "was deleted, with a progress bar. Unchanged files cost no embedding calls. Prints the counts.",
+        example="akasha index examples/docs --embeddings hf:all-MiniLM-L6-v2",
+        path_help=_PATH_HELP.format("index"),
+        json_help="one JSON object on stdout: the index summary (files, chunks, embedded, seconds)",
     )
-    parser.add_argument("path", help="folder or file to index (several: comma-separated; "
-                                     "a path that exists is taken whole, commas and all)")
-    _add_model_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--prune", action="store_true",
                         help="afterwards, drop older file versions, their chunks and vectors that no indexed "
                              "corpus uses, and shrink the cache")
-    _add_output_options(parser, "one JSON object on stdout: the index summary (files, chunks, embedded, seconds)")
-    parser.set_defaults(handler=run_index)
     return parser
 
 

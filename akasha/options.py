@@ -98,11 +98,13 @@ class RAGOptions:
         return dataclasses.replace(self, **overrides) if overrides else self
 
 
-def _positive_int(name: str, value: object, *, allow_none: bool = False) -> None:
+def positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
+    """``value`` when it is an int >= 1 (or None with ``allow_none``); else ConfigError naming ``name``."""
     if value is None and allow_none:
-        return
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
 
 
 def validate_options(options: RAGOptions) -> None:
@@ -119,7 +121,7 @@ def validate_options(options: RAGOptions) -> None:
     validate_reranker(options.reranker)
     validate_model(options.reranker_model)
     validate_top_k(options.rerank_top_k)
-    _positive_int("chunk_size", options.chunk_size)
+    positive_int("chunk_size", options.chunk_size)
     if options.chunk_overlap is not None and (
         isinstance(options.chunk_overlap, bool) or not isinstance(options.chunk_overlap, int)
     ):
@@ -133,9 +135,9 @@ def validate_options(options: RAGOptions) -> None:
         raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    _positive_int("k", options.k)
-    _positive_int("max_input_tokens", options.max_input_tokens)
-    _positive_int("max_output_tokens", options.max_output_tokens, allow_none=True)
+    positive_int("k", options.k)
+    positive_int("max_input_tokens", options.max_input_tokens)
+    positive_int("max_output_tokens", options.max_output_tokens, allow_none=True)
     if isinstance(options.temperature, bool) or not isinstance(options.temperature, (int, float)) or not (
         0.0 <= float(options.temperature) <= 2.0
     ):

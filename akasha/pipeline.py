@@ -703,37 +703,26 @@ class Pipeline:
         A model failing part way raises :class:`~akasha.errors.StreamInterruptedError`
         (``partial`` holds what arrived) after recording the error in the trace.
         """
-        generation = self._generation()
-        model = generation.chat_model
-        recorder = _StreamRecorder(answer, model.name)
-        options, recorder.report = generation.request_options()
-        try:
-            for piece in model.stream(answer.messages, options):
-                if piece:
-                    recorder.add(piece)
-                    yield piece
-        except Exception as exc:
-            raise recorder.failed(exc) from exc
-        finally:
-            recorder.close()
+        model, options, recorder = self._start_stream(answer)
+        with recorder:
+            for piece in filter(None, model.stream(answer.messages, options)):
+                yield recorder.add(piece)
         self.finish(answer, answer.response)
 
     async def astream(self, answer: Answer) -> AsyncIterator[str]:
         """Async :meth:`stream` (the provider's async stream, or its sync stream in a worker thread)."""
-        generation = self._generation()
-        model = generation.chat_model
-        recorder = _StreamRecorder(answer, model.name)
-        options, recorder.report = generation.request_options()
-        try:
+        model, options, recorder = self._start_stream(answer)
+        with recorder:
             async for piece in _async_pieces(model, answer.messages, options):
-                if piece:
-                    recorder.add(piece)
-                    yield piece
-        except Exception as exc:
-            raise recorder.failed(exc) from exc
-        finally:
-            recorder.close()
+                yield recorder.add(piece)
         self.finish(answer, answer.response)
+
+    def _start_stream(self, answer: Answer) -> tuple[ChatModel, GenerationOptions, _StreamRecorder]:
+        """The answer model, its request options and the recorder of one stream for ``answer``."""
+        generation = self._generation()
+        recorder = _StreamRecorder(answer, generation.chat_model.name)
+        options, recorder.report = generation.request_options()
+        return generation.chat_model, options, recorder
 
     def finish(self, answer: Answer, text: str) -> str:
         """Record the final answer and its token count on ``answer``; returns ``text``."""
@@ -819,9 +808,21 @@ class _StreamRecorder:
         self.start = time.perf_counter()
         self.report: GenerationReport | None = None
 
-    def add(self, piece: str) -> None:
+    def add(self, piece: str) -> str:
+        """Keep ``piece`` (the response grows); returns it."""
         self.pieces.append(piece)
         self.answer.response = "".join(self.pieces)
+        return piece
+
+    def __enter__(self) -> _StreamRecorder:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        """Close the trace entry; a stream that broke off raises :meth:`failed` (GeneratorExit passes)."""
+        error = self.failed(exc) if isinstance(exc, Exception) else None
+        self.close()
+        if error is not None and error is not exc:
+            raise error from exc
 
     def failed(self, exc: BaseException) -> BaseException:
         """The error to raise for a stream that broke off (recorded in the trace)."""
@@ -854,12 +855,13 @@ def _record_finish(entry: dict[str, Any], report: GenerationReport | None) -> No
 
 
 async def _async_pieces(model: ChatModel, messages: list[Message], options: GenerationOptions) -> AsyncIterator[str]:
-    """The model's async stream, or its sync stream driven from a worker thread."""
+    """The model's async stream, or its sync stream driven from a worker thread (empty pieces left out)."""
     if hasattr(model, "astream"):
         async for piece in model.astream(messages, options):
-            yield piece
+            if piece:
+                yield piece
         return
-    iterator = iter(model.stream(messages, options))
+    iterator = filter(None, model.stream(messages, options))
     done = object()
     while True:
         piece = await asyncio.to_thread(next, iterator, done)

@@ -28,20 +28,21 @@ import logging
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from akasha.assemble import Components, display_name, from_options, generation_for
-from akasha.llm.base import Message
 from akasha.options import DEFAULT_EMBEDDINGS, DEFAULT_MODEL, DEFAULT_RERANKER_MODEL, RAGOptions
 from akasha.pipeline import Answer, DataSource, Pipeline
-from akasha.trace import Trace
 from akasha.types import Hit, hits_to_html
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["RAG", "DocList", "DataSource"]
+
+T = TypeVar("T")
 
 
 class DocList(list):
@@ -64,6 +65,33 @@ def _current_task() -> Any:
         return asyncio.current_task()
     except RuntimeError:  # no event loop running in this thread
         return None
+
+
+class _LastCall(Generic[T]):
+    """A read-only ``RAG`` attribute: what ``read`` takes from :attr:`RAG.last_result` (from an empty
+    Answer before any call: no docs, an empty trace, ``""``, 0)."""
+
+    def __init__(self, read: Callable[[Answer], T], doc: str) -> None:
+        self._read = read
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, rag: None, owner: type) -> _LastCall[T]: ...
+
+    @overload
+    def __get__(self, rag: RAG, owner: type) -> T: ...
+
+    def __get__(self, rag: RAG | None, owner: type) -> T | _LastCall[T]:
+        if rag is None:
+            return self
+        result = rag.last_result
+        return self._read(result if result is not None else Answer(question=""))
+
+    def __set__(self, rag: RAG, value: object) -> None:
+        raise AttributeError(f"rag.{self._name} is read-only: it shows the last call's result")
 
 
 class RAG:
@@ -201,88 +229,25 @@ class RAG:
             return published.last
         return self._latest
 
-    @property
-    def docs(self) -> DocList:
-        """The hits that reached the answer model in the last call, in order, with source/page/scores."""
-        result = self.last_result
-        return DocList(result.docs) if result is not None else DocList()
-
-    @property
-    def trace(self) -> list[dict[str, Any]]:
-        """One entry per stage of the last call: stage, name, ms, in, out (and error when it failed)."""
-        result = self.last_result
-        return result.trace if result is not None else []
-
-    @property
-    def response(self) -> str:
-        """The last call's answer (it grows while a stream is consumed)."""
-        result = self.last_result
-        return result.response if result is not None else ""
-
-    @property
-    def sources(self) -> str:
-        """The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each of :attr:`docs` once, in order).
+    docs = _LastCall(lambda a: DocList(a.docs),
+                     "The hits that reached the answer model in the last call, in order, with source/page/scores.")
+    trace = _LastCall(lambda a: a.trace,
+                      "One entry per stage of the last call: stage, name, ms, in, out (and error when it failed).")
+    response = _LastCall(lambda a: a.response, "The last call's answer (it grows while a stream is consumed).")
+    sources = _LastCall(lambda a: a.sources, """The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each of
+        :attr:`docs` once, in order).
 
         The answer ``rag(...)`` returns is the model's text as written; show this line with it where
-        your readers want the sources (the ``akasha ask`` command prints it after the answer)."""
-        result = self.last_result
-        return result.sources if result is not None else ""
-
-    @property
-    def prompt(self) -> str:
-        """The last call's question."""
-        result = self.last_result
-        return result.question if result is not None else ""
-
-    @property
-    def messages(self) -> list[Message]:
-        """The chat messages the last call sent to the answer model."""
-        result = self.last_result
-        return result.messages if result is not None else []
-
-    @property
-    def prompt_tokens(self) -> int:
-        result = self.last_result
-        return result.prompt_tokens if result is not None else 0
-
-    @property
-    def doc_tokens(self) -> int:
-        result = self.last_result
-        return result.doc_tokens if result is not None else 0
-
-    @property
-    def response_tokens(self) -> int:
-        result = self.last_result
-        return result.response_tokens if result is not None else 0
-
-    @property
-    def followups(self) -> list[dict[str, Any]]:
-        """Self-ask's follow-up questions of the last call: ``{"question", "answer", "docs"}``."""
-        result = self.last_result
-        return result.followups if result is not None else []
-
-    @property
-    def last_sync(self) -> Any:
-        """The index's report of the last call's sync: counts of indexed, unchanged, skipped, removed files."""
-        result = self.last_result
-        return result.sync if result is not None else None
-
-    # The caches of earlier releases, by their old private names (tests and debugging tools read them).
-    @property
-    def _indexes(self) -> dict[Any, Any]:
-        return self.components.indexes
-
-    @property
-    def _models(self) -> dict[Any, Any]:
-        return self.components.models
-
-    @property
-    def _embedders(self) -> dict[Any, Any]:
-        return self.components.embedders
-
-    @property
-    def _rerankers(self) -> dict[Any, Any]:
-        return self.components.rerankers
+        your readers want the sources (the ``akasha ask`` command prints it after the answer).""")
+    prompt = _LastCall(lambda a: a.question, "The last call's question.")
+    messages = _LastCall(lambda a: a.messages, "The chat messages the last call sent to the answer model.")
+    prompt_tokens = _LastCall(lambda a: a.prompt_tokens, "Tokens of the last call's prompt.")
+    doc_tokens = _LastCall(lambda a: a.doc_tokens, "Tokens of the documents in the last call's prompt.")
+    response_tokens = _LastCall(lambda a: a.response_tokens, "Tokens of the last call's answer.")
+    followups = _LastCall(lambda a: a.followups,
+                          'Self-ask\'s follow-up questions of the last call: ``{"question", "answer", "docs"}``.')
+    last_sync = _LastCall(lambda a: a.sync, "The index's report of the last call's sync: counts of indexed, "
+                                            "unchanged, skipped, removed files (None when it synced nothing).")
 
     def _publish(self, answer: Answer) -> Answer:
         """Make ``answer`` this thread's (and task's) last call, and the instance's most recent one."""
@@ -318,13 +283,17 @@ class RAG:
             self.logs.append(record)
 
     # ------------------------------------------------------------- the pipeline
-    def _call_options(self, prompt: object, overrides: Mapping[str, Any]) -> RAGOptions:
-        """This call's options (instance settings + overrides), after checking them and the prompt."""
+    def _merged(self, overrides: Mapping[str, Any]) -> RAGOptions:
+        """The instance's options with one call's ``overrides`` (ConfigError for one the spec decides)."""
         if self._spec is not None:
             from akasha.assemble import spec_conflicts
 
             spec_conflicts(self._spec, overrides)
-        options = self.options.merged(**overrides)
+        return self.options.merged(**overrides)
+
+    def _call_options(self, prompt: object, overrides: Mapping[str, Any]) -> RAGOptions:
+        """This call's options (instance settings + overrides), after checking them and the prompt."""
+        options = self._merged(overrides)
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt must be a non-empty string")
         return options
@@ -342,46 +311,42 @@ class RAG:
             changes["rerank_top_k"] = options.rerank_top_k
         return self._spec_pipeline.derive(**changes)
 
-    def _failed(self, question: str, exc: BaseException, answer: Answer | None = None) -> None:
-        """Publish a failed call: its trace (the failing stage's entry has the error) and no docs or response."""
-        trace = answer.trace if answer is not None else Trace()
-        self._publish(Answer(question, trace=trace, error=exc, sync=answer.sync if answer is not None else None))
-        if self.options.verbose:
-            report_trace(trace)
+    @contextmanager
+    def _published_if_failing(self, answer: Answer) -> Iterator[None]:
+        """A failure inside the block publishes the call (its trace so far: the failing stage's entry has the
+        error; no docs or response), then propagates."""
+        try:
+            yield
+        except BaseException as exc:
+            self._publish(Answer(answer.question, trace=answer.trace, error=exc, sync=answer.sync))
+            if self.options.verbose:
+                report_trace(answer.trace)
+            raise
 
     def _answer(self, options: RAGOptions, data_source: DataSource, prompt: str,
                 history: Sequence[object] | None, selfask: bool) -> str | Iterator[str]:
-        holder: dict[str, Any] = {}
-        try:
-            pipeline, answer = self._prepare_tracked(options, data_source, prompt, history, selfask, holder)
-        except BaseException as exc:
-            self._failed(prompt, exc, holder.get("answer"))
-            raise
+        answer = Answer(prompt)
+        with self._published_if_failing(answer):
+            pipeline = self._prepare(options, data_source, history, selfask, answer)
         self._publish(answer)
         if options.stream:
             return self._stream(pipeline, options, answer)
-        try:
+        with self._published_if_failing(answer):
             pipeline.generate(answer)
-        except BaseException as exc:
-            self._failed(prompt, exc, answer)
-            raise
         self._log(options, answer)
         return answer.response
 
-    def _prepare_tracked(self, options: RAGOptions, data_source: DataSource, prompt: str,
-                         history: Sequence[object] | None, selfask: bool,
-                         holder: dict[str, Any]) -> tuple[Pipeline, Answer]:
-        """The call's pipeline and its prepared Answer; ``holder["answer"]`` keeps the trace if a stage fails."""
+    def _prepare(self, options: RAGOptions, data_source: DataSource, history: Sequence[object] | None,
+                 selfask: bool, answer: Answer) -> Pipeline:
+        """The call's pipeline, after it prepared ``answer`` (retrieved, reranked, packed)."""
         pipeline = self.pipeline(options, data_source)
-        answer = Answer(prompt)
-        holder["answer"] = answer
         if selfask:
             from akasha.selfask import prepare
 
-            prepared = prepare(pipeline, prompt, data_source=data_source, history=history, answer=answer)
+            prepare(pipeline, answer.question, data_source=data_source, history=history, answer=answer)
         else:
-            prepared = pipeline.prepare(prompt, data_source=data_source, history=history, answer=answer)
-        return pipeline, prepared
+            pipeline.prepare(answer.question, data_source=data_source, history=history, answer=answer)
+        return pipeline
 
     def _stream(self, pipeline: Pipeline, options: RAGOptions, answer: Answer) -> Iterator[str]:
         try:
@@ -436,11 +401,8 @@ class RAG:
         return self._answer(options, data_source, prompt, history_messages, selfask=True)
 
     def _checked(self, prompt: object, overrides: Mapping[str, Any]) -> RAGOptions:
-        try:
+        with self._published_if_failing(Answer(prompt if isinstance(prompt, str) else "")):
             return self._call_options(prompt, overrides)
-        except BaseException as exc:
-            self._failed(prompt if isinstance(prompt, str) else "", exc)
-            raise
 
     # ------------------------------------------------------------- async API
     async def acall(
@@ -458,21 +420,14 @@ class RAG:
         With ``stream=True`` it returns an async iterator of answer pieces.
         """
         options = self._checked(prompt, overrides)
-        holder: dict[str, Any] = {}
-        try:
-            pipeline, answer = await asyncio.to_thread(
-                self._prepare_tracked, options, data_source, prompt, history_messages, False, holder)
-        except BaseException as exc:
-            self._failed(prompt, exc, holder.get("answer"))
-            raise
+        answer = Answer(prompt)
+        with self._published_if_failing(answer):
+            pipeline = await asyncio.to_thread(self._prepare, options, data_source, history_messages, False, answer)
         self._publish(answer)
         if options.stream:
             return self._astream(pipeline, options, answer)
-        try:
+        with self._published_if_failing(answer):
             await pipeline.agenerate(answer)
-        except BaseException as exc:
-            self._failed(prompt, exc, answer)
-            raise
         self._log(options, answer)
         return answer.response
 
@@ -499,12 +454,9 @@ class RAG:
             overrides["k"] = k
         options = self._checked(question, overrides)
         answer = Answer(question)
-        try:
+        with self._published_if_failing(answer):
             pipeline = self.pipeline(options, data_source)
             hits = pipeline.first_stage(question, k, data_source=data_source, trace=answer.trace, answer=answer)[:k]
-        except BaseException as exc:
-            self._failed(question, exc, answer)
-            raise
         answer.docs = DocList(hits)
         self._publish(answer)
         if options.verbose:
@@ -538,12 +490,7 @@ class RAG:
 
     def index(self, data_source: DataSource, *, progress: bool = False, **overrides: Any) -> Any:
         """Bring the index for ``data_source`` up to date and return the index's sync report."""
-        if self._spec is not None:
-            from akasha.assemble import spec_conflicts
-
-            spec_conflicts(self._spec, overrides)
-        options = self.options.merged(**overrides)
-        return self.pipeline(options).sync(data_source, progress=progress)
+        return self.pipeline(self._merged(overrides)).sync(data_source, progress=progress)
 
     def prune(self, *, vacuum: bool = True, **overrides: Any) -> Any:
         """Drop index history that no indexed corpus needs and return what was removed.
@@ -553,12 +500,7 @@ class RAG:
         :meth:`akasha.index.CorpusIndex.prune` for what is kept. A ``RAG.from_spec``
         prunes the spec's index.
         """
-        if self._spec is not None:
-            from akasha.assemble import spec_conflicts
-
-            spec_conflicts(self._spec, overrides)
-        options = self.options.merged(**overrides)
-        pipeline = self.pipeline(options)
+        pipeline = self.pipeline(self._merged(overrides))
         with pipeline.locked():
             return pipeline.index.prune(vacuum=vacuum)
 

@@ -10,7 +10,6 @@ import pytest
 
 import akasha
 import akasha.index.bm25_file as bm25_file
-import akasha.registry as registry
 from akasha.errors import ConfigError
 from akasha.spec import build, load_spec
 from tests.spec_fixtures import CORPUS, CountingEmbedder, body
@@ -19,11 +18,8 @@ QUESTIONS = ["radiator cap", "air filter interval", "warranty defects", "tyre pr
 
 
 @pytest.fixture
-def counting():
-    embedder = CountingEmbedder()
-    registry.register("embedder", "bm25-file-test", lambda config, context: embedder, replace=True)
-    yield embedder
-    registry.unregister("embedder", "bm25-file-test")
+def counting(register_embedder):
+    return register_embedder("bm25-file-test", CountingEmbedder())
 
 
 def spec(path, **retrieval):

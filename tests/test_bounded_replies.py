@@ -2,56 +2,23 @@
 
 from __future__ import annotations
 
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
+from http_fixtures import drip, send_head, serving
 
 from akasha.errors import ProviderError
 from akasha.llm import resolve_chat_model
 
 
-def _serve_body(content_type: str, write_body) -> ThreadingHTTPServer:
-    """A local HTTP server answering every POST with ``write_body(wfile)`` (no Content-Length)."""
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"  # no Content-Length: the body ends when the server closes
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", content_type)
-            self.end_headers()
-            try:
-                write_body(self.wfile)
-            except OSError:
-                pass
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def _endless(wfile) -> None:
+def _endless(handler) -> None:
+    wfile = send_head(handler, 200, "application/json")
     wfile.write(b'{"x": "')
     block = b"a" * 65536
     for _ in range(1000):  # 64 MB unless the client stops reading
         wfile.write(block)
 
 
-def _drip(wfile) -> None:
-    for _ in range(300):  # one byte every 0.2 s for a minute
-        wfile.write(b" ")
-        wfile.flush()
-        time.sleep(0.2)
-
-
-def _serve(mode: str) -> ThreadingHTTPServer:
-    return _serve_body("application/json", _endless if mode == "endless" else _drip)
+def _drip(handler) -> None:
+    drip(send_head(handler, 200, "application/json"), [b" "] * 300, 0.2)  # one byte every 0.2 s for a minute
 
 
 @pytest.mark.parametrize("spec", ["openai:m@http://user:secret@127.0.0.1:{port}/v1",
@@ -65,37 +32,25 @@ def test_a_reply_is_cut_at_its_size_cap_or_deadline(monkeypatch, spec, mode, env
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    server = _serve(mode)
-    try:
-        model = resolve_chat_model(spec.format(port=server.server_address[1]), timeout=3)
+    with serving(_endless if mode == "endless" else _drip) as (port, _):
+        model = resolve_chat_model(spec.format(port=port), timeout=3)
         with pytest.raises(ProviderError, match=words) as caught:  # the cap or the deadline ended it
             model.generate([{"role": "user", "content": "hi"}])
         assert "secret" not in str(caught.value)
         assert "127.0.0.1" in str(caught.value)
-    finally:
-        server.shutdown()
 
 
 def test_a_stream_that_never_ends_is_cut_at_the_deadline(monkeypatch):
     """An SSE stream whose events keep coming ends at the request deadline, not never."""
     monkeypatch.setenv("AKASHA_REQUEST_DEADLINE_S", "1.5")
 
-    def events(wfile) -> None:
-        chunk = (b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", '
-                 b'"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}\n\n')
-        for _ in range(600):
-            wfile.write(chunk)
-            wfile.flush()
-            time.sleep(0.1)
-
-    server = _serve_body("text/event-stream", events)
-    try:
-        model = resolve_chat_model(f"openai:m@http://127.0.0.1:{server.server_address[1]}/v1", timeout=3)
+    chunk = (b'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", '
+             b'"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}\n\n')
+    with serving(lambda handler: drip(send_head(handler, 200, "text/event-stream"), [chunk] * 600, 0.1)) as (port, _):
+        model = resolve_chat_model(f"openai:m@http://127.0.0.1:{port}/v1", timeout=3)
         with pytest.raises(ProviderError, match="deadline"):
             for _ in model.stream([{"role": "user", "content": "hi"}]):
                 pass
-    finally:
-        server.shutdown()
 
 
 def test_an_hf_inference_api_reply_is_capped(monkeypatch):
@@ -103,14 +58,11 @@ def test_an_hf_inference_api_reply_is_capped(monkeypatch):
     from akasha.embeddings import resolve_embedder
 
     monkeypatch.setenv("AKASHA_MAX_REPLY_MB", "1")
-    server = _serve("endless")
-    try:
-        embedder = resolve_embedder(f"hf_api:all-MiniLM-L6-v2@http://user:secret@127.0.0.1:{server.server_address[1]}")
+    with serving(_endless) as (port, _):
+        embedder = resolve_embedder(f"hf_api:all-MiniLM-L6-v2@http://user:secret@127.0.0.1:{port}")
         with pytest.raises(ProviderError, match="exceeded 1048576 bytes") as caught:
             embedder.embed_documents(["hello"])
         assert "secret" not in str(caught.value)
-    finally:
-        server.shutdown()
 
 
 def test_a_bad_limit_variable_is_a_config_error(monkeypatch):

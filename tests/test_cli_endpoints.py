@@ -264,8 +264,9 @@ def test_device_flag_is_checked_and_reaches_the_options(monkeypatch, corpus, cap
     real = cli._make_rag
 
     def spy(args, options):
-        seen.update(options)
-        return real(args, options)
+        made = real(args, options)
+        seen["device"] = made[0].options.device
+        return made
 
     monkeypatch.setattr(cli, "_make_rag", spy)
     assert cli.main(ask(corpus, "--device", "cpu", "--embeddings", "hash")) == 0

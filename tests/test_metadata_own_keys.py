@@ -7,7 +7,6 @@ import hashlib
 
 import pytest
 
-import akasha.registry as registry
 from akasha.index import CorpusIndex
 from akasha.spec import build, load_spec
 from akasha.types import Document
@@ -21,11 +20,8 @@ def sha(text):
 
 
 @pytest.fixture
-def counting():
-    embedder = CountingEmbedder()
-    registry.register("embedder", "own-keys-test", lambda config, context: embedder, replace=True)
-    yield embedder
-    registry.unregister("embedder", "own-keys-test")
+def counting(register_embedder):
+    return register_embedder("own-keys-test", CountingEmbedder())
 
 
 def test_yaml_ingest_keeps_the_documents_values_and_still_re_embeds_an_edit(counting):

@@ -22,11 +22,8 @@ def make(llm=None, **sections):
 
 
 @pytest.fixture
-def counting():
-    embedder = CountingEmbedder()
-    registry.register("embedder", "counting-test", lambda config, context: embedder, replace=True)
-    yield embedder
-    registry.unregister("embedder", "counting-test")
+def counting(register_embedder):
+    return register_embedder("counting-test", CountingEmbedder())
 
 
 # ----------------------------------------------------------------- the result

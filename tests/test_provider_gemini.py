@@ -81,7 +81,7 @@ def test_key_from_environment_at_first_use(server, monkeypatch, variable):
 def test_missing_key_raises_at_first_use():
     model = resolve_chat_model("gemini:gemini-2.5-flash")
     emb = resolve_embedder("gemini:gemini-embedding-001")
-    assert model.connection._client is None and emb.dimension == 3072
+    assert not model.connection.clients.built and emb.dimension == 3072
     with pytest.raises(MissingAPIKeyError) as info:
         model.generate(MESSAGES)
     assert "GEMINI_API_KEY or GOOGLE_API_KEY" in str(info.value)

@@ -79,7 +79,7 @@ def test_env_base_url_and_key_are_read_at_first_use(server, monkeypatch):
 
 def test_missing_key_raises_at_first_use_naming_variable():
     model = resolve_chat_model("openai:gpt-4o-mini")
-    assert model.connection._client is None
+    assert not model.connection.clients.built
     with pytest.raises(MissingAPIKeyError) as info:
         model.generate(MESSAGES)
     assert "OPENAI_API_KEY" in str(info.value) and "hf:all-MiniLM-L6-v2" in str(info.value)

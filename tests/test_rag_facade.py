@@ -180,7 +180,7 @@ def test_bad_rerank_top_k_raises_before_any_work(corpus):
             rag(corpus, "q?", rerank_top_k=bad)
         with pytest.raises(ValueError, match="rerank_top_k"):
             rag.selfask_RAG(corpus, "q?", rerank_top_k=bad)
-    assert embedder.calls == 0 and rag._indexes == {} and rag.trace == []
+    assert embedder.calls == 0 and rag.components.indexes == {} and rag.trace == []
 
 
 # ------------------------------------------------------------------ reranking
@@ -287,17 +287,17 @@ def test_search_delegates_to_one_cached_index(corpus):
     calls = embedder.calls
     again = rag.search(corpus, "brake pads", k=3, search_type="bm25")
     assert embedder.calls == calls  # nothing re-embedded
-    assert len(rag._indexes) == 1
+    assert len(rag.components.indexes) == 1
     assert again[0].path.endswith("filters.md") and set(again[0].details) == {"bm25"}
     rag(corpus, "brake pads")
-    assert len(rag._indexes) == 1 and embedder.calls == calls
+    assert len(rag.components.indexes) == 1 and embedder.calls == calls
 
 
 def test_a_different_chunk_size_gets_its_own_index(corpus):
     rag = make_rag()
     rag.search(corpus, "brake", k=2)
     rag(corpus, "brake", chunk_size=200, chunk_overlap=20)
-    assert len(rag._indexes) == 2
+    assert len(rag.components.indexes) == 2
 
 
 def test_missing_source_is_reported_by_name(tmp_path):
@@ -330,7 +330,7 @@ def test_vector_store_may_be_a_store_object(corpus):
     store = MemoryStore()
     rag = make_rag(vector_store=store)
     rag(corpus, "brake pads?")
-    assert store.count() == len(next(iter(rag._indexes.values()))) > 0
+    assert store.count() == len(next(iter(rag.components.indexes.values()))) > 0
     record = store.fetch([rag.docs[0].id])[0]
     assert record.text == rag.docs[0].text and record.metadata["source"] == rag.docs[0].path
     with pytest.raises(ConfigError, match="vector_store must be a URL"):
@@ -381,11 +381,11 @@ def test_from_options_round_trips():
 def test_close_releases_the_indexes_and_the_next_call_reopens(corpus, tmp_path):
     rag = make_rag(cache_dir=tmp_path / "cache")
     rag(corpus, "brake pads?")
-    index = next(iter(rag._indexes.values()))
+    index = next(iter(rag.components.indexes.values()))
     rag.close()
-    assert rag._indexes == {}
+    assert rag.components.indexes == {}
     rag(corpus, "brake pads?")
-    assert next(iter(rag._indexes.values())) is not index and rag.last_sync.unchanged == 4
+    assert next(iter(rag.components.indexes.values())) is not index and rag.last_sync.unchanged == 4
 
 
 def test_a_missing_reranker_key_names_reranker_model_and_its_default(monkeypatch, tmp_path):

@@ -288,7 +288,7 @@ def _log_texts(caplog) -> list[str]:
 
 def _rag_texts(rag) -> list[str]:
     out = [repr(rag), json.dumps(rag.trace, default=repr), json.dumps(rag.logs, default=repr)]
-    out += [repr(v) for store in (rag._models, rag._embedders, rag._rerankers) for v in store.values()]
+    out += [repr(v) for store in (rag.components.models, rag.components.embedders, rag.components.rerankers) for v in store.values()]
     return out
 
 

@@ -6,7 +6,6 @@ import collections
 
 import pytest
 
-import akasha.registry as registry
 from akasha.spec import build, load_spec
 from akasha.testing import HashEmbedder
 from tests.spec_fixtures import CORPUS, body
@@ -25,11 +24,8 @@ class RecordingEmbedder(HashEmbedder):
 
 
 @pytest.fixture
-def recording():
-    embedder = RecordingEmbedder()
-    registry.register("embedder", "recording-test", lambda config, context: embedder, replace=True)
-    yield embedder
-    registry.unregister("embedder", "recording-test")
+def recording(register_embedder):
+    return register_embedder("recording-test", RecordingEmbedder())
 
 
 def semantic(threshold):
@@ -67,15 +63,11 @@ class PassageEmbedder(RecordingEmbedder):
         return self.embed_documents(texts), [None] * len(texts)
 
 
-def test_an_embedder_with_passages_embeds_each_text_once_too():
-    embedder = PassageEmbedder()
-    registry.register("embedder", "passages-test", lambda config, context: embedder, replace=True)
-    try:
-        pipeline = build(load_spec(body(embeddings={"provider": "passages-test"},
-                                        chunking={"strategy": "semantic", "similarity_threshold": 0.99})))
-        pipeline.ingest_sync(CORPUS)
-    finally:
-        registry.unregister("embedder", "passages-test")
+def test_an_embedder_with_passages_embeds_each_text_once_too(register_embedder):
+    embedder = register_embedder("passages-test", PassageEmbedder())
+    pipeline = build(load_spec(body(embeddings={"provider": "passages-test"},
+                                    chunking={"strategy": "semantic", "similarity_threshold": 0.99})))
+    pipeline.ingest_sync(CORPUS)
     assert max(collections.Counter(embedder.texts).values()) == 1
 
 

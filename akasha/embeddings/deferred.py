@@ -9,9 +9,10 @@ or ``auto`` call on the same ``RAG``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
+
+from akasha.providers.clients import Lazy
 
 
 class DeferredEmbedder:
@@ -21,30 +22,24 @@ class DeferredEmbedder:
     """
 
     def __init__(self, build: Callable[[], Any], label: str) -> None:
-        self._build = build
         self._label = label
-        self._real: Any = None
-        self._lock = threading.Lock()
+        self._real: Lazy[Any] = Lazy(build)
 
     @property
     def built(self) -> bool:
         """Whether the embedder was built (a search or ingestion needed vectors)."""
-        return self._real is not None
+        return self._real.built
 
     @property
     def display_name(self) -> str:
-        return str(getattr(self._real, "name", self._label)) if self._real is not None else self._label
+        return str(getattr(self._real.peek(), "name", self._label)) if self._real.built else self._label
 
     def get(self) -> Any:
         """The embedder, built now if it was not yet (errors such as MissingExtraError surface here)."""
-        if self._real is None:
-            with self._lock:
-                if self._real is None:
-                    self._real = self._build()
-        return self._real
+        return self._real.get()
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_build", "_label", "_real", "_lock"):
+        if name.startswith("__") or name in ("_label", "_real"):
             raise AttributeError(name)
         return getattr(self.get(), name)
 

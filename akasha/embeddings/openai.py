@@ -12,18 +12,12 @@ answering for one model name never share cached vectors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import numpy as np
-
-from akasha.embeddings.base import as_matrix
-from akasha.errors import ConfigError, ProviderError
-from akasha.providers.batching import plan_batches
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteEmbedder
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
 
 #: The embeddings endpoint accepts at most this many inputs per request.
 MAX_INPUTS = 2048
@@ -36,92 +30,37 @@ class OpenAIEmbedder(RemoteEmbedder):
 
     Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048),
     ``max_batch_chars`` (default 250 000), ``timeout_per_text`` (seconds added to
-    ``timeout`` per text in a request, default 0.25), plus the connection and retry
-    options of :class:`akasha.llm.openai.OpenAIChat`.
+    ``timeout`` per text in a request, default 0.25), plus the connection options of
+    :class:`~akasha.providers.openai_conn.OpenAIConnection` (``api_key``, ``base_url``,
+    ``timeout``, ``azure``...) and the retry options, as for :class:`akasha.llm.openai.OpenAIChat`.
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        azure: bool | None = None,
-        azure_endpoint: str | None = None,
-        api_version: str | None = None,
-        organization: str | None = None,
-        default_headers: dict[str, str] | None = None,
-        dimensions: int | None = None,
-        batch_size: int = MAX_INPUTS,
-        max_batch_chars: int | None = 250_000,
-        **options: Any,
-    ) -> None:
-        self.model = rest.strip()
-        if not self.model:
-            raise ConfigError("openai embeddings need a model name, e.g. 'openai:text-embedding-3-small'")
-        if not 0 < int(batch_size) <= MAX_INPUTS:
-            raise ConfigError(f"openai embeddings batch_size must be 1..{MAX_INPUTS}, got {batch_size}")
-        self.dimensions = int(dimensions) if dimensions else None
-        self.base_name = f"openai:{self.model}" + (f"@{self.dimensions}" if self.dimensions else "")
-        self.dimension: int | None = self.dimensions or KNOWN_DIMENSIONS.get(self.model)
-        self.batch_size = int(batch_size)
+    provider = "openai"
+    example = "text-embedding-3-small"
+
+    def __init__(self, rest: str, *, dimensions: int | None = None, batch_size: int = MAX_INPUTS,
+                 max_batch_chars: int | None = 250_000, **options: Any) -> None:
+        super().__init__(rest, options, OpenAIConnection, openai_fault)
+        self.batch_size = self._batch_size(batch_size, MAX_INPUTS)
+        self.dimensions = self._output_size(dimensions, KNOWN_DIMENSIONS)
         self.max_batch_chars = max_batch_chars
-        connection = OpenAIConnection(
-            api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
-            api_version=api_version, organization=organization, default_headers=default_headers,
-        )
-        self._setup_calls(connection, openai_fault, timeout, options)
 
-    def __repr__(self) -> str:
-        return f"OpenAIEmbedder(name={self.name!r}, connection={self.connection!r})"
-
-    def _params(self, texts: Sequence[str]) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": self.model, "input": list(texts), "encoding_format": "float",
-                                  "timeout": self.request_timeout(len(texts))}
+    def _params(self, texts: list[str], timeout: float) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float", "timeout": timeout}
         if self.dimensions:
             params["dimensions"] = self.dimensions
         return params
 
-    def _rows(self, response: Any, expected: int) -> np.ndarray:
-        data = sorted(response.data, key=lambda item: item.index)
-        if len(data) != expected:
-            raise ProviderError(self.name, f"returned {len(data)} embeddings for {expected} inputs")
-        return as_matrix([item.embedding for item in data], expected, self.name)
+    def _request(self, texts: list[str], task: str, timeout: float) -> Callable[[], Any]:
+        create, params = self.connection.client().embeddings.create, self._params(texts, timeout)
+        return lambda: create(**params)
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed all texts; raises ProviderError (and returns nothing) if any batch fails."""
-        texts = list(texts)
-        if not texts:
-            return self._finish([])
-        client = self.connection.client()
-        parts = []
-        for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
-            params = self._params(texts[start:end])
-            response = call_with_retry(lambda: client.embeddings.create(**params),
-                                       **self._retry_kwargs(params["timeout"]))
-            parts.append(self._rows(response, end - start))
-        return self._finish(parts)
+    def _arequest(self, texts: list[str], task: str, timeout: float) -> Callable[[], Awaitable[Any]]:
+        create, params = self.connection.async_client().embeddings.create, self._params(texts, timeout)
+        return lambda: create(**params)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
-
-    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Async twin of :meth:`embed_documents` (batches sent one after another)."""
-        texts = list(texts)
-        if not texts:
-            return self._finish([])
-        client = self.connection.async_client()
-        parts = []
-        for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars):
-            params = self._params(texts[start:end])
-            response = await acall_with_retry(lambda: client.embeddings.create(**params),
-                                              **self._retry_kwargs(params["timeout"]))
-            parts.append(self._rows(response, end - start))
-        return self._finish(parts)
-
-    async def aembed_query(self, text: str) -> np.ndarray:
-        return (await self.aembed_documents([text]))[0]
+    def _vectors(self, reply: Any) -> Sequence[Any]:
+        return [item.embedding for item in sorted(reply.data, key=lambda item: item.index)]
 
 
 __all__ = ["OpenAIEmbedder", "MAX_INPUTS"]

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.errors import ConfigError, ProviderError
+from akasha.errors import ProviderError
 from akasha.llm.base import GenerationOptions, Message, note_finish
+from akasha.options import positive_int
 from akasha.providers.faults import genai_fault
 from akasha.providers.gemini_conn import GeminiConnection, import_genai
 from akasha.providers.remote import RemoteProvider
-from akasha.providers.streaming import aretrying_stream, retrying_stream
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.providers.streaming import Piece, Reader, aretrying_stream, retrying_stream
+from akasha.retry import acall_with_retry, call_with_retry
 
 _OK_FINISH = {"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"}
 
@@ -56,34 +57,13 @@ class GeminiChat(RemoteProvider):
     ``GenerationOptions.report``.
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_version: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        headers: dict[str, str] | None = None,
-        context_window: int | None = None,
-        **options: Any,
-    ) -> None:
-        self.model = rest.strip()
-        if not self.model:
-            raise ConfigError("gemini: needs a model name, for example 'gemini:gemini-2.5-flash'")
-        if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
-                                           or context_window <= 0):
-            raise ConfigError(f"gemini: context_window must be a positive number of tokens, got {context_window!r}")
-        #: the context size when given (Gemini's own windows are large and not looked up)
-        self.context_window = context_window
-        self.name = f"gemini:{self.model}"
-        connection = GeminiConnection(
-            api_key=api_key, base_url=base_url, api_version=api_version, timeout=timeout, headers=headers
-        )
-        self._setup_calls(connection, genai_fault, timeout, options)
+    provider = "gemini"
+    example = "gemini-2.5-flash"
 
-    def __repr__(self) -> str:
-        return f"GeminiChat(name={self.name!r}, connection={self.connection!r})"
+    def __init__(self, rest: str, *, context_window: int | None = None, **options: Any) -> None:
+        super().__init__(rest, options, GeminiConnection, genai_fault)
+        #: the context size when given (Gemini's own windows are large and not looked up)
+        self.context_window = positive_int("gemini: context_window", context_window, allow_none=True)
 
     def _request(self, messages: list[Message], options: GenerationOptions | None) -> dict[str, Any]:
         options = options or GenerationOptions()
@@ -118,12 +98,10 @@ class GeminiChat(RemoteProvider):
         return self._answer(response, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
-        def open_stream() -> Iterator[tuple[str, bool]]:
-            client = self.connection.client()
-            return _pieces(client.models.generate_content_stream(**self._request(messages, options)),
-                           lambda reason: note_finish(self.name, options, reason))
+        def open_stream() -> Iterator[Any]:
+            return self.connection.client().models.generate_content_stream(**self._request(messages, options))
 
-        return retrying_stream(open_stream, **self._retry_kwargs())
+        return retrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         models = self.connection.async_models()
@@ -132,28 +110,20 @@ class GeminiChat(RemoteProvider):
         return self._answer(response, options)
 
     def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
-        async def open_stream() -> AsyncIterator[tuple[str, bool]]:
-            models = self.connection.async_models()
-            return _apieces(await models.generate_content_stream(**self._request(messages, options)),
-                            lambda reason: note_finish(self.name, options, reason))
+        async def open_stream() -> AsyncIterator[Any]:
+            return await self.connection.async_models().generate_content_stream(**self._request(messages, options))
 
-        return aretrying_stream(open_stream, **self._retry_kwargs())
+        return aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
 
+    def _reader(self, options: GenerationOptions | None) -> Reader:
+        """A streamed response as a ``(text, finished)`` piece, its finish reason noted."""
 
-def _pieces(responses: Iterator[Any], on_finish: Any) -> Iterator[tuple[str, bool]]:
-    for response in responses:
-        text, finish = _text_and_finish(response)
-        if finish is not None:
-            on_finish(finish)
-        yield text, finish is not None
+        def read(response: Any) -> Piece:
+            text, finish = _text_and_finish(response)
+            note_finish(self.name, options, finish)
+            return text, finish is not None
 
-
-async def _apieces(responses: AsyncIterator[Any], on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
-    async for response in responses:
-        text, finish = _text_and_finish(response)
-        if finish is not None:
-            on_finish(finish)
-        yield text, finish is not None
+        return read
 
 
 __all__ = ["GeminiChat", "to_gemini"]

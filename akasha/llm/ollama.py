@@ -7,16 +7,15 @@ Talks to ``http://localhost:11434`` unless ``host=`` or ``OLLAMA_HOST`` says oth
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.providers.faults import http_fault
 from akasha.providers.ollama_conn import OllamaConnection
 from akasha.providers.remote import RemoteProvider
-from akasha.providers.streaming import aretrying_stream, retrying_stream
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.providers.streaming import Piece, Reader, aretrying_stream, retrying_stream
+from akasha.retry import acall_with_retry, call_with_retry
 
 
 class OllamaChat(RemoteProvider):
@@ -28,29 +27,14 @@ class OllamaChat(RemoteProvider):
     ``GenerationOptions.report``.
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        host: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        model_options: dict[str, Any] | None = None,
-        keep_alive: str | int | None = None,
-        **options: Any,
-    ) -> None:
-        self.model = rest.strip()
-        if not self.model:
-            raise ConfigError("ollama: needs a model name, for example 'ollama:llama3.2'")
-        self.name = f"ollama:{self.model}"
+    provider = "ollama"
+    example = "llama3.2"
+
+    def __init__(self, rest: str, *, model_options: dict[str, Any] | None = None,
+                 keep_alive: str | int | None = None, **options: Any) -> None:
+        super().__init__(rest, options, OllamaConnection, http_fault)
         self.model_options = dict(model_options or {})
         self.keep_alive = keep_alive
-        connection = OllamaConnection(host=host or base_url, api_key=api_key, timeout=timeout)
-        self._setup_calls(connection, http_fault, timeout, options)
-
-    def __repr__(self) -> str:
-        return f"OllamaChat(name={self.name!r}, connection={self.connection!r})"
 
     def _payload(self, messages: list[Message], options: GenerationOptions | None, stream: bool) -> dict[str, Any]:
         options = options or GenerationOptions()
@@ -87,53 +71,35 @@ class OllamaChat(RemoteProvider):
         note_finish(self.name, options, reply.get("done_reason"))
         return self._answer(reply)
 
+    def _reader(self, options: GenerationOptions | None) -> Reader:
+        """An NDJSON object of the stream as a ``(text, finished)`` piece, its ``done_reason`` noted."""
+
+        def read(obj: dict[str, Any]) -> Piece:
+            if obj.get("done"):
+                note_finish(self.name, options, obj.get("done_reason"))
+            return self._answer(obj), bool(obj.get("done"))
+
+        return read
+
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         payload = self._payload(messages, options, stream=False)
         reply = call_with_retry(lambda: self.connection.post("/api/chat", payload), **self._retry_kwargs())
         return self._finished(reply, options)
-
-    def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
-        payload = self._payload(messages, options, stream=True)
-
-        def open_stream() -> Iterator[tuple[str, bool]]:
-            return _pieces(self.connection.stream_lines("/api/chat", payload),
-                           lambda reason: note_finish(self.name, options, reason))
-
-        return retrying_stream(open_stream, **self._retry_kwargs())
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         payload = self._payload(messages, options, stream=False)
         reply = await acall_with_retry(lambda: self.connection.apost("/api/chat", payload), **self._retry_kwargs())
         return self._finished(reply, options)
 
+    def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
+        payload = self._payload(messages, options, stream=True)
+        return retrying_stream(lambda: self.connection.stream_lines("/api/chat", payload), self._reader(options),
+                               **self._retry_kwargs())
+
     def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         payload = self._payload(messages, options, stream=True)
-
-        def open_stream() -> AsyncIterator[tuple[str, bool]]:
-            return _apieces(self.connection.astream_lines("/api/chat", payload),
-                            lambda reason: note_finish(self.name, options, reason))
-
-        return aretrying_stream(open_stream, **self._retry_kwargs())
-
-
-def _pieces(lines: Generator[dict[str, Any], None, None], on_finish: Any) -> Iterator[tuple[str, bool]]:
-    try:
-        for obj in lines:
-            if obj.get("done"):
-                on_finish(obj.get("done_reason"))
-            yield OllamaChat._answer(obj), bool(obj.get("done"))
-    finally:
-        lines.close()
-
-
-async def _apieces(lines: AsyncGenerator[dict[str, Any], None], on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
-    try:
-        async for obj in lines:
-            if obj.get("done"):
-                on_finish(obj.get("done_reason"))
-            yield OllamaChat._answer(obj), bool(obj.get("done"))
-    finally:
-        await lines.aclose()
+        return aretrying_stream(lambda: self.connection.astream_lines("/api/chat", payload), self._reader(options),
+                                **self._retry_kwargs())
 
 
 __all__ = ["OllamaChat"]

@@ -14,13 +14,14 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.errors import ConfigError, ProviderError, StreamInterruptedError
+from akasha.errors import ProviderError, StreamInterruptedError
 from akasha.llm.base import GenerationOptions, Message, note_finish
+from akasha.options import positive_int
 from akasha.providers.faults import openai_fault
 from akasha.providers.openai_conn import OpenAIConnection
 from akasha.providers.remote import RemoteProvider
-from akasha.providers.streaming import aretrying_stream, retrying_stream
-from akasha.retry import DEFAULT_TIMEOUT, acall_with_retry, call_with_retry
+from akasha.providers.streaming import Piece, Reader, aretrying_stream, retrying_stream
+from akasha.retry import acall_with_retry, call_with_retry
 
 logger = logging.getLogger(__name__)
 
@@ -42,42 +43,17 @@ class OpenAIChat(RemoteProvider):
     ``"length"``) is logged at WARNING and recorded in ``GenerationOptions.report``.
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        azure: bool | None = None,
-        azure_endpoint: str | None = None,
-        api_version: str | None = None,
-        organization: str | None = None,
-        default_headers: dict[str, str] | None = None,
-        context_window: int | None = None,
-        **options: Any,
-    ) -> None:
-        self.model = rest.strip()
-        if not self.model:
-            raise ConfigError("openai: needs a model name, for example 'openai:gpt-4o-mini'")
-        if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
-                                           or context_window <= 0):
-            raise ConfigError(f"openai: context_window must be a positive number of tokens, got {context_window!r}")
-        self._context_window = context_window
+    provider = "openai"
+    example = "gpt-4o-mini"
+
+    def __init__(self, rest: str, *, context_window: int | None = None, **options: Any) -> None:
+        super().__init__(rest, options, OpenAIConnection, openai_fault)
+        self._context_window = positive_int("openai: context_window", context_window, allow_none=True)
         self._counter: Any = None
-        self.name = f"openai:{self.model}"
-        connection = OpenAIConnection(
-            api_key=api_key, base_url=base_url, timeout=timeout, azure=azure, azure_endpoint=azure_endpoint,
-            api_version=api_version, organization=organization, default_headers=default_headers,
-        )
-        self._setup_calls(connection, openai_fault, timeout, options)
         #: set once a server refuses ``temperature`` (reasoning models accept only the default)
         self._omit_temperature = False
         #: set once a server refuses ``response_format`` (structured output)
         self._omit_response_format = False
-
-    def __repr__(self) -> str:
-        return f"OpenAIChat(name={self.name!r}, connection={self.connection!r})"
 
     @property
     def context_window(self) -> int | None:
@@ -175,100 +151,89 @@ class OpenAIChat(RemoteProvider):
         self._omit_temperature = True
         return True
 
-    def _finisher(self, options: GenerationOptions | None) -> Any:
-        """The callback a stream calls with its finish reason."""
-        return lambda reason: note_finish(self.name, options, reason)
+    def _refused(self, error: ProviderError, options: GenerationOptions | None) -> bool:
+        """True (once per setting) when the server refused ``temperature`` or ``response_format``."""
+        return self._refused_temperature(error) or self._refused_response_format(error, options)
+
+    def _reader(self, options: GenerationOptions | None) -> Reader:
+        """A streamed chunk as a ``(text, finished)`` piece (akasha asks for one choice), its finish reason noted."""
+
+        def read(chunk: Any) -> Piece:
+            text, finished = "", False
+            for choice in chunk.choices or ():
+                note_finish(self.name, options, choice.finish_reason)
+                text += (choice.delta.content or "") if choice.delta else ""
+                finished = finished or choice.finish_reason is not None
+            return text, finished
+
+        return read
 
     # -- sync -----------------------------------------------------------------
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         """Return the whole answer (retries 429/5xx/timeouts; other 4xx raise ProviderError at once)."""
         client = self.connection.client()
+
+        def send() -> Any:
+            params = self._params(messages, options, stream=False)  # again after a refusal: without that setting
+            return call_with_retry(lambda: self._checked_json(client.chat.completions.create, params),
+                                   **self._retry_kwargs())
+
         try:
-            params = self._params(messages, options, stream=False)
-            completion = call_with_retry(lambda: self._checked_json(client.chat.completions.create, params),
-                                         **self._retry_kwargs())
+            completion = send()
         except ProviderError as error:
-            if not (self._refused_temperature(error) or self._refused_response_format(error, options)):
+            if not self._refused(error, options):
                 raise
-            params = self._params(messages, options, stream=False)
-            completion = call_with_retry(lambda: self._checked_json(client.chat.completions.create, params),
-                                         **self._retry_kwargs())
+            completion = send()
         return self._text(completion, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         """Yield answer pieces; a broken stream raises StreamInterruptedError with the partial text."""
 
-        def open_stream() -> Iterator[tuple[str, bool]]:
-            client = self.connection.client()
-            return _pieces(client.chat.completions.create(**self._params(messages, options, stream=True)),
-                           self._finisher(options))
+        def open_stream() -> Iterator[Any]:
+            return self.connection.client().chat.completions.create(**self._params(messages, options, stream=True))
 
         started = False
         try:
-            for piece in retrying_stream(open_stream, **self._retry_kwargs()):
+            for piece in retrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
                 started = True
                 yield piece
         except ProviderError as error:
             if started or isinstance(error, StreamInterruptedError) or not self._refused_temperature(error):
                 raise
-            yield from retrying_stream(open_stream, **self._retry_kwargs())
+            yield from retrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
 
     # -- async ----------------------------------------------------------------
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         client = self.connection.async_client()
+
+        async def send() -> Any:
+            params = self._params(messages, options, stream=False)
+            return await acall_with_retry(lambda: self._acheck_json(client.chat.completions.create(**params)),
+                                          **self._retry_kwargs())
+
         try:
-            params = self._params(messages, options, stream=False)
-            completion = await acall_with_retry(lambda: self._acheck_json(client.chat.completions.create(**params)),
-                                                **self._retry_kwargs())
+            completion = await send()
         except ProviderError as error:
-            if not (self._refused_temperature(error) or self._refused_response_format(error, options)):
+            if not self._refused(error, options):
                 raise
-            params = self._params(messages, options, stream=False)
-            completion = await acall_with_retry(lambda: self._acheck_json(client.chat.completions.create(**params)),
-                                                **self._retry_kwargs())
+            completion = await send()
         return self._text(completion, options)
 
     async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
-        async def open_stream() -> AsyncIterator[tuple[str, bool]]:
-            client = self.connection.async_client()
-            stream = await client.chat.completions.create(**self._params(messages, options, stream=True))
-            return _apieces(stream, self._finisher(options))
+        async def open_stream() -> AsyncIterator[Any]:
+            return await self.connection.async_client().chat.completions.create(
+                **self._params(messages, options, stream=True))
 
         started = False
         try:
-            async for piece in aretrying_stream(open_stream, **self._retry_kwargs()):
+            async for piece in aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
                 started = True
                 yield piece
         except ProviderError as error:
             if started or isinstance(error, StreamInterruptedError) or not self._refused_temperature(error):
                 raise
-            async for piece in aretrying_stream(open_stream, **self._retry_kwargs()):
+            async for piece in aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
                 yield piece
-
-
-def _piece(choice: Any, on_finish: Any) -> tuple[str, bool]:
-    """``(text, finished)`` of one streamed choice; the finish reason goes to ``on_finish``."""
-    if choice.finish_reason is not None:
-        on_finish(choice.finish_reason)
-    return (choice.delta.content or "") if choice.delta else "", choice.finish_reason is not None
-
-
-def _pieces(stream: Any, on_finish: Any) -> Iterator[tuple[str, bool]]:
-    try:
-        for chunk in stream:
-            for choice in chunk.choices or ():
-                yield _piece(choice, on_finish)
-    finally:
-        stream.close()
-
-
-async def _apieces(stream: Any, on_finish: Any) -> AsyncIterator[tuple[str, bool]]:
-    try:
-        async for chunk in stream:
-            for choice in chunk.choices or ():
-                yield _piece(choice, on_finish)
-    finally:
-        await stream.close()
 
 
 __all__ = ["OpenAIChat"]

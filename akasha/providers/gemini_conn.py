@@ -9,13 +9,11 @@ timeout (seconds here) is passed to the client in milliseconds, as it expects.
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import weakref
 from typing import Any
 
 from akasha.errors import MissingExtraError
 from akasha.providers.bounded import transports
+from akasha.providers.clients import Clients
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
@@ -63,9 +61,8 @@ class GeminiConnection:
         self.api_version = api_version
         self.timeout = float(timeout)
         self.headers = dict(headers or {})
-        self._client: Any = None
-        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
+        #: the client (one per event loop for async calls), built at the first request
+        self.clients = Clients(lambda asynchronous: self._new_client())
 
     def __repr__(self) -> str:
         shown = redact_url(self.base_url) if self.base_url else None
@@ -102,20 +99,11 @@ class GeminiConnection:
 
     def client(self) -> Any:
         """The sync ``genai.Client`` (built on first call)."""
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = self._new_client()
-        return self._client
+        return self.clients.sync()
 
     def async_models(self) -> Any:
         """``client.aio.models`` of a client owned by the running event loop."""
-        loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:
-            client = self._new_client()
-            self._async_clients[loop] = client
-        return client.aio.models
+        return self.clients.for_running_loop().aio.models
 
 
 __all__ = ["KEY_VARIABLES", "GeminiConnection", "import_genai"]

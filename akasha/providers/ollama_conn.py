@@ -9,16 +9,14 @@ is sent as a Bearer token and redacted everywhere.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import weakref
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
 from urllib.parse import urlsplit
 
 from akasha.errors import MissingExtraError
 from akasha.providers.bounded import transports
+from akasha.providers.clients import Clients
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_default_ollama
 from akasha.providers.env import env_value
@@ -83,15 +81,13 @@ def _event(line: str) -> dict[str, Any] | None:
 class OllamaConnection:
     """Builds httpx clients lazily (sync once, async per event loop) and speaks Ollama's JSON."""
 
-    def __init__(
-        self, *, host: str | None = None, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT
-    ) -> None:
-        self._host = host
+    def __init__(self, *, host: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._host = host or base_url  # base_url: the name the other providers use for the address
         self._api_key = api_key
         self.timeout = float(timeout)
-        self._client: Any = None
-        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
+        #: the httpx client (one per event loop for async calls), built at the first request
+        self.clients = Clients(self._new_client)
 
     def __repr__(self) -> str:
         return f"OllamaConnection(host={redact_url(self._host) if self._host else '(OLLAMA_HOST or default)'!r})"
@@ -122,21 +118,20 @@ class OllamaConnection:
         return {"base_url": self.base_url, "headers": with_credentials(headers, credentials),
                 "timeout": httpx.Timeout(self.timeout)}
 
+    def _new_client(self, asynchronous: bool) -> Any:
+        httpx = _import_httpx()
+        sync_transport, async_transport = transports(httpx)
+        if asynchronous:
+            return httpx.AsyncClient(transport=async_transport(), **self._settings())
+        return httpx.Client(transport=sync_transport(), **self._settings())
+
     def client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    httpx = _import_httpx()
-                    self._client = httpx.Client(transport=transports(httpx)[0](), **self._settings())
-        return self._client
+        """The sync httpx client (built on first call)."""
+        return self.clients.sync()
 
     def async_client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:
-            client = _import_httpx().AsyncClient(transport=transports(_import_httpx())[1](), **self._settings())
-            self._async_clients[loop] = client
-        return client
+        """The httpx client of the running event loop."""
+        return self.clients.for_running_loop()
 
     # -- requests ---------------------------------------------------------------
     def _timeout(self, seconds: float | None) -> Any:

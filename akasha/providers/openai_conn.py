@@ -13,14 +13,13 @@ The clients' own retries are disabled (``max_retries=0``); akasha retries in
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
-import weakref
 from typing import Any, NamedTuple
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
 from akasha.providers.bounded import bounded_get, transports
+from akasha.providers.clients import Clients
 from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
@@ -86,8 +85,8 @@ class OpenAIConnection:
         self.organization = organization
         self.default_headers = dict(default_headers or {})
         self._resolved: dict[str, Any] | None = None
-        self._client: Any = None
-        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        #: the sync client and one async client per event loop, built at the first request
+        self.clients = Clients(self._new_client)
         self._lock = threading.Lock()
         #: what a self-hosted server said about itself (``"context"``), probed once
         self._probed: dict[str, Any] = {}
@@ -275,30 +274,25 @@ class OpenAIConnection:
         return common
 
     # -- clients --------------------------------------------------------------
+    def _new_client(self, asynchronous: bool) -> Any:
+        """An ``openai.(Async)OpenAI`` or ``openai.(Async)AzureOpenAI`` client on akasha's bounded transport."""
+        openai = _import_openai()
+        kwargs = self._kwargs()
+        azure = self.resolve()["kind"] == "azure"
+        transport = transports(_httpx_of(openai))[1 if asynchronous else 0]()
+        if asynchronous:
+            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(transport=transport)
+            return (openai.AsyncAzureOpenAI if azure else openai.AsyncOpenAI)(**kwargs)
+        kwargs["http_client"] = openai.DefaultHttpxClient(transport=transport)
+        return (openai.AzureOpenAI if azure else openai.OpenAI)(**kwargs)
+
     def client(self) -> Any:
         """The sync client (``openai.OpenAI`` or ``openai.AzureOpenAI``), built on first call."""
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    openai = _import_openai()
-                    kwargs = self._kwargs()
-                    cls = openai.AzureOpenAI if self.resolve()["kind"] == "azure" else openai.OpenAI
-                    kwargs["http_client"] = openai.DefaultHttpxClient(transport=transports(_httpx_of(openai))[0]())
-                    self._client = cls(**kwargs)
-        return self._client
+        return self.clients.sync()
 
     def async_client(self) -> Any:
         """An async client for the running event loop (connection pools are loop-bound)."""
-        loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:
-            openai = _import_openai()
-            kwargs = self._kwargs()
-            cls = openai.AsyncAzureOpenAI if self.resolve()["kind"] == "azure" else openai.AsyncOpenAI
-            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(transport=transports(_httpx_of(openai))[1]())
-            client = cls(**kwargs)
-            self._async_clients[loop] = client
-        return client
+        return self.clients.for_running_loop()
 
 
 __all__ = ["OpenAIConnection"]

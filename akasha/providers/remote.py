@@ -1,53 +1,98 @@
 """What every remote chat model and embedder shares: a connection, a retry policy, fault translation.
 
-The OpenAI, Gemini and Ollama chat models and embedders all read the retry options,
-log the options they ignore, translate their client's exceptions with the request
-timeout, and pass the same four arguments to every retried call. They inherit that
-here so the six classes cannot drift apart.
+The OpenAI, Gemini and Ollama chat models and embedders all take a model name, build
+their connection from the options its constructor names (``api_key``, ``base_url``,
+``timeout``...), read the retry options, log the options they ignore, translate their
+client's exceptions with the request timeout, and pass the same four arguments to every
+retried call. They inherit that here so the six classes cannot drift apart. The
+embedders also share their batching loop (:class:`RemoteEmbedder`).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from akasha.embeddings.base import normalize_rows
+from akasha.embeddings.base import as_matrix, normalize_rows
+from akasha.errors import ConfigError, ProviderError
+from akasha.providers.batching import plan_batches
 from akasha.providers.endpoints import identity_suffix
-from akasha.retry import DEFAULT_TIMEOUT_PER_TEXT, Fault, RetryPolicy, scaled_timeout
+from akasha.retry import (
+    DEFAULT_TIMEOUT_PER_TEXT,
+    Fault,
+    RetryPolicy,
+    acall_with_retry,
+    call_with_retry,
+    scaled_timeout,
+)
+
+C = TypeVar("C")
+
+
+def connect(connection_type: Callable[..., C], options: dict[str, Any]) -> C:
+    """``connection_type(...)`` from the entries of ``options`` that its keyword-only parameters name.
+
+    Those entries are taken out of ``options``: what is left belongs to the model.
+    """
+    names = [p.name for p in inspect.signature(connection_type).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    return connection_type(**{name: options.pop(name) for name in names if name in options})
 
 
 class RemoteProvider:
     """Base for classes that talk to a provider through ``self.connection`` with retries.
 
-    A subclass sets ``name`` and then calls :meth:`_setup_calls` in its constructor.
+    A subclass sets :attr:`provider` and :attr:`example` and calls ``super().__init__``
+    with the part of the model string after the colon and its remaining keyword options.
     """
 
-    name: str
+    #: the model string's prefix (``"openai"``)
+    provider: ClassVar[str]
+    #: a model name the error for a missing one suggests
+    example: ClassVar[str]
     connection: Any
     retry: RetryPolicy
     timeout: float
 
-    def _setup_calls(
+    def __init__(
         self,
-        connection: Any,
-        fault: Callable[..., Fault | None],
-        timeout: float,
+        rest: str,
         options: dict[str, Any],
+        connection_type: Callable[..., Any],
+        fault: Callable[..., Fault | None],
     ) -> None:
-        """Keep ``connection``; read the retry options out of ``options`` (debug-logging the rest)."""
+        """Read the model name from ``rest``; take the connection's settings, the retry options and
+        :meth:`_take_options` out of ``options`` (debug-logging the rest, which no one reads)."""
+        self.model = rest.strip()
+        if not self.model:
+            raise ConfigError(f"{self.provider}: needs a model name, for example '{self.provider}:{self.example}'")
+        #: ``provider:model``, plus what changes the output (an embedder's shortened size)
+        self.base_name = f"{self.provider}:{self.model}"
+        self.connection = connect(connection_type, options)
         self.retry = RetryPolicy.from_options(options)
+        self._take_options(options)
         if options:
             logging.getLogger(type(self).__module__).debug(
-                "%s ignores unknown options %s", self.name, sorted(options)
+                "%s ignores unknown options %s", type(self).__name__, sorted(options)
             )
-        self.timeout = float(timeout)
-        self.connection = connection
+        self.timeout = float(self.connection.timeout)
         self._fault = fault
         self._translate = functools.partial(fault, timeout=self.timeout)
+
+    @property
+    def name(self) -> str:
+        """``provider:model``, as traces, errors and logs name it."""
+        return self.base_name
+
+    def _take_options(self, options: dict[str, Any]) -> None:
+        """Take a subclass's own options out of ``options`` (none here)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, connection={self.connection!r})"
 
     def _retry_kwargs(self, timeout: float | None = None) -> dict[str, Any]:
         """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams.
@@ -61,48 +106,116 @@ class RemoteProvider:
 
 
 class RemoteEmbedder(RemoteProvider):
-    """A :class:`RemoteProvider` that returns normalised float32 rows and learns its dimension.
+    """A :class:`RemoteProvider` that embeds in batches and returns normalised float32 rows.
 
     Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for
     every text in a request: see :meth:`request_timeout`. Its :attr:`name` names the
     endpoint too, so two servers answering for one model never share cached vectors.
+
+    A subclass says how to send one batch (:meth:`_request`, :meth:`_arequest`) and
+    where the vectors are in the reply (:meth:`_vectors`); batching, retries, the count
+    check and normalisation are done here. A batch that still fails after its retries
+    raises, and nothing is returned, so an index never stores a half-embedded document.
     """
 
-    dimension: int | None
+    #: the length of the vectors (None until known: a table of known models, or the first reply)
+    dimension: int | None = None
     timeout_per_text: float = DEFAULT_TIMEOUT_PER_TEXT
-    #: ``provider:model[@dimensions]``; :attr:`name` adds the endpoint.
-    base_name: str
+    batch_size: int
+    #: at most this many characters in one request (None: no limit)
+    max_batch_chars: int | None = None
 
     @property
-    def name(self) -> str:  # type: ignore[override]  # computed, where RemoteProvider has a plain attribute
+    def name(self) -> str:
         """Identity that keys the vector cache: ``base_name`` plus ``@<endpoint>`` unless the
         provider's default public endpoint answers (so those names stay as they always were).
 
         Read from the current settings each time: ``OPENAI_BASE_URL`` set after the
         embedder was built still counts, as it does for the requests.
         """
-        connection = getattr(self, "connection", None)
-        label = connection.endpoint_identity() if connection is not None else None
-        return self.base_name + identity_suffix(label)
+        return self.base_name + identity_suffix(self.connection.endpoint_identity())
 
-    def _setup_calls(
-        self,
-        connection: Any,
-        fault: Callable[..., Fault | None],
-        timeout: float,
-        options: dict[str, Any],
-    ) -> None:
-        """As :meth:`RemoteProvider._setup_calls`, also reading ``timeout_per_text``."""
+    def _take_options(self, options: dict[str, Any]) -> None:
+        """Read ``timeout_per_text``."""
         per_text = options.pop("timeout_per_text", None)
         if per_text is not None:
             if float(per_text) < 0:
                 raise ValueError(f"timeout_per_text must be >= 0 seconds, got {per_text}")
             self.timeout_per_text = float(per_text)
-        super()._setup_calls(connection, fault, timeout, options)
+
+    def _batch_size(self, batch_size: int, most: int | None = None) -> int:
+        """``batch_size`` as an int, or ConfigError unless it is 1..``most`` (the provider's limit)."""
+        if int(batch_size) <= 0 or (most is not None and int(batch_size) > most):
+            allowed = f"1..{most}" if most else "positive"
+            raise ConfigError(f"{self.provider} embeddings batch_size must be {allowed}, got {batch_size}")
+        return int(batch_size)
+
+    def _output_size(self, size: int | None, known_sizes: dict[str, int]) -> int | None:
+        """The shortened output size a caller asked for (None: the model's own). It is named in
+        ``base_name`` and is the ``dimension``; without it, ``known_sizes`` may give the model's."""
+        size = int(size) if size else None
+        self.base_name += f"@{size}" if size else ""
+        self.dimension = size or known_sizes.get(self.model)
+        return size
 
     def request_timeout(self, texts: int) -> float:
         """Seconds a request embedding ``texts`` texts may take (``timeout + timeout_per_text * texts``)."""
         return scaled_timeout(self.timeout, texts, self.timeout_per_text)
+
+    # -- what a subclass provides ------------------------------------------------
+    def _request(self, texts: list[str], task: str, timeout: float) -> Callable[[], Any]:
+        """The call that sends one batch (``task``: ``"RETRIEVAL_DOCUMENT"`` or ``"RETRIEVAL_QUERY"``)."""
+        raise NotImplementedError
+
+    def _arequest(self, texts: list[str], task: str, timeout: float) -> Callable[[], Awaitable[Any]]:
+        """Async twin of :meth:`_request`."""
+        raise NotImplementedError
+
+    def _vectors(self, reply: Any) -> Sequence[Any]:
+        """The vectors in a reply, in the order of the texts sent."""
+        raise NotImplementedError
+
+    # -- the embedder protocol ----------------------------------------------------
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed all texts in batches; any failed batch raises, nothing partial is returned."""
+        return self._embed(texts, "RETRIEVAL_DOCUMENT")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([text], "RETRIEVAL_QUERY")[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of :meth:`embed_documents` (batches sent one after another)."""
+        return await self._aembed(texts, "RETRIEVAL_DOCUMENT")
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return (await self._aembed([text], "RETRIEVAL_QUERY"))[0]
+
+    def _batches(self, texts: Sequence[str]) -> list[tuple[list[str], float]]:
+        """The requests to send: each batch of texts with its time limit (:meth:`request_timeout`)."""
+        texts = list(texts)
+        return [(texts[start:end], self.request_timeout(end - start))
+                for start, end in plan_batches(texts, self.batch_size, self.max_batch_chars)]
+
+    def _embed(self, texts: Sequence[str], task: str) -> np.ndarray:
+        parts = []
+        for batch, limit in self._batches(texts):
+            reply = call_with_retry(self._request(batch, task, limit), **self._retry_kwargs(limit))
+            parts.append(self._rows(reply, batch))
+        return self._finish(parts)
+
+    async def _aembed(self, texts: Sequence[str], task: str) -> np.ndarray:
+        parts = []
+        for batch, limit in self._batches(texts):
+            reply = await acall_with_retry(self._arequest(batch, task, limit), **self._retry_kwargs(limit))
+            parts.append(self._rows(reply, batch))
+        return self._finish(parts)
+
+    def _rows(self, reply: Any, batch: list[str]) -> np.ndarray:
+        """The reply's vectors as a matrix; ProviderError unless there is one per text."""
+        vectors = self._vectors(reply)
+        if len(vectors) != len(batch):
+            raise ProviderError(self.name, f"returned {len(vectors)} embeddings for {len(batch)} inputs")
+        return as_matrix(vectors, len(batch), self.name)
 
     def _finish(self, parts: list[np.ndarray]) -> np.ndarray:
         """Stack the per-batch rows, record the dimension, and normalise (an empty call gives 0 rows)."""
@@ -113,4 +226,4 @@ class RemoteEmbedder(RemoteProvider):
         return normalize_rows(matrix)
 
 
-__all__ = ["RemoteEmbedder", "RemoteProvider"]
+__all__ = ["RemoteEmbedder", "RemoteProvider", "connect"]

@@ -1,10 +1,11 @@
 """Streams that retry while opening and never drop text when they break.
 
-A provider stream is modelled as an iterator of ``(text, finished)`` pairs, where
-``finished`` is True on the piece that carries the provider's end marker
-(OpenAI ``finish_reason``, Gemini ``finishReason``, Ollama ``done``). Opening the
-stream and reading its first piece is retried like any request; after that, an
-error, or an end of data without the end marker, raises
+A provider stream is the client's iterator of events (OpenAI chunks, Gemini
+responses, Ollama NDJSON objects); the provider's ``read`` turns each event into a
+``(text, finished)`` piece, where ``finished`` is True on the piece that carries the
+provider's end marker (OpenAI ``finish_reason``, Gemini ``finishReason``, Ollama
+``done``). Opening the stream and reading its first piece is retried like any
+request; after that, an error, or an end of data without the end marker, raises
 :class:`~akasha.errors.StreamInterruptedError` whose ``partial`` holds every piece
 already yielded, so a caller can show or keep what arrived.
 """
@@ -19,6 +20,9 @@ from akasha.providers.secrets import redact
 from akasha.retry import Fault, RetryPolicy, acall_with_retry, call_with_retry
 
 Piece = tuple[str, bool]
+#: turns one event of a provider's stream into a piece
+Reader = Callable[[Any], Piece]
+_NO_MORE = object()
 _END = "the stream ended before the provider marked the answer complete"
 
 
@@ -50,6 +54,7 @@ class _Progress:
         self.secrets = secrets
         self.received: list[str] = []
         self.finished = False
+        self.failure: StreamInterruptedError | None = None
 
     def take(self, piece: Piece) -> str:
         """Record one ``(text, finished)`` piece; return its text."""
@@ -69,56 +74,67 @@ class _Progress:
         if not self.finished:
             raise StreamInterruptedError(self.provider, _END, "".join(self.received))
 
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        """Reading the next piece failed: keep the error for :meth:`raise_if_broken` (akasha's own pass)."""
+        if isinstance(exc, Exception) and not isinstance(exc, AkashaError):
+            self.failure = self.broken(exc)
+            return True
+        return False
+
+    def raise_if_broken(self) -> None:
+        """Raise the error kept by the last ``with`` block, outside any ``except`` block: the
+        client's exception, whose text may echo the key, does not become its ``__context__``."""
+        if self.failure is not None:
+            raise self.failure
+
+
+def _piece(read: Reader, event: Any) -> Piece | None:
+    """``read(event)``, or None past the last event."""
+    return None if event is _NO_MORE else read(event)
+
 
 def retrying_stream(
-    open_stream: Callable[[], Iterator[Piece]],
+    open_stream: Callable[[], Iterator[Any]],
+    read: Reader,
     *,
     provider: str,
     policy: RetryPolicy,
     translate: Callable[[BaseException], Fault | None],
     secrets: Iterable[str | None] = (),
 ) -> Iterator[str]:
-    """Yield text pieces from ``open_stream()``; see the module docstring for the guarantees."""
+    """Yield the text of the events of ``open_stream()``; see the module docstring for the guarantees."""
     secrets = tuple(secrets)
 
-    def open_and_peek() -> tuple[Iterator[Piece], Piece | None]:
-        pieces = open_stream()
+    def open_and_peek() -> tuple[Iterator[Any], Piece | None]:
+        events = open_stream()
         try:
-            return pieces, next(pieces)
-        except StopIteration:
-            return pieces, None
+            return events, _piece(read, next(events, _NO_MORE))
         except BaseException:
-            _close(pieces)
+            _close(events)
             raise
 
-    pieces, first = call_with_retry(
+    events, current = call_with_retry(
         open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
     )
     progress = _Progress(provider, translate, secrets)
     try:
-        current = first
         while current is not None:
-            text = progress.take(current)
-            if text:
+            if text := progress.take(current):
                 yield text
-            failure = None
-            try:
-                current = next(pieces)
-            except StopIteration:
-                current = None
-            except AkashaError:
-                raise
-            except Exception as exc:
-                failure = progress.broken(exc)
-            if failure is not None:
-                raise failure  # outside the except block: no __context__ that could echo the key
+            with progress:
+                current = _piece(read, next(events, _NO_MORE))
+            progress.raise_if_broken()
         progress.check_finished()
     finally:
-        _close(pieces)
+        _close(events)
 
 
 async def aretrying_stream(
     open_stream: Callable[[], Any],
+    read: Reader,
     *,
     provider: str,
     policy: RetryPolicy,
@@ -129,41 +145,29 @@ async def aretrying_stream(
     secrets = tuple(secrets)
 
     async def open_and_peek() -> tuple[Any, Piece | None]:
-        pieces = open_stream()
-        if hasattr(pieces, "__await__"):
-            pieces = await pieces
+        events = open_stream()
+        if hasattr(events, "__await__"):
+            events = await events
         try:
-            return pieces, await pieces.__anext__()
-        except StopAsyncIteration:
-            return pieces, None
+            return events, _piece(read, await anext(events, _NO_MORE))
         except BaseException:
-            await _aclose(pieces)
+            await _aclose(events)
             raise
 
-    pieces, first = await acall_with_retry(
+    events, current = await acall_with_retry(
         open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
     )
     progress = _Progress(provider, translate, secrets)
     try:
-        current = first
         while current is not None:
-            text = progress.take(current)
-            if text:
+            if text := progress.take(current):
                 yield text
-            failure = None
-            try:
-                current = await pieces.__anext__()
-            except StopAsyncIteration:
-                current = None
-            except AkashaError:
-                raise
-            except Exception as exc:
-                failure = progress.broken(exc)
-            if failure is not None:
-                raise failure  # outside the except block: no __context__ that could echo the key
+            with progress:
+                current = _piece(read, await anext(events, _NO_MORE))
+            progress.raise_if_broken()
         progress.check_finished()
     finally:
-        await _aclose(pieces)
+        await _aclose(events)
 
 
 async def _aclose(obj: Any) -> None:
@@ -177,4 +181,4 @@ async def _aclose(obj: Any) -> None:
             pass
 
 
-__all__ = ["aretrying_stream", "retrying_stream"]
+__all__ = ["Piece", "Reader", "aretrying_stream", "retrying_stream"]

@@ -76,10 +76,9 @@ def parse_vector_store(url: str) -> ServerURL:
                           ) from None
     options = dict(parse_qsl(parts.query, keep_blank_values=True))
     login = (unquote(user), unquote(password) if colon else None) if at >= 0 else None
-    if scheme.startswith("chroma"):
-        return _parse_chroma(parts, scheme, hostname, port, login, options, shown)
-    if scheme.startswith("qdrant"):
-        return _parse_qdrant(parts, scheme, hostname, port, login, options, shown)
+    kind = scheme.removesuffix("s")  # chromas://, qdrants://: the same servers over TLS
+    if kind in _COLLECTION_SERVERS:
+        return _parse_collection(kind, parts, scheme, hostname, port, login, options, shown)
     return _parse_postgres(parts, hostname, port, login, options, shown)
 
 
@@ -89,35 +88,43 @@ def _token(login: tuple[str, str | None] | None) -> str | None:
     return login[1] or login[0] or None
 
 
-def _parse_chroma(parts: Any, scheme: str, hostname: str | None, port: int | None,
-                  login: tuple[str, str | None] | None, options: dict[str, str], shown: str) -> ServerURL:
+@dataclass(frozen=True)
+class _CollectionServer:
+    """What a ``<kind>://host:port/collection`` URL (Chroma, Qdrant) may hold."""
+
+    name: re.Pattern[str]
+    #: the collection names ``name`` accepts, in words
+    name_rule: str
+    port: int
+    #: the port of the TLS scheme (``chromas://``, ``qdrants://``)
+    tls_port: int
+    #: the query options it takes
+    options: tuple[str, ...] = ()
+
+
+_COLLECTION_SERVERS = {
+    "chroma": _CollectionServer(_NAME, "3-512 characters", 8000, 443, ("tenant", "database", "header")),
+    "qdrant": _CollectionServer(_QDRANT_NAME, "1-255 characters", 6333, 6333),
+}
+
+
+def _parse_collection(kind: str, parts: Any, scheme: str, hostname: str | None, port: int | None,
+                      login: tuple[str, str | None] | None, options: dict[str, str], shown: str) -> ServerURL:
+    server = _COLLECTION_SERVERS[kind]
     name = unquote(parts.path.strip("/"))
     if not hostname:
-        raise ConfigError(f"vector_store {shown} names no host; use chroma://host:port/collection")
-    if not _NAME.match(name):
-        raise ConfigError(f"vector_store {shown} needs a collection name of 3-512 characters from "
-                          "[A-Za-z0-9._-] after the port, e.g. chroma://localhost:8000/team-docs")
-    unknown = set(options) - {"tenant", "database", "header"}
+        raise ConfigError(f"vector_store {shown} names no host; use {kind}://host:port/collection")
+    if not server.name.match(name):
+        raise ConfigError(f"vector_store {shown} needs a collection name of {server.name_rule} from "
+                          f"[A-Za-z0-9._-] after the port, e.g. {kind}://localhost:{server.port}/team-docs")
+    unknown = set(options) - set(server.options)
     if unknown:
-        raise ConfigError(f"vector_store {shown}: unknown option(s) {', '.join(sorted(unknown))}; "
-                          "known: tenant, database, header")
-    return ServerURL("chroma", shown, host=hostname, port=port or (443 if scheme == "chromas" else 8000), name=name,
-                     ssl=scheme == "chromas", token=_token(login), options=options)
-
-
-def _parse_qdrant(parts: Any, scheme: str, hostname: str | None, port: int | None,
-                  login: tuple[str, str | None] | None, options: dict[str, str], shown: str) -> ServerURL:
-    name = unquote(parts.path.strip("/"))
-    if not hostname:
-        raise ConfigError(f"vector_store {shown} names no host; use qdrant://host:port/collection")
-    if not _QDRANT_NAME.match(name):
-        raise ConfigError(f"vector_store {shown} needs a collection name of 1-255 characters from "
-                          "[A-Za-z0-9._-] after the port, e.g. qdrant://localhost:6333/team-docs")
-    if options:
-        raise ConfigError(f"vector_store {shown}: unknown option(s) {', '.join(sorted(options))}; qdrant:// takes "
-                          "none (pass the API key as qdrant://:KEY@host:port/collection or token=...)")
-    return ServerURL("qdrant", shown, host=hostname, port=port or 6333, name=name, ssl=scheme == "qdrants",
-                     token=_token(login), options=options)
+        raise ConfigError(f"vector_store {shown}: unknown option(s) {', '.join(sorted(unknown))}; known: "
+                          f"{', '.join(server.options) or 'none'} (pass a token as {kind}://:TOKEN@host:port/"
+                          "collection or token=...)")
+    tls = scheme == kind + "s"
+    return ServerURL(kind, shown, host=hostname, port=port or (server.tls_port if tls else server.port), name=name,
+                     ssl=tls, token=_token(login), options=options)
 
 
 def _parse_postgres(parts: Any, hostname: str | None, port: int | None, login: tuple[str, str | None] | None,

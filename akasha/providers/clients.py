@@ -1,0 +1,78 @@
+"""Things built on first use: a value built once, and a provider's sync and per-loop async clients.
+
+The OpenAI, Gemini and Ollama connections build no client (and read no key) until a
+request needs one; the deferred embedder builds no embedder until a search needs
+vectors. An async client's connection pool belongs to the event loop that made it,
+so each running loop gets its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Lazy(Generic[T]):
+    """``build()`` called once, on the first :meth:`get` (thread-safe); later calls return that value.
+
+    A ``build()`` that raises builds nothing: the next :meth:`get` tries again.
+    """
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        """Whether the value exists yet."""
+        return self._value is not None
+
+    def peek(self) -> T | None:
+        """The value when it was built, else None (builds nothing)."""
+        return self._value
+
+    def get(self) -> T:
+        """The value, built now if it was not yet."""
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._build()
+        return self._value
+
+
+class Clients:
+    """One sync client shared by all threads, and one async client per running event loop.
+
+    ``build(asynchronous)`` makes either kind; it is not called before the first request.
+    """
+
+    def __init__(self, build: Callable[[bool], Any]) -> None:
+        self._build = build
+        self._sync = Lazy(lambda: build(False))
+        self._async: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    @property
+    def built(self) -> bool:
+        """Whether any client was built (construction alone builds none)."""
+        return self._sync.built or len(self._async) > 0
+
+    def sync(self) -> Any:
+        """The sync client, built on the first call."""
+        return self._sync.get()
+
+    def for_running_loop(self) -> Any:
+        """The async client of the running event loop, built on its first call there."""
+        loop = asyncio.get_running_loop()
+        client = self._async.get(loop)
+        if client is None:
+            client = self._async[loop] = self._build(True)
+        return client
+
+
+__all__ = ["Clients", "Lazy"]
