@@ -1,7 +1,8 @@
 """Answer-finding and answer quality on several real question sets, per search type, plus a fusion study.
 
     apt-get update && apt-get install -y python3.11-doc debian-faq debian-reference-en \\
-        debian-faq-zh-cn debian-reference-zh-cn debian-faq-ja          # once
+        debian-faq-zh-cn debian-reference-zh-cn debian-faq-ja \\
+        debian-reference-ja                                            # once
     python -m bench.eval_quality                                       # every set, MiniLM (packaged, offline)
     python -m bench.eval_quality --sets python-faq --no-study          # one set, tables only
     python -m bench.eval_quality --answer-study --misses               # extractive answerer variants
@@ -13,7 +14,9 @@ The sets (built on first use by their builders, kept in the gitignored bench/.da
 * ``debian-faq-en``: the Debian FAQ among the Debian Reference chapters (bench/build_debian_faq.py);
   the tuning set: fusion settings were explored on it first, then checked on all others;
 * ``debian-faq-zh-cn``: the same in Simplified Chinese (the packaged MiniLM does not read Chinese);
-* ``debian-faq-ja``: the Japanese Debian FAQ alone (no Japanese Debian Reference installed by default).
+* ``debian-faq-ja``: the Japanese Debian FAQ alone (no Japanese Debian Reference installed by default);
+* ``debian-reference-ja``: the Japanese Debian Reference, its section titles as queries and each
+  section's text as the answer, titles removed from the corpus (bench/build_debian_reference_ja.py).
 
 For every set it indexes the corpus once through ``akasha.evaluation.evaluate`` (the
 pipeline ``akasha.RAG`` runs; vectors cached under bench/.data/eval-cache/<set>, so a
@@ -58,11 +61,18 @@ def _debian(lang: str, distractors: bool = True) -> Callable[[Path], dict]:
     return run
 
 
+def _build_reference_ja(out: Path) -> dict:
+    from bench.build_debian_reference_ja import build
+
+    return build(out)
+
+
 SETS: dict[str, Callable[[Path], dict]] = {
     "python-faq": _build_python_faq,
     "debian-faq-en": _debian("en"),
     "debian-faq-zh-cn": _debian("zh-cn"),
     "debian-faq-ja": _debian("ja", distractors=False),
+    "debian-reference-ja": _build_reference_ja,
 }
 TUNING_SET = "debian-faq-en"
 
