@@ -136,7 +136,7 @@ def _memo_queries(index) -> None:
     index.embedder.embed_query = cached
 
 
-def quality_set(name: str, spec: str) -> dict[str, dict[str, float]]:
+def quality_set(name: str, spec: str, runs_of: dict[str, Callable] | None = None) -> dict[str, dict[str, float]]:
     """recall@5 and MRR@10 of each variant and single retriever on one set of bench.eval_quality."""
     from akasha.evaluation.relevance import load_questions
     from akasha.evaluation.runner import evaluate_search
@@ -152,7 +152,8 @@ def quality_set(name: str, spec: str) -> dict[str, dict[str, float]]:
         index.sync(folder, progress=False)
         log.info("%s: %d chunks synced in %.1f s", name, len(index.chunks), time.perf_counter() - start)
         _memo_queries(index)
-        runs = {**{v: ("auto", ctx) for v, ctx in variants().items()}, **{t: (t, None) for t in SINGLE}}
+        runs = {**{v: ("auto", ctx) for v, ctx in (runs_of or variants()).items()},
+                **({} if runs_of else {t: (t, None) for t in SINGLE})}
         for label, (search_type, ctx) in runs.items():
             def search(question, _type, _reranker, k, search_type=search_type):
                 return [_Hit(h.chunk) for h in index.search(question, k=k, search_type=search_type)]
@@ -168,7 +169,8 @@ def quality_set(name: str, spec: str) -> dict[str, dict[str, float]]:
     return rows
 
 
-def identifier_set(name: str, spec: str, n: int = 40) -> dict[str, dict[str, float]]:
+def identifier_set(name: str, spec: str, n: int = 40,
+                   runs_of: dict[str, Callable] | None = None) -> dict[str, dict[str, float]]:
     """Share of identifier questions whose one holding chunk comes first, per variant (both columns)."""
     from akasha.index import CorpusIndex
     from bench.identifier_lookup import corpora, questions
@@ -180,7 +182,8 @@ def identifier_set(name: str, spec: str, n: int = 40) -> dict[str, dict[str, flo
         index.sync(folder, progress=False)
         _memo_queries(index)
         asked = questions(list(index.chunks), n)
-        runs = {**{v: ("auto", ctx) for v, ctx in variants().items()}, **{t: (t, None) for t in SINGLE}}
+        runs = {**{v: ("auto", ctx) for v, ctx in (runs_of or variants()).items()},
+                **({} if runs_of else {t: (t, None) for t in SINGLE})}
         for label, (search_type, ctx) in runs.items():
             def first() -> float:
                 right = 0

@@ -2,8 +2,8 @@
 
 Synthetic corpus whose dense side is noise (vectors from a hash of the text, unrelated to
 meaning): every query is one token that occurs in exactly one chunk. BM25 puts that chunk
-first every time; ``auto`` must too (its evidence-weighted fusion: the lexical list that is
-sure of its first hit outweighs a dense list of noise; plain RRF found 3 of 20).
+first every time; ``auto`` must too (its exact-match rule for short questions,
+akasha.retrieval.fusion.exact_match_first: plain RRF found 3 of 20).
 """
 
 from __future__ import annotations

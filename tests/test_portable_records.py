@@ -17,7 +17,7 @@ import akasha
 from akasha.embeddings.hash import HashEmbedder
 from akasha.errors import ConfigError
 from akasha.index.portable import document_key, portable_keys, source_root
-from akasha.stores.query import SearchRequest, dense_evidence, fuse_sides, lexical_evidence
+from akasha.stores.query import SearchRequest, fuse_sides
 from akasha.types import Chunk
 
 
@@ -68,30 +68,28 @@ def chunks(n: int) -> list[Chunk]:
     return [Chunk(f"d{i}#0", f"text {i}", {}) for i in range(n)]
 
 
-def test_evidence_reads_how_sure_each_side_is():
-    assert lexical_evidence([9.0]) == 1.0  # one match: the rare term's chunk
-    assert lexical_evidence([9.0, 9.0, 9.0, 1.0, 1.0, 1.0, 1.0]) == pytest.approx(1 - 1 / 9)  # three chunks hold it
-    assert lexical_evidence([4.0, 3.0]) == 1.0  # nothing else matches at all
-    assert lexical_evidence([5.0, 4.9, 4.8, 4.7, 4.6, 4.5, 4.4]) < 0.05  # common words only
-    assert lexical_evidence([]) == 0.0
-    assert dense_evidence([0.9, 0.5, 0.4]) == pytest.approx(0.8)
-    assert dense_evidence([0.50, 0.49, 0.40]) == pytest.approx(0.1)
-
-
 def test_a_chunk_alone_holding_a_rare_term_beats_what_only_the_dense_side_found():
     pool = chunks(60)
     rng = np.random.default_rng(0)
     dense = [(c, float(s)) for c, s in zip(pool[:50], np.sort(rng.uniform(0.3, 0.5, 50))[::-1], strict=True)]
     needle = pool[55]
     for weights, rrf_k in (((0.6, 0.4), 10), ((0.5, 0.5), 60)):  # auto's and hybrid's settings
-        request = SearchRequest(vector=np.ones(4), tokens=("e4711",), k=5, pool=50, rrf_k=rrf_k, weights=weights)
-        hits = fuse_sides(dense, [(needle, 11.2)], request)
+        request = SearchRequest(vector=np.ones(4), tokens=("e4711",), k=5, pool=50, rrf_k=rrf_k, weights=weights,
+                                text="E4711")
+        hits = fuse_sides(dense, [(needle, 11.2)], request, exact=needle.id)
         assert hits[0].chunk is needle and hits[0].source == "bm25", weights
-    # ... and a dense list that is sure of its first hit keeps it when the lexical side is not sure
-    sure = [(pool[0], 0.95)] + [(c, 0.5 - i * 0.001) for i, c in enumerate(pool[1:50])]
-    vague = [(c, 2.0 - i * 0.01) for i, c in enumerate(pool[20:40])]
-    request = SearchRequest(vector=np.ones(4), tokens=("pump", "seal"), k=5, pool=50, rrf_k=10, weights=(0.6, 0.4))
-    assert fuse_sides(sure, vague, request)[0].chunk is pool[0]
+        assert fuse_sides(dense, [(needle, 11.2)], request)[0].chunk is not needle  # rank fusion alone loses it
+
+
+def test_the_exact_match_rule_leaves_sentences_to_the_fusion():
+    """A word of a sentence that one chunk happens to hold ("solve", "Mint") does not put that chunk first."""
+    pool = chunks(60)
+    dense = [(c, 0.9 - i * 0.01) for i, c in enumerate(pool[:50])]
+    needle = pool[55]
+    for text, first in (("E4711", True), ("what does E4711 mean", False), ("", True)):  # no text: as before
+        request = SearchRequest(vector=np.ones(4), tokens=("e4711",), k=5, pool=50, rrf_k=10, weights=(0.6, 0.4),
+                                text=text)
+        assert (fuse_sides(dense, [(needle, 11.2)], request, exact=needle.id)[0].chunk is needle) is first, text
 
 
 def test_an_identifier_lookup_finds_its_chunk_through_the_facade(tmp_path):

@@ -3,10 +3,9 @@
 RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
 (rank starting at 1), so it needs no score calibration. Weighted fusion
 min-max normalises each list to 0..1 (a list whose scores are all equal
-normalises to 1.0) and adds the weighted scores. Evidence-weighted RRF (:func:`fuse_ranked`) is
-the fusion of ``auto`` and of the stores' hybrid queries: each list's weight grows with how sure
-the list is of its first hits, so a chunk that alone holds a rare query term keeps its place.
-Adaptive fusion (the ``auto`` search type) sets its weights per question first (:func:`adaptive`;
+normalises to 1.0) and adds the weighted scores. Weighted RRF (:func:`fuse_ranked`) is
+the fusion of ``auto`` and of the stores' hybrid queries; a short question whose terms only one
+chunk holds puts that chunk first (:func:`exact_match_first`). Adaptive fusion (the ``auto`` search type) sets its weights per question first (:func:`adaptive`;
 the dense list counts for nothing on a Chinese, Japanese or Korean question its embedder cannot
 read), after which each chunk gains a share of its best-scoring neighbour's fused score
 (:func:`smooth_neighbours`).
@@ -56,66 +55,16 @@ def weighted(lists: Sequence[Ranked], weights: Sequence[float]) -> list[tuple[Ha
             scores[item] = scores.get(item, 0.0) + weight * score
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
-#: How much a side's evidence can raise its weight: a side that is sure counts up to 1 + EVIDENCE_BOOST times.
-EVIDENCE_BOOST = 2.0
-
-
-#: The lexical side's evidence looks for its sharpest score drop among its first this many matches.
-EVIDENCE_DEPTH = 5
-#: Evidence below this counts as none. Natural-language questions give both sides evidence of
-#: 0.1-0.4 on most questions, and boosting by it lost 0.05 recall@5 on debian-faq-en; a rare
-#: term's chunk, or a dense hit far ahead of the rest, gives 0.5-1 (docs/quality.md).
-EVIDENCE_FLOOR = 0.5
-
-
-def lexical_evidence(scores: Sequence[float]) -> float:
-    """How sure the lexical side is of its first matches: the sharpest relative score drop among them.
-
-    ``max(1 - next / score)`` over the first :data:`EVIDENCE_DEPTH` scores, where the score after
-    the last match is 0. A question whose rare term (an error code, an option or function name)
-    occurs in a few chunks gives those chunks scores far above every other match (or no other
-    match at all): evidence near 1. A question made of common words gives a smooth run of close
-    scores: evidence near 0.
-    """
-    values = [float(s) for s in scores[: EVIDENCE_DEPTH + 1]]
-    if not values or values[0] <= 0:
-        return 0.0
-    values.append(0.0)
-    drops = [1.0 - values[i + 1] / values[i] for i in range(min(EVIDENCE_DEPTH, len(values) - 1)) if values[i] > 0]
-    return max(0.0, min(1.0, max(drops))) if drops else 0.0
-
-
-def dense_evidence(scores: Sequence[float]) -> float:
-    """How far the dense side's first cosine stands above the second, relative to its whole candidate list."""
-    if len(scores) < 2:
-        return 0.0
-    spread = float(scores[0]) - float(min(scores))
-    return max(0.0, float(scores[0]) - float(scores[1])) / spread if spread > 1e-9 else 0.0
-
-
-def fusion_weights(dense: Sequence[float], lexical: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:
-    """The (vector, lexical) weights of one question: the request's weights, each raised by its side's evidence.
-
-    Evidence under :data:`EVIDENCE_FLOOR` raises nothing.
-    """
-    def boost(evidence: float) -> float:
-        return 1.0 + EVIDENCE_BOOST * (evidence if evidence >= EVIDENCE_FLOOR else 0.0)
-
-    return float(weights[0]) * boost(dense_evidence(dense)), float(weights[1]) * boost(lexical_evidence(lexical))
-
-
 def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any, float]],
                 weights: Sequence[float], rrf_k: int) -> list[tuple[Any, float]]:
-    """The fusion itself, over ``(id, score)`` lists best first: ``(id, fused score)``, best first.
+    """Weighted reciprocal-rank fusion of a dense and a lexical list of ``(id, score)``, best first.
 
-    Each side's weight grows with its own evidence (:func:`fusion_weights`): a chunk that
-    alone holds the question's rare term is not out-ranked by chunks only the dense side
-    likes, and a dense list whose first hit stands apart keeps its lead. Then
-    ``score = sum(weight / (rrf_k + rank))`` over the lists an item is in. The one fusion of akasha: ``auto`` in process
-    (:func:`adaptive`), the stores' hybrid queries (:func:`akasha.stores.query.fuse_sides`,
-    and PostgreSQL's statement computes the same) and a YAML ``fusion: adaptive`` pattern.
+    ``score = sum(weight / (rrf_k + rank))`` over the lists an item is in; ties by id. The one
+    fusion of akasha: ``auto`` in process (:func:`adaptive`), the stores' hybrid queries
+    (:func:`akasha.stores.query.fuse_sides`, and PostgreSQL's statement computes the same) and a
+    YAML ``fusion: adaptive`` pattern.
     """
-    w_vector, w_lexical = fusion_weights([s for _, s in dense], [s for _, s in lexical], weights)
+    w_vector, w_lexical = float(weights[0]), float(weights[1])
     scores: dict[Any, float] = {}
     for rank, (item, _score) in enumerate(dense, start=1):
         scores[item] = scores.get(item, 0.0) + w_vector / (rrf_k + rank)
@@ -124,14 +73,30 @@ def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any,
     return sorted(scores.items(), key=lambda pair: (-pair[1], str(pair[0])))
 
 
+#: A question of at most this many words (split at whitespace) may be a name: an identifier, an
+#: error code, an option, or a Chinese or Japanese phrase (written without spaces).
+EXACT_MAX_WORDS = 3
+
+
+def names_one_thing(question: str) -> bool:
+    """Whether ``question`` is short enough to be a name looked up (:data:`EXACT_MAX_WORDS` words at most).
+
+    The exact-match rule (:func:`exact_match_first`) applies to such questions only: in a sentence,
+    a word that happens to occur in one chunk ("solve", "Mint") says little about the answer, and
+    moving that chunk first lost a question on python-faq and on debian-faq-en (docs/quality.md).
+    """
+    return len(question.split()) <= EXACT_MAX_WORDS
+
+
 def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tuple[Any, float]]:
     """``fused`` with ``item`` moved to the front, scored just above the best: the chunk holding the exact match.
 
-    ``auto`` calls it when the lexical list's first chunk is the only chunk holding one of the
-    question's terms (:meth:`akasha.retrieval.bm25.BM25Index.sole_holder`): a question that is an
-    error code, an option or a function name then finds the one chunk holding it first, whatever
-    the dense side liked (rank fusion alone put it first for 29 of 40 identifier questions on
-    docs/, where BM25 did for 40; bench/identifier_lookup.py).
+    ``auto`` calls it for a short question (:func:`names_one_thing`) when the lexical list's first
+    chunk is the only chunk holding one of the question's terms
+    (:meth:`akasha.retrieval.bm25.BM25Index.sole_holder`): a question that is an error code, an
+    option or a function name then finds the one chunk holding it first, whatever the dense side
+    liked (rank fusion alone put it first for 31 of 40 identifier questions on docs/ and 32 of 40
+    on python-faq, the rule for 38 and 40; bench/ablation.py).
     """
     rest = [pair for pair in fused if pair[0] != item]
     top = max((score for _, score in fused), default=0.0)
@@ -208,10 +173,10 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
 def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k: int = ADAPTIVE_K,
              weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = (),
              dense_reads: bool | None = None) -> list[tuple[Hashable, float]]:
-    """Evidence-weighted RRF (:func:`fuse_ranked`, ``k`` = 10) of a dense and a BM25 list.
+    """Weighted RRF (:func:`fuse_ranked`, ``k`` = 10) of a dense and a BM25 list.
 
     The weights are those of the question (:func:`adaptive_weights`: the dense list counts for
-    nothing where the embedder cannot read the question), each raised by its list's evidence.
+    nothing where the embedder cannot read the question).
     ``population`` is the number of chunks searched. Returns (id, fused score), best first.
     """
     w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, disable=disable,

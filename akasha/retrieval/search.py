@@ -137,7 +137,8 @@ def search(
         if hubs is None:
             hubs = getattr(dense, "hub_scores", None)
         fused = fuse_adaptive(query, vec, lex, len(chunks), settings, dense_reads=dense_reads, hubs=hubs)
-        if lex and bm25.sole_holder(query, str(lex[0][0])):  # the YAML door does the same (Pipeline._adaptive)
+        # the exact-match rule; the YAML door does the same (Pipeline._adaptive)
+        if lex and fusion.names_one_thing(query) and bm25.sole_holder(query, str(lex[0][0])):
             fused = fusion.exact_match_first(fused, lex[0][0])
         key = "rrf"
     elif search_type == "auto":

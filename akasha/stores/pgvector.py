@@ -52,7 +52,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
 from akasha.metadata import own
-from akasha.retrieval.fusion import EVIDENCE_BOOST, EVIDENCE_DEPTH, EVIDENCE_FLOOR
+from akasha.retrieval.fusion import names_one_thing
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, check_query
 from akasha.stores.query import SearchRequest, lexical_tokenizer
@@ -637,7 +637,7 @@ class PgVectorStore(BaseStore):
         terms = list(dict.fromkeys(request.tokens))[:64] if mode != "dense" else []
         clause, params = self._where(dict(request.filters) if request.filters else None)
         condition = clause.replace("WHERE ", "AND ", 1)
-        sql = self._query_sql(mode, condition)
+        sql = self._query_sql(mode, condition, names_one_thing(request.text))
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
                                 "wv": request.weights[0], "wl": request.weights[1],
                                 "terms": [tsquery_literal(t) for t in terms], "raw": [_clean(t) for t in terms],
@@ -670,13 +670,12 @@ class PgVectorStore(BaseStore):
             hits.append(Hit(self._chunk(chunk_id, text, meta), float(fused), source, details))
         return hits
 
-    def _query_sql(self, mode: str, condition: str) -> str:
+    def _query_sql(self, mode: str, condition: str, exact: bool = True) -> str:
         """The one statement of a query: CTEs for the sides ``mode`` needs, fused, joined to the k rows' texts.
 
-        The fusion is :func:`akasha.stores.query.fuse_sides` written in SQL: each side's weight is
-        raised by its evidence (the lexical side's ``1 - second / first`` score, 1 for a single
-        match; the dense side's first-to-second cosine gap over its list's spread), then
-        weighted reciprocal-rank fusion.
+        The fusion is :func:`akasha.stores.query.fuse_sides` written in SQL: weighted reciprocal-rank
+        fusion, and with ``exact`` (a short question, :func:`akasha.retrieval.fusion.names_one_thing`)
+        the first lexical row leads when it alone holds a term of the question.
         """
         t = self.table
         named = condition  # the filter's %s placeholders, named so that every CTE can repeat them
@@ -715,33 +714,20 @@ class PgVectorStore(BaseStore):
             f"WHERE c.lexical @@ terms.query) AS score FROM (SELECT id, lexical FROM {t} "
             f"WHERE lexical @@ (SELECT query FROM wanted) {named} LIMIT %(scan)s) c "
             f"ORDER BY score DESC, id LIMIT %(pool)s) matched)")
-        none = "SELECT 0::float8 AS e"
-        dense_e = ("SELECT CASE WHEN count(*) < 2 THEN 0 ELSE coalesce(greatest(0, max(score) - "
-                   "(array_agg(score ORDER BY rank))[2]) / nullif(max(score) - min(score), 0), 0) END AS e FROM dense")
-        lexical_e = ("SELECT coalesce(greatest(0, least(1, max(1 - following / score))), 0) AS e FROM ("
-                     "SELECT rank, score, lead(score, 1, 0::float8) OVER (ORDER BY rank) AS following FROM lexical) d "
-                     f"WHERE rank <= {int(EVIDENCE_DEPTH)} AND score > 0 "
-                     "AND (SELECT max(score) FROM lexical) > 0")
         if mode == "dense":
-            ctes, evidence = dense, f"ed AS ({dense_e}), el AS ({none})"
+            ctes = dense
             sides = "SELECT id, rank, score AS dense, NULL::float8 AS lexical, 'v' AS side FROM dense"
         elif mode == "lexical":
-            ctes, evidence = lexical, f"ed AS ({none}), el AS ({lexical_e})"
+            ctes = lexical
             sides = "SELECT id, rank, NULL::float8 AS dense, score AS lexical, 'l' AS side FROM lexical"
         else:
-            ctes, evidence = f"{dense}, {lexical}", f"ed AS ({dense_e}), el AS ({lexical_e})"
+            ctes = f"{dense}, {lexical}"
             sides = ("SELECT id, rank, score AS dense, NULL::float8 AS lexical, 'v' AS side FROM dense "
                      "UNION ALL SELECT id, rank, NULL::float8, score, 'l' FROM lexical")
-        boost, floor = float(EVIDENCE_BOOST), float(EVIDENCE_FLOOR)
-
-        def weight(name: str, evidence: str) -> str:  # fusion_weights: evidence under the floor raises nothing
-            return (f"%({name})s::float8 * (1 + {boost} * (SELECT CASE WHEN e >= {floor} THEN e ELSE 0 END "
-                    f"FROM {evidence}))")
-
-        summed = (f"summed AS (SELECT id, sum(CASE side WHEN 'v' THEN {weight('wv', 'ed')} "
-                  f"ELSE {weight('wl', 'el')} END / (%(rrf_k)s + rank)) AS rrf, "
+        summed = (f"summed AS (SELECT id, sum(CASE side WHEN 'v' THEN %(wv)s::float8 ELSE %(wl)s::float8 END "
+                  f"/ (%(rrf_k)s + rank)) AS rrf, "
                   f"max(dense) AS dense, max(lexical) AS lexical FROM ({sides}) side GROUP BY id)")
-        if mode == "hybrid":
+        if mode == "hybrid" and exact:
             # fusion.exact_match_first: the first lexical row, when it alone holds a term of the question, leads
             sole = (f"sole AS (SELECT l.id FROM lexical l JOIN {t} c ON c.id = l.id WHERE l.rank = 1 "
                     f"AND EXISTS (SELECT 1 FROM terms WHERE terms.df = 1 AND c.lexical @@ terms.query)), ")
@@ -753,7 +739,7 @@ class PgVectorStore(BaseStore):
                  f"ORDER BY 2 DESC, id LIMIT %(k)s)")
         order = {"dense": "f.dense DESC", "lexical": "f.lexical DESC"}.get(mode, "f.rrf DESC")
         score = {"dense": "f.dense", "lexical": "f.lexical"}.get(mode, "f.rrf")
-        return (f"WITH {ctes}, {evidence}, {fused} SELECT f.id, c.text, c.metadata, {score}, f.dense, f.lexical "
+        return (f"WITH {ctes}, {fused} SELECT f.id, c.text, c.metadata, {score}, f.dense, f.lexical "
                 f"FROM fused f JOIN {t} c ON c.id = f.id ORDER BY {order}, f.id")
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:

@@ -27,16 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.retrieval.fusion import (
-    EVIDENCE_BOOST,
-    EVIDENCE_DEPTH,
-    EVIDENCE_FLOOR,
-    dense_evidence,
-    exact_match_first,
-    fuse_ranked,
-    fusion_weights,
-    lexical_evidence,
-)
+from akasha.retrieval.fusion import exact_match_first, fuse_ranked, names_one_thing
 from akasha.types import Chunk, Hit
 
 #: What a store's engine can answer natively: a dense (vector) side, a lexical side, and both fused.
@@ -111,11 +102,12 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
 
 def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
                request: SearchRequest, exact: str | None = None) -> list[Hit]:
-    """Evidence-weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
+    """Weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
 
     The fusion is :func:`akasha.retrieval.fusion.fuse_ranked` (the one fusion of akasha); ``exact``, the
-    first lexical chunk when it alone holds a term of the question, then leads
-    (:func:`akasha.retrieval.fusion.exact_match_first`). PostgreSQL
+    first lexical chunk when it alone holds a term of the question, then leads when the question is
+    short (:func:`akasha.retrieval.fusion.exact_match_first`, :func:`~akasha.retrieval.fusion.names_one_thing`;
+    a request without its ``text`` counts as short). PostgreSQL
     computes the same in its query (:meth:`akasha.stores.pgvector.PgVectorStore.query`).
     """
     chunks: dict[str, Chunk] = {}
@@ -126,7 +118,7 @@ def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chu
             details.setdefault(chunk.id, {})[key] = float(score)
     fused = fuse_ranked([(c.id, float(s)) for c, s in dense], [(c.id, float(s)) for c, s in lexical],
                         request.weights, request.rrf_k)
-    if exact is not None and exact in chunks:
+    if exact is not None and exact in chunks and names_one_thing(request.text):
         fused = exact_match_first(fused, exact)
     hits = []
     for chunk_id, score in fused[: request.k]:
@@ -165,7 +157,6 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
 
 
 __all__ = [
-    "AVERAGE_TOKENS", "CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "EVIDENCE_BOOST", "EVIDENCE_DEPTH",
-    "EVIDENCE_FLOOR", "SearchRequest", "dense_evidence", "fuse_ranked", "fuse_sides", "fusion_weights",
-    "lexical_evidence", "lexical_tokenizer", "rank_hits", "resolve_tokenizer_id",
+    "AVERAGE_TOKENS", "CAPABILITIES", "DEFAULT_RRF_K", "DEFAULT_WEIGHTS", "SearchRequest", "fuse_ranked",
+    "fuse_sides", "lexical_tokenizer", "rank_hits", "resolve_tokenizer_id",
 ]
