@@ -95,13 +95,8 @@ def variants() -> dict[str, Callable]:
         return run
 
     @contextmanager
-    def no_evidence(index):
-        with _patched(fusion, EVIDENCE_BOOST=0.0):
-            yield
-
-    @contextmanager
     def plain_rrf(index):
-        with settings(adaptive_k=60, adaptive_weights=(0.5, 0.5))(index), _patched(fusion, EVIDENCE_BOOST=0.0):
+        with settings(adaptive_k=60, adaptive_weights=(0.5, 0.5))(index):
             yield
 
     @contextmanager
@@ -109,9 +104,16 @@ def variants() -> dict[str, Callable]:
         with _patched(fusion, exact_match_first=lambda fused, item: list(fused)):
             yield
 
+    @contextmanager
+    def rank_fusion_for_cjk(index):
+        from akasha.retrieval import search
+
+        with _patched(search, _fused_by_scores=lambda query, reads: False):
+            yield
+
     return {
         "auto": settings(),
-        "- evidence weights": no_evidence,
+        "- score fusion of read CJK": rank_fusion_for_cjk,
         "- adaptive (plain RRF k=60)": plain_rrf,
         "- reading probe": settings(embedder_reads_cjk=True),
         "- neighbours": settings(neighbour_weight=0.0),

@@ -81,11 +81,13 @@ EXACT_MAX_WORDS = 3
 def names_one_thing(question: str) -> bool:
     """Whether ``question`` is short enough to be a name looked up (:data:`EXACT_MAX_WORDS` words at most).
 
-    The exact-match rule (:func:`exact_match_first`) applies to such questions only: in a sentence,
+    Words are split at whitespace, and a run of Chinese, Japanese or Korean characters counts a
+    word per two characters (those scripts write no spaces). The exact-match rule (:func:`exact_match_first`) applies to such questions only: in a sentence,
     a word that happens to occur in one chunk ("solve", "Mint") says little about the answer, and
     moving that chunk first lost a question on python-faq and on debian-faq-en (docs/quality.md).
     """
-    return len(question.split()) <= EXACT_MAX_WORDS
+    cjk = len(_CJK_RE.findall(question))
+    return len(_CJK_RE.sub(" ", question).split()) + cjk // 2 <= EXACT_MAX_WORDS
 
 
 def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tuple[Any, float]]:

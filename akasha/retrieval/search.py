@@ -198,7 +198,14 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
     hub scores of the dense list's ids (:func:`akasha.retrieval.hubness.discount`, not applied to
     a question mostly in Chinese, Japanese or Korean), None or ``SearchSettings.hub_weight=0``
     keeps the list's own order.
+
+    A question mostly in Chinese, Japanese or Korean that the embedder reads (``dense_reads``
+    True) is fused by score instead, as ``hybrid`` fuses (min-max, ``SearchSettings.hybrid_weights``):
+    with multilingual-e5-small, rank fusion lost 0.04-0.06 MRR@10 to it on debian-faq-zh-cn
+    and the Japanese sets (docs/quality.md, "Every heuristic, with and without").
     """
+    if vector and lexical and _fused_by_scores(query, dense_reads):
+        return fusion.weighted([vector, lexical], list(settings.hybrid_weights))
     if hubs is not None and settings.hub_weight and fusion.cjk_share(query) < fusion.CJK_SHARE:
         # Not for Chinese, Japanese or Korean questions: with multilingual-e5 the discount raised the
         # Japanese set and lowered the Chinese one (recall@5 0.840 -> 0.790); MiniLM gives them no dense weight.
@@ -209,6 +216,11 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
     if settings.neighbour_weight:
         fused = fusion.smooth_neighbours(fused, settings.neighbour_weight)
     return fused
+
+
+def _fused_by_scores(query: str, dense_reads: bool | None) -> bool:
+    """Whether ``auto`` fuses ``query``'s lists by score: a Chinese, Japanese or Korean question the embedder reads."""
+    return bool(dense_reads) and fusion.cjk_share(query) >= fusion.CJK_SHARE
 
 
 def _mmr(query_vector: Any, k: int, dense: DenseIndex, chunks: Mapping[str, Chunk],
