@@ -47,3 +47,26 @@ def test_the_signal_can_be_switched_off_and_empty_lists_hand_over():
     assert fusion.adaptive_weights("q", LEXICAL, [], CORPUS) == (1.0, 0.0)
     with pytest.raises(ValueError, match="unknown adaptive fusion signal"):
         fusion.adaptive_weights("q", LEXICAL, LEXICAL, CORPUS, disable=("colour",))
+
+
+def test_a_cjk_question_the_embedder_reads_is_fused_by_score_as_hybrid_fuses():
+    """Rank fusion drops the score gaps; on Chinese and Japanese with a reading embedder they carry the answer."""
+    from akasha.retrieval.search import SearchSettings, fuse_adaptive
+
+    dense = [("a", 0.95), ("b", 0.60), ("c", 0.59), ("d", 0.58)]  # "a" far ahead on the dense side
+    lexical = [("b", 9.0), ("c", 8.9), ("a", 1.0), ("e", 0.9)]
+    settings = SearchSettings(neighbour_weight=0.0)
+    by_score = fuse_adaptive("如何安装软件包？", dense, lexical, 100, settings, dense_reads=True)
+    assert by_score == fusion.weighted([dense, lexical], [0.5, 0.5])
+    assert [item for item, _ in by_score][:3] == ["b", "c", "a"]  # min-max: b 0.53, c 0.51, a 0.51
+    blind = fuse_adaptive("如何安装软件包？", dense, lexical, 100, settings, dense_reads=False)
+    assert [item for item, _ in blind] == ["b", "c", "a", "e", "d"]  # BM25's order; "d" only dense
+    english = fuse_adaptive("How do I install a package?", dense, lexical, 100, settings, dense_reads=None)
+    assert english == fusion.adaptive("How do I install a package?", dense, lexical, 100)  # rank fusion
+
+
+def test_a_short_question_names_one_thing_in_any_script():
+    assert fusion.names_one_thing("retry_max_delay") and fusion.names_one_thing("E4711 error code")
+    assert not fusion.names_one_thing("How do I solve the missing dll error?")
+    assert fusion.names_one_thing("免責事項") and fusion.names_one_thing("SSH の基本")  # two characters a word
+    assert not fusion.names_one_thing("如何安装软件包？")
