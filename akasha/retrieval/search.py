@@ -2,12 +2,13 @@
 
 ``search_type`` is one of :data:`SEARCH_TYPES` or a callable:
 
-* ``"auto"``   hybrid: BM25 and dense candidates fused by *adaptive* reciprocal-rank
-  fusion (:func:`akasha.retrieval.fusion.adaptive`): RRF needs no score calibration, and
-  weighted RRF (k=10, vector 0.6 / bm25 0.4) whose dense weight drops to 0 for a
-  Chinese/Japanese/Korean question the embedder cannot read (a twelve-question probe of
-  the embedder, once per index cache: :mod:`akasha.retrieval.reading`); then each candidate gains a tenth
-  of its best-scoring neighbour's fused score (the chunk before or after it in its document,
+* ``"auto"``   hybrid: BM25 and dense candidates fused by weighted reciprocal-rank fusion
+  (k=10, vector 0.6 / bm25 0.4; :func:`akasha.retrieval.fusion.adaptive`): RRF needs no score
+  calibration. On a Chinese/Japanese/Korean question the dense list counts for nothing when the
+  embedder cannot read the script (a twelve-question probe of the embedder, once per index cache:
+  :mod:`akasha.retrieval.reading`), and when it can, the two lists are fused by score as
+  ``hybrid`` fuses them. Otherwise each candidate then gains a tenth of its best-scoring
+  neighbour's fused score (the chunk before or after it in its document,
   :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``).
   Before fusion the :data:`~akasha.retrieval.passages.PASSAGE_FETCH` best dense candidates are
   scored by the better of their cosine and their best passage vector's when every chunk has
@@ -15,8 +16,12 @@
   ``SearchSettings.passage_fetch``), the best ``candidates`` kept, and those of a question not
   written in Chinese, Japanese or Korean are re-sorted by that score minus half their hub
   score (how close a chunk lies to its nearest chunks: generic text near everything is
-  discounted, :mod:`akasha.retrieval.hubness`; ``SearchSettings.hub_weight``);
-  ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without smoothing;
+  discounted, :mod:`akasha.retrieval.hubness`; ``SearchSettings.hub_weight``). Last, a short
+  question (:func:`akasha.retrieval.fusion.names_one_thing`) whose BM25 first chunk is the only
+  chunk holding one of its terms gets that chunk first (an identifier, an error code).
+  Each piece was measured with and without on every quality set (docs/quality.md, "Every
+  heuristic, with and without"); ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60)
+  without any of them;
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
 * ``"mmr"``    maximal marginal relevance over the dense candidates;
@@ -88,7 +93,7 @@ class SearchSettings:
     #: auto on a Chinese/Japanese/Korean question: whether the embedder reads it. None asks the
     #: embedder (akasha.retrieval.reading's probe); True or False says what you know instead.
     embedder_reads_cjk: bool | None = None
-    hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25)
+    hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25); also auto's, on a CJK question read
     mmr_lambda: float = 0.5
     mmr_fetch: int = 20  # candidates for mmr (at least 4 * k)
 
