@@ -4,12 +4,12 @@
     python -m bench.build_debian_reference_ja      # writes bench/.data/debian-reference-ja/
 
 A second Japanese set beside the Japanese Debian FAQ (bench/build_debian_faq.py), from a
-larger text of another kind: a system administration guide (about 1.3 MB of HTML text over
-13 chapters), not a question-and-answer document, and not manual pages. Its section titles
+larger text of another kind: a system administration guide (380,000 characters of text in 12
+chapters, the preface and an appendix), not a question-and-answer document, and not manual pages. Its section titles
 are short topic names ("ホスト名の解決", "SSH の基本", "パスワード規則強化"), which is what
 people type into a search box; each title that is mostly Japanese becomes a query, without
-its number (titles used by two sections are left out), and its relevant passage is the section's own text (from the title to the next
-title of any level), when that text is mostly Japanese too and at least
+its number (titles used by two sections are left out), and its relevant passage is the
+section's own text (from the title to the next title of any level), when that text is mostly Japanese too and at least
 :data:`MIN_ANSWER_TOKENS` tokens long (parts of the Reference are untranslated English).
 Every query title is removed from the indexed chapter text, so no chunk holds its own query
 as a line, and cross-references quoting a title are cut to their number, as for the FAQ
@@ -96,7 +96,8 @@ def build(out: Path | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default bench/.data/debian-reference-ja)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default bench/.data/debian-reference-ja)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     sys.stdout.write(json.dumps(build(args.out), ensure_ascii=False) + "\n")

@@ -5,9 +5,9 @@ RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
 min-max normalises each list to 0..1 (a list whose scores are all equal
 normalises to 1.0) and adds the weighted scores. Weighted RRF (:func:`fuse_ranked`) is
 the fusion of ``auto`` and of the stores' hybrid queries; a short question whose terms only one
-chunk holds puts that chunk first (:func:`exact_match_first`). Adaptive fusion (the ``auto`` search type) sets its weights per question first (:func:`adaptive`;
-the dense list counts for nothing on a Chinese, Japanese or Korean question its embedder cannot
-read), after which each chunk gains a share of its best-scoring neighbour's fused score
+chunk holds puts that chunk first (:func:`exact_match_first`). Adaptive fusion (the ``auto``
+search type) sets its weights per question first (:func:`adaptive`; the dense list counts for
+nothing on a Chinese, Japanese or Korean question its embedder cannot read), after which each chunk gains a share of its best-scoring neighbour's fused score
 (:func:`smooth_neighbours`).
 """
 
@@ -82,7 +82,8 @@ def names_one_thing(question: str) -> bool:
     """Whether ``question`` is short enough to be a name looked up (:data:`EXACT_MAX_WORDS` words at most).
 
     Words are split at whitespace, and a run of Chinese, Japanese or Korean characters counts a
-    word per two characters (those scripts write no spaces). The exact-match rule (:func:`exact_match_first`) applies to such questions only: in a sentence,
+    word per two characters (those scripts write no spaces). The exact-match rule
+    (:func:`exact_match_first`) applies to such questions only: in a sentence,
     a word that happens to occur in one chunk ("solve", "Mint") says little about the answer, and
     moving that chunk first lost a question on python-faq and on debian-faq-en (docs/quality.md).
     """
