@@ -7,8 +7,8 @@ normalises to 1.0) and adds the weighted scores. Weighted RRF (:func:`fuse_ranke
 the fusion of ``auto`` and of the stores' hybrid queries; a short question whose terms only one
 chunk holds puts that chunk first (:func:`exact_match_first`). Adaptive fusion (the ``auto``
 search type) sets its weights per question first (:func:`adaptive`; the dense list counts for
-nothing on a Chinese, Japanese or Korean question its embedder cannot read), after which each chunk gains a share of its best-scoring neighbour's fused score
-(:func:`smooth_neighbours`).
+nothing on a Chinese, Japanese or Korean question its embedder cannot read), after which each
+chunk gains a share of its best-scoring neighbour's fused score (:func:`smooth_neighbours`).
 """
 
 from __future__ import annotations
