@@ -218,10 +218,12 @@ def child_env(tree: Path, site: Path | None) -> dict[str, str]:
     return env
 
 
-def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, dict]:
-    """(wall seconds from spawn to exit, the child's RESULT dict); raises RuntimeError with its stderr."""
+def run_child(argv: list[str], env: dict[str, str], tree: Path = REPO) -> tuple[float, dict]:
+    """(wall seconds from spawn to exit, the child's RESULT dict); raises RuntimeError with its stderr.
+
+    Runs in ``tree``: ``python -c`` puts the working folder first on ``sys.path``, so that tree's akasha loads."""
     start = time.perf_counter()
-    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    result = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     line = next((x for x in result.stdout.splitlines() if x.startswith("RESULT ")), None)
     if result.returncode != 0 or line is None:
@@ -320,11 +322,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             for candidate, tree in list(trees.items()):
                 numpy_walls.append(run_child([sys.executable, "-c", "import numpy; print('RESULT {}')"],
-                                             child_env(tree, None))[0])
+                                             child_env(tree, None), tree)[0])
                 try:
                     first[candidate].append(run_child(
                         [sys.executable, "-c", CHILD, "first", candidate, folder, str(export or "")],
-                        child_env(tree, args.site)))
+                        child_env(tree, args.site), tree))
                 except RuntimeError as exc:
                     notes[candidate] = f"failed: {exc}"
                     del trees[candidate]
@@ -335,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                 out = Path(work) / f"{candidate}.npy"
                 try:
                     _, info = run_child([sys.executable, "-c", CHILD, "bulk", candidate, folder, str(export or ""),
-                                         str(texts_path), str(out)], child_env(tree, args.site))
+                                         str(texts_path), str(out)], child_env(tree, args.site), tree)
                 except RuntimeError as exc:
                     notes[candidate] = f"failed: {exc}"
                     del trees[candidate]
