@@ -16,14 +16,19 @@ two runtimes chosen by ``python -m bench.embedder_runtimes`` (docs/quality.md,
   the extractive answerer compares) through :mod:`akasha.embeddings.bert_numpy`
   (weights memory-mapped, nothing imported but numpy and ``tokenizers``). Hand-written,
   kept because it wins the first ask by far: a fresh process embeds a question in
-  0.20 s (2.0x ``import numpy``) against 0.39 s for onnxruntime on a ``torch.onnx.export``
-  of the same weights, 0.85 s for fastembed on that export and 5.1 s for
-  sentence-transformers;
+  1.5x the time of ``import numpy``, against 3.8x for onnxruntime on a
+  ``torch.onnx.export`` of the same weights (which needs that export first), 6.8x for
+  fastembed on it and 44x for sentence-transformers;
 * larger batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx`
   (onnxruntime on a graph built from the weights). Hand-written too, kept because it
-  indexes 2.2x as many chunks per CPU-second as the best maintained path measured
-  (sentence-transformers on torch; onnxruntime and fastembed on the exported file are
-  slower still) and needs no export (an export imports torch: 6.6 s once).
+  indexes 2.9x as many chunks per CPU-second as the best maintained path measured
+  (41.9 against 14.6 for onnxruntime on the exported file; fastembed 14.4,
+  sentence-transformers 13.1) and needs no export (which imports torch: 6.6 s once);
+  numpy does 28.6, so it does not index.
+
+OpenVINO in bfloat16 indexed 1.7x faster still on this CPU (AVX-512 BF16), but importing
+OpenVINO sends a usage event unless the user has opted out, and keeping that out took a
+private ``sys.modules`` patch; it was removed (docs/quality.md has the table).
 
 sentence-transformers (and torch) load only for other models, another ``device``, model
 options, another ``precision``, or when onnxruntime is not installed.
