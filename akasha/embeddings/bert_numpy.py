@@ -12,10 +12,10 @@ tokens and L2-normalised, as ``modules.json`` asks. The vectors agree with
 sentence-transformers' to about 1e-6.
 
 Hand-written because no maintained runtime comes close for one question: measured by
-``python -m bench.embedder_runtimes``, a fresh process embeds a question in 1.5x the time of
-``import numpy`` here, against 3.8x for onnxruntime on a ``torch.onnx.export`` of the same
-weights (the fastest maintained path, which also needs that export), 6.8x for fastembed and
-44x for sentence-transformers (docs/quality.md, "Embedding runtimes").
+``python -m bench.embedder_runtimes``, a fresh process embeds a question in 1.6x the time of
+``import numpy`` here, against 3.2x for onnxruntime on a ``torch.onnx.export`` of the same
+weights (the fastest maintained path, which also needs that export), 6.1x for fastembed and
+45x for sentence-transformers (docs/quality.md, "Embedding runtimes").
 
 :class:`BertFolder` (configuration, tokenizer, memory-mapped weights, length-sorted
 batches and pooling) is shared with :mod:`akasha.embeddings.bert_onnx`, which runs

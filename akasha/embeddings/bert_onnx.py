@@ -1,7 +1,7 @@
 """A BERT sentence encoder on onnxruntime, for indexing without torch.
 
 The bulk encoder of the packaged MiniLM (chosen by ``python -m bench.embedder_runtimes``:
-2.9x the chunks per CPU-second of onnxruntime on a ``torch.onnx.export`` of the same weights,
+2.8x the chunks per CPU-second of onnxruntime on a ``torch.onnx.export`` of the same weights,
 see :mod:`akasha.embeddings.local`). Indexing a folder embeds every chunk once; through sentence-transformers that
 first imports torch and transformers (several seconds) and then runs torch's
 CPU kernels. onnxruntime (installed with chromadb, and by the ``full`` extra)

@@ -16,17 +16,17 @@ two runtimes chosen by ``python -m bench.embedder_runtimes`` (docs/quality.md,
   the extractive answerer compares) through :mod:`akasha.embeddings.bert_numpy`
   (weights memory-mapped, nothing imported but numpy and ``tokenizers``). Hand-written,
   kept because it wins the first ask by far: a fresh process embeds a question in
-  1.5x the time of ``import numpy``, against 3.8x for onnxruntime on a
-  ``torch.onnx.export`` of the same weights (which needs that export first), 6.8x for
-  fastembed on it and 44x for sentence-transformers;
+  1.6x the time of ``import numpy``, against 3.2x for onnxruntime on a
+  ``torch.onnx.export`` of the same weights (which needs that export first), 6.1x for
+  fastembed on it and 45x for sentence-transformers;
 * larger batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx`
   (onnxruntime on a graph built from the weights). Hand-written too, kept because it
-  indexes 2.9x as many chunks per CPU-second as the best maintained path measured
-  (41.9 against 14.6 for onnxruntime on the exported file; fastembed 14.4,
-  sentence-transformers 13.1) and needs no export (which imports torch: 6.6 s once);
-  numpy does 28.6, so it does not index.
+  indexes 2.8x as many chunks per CPU-second as the best maintained path measured
+  (42.6 against 15.2 for onnxruntime on the exported file; fastembed 14.8,
+  sentence-transformers 13.7) and needs no export (which imports torch: 6.6 s once);
+  numpy does 28.8, so it does not index.
 
-OpenVINO in bfloat16 indexed 1.7x faster still on this CPU (AVX-512 BF16), but importing
+OpenVINO in bfloat16 indexed 1.8x faster still on this CPU (AVX-512 BF16), but importing
 OpenVINO sends a usage event unless the user has opted out, and keeping that out took a
 private ``sys.modules`` patch; it was removed (docs/quality.md has the table).
 
