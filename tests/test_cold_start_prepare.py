@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from akasha.chunking import recursive
-from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino, local
+from akasha.embeddings import bert_numpy, bert_onnx, local
 from akasha.embeddings.hash import HashEmbedder
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
 from akasha.index import CorpusIndex
@@ -156,7 +156,6 @@ def test_prepare_documents_starts_nothing_for_other_devices_or_without_a_bulk_en
     embedder.prepare_documents(10_000_000)
     assert embedder._bulk_early is None
     monkeypatch.setattr(bert_onnx, "available", lambda: False)
-    monkeypatch.setattr(bert_openvino, "available", lambda: False)
     if MODEL is not None:
         embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
         embedder.prepare_documents(10_000_000)

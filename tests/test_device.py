@@ -207,8 +207,8 @@ def test_explicit_cpu_via_environment_skips_detection_in_a_subprocess():
 @pytest.mark.parametrize(("found", "large_batch_torch_free"), [("cuda", False), ("cpu", True)])
 def test_packaged_minilm_questions_stay_torch_free_and_indexing_follows_the_device(monkeypatch, found,
                                                                                    large_batch_torch_free):
-    """With "auto": a question uses numpy on any machine; a large batch goes to a torch-free bulk encoder
-    (OpenVINO or onnxruntime) on a CPU machine and to sentence-transformers (torch) on the accelerator when
+    """With "auto": a question uses numpy on any machine; a large batch goes to the torch-free bulk encoder
+    (onnxruntime) on a CPU machine and to sentence-transformers (torch) on the accelerator when
     detection finds one."""
     from akasha.embeddings import bert_onnx
     from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
@@ -223,6 +223,6 @@ def test_packaged_minilm_questions_stay_torch_free_and_indexing_follows_the_devi
     encoder = embedder._torch_free_encoder(chunks)
     assert (encoder is not None) is large_batch_torch_free
     if encoder is not None:
-        assert type(encoder).__name__ in ("OpenVinoBertEncoder", "OnnxBertEncoder")
+        assert type(encoder).__name__ == "OnnxBertEncoder"
     # an explicit accelerator turns the torch-free encoders off altogether
     assert SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cuda")._torch_free_encoder(["q"]) is None

