@@ -832,14 +832,6 @@ class _StreamRecorder:
             return exc
         return StreamInterruptedError(self.model_name, describe(exc), partial="".join(self.pieces))
 
-    def sources_tail(self) -> str:
-        """The text to append so the streamed answer names its sources ("" when it already does)."""
-        text = "".join(self.pieces)
-        docs = self.answer.docs
-        tail = "" if not docs or mentions_sources(text, docs) else f"\n\n{sources_line(docs)}"
-        self.answer.response = text + tail
-        return tail
-
     def close(self) -> None:
         self.entry["ms"] = round((time.perf_counter() - self.start) * 1000, 3)
         self.entry["out"] = len(self.answer.response)

@@ -84,6 +84,10 @@ def run_system(system: str, size: int, corpus, args, previous: dict[str, Any] | 
         build_embedded=build.get("embedded_texts"),
         rerun_s=rerun.get("seconds"),
         rerun_embedded=rerun.get("embedded_texts"),
+        # chunks re-embedded by the unchanged re-run, from akasha's own sync report (the shared embedder's
+        # count also holds the few fixed texts akasha embeds once per process to fingerprint an embedder,
+        # akasha.embeddings.identity.PROBE_TEXTS); None for the peers
+        rerun_chunks_embedded=(rerun.get("sync") or {}).get("embedded"),
         edit_s=edit.get("seconds"),
         edit_embedded=edit.get("embedded_texts"),
         peak_rss_mb=max(r.get("peak_rss_mb", 0) for r in (build, rerun, edit)),
@@ -179,7 +183,11 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
             if peer.get("rerun_s") and ours.get("rerun_s"):
                 r = peer["rerun_s"] / ours["rerun_s"]
                 out.append(f"{'MET ' if r >= 20 else 'MISS'} unchanged re-run @ {size:,}: {system} / akasha = {r:.1f}x (target >= 20x)")
-        out.append(f"{'MET ' if ours.get('rerun_embedded') == 0 else 'MISS'} unchanged re-run @ {size:,}: akasha embedded {ours.get('rerun_embedded')} texts (target 0)")
+        chunks = ours.get("rerun_chunks_embedded", ours.get("rerun_embedded"))
+        probes = (ours.get("rerun_embedded") or 0) - (chunks or 0)
+        note = f" (+{probes} identity probe texts)" if probes > 0 else ""
+        out.append(f"{'MET ' if chunks == 0 else 'MISS'} unchanged re-run @ {size:,}: akasha re-embedded {chunks} chunks"
+                   f"{note} (target 0)")
     return out
 
 

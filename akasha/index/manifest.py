@@ -206,15 +206,8 @@ class Manifest:
             db.execute("INSERT OR REPLACE INTO parsed VALUES (?, ?, ?, ?, ?)",
                        (file_hash, settings, status, reason, len(chunks)))
 
-    def load_chunks(self, file_hash: str, settings: str) -> list[StoredChunk]:
-        rows = self._query(
-            "SELECT seq, text_hash, text, metadata FROM chunks WHERE file_hash=? AND settings=? ORDER BY seq",
-            (file_hash, settings),
-        )
-        return [(seq, th, text, json.loads(meta)) for seq, th, text, meta in rows]
-
     def load_chunks_many(self, file_hashes: Sequence[str], settings: str) -> dict[str, list[StoredChunk]]:
-        """:meth:`load_chunks` for many files in a few queries (a fresh process loads a whole corpus)."""
+        """The stored chunks of many files, in order, in a few queries (a fresh process loads a whole corpus)."""
         out: dict[str, list[StoredChunk]] = {h: [] for h in file_hashes}
         for part in _batches(list(out), 500):
             marks = ",".join("?" * len(part))

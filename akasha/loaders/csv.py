@@ -90,11 +90,6 @@ def render_rows(rows: Iterable[list[str]]) -> Iterator[str]:
         yield " | ".join(header)
 
 
-def rows_to_text(rows: list[list[str]]) -> str:
-    """Render rows (first one the header) as ``header: value`` lines."""
-    return "\n".join(render_rows(rows))
-
-
 def _bounded_text(path: Path, lines: Iterator[str], limits: LoaderLimits) -> str:
     """Join ``lines`` with newlines, raising LoaderLimitError once the text passes ``max_chars``."""
     cap = limits.max_chars

@@ -71,11 +71,6 @@ def validate_search_type(search_type: object) -> SearchType:
     )
 
 
-def needs_query_vector(search_type: SearchType) -> bool:
-    """False only for ``"bm25"``, so callers can skip embedding the question."""
-    return search_type != "bm25"
-
-
 @dataclass
 class SearchSettings:
     """Knobs of the search types; the defaults suit corpora of a few to a million chunks."""
