@@ -591,10 +591,9 @@ class Pipeline:
                               dense_reads=reads(question) if reads is not None and vector and lexical else None,
                               hubs=getattr(self.index, "hub_scores", None))
         holds_alone = getattr(self.index, "holds_alone", None)
-        from akasha.retrieval.fusion import exact_match_first, names_one_thing
+        from akasha.retrieval.fusion import exact_match_first
 
-        if lexical and holds_alone is not None and names_one_thing(question) and holds_alone(question,
-                                                                                            str(lexical[0][0])):
+        if lexical and holds_alone is not None and holds_alone(question, str(lexical[0][0])):
             fused = exact_match_first(fused, lexical[0][0])
         return fused
 

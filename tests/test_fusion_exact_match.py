@@ -93,3 +93,17 @@ def test_the_lexical_tokenizer_keeps_compound_words_and_reads_earlier_indexes():
     assert split("Set retry_max_delay in setup.md") == ["set", "retry", "max", "delay", "in", "setup", "md",
                                                       "retry_max_delay", "setup.md"]
     assert tokenizer_from_id("words-v2+bigram")("retry_max_delay") == ["retry", "max", "delay"]
+
+
+def test_an_identifier_inside_a_sentence_still_finds_its_one_chunk(tmp_path):
+    """A question of plain words around an identifier: the identifier names the chunk, whatever the dense side says.
+
+    Without the identifier-shaped test (akasha.retrieval.fusion.identifier_shaped) the rule held for
+    questions of at most three words only, and plain RRF over a noise dense side lost these.
+    """
+    docs = _identifier_corpus(tmp_path)
+    rag = akasha.RAG(model="extractive", embeddings=noise_embedder, cache_dir=tmp_path / "cache")
+    rag.index(docs)
+    for name in IDENTIFIERS:
+        hits = rag.search(docs, f"what does the {name} setting change for my notes?", k=5, search_type="auto")
+        assert hits and name in hits[0].chunk.text, name

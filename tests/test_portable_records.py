@@ -17,6 +17,7 @@ import akasha
 from akasha.embeddings.hash import HashEmbedder
 from akasha.errors import ConfigError
 from akasha.index.portable import document_key, portable_keys, source_root
+from akasha.retrieval.fusion import exact_terms
 from akasha.stores.query import SearchRequest, fuse_sides
 from akasha.types import Chunk
 
@@ -82,14 +83,20 @@ def test_a_chunk_alone_holding_a_rare_term_beats_what_only_the_dense_side_found(
 
 
 def test_the_exact_match_rule_leaves_sentences_to_the_fusion():
-    """A word of a sentence that one chunk happens to hold ("solve", "Mint") does not put that chunk first."""
+    """A plain word of a sentence that one chunk happens to hold ("solve", "Mint") does not put that chunk first.
+
+    The store computes ``exact`` from the question's exact terms (akasha.retrieval.fusion.exact_terms):
+    every term of a short question, the identifier-shaped ones of a sentence; ``fuse_sides`` puts it first.
+    """
     pool = chunks(60)
     dense = [(c, 0.9 - i * 0.01) for i, c in enumerate(pool[:50])]
     needle = pool[55]
-    for text, first in (("E4711", True), ("what does E4711 mean", False), ("", True)):  # no text: as before
-        request = SearchRequest(vector=np.ones(4), tokens=("e4711",), k=5, pool=50, rrf_k=10, weights=(0.6, 0.4),
-                                text=text)
-        assert (fuse_sides(dense, [(needle, 11.2)], request, exact=needle.id)[0].chunk is needle) is first, text
+    request = SearchRequest(vector=np.ones(4), tokens=("e4711",), k=5, pool=50, rrf_k=10, weights=(0.6, 0.4))
+    assert fuse_sides(dense, [(needle, 11.2)], request, exact=needle.id)[0].chunk is needle
+    assert fuse_sides(dense, [(needle, 11.2)], request, exact=None)[0].chunk is not needle
+    assert exact_terms("how do I solve the pump problem", ["how", "solve", "pump", "problem"]) == []
+    assert exact_terms("what does E4711 mean", ["what", "does", "e4711", "mean"]) == ["e4711"]
+    assert exact_terms("E4711", ["e4711"]) == exact_terms("", ["e4711"]) == ["e4711"]  # short, or no text: every term
 
 
 def test_an_identifier_lookup_finds_its_chunk_through_the_facade(tmp_path):
@@ -106,4 +113,6 @@ def test_an_identifier_lookup_finds_its_chunk_through_the_facade(tmp_path):
                            vector_store=MemoryStore())
     for r in (rag, store_rag):
         assert r.search(str(docs), "E4711", k=3)[0].chunk.metadata["source"] == "codes.md"
+        hits = r.search(str(docs), "what does the fault E4711 mean for the pump?", k=3)
+        assert hits[0].chunk.metadata["source"] == "codes.md"
     assert Path(docs / "codes.md").exists()

@@ -70,3 +70,14 @@ def test_a_short_question_names_one_thing_in_any_script():
     assert not fusion.names_one_thing("How do I solve the missing dll error?")
     assert fusion.names_one_thing("免責事項") and fusion.names_one_thing("SSH の基本")  # two characters a word
     assert not fusion.names_one_thing("如何安装软件包？")
+
+
+def test_a_sentence_keeps_its_identifier_shaped_terms_for_the_exact_match_rule():
+    sentence = "What does retry_max_delay change for error e4711 in os.path.join on python 3.11?"
+    terms = ["what", "does", "retry_max_delay", "change", "error", "e4711", "os.path.join", "python", "3.11"]
+    assert fusion.exact_terms(sentence, terms) == ["retry_max_delay", "e4711", "os.path.join", "3.11"]
+    assert fusion.exact_terms("How do I solve the missing dll error?", ["how", "solve", "missing", "dll", "error"]) == []
+    assert fusion.exact_terms("retry delay", ["retry", "delay"]) == ["retry", "delay"]  # short: every term
+    # a short code is a word of the sentence ("the L1 cache"); a dotted fragment is still a joint
+    assert fusion.exact_terms("How do I solve the missing api-ms-win-crt-runtime-l1-1-0.dll error?",
+                              ["how", "solve", "missing", "api", "ms", "l1", "0.dll", "error"]) == ["0.dll"]

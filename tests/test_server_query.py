@@ -244,7 +244,9 @@ def test_a_moved_embeddings_server_reuses_the_stores_vectors(pg_server, tmp_path
         rag = akasha.RAG(embeddings=f"openai:nomic-embed@{moved.url}/v1", model="extractive", cache_dir=":memory:",
                          vector_store=url, chunk_size=200, chunk_overlap=0)
         hits = rag.search(None, "Fault code E4711", k=3)
-        assert hits[0].chunk.metadata["source"] == "notes/errors.txt"
+        # the code is in the three chunks of errors.txt (no chunk alone holds it, so no exact-match rule), and
+        # this server's vectors are hashes: a dense-only note may rank first, the file must be there
+        assert "notes/errors.txt" in [hit.chunk.metadata["source"] for hit in hits]
         sent = [t for r in moved.app.requests if "/embeddings" in r.path for t in r.body["input"]]
         assert sorted(sent) == sorted([*PROBE_TEXTS, "Fault code E4711"])
 

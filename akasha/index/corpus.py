@@ -57,7 +57,7 @@ from akasha.index.store_link import StoreLink
 from akasha.index.store_search import STORE_SEARCH_TYPES, StoreSearch
 from akasha.metadata import own
 from akasha.retrieval.dense import DenseIndex
-from akasha.retrieval.fusion import CJK_SHARE, cjk_share
+from akasha.retrieval.fusion import CJK_SHARE, cjk_share, exact_terms
 from akasha.retrieval.passages import rescore as rescore_passages
 from akasha.retrieval.reading import reads_question
 from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
@@ -323,8 +323,9 @@ class CorpusIndex:
         return self._live.dense.passage_scores(ids, query_vector)
 
     def holds_alone(self, question: str, chunk_id: str) -> bool:
-        """Whether ``chunk_id`` is the only chunk holding one of ``question``'s terms (``auto``'s exact-match rule)."""
-        return self._live.bm25.sole_holder(question, chunk_id)
+        """Whether ``chunk_id`` alone holds one of ``question``'s exact terms (``auto``'s exact-match rule)."""
+        bm25 = self._live.bm25
+        return bm25.sole_holder(exact_terms(question, bm25.tokenize(question)), chunk_id)
 
     def dense_reads(self, question: str) -> bool | None:
         """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.

@@ -82,24 +82,49 @@ def names_one_thing(question: str) -> bool:
     """Whether ``question`` is short enough to be a name looked up (:data:`EXACT_MAX_WORDS` words at most).
 
     Words are split at whitespace, and a run of Chinese, Japanese or Korean characters counts a
-    word per two characters (those scripts write no spaces). The exact-match rule
-    (:func:`exact_match_first`) applies to such questions only: in a sentence,
-    a word that happens to occur in one chunk ("solve", "Mint") says little about the answer, and
-    moving that chunk first lost a question on python-faq and on debian-faq-en (docs/quality.md).
+    word per two characters (those scripts write no spaces).
     """
     cjk = len(_CJK_RE.findall(question))
     return len(_CJK_RE.sub(" ", question).split()) + cjk // 2 <= EXACT_MAX_WORDS
 
 
+#: Inside a term: a joint (``_``, or a ``.`` between word characters).
+_JOINT_RE = re.compile(r"\w_\w|\w\.\w")
+#: Letters and digits together (``e4711``, ``sha256``), in a term of at least :data:`CODE_MIN_CHARS`
+#: characters: shorter ones are ordinary words of a sentence ("l1" cache, "x86", "mp3").
+_CODE_RE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")
+CODE_MIN_CHARS = 4
+
+
+def identifier_shaped(term: str) -> bool:
+    """Whether a lexical term is written like code: ``retry_max_delay``, ``os.path.join``, ``e4711``, ``3.11``."""
+    return bool(_JOINT_RE.search(term)) or (len(term) >= CODE_MIN_CHARS and bool(_CODE_RE.search(term)))
+
+
+def exact_terms(question: str, terms: Sequence[str]) -> list[str]:
+    """The terms of ``question`` the exact-match rule looks up (:func:`exact_match_first`).
+
+    Every term of a short question (:func:`names_one_thing`: an identifier, an error code, a
+    phrase); in a longer one only its identifier-shaped terms (:func:`identifier_shaped`), which
+    name one thing inside a sentence too ("what does retry_max_delay change?"). In a sentence of
+    plain words, a word that happens to occur in one chunk ("solve", "Mint") says little about
+    the answer: moving that chunk first lost a question on python-faq and on debian-faq-en
+    (docs/quality.md). ``terms`` are the question's lexical terms, as the index tokenized them.
+    """
+    if names_one_thing(question):
+        return list(terms)
+    return [term for term in terms if identifier_shaped(term)]
+
+
 def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tuple[Any, float]]:
     """``fused`` with ``item`` moved to the front, scored just above the best: the chunk holding the exact match.
 
-    ``auto`` calls it for a short question (:func:`names_one_thing`) when the lexical list's first
-    chunk is the only chunk holding one of the question's terms
-    (:meth:`akasha.retrieval.bm25.BM25Index.sole_holder`): a question that is an error code, an
-    option or a function name then finds the one chunk holding it first, whatever the dense side
-    liked (rank fusion alone put it first for 31 of 40 identifier questions on docs/ and 32 of 40
-    on python-faq, the rule for 38 and 40; bench/ablation.py).
+    ``auto`` calls it when the lexical list's first chunk is the only chunk holding one of the
+    question's exact terms (:func:`exact_terms`, :meth:`akasha.retrieval.bm25.BM25Index.sole_holder`):
+    a question that is (or holds) an error code, an option or a function name then finds the one
+    chunk holding it first, whatever the dense side liked (rank fusion alone put it first for 31 of
+    40 identifier questions on docs/ and 32 of 40 on python-faq, the rule for 38 and 40;
+    bench/ablation.py).
     """
     rest = [pair for pair in fused if pair[0] != item]
     top = max((score for _, score in fused), default=0.0)

@@ -16,9 +16,10 @@
   ``SearchSettings.passage_fetch``), the best ``candidates`` kept, and those of a question not
   written in Chinese, Japanese or Korean are re-sorted by that score minus half their hub
   score (how close a chunk lies to its nearest chunks: generic text near everything is
-  discounted, :mod:`akasha.retrieval.hubness`; ``SearchSettings.hub_weight``). Last, a short
-  question (:func:`akasha.retrieval.fusion.names_one_thing`) whose BM25 first chunk is the only
-  chunk holding one of its terms gets that chunk first (an identifier, an error code).
+  discounted, :mod:`akasha.retrieval.hubness`; ``SearchSettings.hub_weight``). Last, when BM25's
+  first chunk is the only chunk holding one of the question's exact terms (every term of a short
+  question, the identifier-shaped ones of a sentence: :func:`akasha.retrieval.fusion.exact_terms`),
+  that chunk goes first (an identifier, an error code).
   Each piece was measured with and without on every quality set (docs/quality.md, "Every
   heuristic, with and without"); ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60)
   without any of them;
@@ -138,7 +139,7 @@ def search(
             hubs = getattr(dense, "hub_scores", None)
         fused = fuse_adaptive(query, vec, lex, len(chunks), settings, dense_reads=dense_reads, hubs=hubs)
         # the exact-match rule; the YAML door does the same (Pipeline._adaptive)
-        if lex and fusion.names_one_thing(query) and bm25.sole_holder(query, str(lex[0][0])):
+        if lex and bm25.sole_holder(fusion.exact_terms(query, bm25.tokenize(query)), str(lex[0][0])):
             fused = fusion.exact_match_first(fused, lex[0][0])
         key = "rrf"
     elif search_type == "auto":

@@ -39,6 +39,7 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import IndexMismatchError
+from akasha.retrieval.fusion import exact_terms
 from akasha.stores.query import SearchRequest, rank_hits
 from akasha.types import Chunk, Hit
 
@@ -445,7 +446,8 @@ class BaseStore:
         if request.mode in ("lexical", "hybrid") and self.lexical_side:
             lexical = self._lexical(request.tokens, request.pool, filters)
         exact = None
-        if request.mode == "hybrid" and lexical and self._holds_alone(request.tokens, lexical[0][0].id):
+        if request.mode == "hybrid" and lexical and self._holds_alone(exact_terms(request.text, request.tokens),
+                                                                      lexical[0][0].id):
             exact = lexical[0][0].id
         return rank_hits(dense, lexical, request, exact)
 

@@ -52,7 +52,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
 from akasha.metadata import own
-from akasha.retrieval.fusion import names_one_thing
+from akasha.retrieval.fusion import exact_terms
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, check_query
 from akasha.stores.query import SearchRequest, lexical_tokenizer
@@ -637,10 +637,12 @@ class PgVectorStore(BaseStore):
         terms = list(dict.fromkeys(request.tokens))[:64] if mode != "dense" else []
         clause, params = self._where(dict(request.filters) if request.filters else None)
         condition = clause.replace("WHERE ", "AND ", 1)
-        sql = self._query_sql(mode, condition, names_one_thing(request.text))
+        exact = [_clean(t) for t in exact_terms(request.text, terms)] if mode == "hybrid" else []
+        sql = self._query_sql(mode, condition, bool(exact))
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
                                 "wv": request.weights[0], "wl": request.weights[1],
                                 "terms": [tsquery_literal(t) for t in terms], "raw": [_clean(t) for t in terms],
+                                "exact": exact,
                                 "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool,
                                 "scan": LEXICAL_SCAN}
         for i, value in enumerate(params):
@@ -674,8 +676,8 @@ class PgVectorStore(BaseStore):
         """The one statement of a query: CTEs for the sides ``mode`` needs, fused, joined to the k rows' texts.
 
         The fusion is :func:`akasha.stores.query.fuse_sides` written in SQL: weighted reciprocal-rank
-        fusion, and with ``exact`` (a short question, :func:`akasha.retrieval.fusion.names_one_thing`)
-        the first lexical row leads when it alone holds a term of the question.
+        fusion, and with ``exact`` (the question has exact terms, :func:`akasha.retrieval.fusion.exact_terms`,
+        passed as ``%(exact)s``) the first lexical row leads when it alone holds one of them.
         """
         t = self.table
         named = condition  # the filter's %s placeholders, named so that every CTE can repeat them
@@ -694,7 +696,7 @@ class PgVectorStore(BaseStore):
             f"stats AS (SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs "
             f"FROM pg_stats WHERE schemaname = current_schema() AND tablename = '{t.lower()}' "
             f"AND attname = 'lexical'), "
-            f"terms AS (SELECT q.ord, q.query, d.df, ln(1 + greatest(total.n - d.df, 0) / (d.df + 0.5)) AS idf "
+            f"terms AS (SELECT q.ord, q.query, q.raw, d.df, ln(1 + greatest(total.n - d.df, 0) / (d.df + 0.5)) AS idf "
             f"FROM (SELECT q0.raw, q0.term::tsquery AS query, q0.ord FROM unnest(%(raw)s::text[], %(terms)s::text[]) "
             f"WITH ORDINALITY AS q0(raw, term, ord)) q CROSS JOIN total LEFT JOIN stats ON true "
             f"CROSS JOIN LATERAL (SELECT CASE WHEN array_position(stats.elems, q.raw) IS NOT NULL "
@@ -730,7 +732,8 @@ class PgVectorStore(BaseStore):
         if mode == "hybrid" and exact:
             # fusion.exact_match_first: the first lexical row, when it alone holds a term of the question, leads
             sole = (f"sole AS (SELECT l.id FROM lexical l JOIN {t} c ON c.id = l.id WHERE l.rank = 1 "
-                    f"AND EXISTS (SELECT 1 FROM terms WHERE terms.df = 1 AND c.lexical @@ terms.query)), ")
+                    f"AND EXISTS (SELECT 1 FROM terms WHERE terms.df = 1 AND terms.raw = ANY(%(exact)s::text[]) "
+                    f"AND c.lexical @@ terms.query)), ")
             lead = ("CASE WHEN id IN (SELECT id FROM sole) THEN (SELECT max(rrf) FROM summed) + 1e-9 "
                     "ELSE rrf END")
         else:

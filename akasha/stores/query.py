@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.retrieval.fusion import exact_match_first, fuse_ranked, names_one_thing
+from akasha.retrieval.fusion import exact_match_first, fuse_ranked
 from akasha.types import Chunk, Hit
 
 #: What a store's engine can answer natively: a dense (vector) side, a lexical side, and both fused.
@@ -105,9 +105,9 @@ def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chu
     """Weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
 
     The fusion is :func:`akasha.retrieval.fusion.fuse_ranked` (the one fusion of akasha); ``exact``, the
-    first lexical chunk when it alone holds a term of the question, then leads when the question is
-    short (:func:`akasha.retrieval.fusion.exact_match_first`, :func:`~akasha.retrieval.fusion.names_one_thing`;
-    a request without its ``text`` counts as short). PostgreSQL
+    first lexical chunk when it alone holds one of the question's exact terms
+    (:func:`akasha.retrieval.fusion.exact_terms`; a request without its ``text`` counts as short), then
+    leads (:func:`akasha.retrieval.fusion.exact_match_first`). PostgreSQL
     computes the same in its query (:meth:`akasha.stores.pgvector.PgVectorStore.query`).
     """
     chunks: dict[str, Chunk] = {}
@@ -118,7 +118,7 @@ def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chu
             details.setdefault(chunk.id, {})[key] = float(score)
     fused = fuse_ranked([(c.id, float(s)) for c, s in dense], [(c.id, float(s)) for c, s in lexical],
                         request.weights, request.rrf_k)
-    if exact is not None and exact in chunks and names_one_thing(request.text):
+    if exact is not None and exact in chunks:
         fused = exact_match_first(fused, exact)
     hits = []
     for chunk_id, score in fused[: request.k]:
