@@ -357,10 +357,14 @@ class Retry:
         for i in range(max(0, self.attempts - 1)):
             yield min(self.max_delay, self.base * 2**i) * (0.8 + 0.4 * random.random())
 
-    def run(self, fn: Callable[[], T], *, server: str, what: str, transient: tuple[type[BaseException], ...],
+    def run(self, fn: Callable[[], T], *, server: str, what: str,
+            transient: tuple[type[BaseException], ...] | Callable[[BaseException], bool],
             auth: Callable[[BaseException], bool] = lambda exc: False, on_retry: Callable[[], None] | None = None,
             hint: str = "", lock: AbstractContextManager[Any] | None = None) -> T:
         """Call ``fn``; retry on ``transient`` errors, raise ServerAuthError / ServerUnavailableError.
+
+        ``transient`` is a tuple of exception types, or a test of the exception (a server error
+        that is transient only with a certain message).
 
         ``lock`` (a client that one thread at a time may use) is held during each
         attempt and released while waiting, so other threads are not held up by an outage wait.
@@ -368,6 +372,7 @@ class Retry:
         attempt reports the outage.
         """
         delays = self.delays()
+        is_transient = transient if callable(transient) else (lambda exc: isinstance(exc, transient))
 
         def attempt() -> T:
             if lock is None:
@@ -381,7 +386,7 @@ class Retry:
             if auth(exc):
                 return _caused_by(ServerAuthError(
                     f"{server} refused the credentials while {what}: {first_line(exc)}. {hint}"), exc)
-            if not isinstance(exc, transient):
+            if not is_transient(exc):
                 return exc
             delay = next(delays, None)
             if delay is None:

@@ -116,3 +116,31 @@ def test_stores_and_providers_share_one_retry_loop(monkeypatch):
     assert call_with_retry(flaky, provider="p", policy=RetryPolicy(max_retries=1, initial_delay=5.0),
                            translate=lambda exc: Fault(str(exc), 503, retryable=True)) == "ok"
     assert len(waits) == 2 and all(w >= 4.0 for w in waits)
+
+
+def test_a_chroma_segment_not_yet_on_disk_is_retried_and_other_internal_errors_are_not(tmp_path):
+    """Two indexers starting on one new collection: a read may meet a segment the other has not persisted yet."""
+    import chromadb.errors
+    import httpx
+
+    from akasha.stores.chroma import ChromaStore
+
+    store = ChromaStore(collection="retry-test", path=str(tmp_path / "chroma"))
+    not_yet = chromadb.errors.InternalError(
+        "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk")
+    assert store._transient(not_yet) and store._transient(httpx.ConnectError("refused"))
+    assert not store._transient(chromadb.errors.InternalError("Error executing plan: bad where clause"))
+
+    attempts = []
+
+    def read():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise not_yet
+        return "rows"
+
+    assert Retry(attempts=3, base=0.001, max_delay=0.001).run(read, server="s", what="reading",
+                                                              transient=store._transient) == "rows"
+    with pytest.raises(chromadb.errors.InternalError):  # not transient: raised at once, not retried
+        Retry(attempts=3, base=0.001).run(lambda: (_ for _ in ()).throw(chromadb.errors.InternalError("bad")),
+                                          server="s", what="reading", transient=store._transient)

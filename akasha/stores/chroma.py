@@ -192,7 +192,7 @@ class ChromaStore(BaseStore):
             raise ConfigError(f"Chroma collection name {collection!r} must have 3-498 characters from "
                               "[A-Za-z0-9._-], start and end with a letter or digit, and hold no '..'")
         self._server = bool(host)
-        self._transient: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
+        self._unreachable: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
         self.retry = retry or Retry()
         self._lock = threading.RLock()
         if host:
@@ -254,6 +254,19 @@ class ChromaStore(BaseStore):
                 "(see docs/servers.md)")
         return self.retry.run(fn, server=f"the Chroma server {self.name}", what=what, transient=self._transient,
                               auth=_is_auth_error, hint=hint, lock=self._lock)
+
+    def _transient(self, exc: BaseException) -> bool:
+        """Whether a failed call is worth another attempt: the server unreachable, or a segment not on disk yet.
+
+        A Chroma server answers "Error creating hnsw segment reader: Nothing found on disk" when a
+        collection another client has just started writing is read before its first vectors are
+        persisted (two indexers starting on one new collection, tests/test_server_shared.py); the
+        same read a moment later succeeds.
+        """
+        if isinstance(exc, self._unreachable):
+            return True
+        internal = getattr(self._chromadb.errors, "InternalError", None)
+        return internal is not None and isinstance(exc, internal) and "Nothing found on disk" in str(exc)
 
     def _get_collection(self, name: str) -> Any:
         try:
