@@ -24,3 +24,12 @@ def register_embedder() -> Iterator[Callable[[str, Any], Any]]:
     yield register
     for name in names:
         registry.unregister("embedder", name)
+
+
+@pytest.fixture
+def clean_registry() -> Iterator[None]:
+    """Every registration a test makes (``registry.register``) is undone when it ends."""
+    before = {kind: dict(entries) for kind, entries in registry._registered.items()}
+    yield
+    for kind in registry._registered:
+        registry._registered[kind] = before[kind]

@@ -40,13 +40,21 @@ def serving(reply: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[tuple[i
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serving_handler(Handler) as port:
+        yield port, seen
+
+
+@contextmanager
+def serving_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """Serve ``handler`` on 127.0.0.1 in a background thread; yields the port, then stops the server and closes it."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield server.server_address[1], seen
+        yield server.server_address[1]
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def send_head(handler: BaseHTTPRequestHandler, status: int, content_type: str,

@@ -12,15 +12,15 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
+from tests.http_fixtures import serving_handler
 from tests.spec_fixtures import CORPUS, body
 
 SECRET = "Zq7-unique-p4ss"
@@ -111,14 +111,8 @@ def serve(route: Route) -> Iterator[tuple[str, list[tuple[str, str, dict[str, st
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://user:{SECRET}@127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_handler(Handler) as port:
+        yield f"http://user:{SECRET}@127.0.0.1:{port}", seen
 
 
 def failing(method: str, path: str, payload: Any, headers: dict[str, str]) -> tuple[int, Any]:

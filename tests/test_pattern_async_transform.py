@@ -37,14 +37,6 @@ class _Rewrite(Pattern):
         return rewritten() if self.kind == "coroutine" else _Ready(["warranty manufacturing defects"])
 
 
-@pytest.fixture
-def clean_registry():
-    before = {kind: dict(entries) for kind, entries in registry._registered.items()}
-    yield
-    for kind in registry._registered:
-        registry._registered[kind] = before[kind]
-
-
 @pytest.mark.parametrize("kind", ["coroutine", "awaitable"])
 def test_an_async_transform_is_awaited_on_the_sync_path(clean_registry, kind):
     registry.register("pattern", "rewrite", lambda c, ctx: _Rewrite("rewrite", ("bm25",), "none", kind=kind))

@@ -15,14 +15,6 @@ from akasha.stores.memory import MemoryStore
 from tests.spec_fixtures import CORPUS, body
 
 
-@pytest.fixture
-def clean_registry():
-    before = {kind: dict(entries) for kind, entries in registry._registered.items()}
-    yield
-    for kind in registry._registered:
-        registry._registered[kind] = before[kind]
-
-
 def test_kinds_and_builtin_names():
     assert set(registry.KINDS) == {"splitter", "embedder", "index", "reranker", "pattern"}
     assert {"fixed", "recursive", "sentence", "semantic"} <= set(registry.names("splitter"))
