@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from akasha.retrieval.passages import PASSAGE_STRIDE, PASSAGE_TOKENS
+from akasha.stores.base import batches
 
 SCHEMA_VERSION = "1"
 
@@ -186,7 +187,7 @@ class Manifest:
     def parsed_status_of(self, settings: str, file_hashes: Sequence[str]) -> dict[str, tuple[str, str | None]]:
         """:meth:`parsed_status` for these file hashes only (a few documents need not read every row)."""
         out: dict[str, tuple[str, str | None]] = {}
-        for part in _batches(list(dict.fromkeys(file_hashes)), 500):
+        for part in batches(list(dict.fromkeys(file_hashes)), 500):
             marks = ",".join("?" * len(part))
             for h, s, r in self._query(f"SELECT file_hash, status, reason FROM parsed WHERE settings=? "
                                        f"AND file_hash IN ({marks})", [settings, *part]):
@@ -209,7 +210,7 @@ class Manifest:
     def load_chunks_many(self, file_hashes: Sequence[str], settings: str) -> dict[str, list[StoredChunk]]:
         """The stored chunks of many files, in order, in a few queries (a fresh process loads a whole corpus)."""
         out: dict[str, list[StoredChunk]] = {h: [] for h in file_hashes}
-        for part in _batches(list(out), 500):
+        for part in batches(list(out), 500):
             marks = ",".join("?" * len(part))
             rows = self._query(
                 f"SELECT file_hash, seq, text_hash, text, metadata FROM chunks WHERE settings=? "
@@ -224,7 +225,7 @@ class Manifest:
     def cached_hashes(self, model: str, text_hashes: Sequence[str], width: int | None = None) -> set[str]:
         """The subset of ``text_hashes`` that already has a vector for ``model`` (of ``width``, when given)."""
         found: set[str] = set()
-        for part in _batches(list(text_hashes), 500):
+        for part in batches(list(text_hashes), 500):
             marks = ",".join("?" * len(part))
             found.update(r[0] for r in self._query(
                 f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({marks})"
@@ -235,7 +236,7 @@ class Manifest:
         """The cached vectors of ``text_hashes`` for ``model``; with ``width``, only those of that width (a vector
         of another width, left by a misbehaving server, is as good as missing: it is embedded again)."""
         out: dict[str, np.ndarray] = {}
-        for part in _batches(list(dict.fromkeys(text_hashes)), 500):
+        for part in batches(list(dict.fromkeys(text_hashes)), 500):
             marks = ",".join("?" * len(part))
             for th, blob in self._query(
                 f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})", [model, *part]
@@ -285,7 +286,7 @@ class Manifest:
     def load_passages(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
         """The packed passage vectors stored for ``text_hashes`` (texts without any are left out)."""
         out: dict[str, bytes] = {}
-        for part in _batches(list(dict.fromkeys(text_hashes)), 500):
+        for part in batches(list(dict.fromkeys(text_hashes)), 500):
             marks = ",".join("?" * len(part))
             for th, blob in self._query(
                 f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})",
@@ -392,8 +393,3 @@ class Manifest:
 def passage_model(model: str) -> str:
     """The ``embeddings`` table's model key of ``model``'s passage vectors (never an embedder's own name)."""
     return f"{model} #passages-{PASSAGE_TOKENS}/{PASSAGE_STRIDE}"
-
-
-def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from akasha.errors import MissingExtraError, SpecError
-from akasha.stores.base import doc_id_of, matches
+from akasha.stores.base import batches, matches
 from akasha.stores.inprocess import InProcessStore
 from akasha.types import Chunk
 
@@ -73,7 +73,7 @@ class FaissStore(InProcessStore):
         out: list[tuple[Chunk, float]] = []
         for score, label in zip(scores[0].tolist(), labels[0].tolist(), strict=True):
             chunk = self._chunk_at.get(label)
-            if chunk is None or not matches(chunk.metadata, doc_id_of(chunk), filters):
+            if chunk is None or not matches(chunk, filters):
                 continue
             out.append((chunk, float(score)))
             if len(out) == k:
@@ -82,8 +82,7 @@ class FaissStore(InProcessStore):
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         labels = self._rows()
-        for start in range(0, len(labels), batch):
-            part = labels[start : start + batch]
+        for part in batches(labels, batch):
             matrix = np.stack([self._index.reconstruct(label) for label in part]).astype(np.float32)
             yield [self._chunk_at[label] for label in part], matrix
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from akasha.metadata import own
-from akasha.stores.base import BaseStore, doc_id_of, json_state, matches
+from akasha.stores.base import BaseStore, json_state, matches
 from akasha.types import Chunk
 
 
@@ -49,7 +49,7 @@ class InProcessStore(BaseStore):
         self._bm25_stale.add(chunk.id)
         self._row_of[chunk.id] = row
         self._chunk_at[row] = stored
-        self._by_doc.setdefault(doc_id_of(stored), set()).add(chunk.id)
+        self._by_doc.setdefault(stored.doc_id, set()).add(chunk.id)
         content_hash = own(stored.metadata, "content_hash")
         if isinstance(content_hash, str):
             self._by_hash.setdefault(content_hash, set()).add(chunk.id)
@@ -63,7 +63,7 @@ class InProcessStore(BaseStore):
                 continue
             self._bm25_stale.add(chunk_id)
             chunk = self._chunk_at.pop(row)
-            for table, key in ((self._by_doc, doc_id_of(chunk)), (self._by_hash, own(chunk.metadata, "content_hash"))):
+            for table, key in ((self._by_doc, chunk.doc_id), (self._by_hash, own(chunk.metadata, "content_hash"))):
                 if not isinstance(key, str):
                     continue
                 found = table.get(key)
@@ -101,7 +101,7 @@ class InProcessStore(BaseStore):
         out = []
         for chunk_id, score in ranked:
             chunk = self._chunk_at[self._row_of[chunk_id]]
-            if matches(chunk.metadata, doc_id_of(chunk), filters):
+            if matches(chunk, filters):
                 out.append((chunk, float(score)))
                 if len(out) == k:
                     break

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.stores.base import doc_id_of, matches, top_k
+from akasha.stores.base import batches, matches, top_k
 from akasha.stores.inprocess import InProcessStore
 from akasha.types import Chunk
 
@@ -88,7 +88,7 @@ class MemoryStore(InProcessStore):
         if filters:
             for slot in np.flatnonzero(mask):
                 chunk = self._chunk_at[int(slot)]
-                if not matches(chunk.metadata, doc_id_of(chunk), filters):
+                if not matches(chunk, filters):
                     mask[slot] = False
         live = int(mask.sum())
         if live == 0:
@@ -98,8 +98,7 @@ class MemoryStore(InProcessStore):
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         slots = self._rows()
-        for start in range(0, len(slots), batch):
-            part = slots[start : start + batch]
+        for part in batches(slots, batch):
             assert self._matrix is not None
             yield [self._chunk_at[s] for s in part], self._matrix[part].copy()
 
