@@ -165,7 +165,7 @@ class CorpusIndex:
             if external_store is not None:
                 self.vector_store = str(getattr(external_store, "name", type(external_store).__name__))
             elif store == "chroma":
-                from akasha.index.mirror import mirror_collection
+                from akasha.index.chroma import mirror_collection
 
                 external_store = mirror_collection(self.cache_dir, embedder.name, chunk_size, overlap)
         except BaseException:

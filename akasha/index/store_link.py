@@ -43,9 +43,9 @@ def state_key_for(namespace: str, source_key: str) -> str:
 class StoreLink:
     """Writes an index's corpus into ``store`` and reads back what another machine left there."""
 
-    def __init__(self, store: Any, embedder_name: str | Callable[[], str], namespace: str | Callable[[], str],
+    def __init__(self, store: Any, embedder_name: Callable[[], str], namespace: Callable[[], str],
                  corpus: str = "") -> None:
-        """``embedder_name`` and ``namespace`` may be callables: the index resolves its embedder's identity on
+        """``embedder_name`` and ``namespace`` are called on use: the index resolves its embedder's identity on
         first use, not when it is built."""
         self.store = store
         self._embedder_name = embedder_name
@@ -55,14 +55,12 @@ class StoreLink:
     @property
     def embedder_name(self) -> str:
         """The identity of the vectors this link writes (``embedder`` metadata of every record)."""
-        value = self._embedder_name
-        return value() if callable(value) else value
+        return self._embedder_name()
 
     @property
     def namespace(self) -> str:
         """The namespace of the corpus states this link saves and reads."""
-        value = self._namespace
-        return value() if callable(value) else value
+        return self._namespace()
 
     @property
     def name(self) -> str:

@@ -9,11 +9,13 @@ stores and searches the vectors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from akasha.metadata import own
-from akasha.stores.base import BaseStore, json_state, matches
+from akasha.stores.base import BaseStore, batches, json_state, matches
 from akasha.types import Chunk
 
 
@@ -88,9 +90,19 @@ class InProcessStore(BaseStore):
                     break
         return out
 
-    def _rows(self) -> list[int]:
-        """Every row holding a record, in row order (the order :meth:`scan` gives)."""
-        return sorted(self._chunk_at)
+    def _vectors_at(self, rows: list[int]) -> np.ndarray:
+        """The unit vectors held at ``rows`` (at least one), one row each (a subclass keeps them)."""
+        raise NotImplementedError
+
+    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        found = self._rows_for(hashes, embedder)
+        if not found:
+            return {}
+        return dict(zip(found, self._vectors_at(list(found.values())), strict=True))
+
+    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        for part in batches(sorted(self._chunk_at), batch):  # row order
+            yield [self._chunk_at[row] for row in part], self._vectors_at(list(part))
 
     def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         """BM25 over the records' texts (tokenized with the store's ``lexical_tokenizer``), best first."""
