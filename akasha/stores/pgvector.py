@@ -586,32 +586,9 @@ class PgVectorStore(BaseStore):
         return (f"WHERE {' AND '.join(clauses)} " if clauses else ""), params
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
-        if not self._ann_checked:
-            self.ensure_ann_index()
-        vec = _Vec(query)
-        clause, params = self._where(filters)
-
-        def read(conn: Any) -> list[tuple[Chunk, float]]:
-            if not self._ready(conn):
-                return []
-            if self._iterative is None:
-                version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-                parts = tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) if version else (0, 0)
-                self._iterative = parts >= (0, 8)
-            sql = (f"SELECT id, text, metadata, embedding <=> %b AS d FROM {self.table} {clause}"
-                   f"ORDER BY embedding <=> %b LIMIT %s")
-            with conn.transaction():
-                conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(int(self.ef_search), k))}")
-                if filters and self._iterative:  # keep filtered HNSW scans going until k rows match
-                    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                rows = conn.execute(sql, (vec, *params, vec, k)).fetchall()
-                if filters and not self._iterative and len(rows) < k:
-                    # pgvector < 0.8 filters after the HNSW scan, which may miss matches: exact scan instead
-                    conn.execute("SET LOCAL enable_indexscan = off")
-                    rows = conn.execute(sql, (vec, *params, vec, k)).fetchall()
-            return [(self._chunk(i, text, meta), 1.0 - float(d)) for i, text, meta, d in rows]
-
-        return self._run("searching", read)
+        """The dense side of :meth:`query` alone."""
+        request = SearchRequest(vector=query, k=k, pool=k, filters=filters, weights=(1.0, 0.0))
+        return [(hit.chunk, hit.score) for hit in self.query(request)]
 
     # ------------------------------------------------------------- searching
     capabilities = frozenset({"dense", "lexical", "hybrid"})
@@ -658,7 +635,22 @@ class PgVectorStore(BaseStore):
                 # (measured: 20-200 ms at 20k rows); every side of the query has an index to use.
                 conn.execute("SET enable_seqscan = off")
                 self._ef_set = ef
-            return conn.execute(sql, args).fetchall()
+            if not request.filters or mode == "lexical":
+                return conn.execute(sql, args).fetchall()
+            if self._iterative is None:
+                version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+                self._iterative = tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) >= (0, 8) \
+                    if version else False
+            with conn.transaction():
+                if self._iterative:  # keep filtered HNSW scans going until the pool's rows match
+                    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                rows = conn.execute(sql, args).fetchall()
+                if not self._iterative and mode == "dense" and len(rows) < request.k:
+                    # pgvector < 0.8 filters after the HNSW scan, which may miss matches: exact scan instead
+                    conn.execute("SET LOCAL enable_indexscan = off")
+                    conn.execute("SET LOCAL enable_seqscan = on")
+                    rows = conn.execute(sql, args).fetchall()
+            return rows
 
         rows = self._run("searching", read)
         hits = []
