@@ -17,12 +17,9 @@ one that cannot be used raises instead of being shadowed by a sibling.
 YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server,
 else ``persist_directory`` for a folder, else in memory.
 
-A server needs only Chroma's thin HTTP client, ``chromadb-client`` (the ``light`` extra);
-a folder or in-memory store needs the full ``chromadb`` (the ``chroma`` or ``full`` extra),
-which brings the local database engine (kubernetes, onnxruntime, grpcio: base + chromadb is
-513 MB where base + light is 231 MB; README "Install size").
-Both install the ``chromadb`` module; the thin client marks it ``chromadb.is_client``, and
-a local store asked of it raises :class:`~akasha.errors.MissingExtraError` saying what to install.
+A server needs only Chroma's thin HTTP client, ``chromadb-client`` (the ``light`` extra); a folder or
+in-memory store needs the full ``chromadb`` (``chroma`` or ``full``: 513 MB against 231 MB, README
+"Install size"), and asked of the thin client raises :class:`~akasha.errors.MissingExtraError`.
 """
 
 from __future__ import annotations
