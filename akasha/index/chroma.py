@@ -1,18 +1,13 @@
-"""Chroma beside the index: the collection ``store="chroma"`` writes, and searching an existing Chroma folder.
+"""Searching an existing Chroma folder, whoever wrote it (akasha, plain chromadb, LangChain).
 
-:func:`mirror_collection` is the collection ``CorpusIndex(..., store="chroma")`` writes beside its
-cache: one plain record per chunk, so chromadb, LangChain's ``Chroma`` or any other Chroma tool can
-read the corpus, under the collection name earlier releases used (their collections are reused).
-
-:func:`open_chroma_index` (the facade's ``use_chroma=True``) returns an index serving every search
-type over a folder's records, whoever wrote it (akasha, plain chromadb, LangChain): BM25 from the
-stored texts, cosine over the stored vectors, nothing embedded but the question. It never creates
-anything: a folder without ``chroma.sqlite3`` is refused.
+:func:`open_chroma_index` (the facade's ``use_chroma=True``) returns an index
+serving every search type over the folder's records: BM25 from the stored texts,
+cosine over the stored vectors, nothing embedded but the question. It never
+creates anything: a folder without ``chroma.sqlite3`` is refused.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from pathlib import Path
@@ -22,21 +17,6 @@ from akasha.embeddings.base import Embedder
 from akasha.errors import IndexMismatchError, SourceNotFoundError
 
 log = logging.getLogger(__name__)
-
-
-def collection_name(model: str, settings: dict[str, Any]) -> str:
-    """A Chroma-safe collection name unique to (model, chunk settings); the same as earlier releases used."""
-    key = f"{model}|{sorted(settings.items())}"
-    return "akasha-" + hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def mirror_collection(cache_dir: Path | None, model: str, chunk_size: int, chunk_overlap: int) -> Any:
-    """The Chroma store ``store="chroma"`` writes: ``<cache_dir>/chroma``, or memory without a cache folder."""
-    from akasha.stores.chroma import ChromaStore
-
-    name = collection_name(model, {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap})
-    where = cache_dir / "chroma" if cache_dir is not None else None
-    return ChromaStore(name, path=where, create=True)  # the index checks whose vectors it holds
 
 
 def is_chroma_url(path: object) -> bool:
@@ -99,4 +79,4 @@ def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, colle
     return index
 
 
-__all__ = ["chroma_folder_of", "collection_name", "is_chroma_url", "mirror_collection", "open_chroma_index"]
+__all__ = ["chroma_folder_of", "is_chroma_url", "open_chroma_index"]

@@ -26,6 +26,7 @@ the store's lock where it has one.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -161,10 +162,14 @@ class CorpusIndex:
                 external_store = _checked_store(vector_store)
             if external_store is not None:
                 self.vector_store = str(getattr(external_store, "name", type(external_store).__name__))
-            elif store == "chroma":
-                from akasha.index.chroma import mirror_collection
+            elif store == "chroma":  # plain records beside the cache, which any Chroma tool reads
+                from akasha.stores.chroma import ChromaStore
 
-                external_store = mirror_collection(self.cache_dir, embedder.name, chunk_size, overlap)
+                # the collection name earlier releases used (their collections are reused)
+                settings = sorted({"chunk_size": chunk_size, "chunk_overlap": overlap}.items())
+                name = "akasha-" + hashlib.sha256(f"{embedder.name}|{settings}".encode()).hexdigest()[:16]
+                where = self.cache_dir / "chroma" if self.cache_dir is not None else None
+                external_store = ChromaStore(name, path=where, create=True)  # the index checks whose vectors it holds
         except BaseException:
             self._manifest.close()
             if external_store is not None and isinstance(vector_store, str):
