@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from akasha.stores.base import VectorStore
+from akasha.stores.base import BaseStore
 from akasha.types import Chunk
 
 DIM = 8
@@ -54,7 +54,7 @@ def pg_uri():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _make(kind: str, tmp_path: Path, request) -> VectorStore:
+def _make(kind: str, tmp_path: Path, request) -> BaseStore:
     if kind == "memory":
         from akasha.stores.memory import MemoryStore
 

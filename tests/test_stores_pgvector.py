@@ -203,3 +203,19 @@ def test_a_query_sets_ef_search_from_the_option_and_the_pool(pg_server, option, 
     shown = store._run("reading the setting", lambda conn: conn.execute("SHOW hnsw.ef_search").fetchone()[0])  # noqa: SLF001
     assert shown == expected
     store.close()
+
+
+def test_a_selective_filter_still_gets_k_hits_from_the_hnsw_index(pg_server):  # noqa: F811
+    """A filter that few rows match: the engine's query (and nearest) keep scanning, not stop at ef_search rows."""
+    from akasha.stores.query import SearchRequest
+
+    store = open_store(pg_server.dsn(table=table()))
+    rng = np.random.default_rng(7)
+    chunks = [rec(f"d{i}", 0, f"note {i}", corpus="rare" if i % 200 == 0 else "common") for i in range(4000)]
+    store.upsert(chunks, rng.normal(size=(len(chunks), DIM)).astype(np.float32))
+    store.ensure_ann_index()
+    query = rng.normal(size=DIM).astype(np.float32)
+    hits = store.query(SearchRequest(vector=query, k=10, pool=10, filters={"corpus": "rare"}, weights=(1.0, 0.0)))
+    assert len(hits) == 10 and all(h.chunk.metadata["corpus"] == "rare" for h in hits)
+    assert len(store.nearest(query, 10, {"corpus": "rare"})) == 10
+    store.close()

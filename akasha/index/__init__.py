@@ -7,18 +7,9 @@ Chroma itself is imported only when a Chroma store is used.
 
 from __future__ import annotations
 
-from typing import Any
-
+from akasha.index.chroma import open_chroma_index
 from akasha.index.corpus import STORES, CorpusIndex
 from akasha.index.paths import MEMORY, default_cache_dir
 from akasha.index.reports import PruneReport, SyncReport
 
 __all__ = ["MEMORY", "STORES", "CorpusIndex", "PruneReport", "SyncReport", "default_cache_dir", "open_chroma_index"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "open_chroma_index":
-        from akasha.index import chroma
-
-        return getattr(chroma, name)
-    raise AttributeError(f"module 'akasha.index' has no attribute {name!r}")

@@ -3,8 +3,7 @@
 :func:`open_chroma_index` (the facade's ``use_chroma=True``) returns an index
 serving every search type over the folder's records: BM25 from the stored texts,
 cosine over the stored vectors, nothing embedded but the question. It never
-creates anything: a folder without ``chroma.sqlite3`` is refused. (The collection
-``CorpusIndex(..., store="chroma")`` writes is :mod:`akasha.index.mirror`.)
+creates anything: a folder without ``chroma.sqlite3`` is refused.
 """
 
 from __future__ import annotations

@@ -19,16 +19,14 @@ and searches a store's engine answers (:mod:`akasha.index.store_search`). An ext
 every chunk as a plain record with its vector and the committed corpus state, through
 :mod:`akasha.index.store_link`; another machine sharing it embeds nothing.
 
-Crash safety: vectors are committed to the cache in batches; the store, the corpus in memory
-and the committed state change only after every vector is available, so an exception part
-way (say the provider fails on file 7 of 10) leaves the previous state usable and the next
-call resumes from the committed vectors. Writers hold a file lock, and the store's lock
-where it has one.
+Crash safety is the ingest's order (:mod:`akasha.index.ingest`); writers hold a file lock, and
+the store's lock where it has one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -164,10 +162,14 @@ class CorpusIndex:
                 external_store = _checked_store(vector_store)
             if external_store is not None:
                 self.vector_store = str(getattr(external_store, "name", type(external_store).__name__))
-            elif store == "chroma":
-                from akasha.index.mirror import mirror_collection
+            elif store == "chroma":  # plain records beside the cache, which any Chroma tool reads
+                from akasha.stores.chroma import ChromaStore
 
-                external_store = mirror_collection(self.cache_dir, embedder.name, chunk_size, overlap)
+                # the collection name earlier releases used (their collections are reused)
+                settings = sorted({"chunk_size": chunk_size, "chunk_overlap": overlap}.items())
+                name = "akasha-" + hashlib.sha256(f"{embedder.name}|{settings}".encode()).hexdigest()[:16]
+                where = self.cache_dir / "chroma" if self.cache_dir is not None else None
+                external_store = ChromaStore(name, path=where, create=True)  # the index checks whose vectors it holds
         except BaseException:
             self._manifest.close()
             if external_store is not None and isinstance(vector_store, str):
@@ -645,12 +647,6 @@ class CorpusIndex:
         live.committed = None
         report.chunks = len(live.chunks)
 
-    def _drop_lexical(self) -> None:
-        """Forget a lexical-only corpus before a full sync: it starts as a new process would (vectors
-        come from the cache, a committed snapshot is reused)."""
-        if self._live.lexical_only:
-            self._live.reset()
-
     def _ensure_dense(self) -> None:
         """Give a lexical-only corpus (see :meth:`_apply_lexical`) its vectors and commit it: cached vectors
         are reused, only the missing ones are embedded. Builds the embedder if it was not yet."""
@@ -698,8 +694,9 @@ class CorpusIndex:
         any), and commits the manifest row last.
         """
         self._persist.commit_documents()  # documents waiting for their commit are committed before the corpus moves on
-        self._drop_lexical()
         live = self._live
+        if live.lexical_only:  # a full sync starts as a new process would (a committed snapshot is reused)
+            live.reset()
         state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
         if (state_key == live.state_key and source_key == live.source and not self._store_behind
                 and live.committed == (source_key, state_key)):

@@ -26,6 +26,7 @@ from akasha.index.store_link import StoreLink
 from akasha.metadata import own
 from akasha.retrieval.bm25 import ADD_BATCH as BM25_BATCH
 from akasha.retrieval.search import SearchSettings
+from akasha.stores.base import batches
 from akasha.types import Chunk
 
 #: With ``progress=None``, the embedding bar appears when a sync embeds more texts than this
@@ -91,16 +92,15 @@ class Ingest:
         if missing and self.link is not None:  # vectors another machine already wrote into the shared store
             shared = self.link.vectors_for(missing)
             if shared:
-                hashes = [h for h in missing if h in shared]
-                self.manifest.store_vectors(model, hashes, np.stack([shared[h] for h in hashes]))
+                found = [h for h in missing if h in shared]
+                self.manifest.store_vectors(model, found, np.stack([shared[h] for h in found]))
                 missing = [h for h in missing if h not in shared]
         batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
         bar = _embedding_bar(len(missing), self.progress)
         with_passages = getattr(self.embedder, "embed_documents_with_passages", None) \
             if self.settings.passage_fetch else None
         try:
-            for start in range(0, len(missing), batch):
-                hashes = missing[start : start + batch]
+            for hashes in batches(missing, batch):
                 if with_passages is not None:
                     vectors, passages = with_passages([texts[h] for h in hashes])
                     matrix = as_matrix(vectors, len(hashes), model)

@@ -153,7 +153,7 @@ class LiveCorpus:
         out = []
         for chunk_id, score in pairs:
             chunk = self.chunks.get(chunk_id)
-            if chunk is not None and matches(chunk.metadata, chunk.doc_id, filters):
+            if chunk is not None and matches(chunk, filters):
                 out.append((chunk, float(score)))
                 if len(out) == k:
                     break

@@ -22,12 +22,13 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from akasha.retrieval.passages import PASSAGE_STRIDE, PASSAGE_TOKENS
+from akasha.stores.base import batches
 
 SCHEMA_VERSION = "1"
 
@@ -152,6 +153,11 @@ class Manifest:
             except sqlite3.DatabaseError as exc:  # "database disk image is malformed": say what to do
                 raise self._storage_error(exc) from exc
 
+    def _query_in(self, sql: str, args: Sequence[Any], keys: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``sql`` (``{marks}``: the placeholders of ``keys``, last) over ``keys``, 500 at a time."""
+        for part in batches(list(dict.fromkeys(keys)), 500):
+            yield from self._query(sql.format(marks=",".join("?" * len(part))), [*args, *part])
+
     # -------------------------------------------------------------------- meta
     def get_meta(self, key: str) -> str | None:
         """A value akasha keeps about the cache itself (``last:<namespace>``: the source committed last)."""
@@ -185,13 +191,9 @@ class Manifest:
 
     def parsed_status_of(self, settings: str, file_hashes: Sequence[str]) -> dict[str, tuple[str, str | None]]:
         """:meth:`parsed_status` for these file hashes only (a few documents need not read every row)."""
-        out: dict[str, tuple[str, str | None]] = {}
-        for part in _batches(list(dict.fromkeys(file_hashes)), 500):
-            marks = ",".join("?" * len(part))
-            for h, s, r in self._query(f"SELECT file_hash, status, reason FROM parsed WHERE settings=? "
-                                       f"AND file_hash IN ({marks})", [settings, *part]):
-                out[h] = (s, r)
-        return out
+        return {h: (s, r) for h, s, r in self._query_in(
+            "SELECT file_hash, status, reason FROM parsed WHERE settings=? AND file_hash IN ({marks})", [settings],
+            file_hashes)}
 
     def store_parsed(self, file_hash: str, settings: str, chunks: Sequence[StoredChunk],
                      status: str = "ok", reason: str | None = None) -> None:
@@ -209,40 +211,29 @@ class Manifest:
     def load_chunks_many(self, file_hashes: Sequence[str], settings: str) -> dict[str, list[StoredChunk]]:
         """The stored chunks of many files, in order, in a few queries (a fresh process loads a whole corpus)."""
         out: dict[str, list[StoredChunk]] = {h: [] for h in file_hashes}
-        for part in _batches(list(out), 500):
-            marks = ",".join("?" * len(part))
-            rows = self._query(
-                f"SELECT file_hash, seq, text_hash, text, metadata FROM chunks WHERE settings=? "
-                f"AND file_hash IN ({marks}) ORDER BY file_hash, seq",
-                [settings, *part],
-            )
-            for file_hash, seq, text_hash, text, meta in rows:
-                out[file_hash].append((seq, text_hash, text, json.loads(meta)))
+        for file_hash, seq, text_hash, text, meta in self._query_in(
+                "SELECT file_hash, seq, text_hash, text, metadata FROM chunks WHERE settings=? "
+                "AND file_hash IN ({marks}) ORDER BY file_hash, seq", [settings], out):
+            out[file_hash].append((seq, text_hash, text, json.loads(meta)))
         return out
 
     # -------------------------------------------------------------- embeddings
     def cached_hashes(self, model: str, text_hashes: Sequence[str], width: int | None = None) -> set[str]:
         """The subset of ``text_hashes`` that already has a vector for ``model`` (of ``width``, when given)."""
-        found: set[str] = set()
-        for part in _batches(list(text_hashes), 500):
-            marks = ",".join("?" * len(part))
-            found.update(r[0] for r in self._query(
-                f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({marks})"
-                + (" AND dim=?" if width is not None else ""), [model, *part, *([width] if width is not None else [])]))
-        return found
+        dim = " AND dim=?" if width is not None else ""
+        return {r[0] for r in self._query_in(f"SELECT text_hash FROM embeddings WHERE model=?{dim} "
+                                             "AND text_hash IN ({marks})", [model, *([width] if dim else [])],
+                                             text_hashes)}
 
     def load_vectors(self, model: str, text_hashes: Sequence[str], width: int | None = None) -> dict[str, np.ndarray]:
         """The cached vectors of ``text_hashes`` for ``model``; with ``width``, only those of that width (a vector
         of another width, left by a misbehaving server, is as good as missing: it is embedded again)."""
         out: dict[str, np.ndarray] = {}
-        for part in _batches(list(dict.fromkeys(text_hashes)), 500):
-            marks = ",".join("?" * len(part))
-            for th, blob in self._query(
-                f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})", [model, *part]
-            ):
-                vector = np.frombuffer(blob, dtype=np.float32)
-                if width is None or vector.shape[0] == width:
-                    out[th] = vector
+        for th, blob in self._query_in("SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN "
+                                       "({marks})", [model], text_hashes):
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if width is None or vector.shape[0] == width:
+                out[th] = vector
         return out
 
     def common_width(self, model: str) -> int | None:
@@ -284,15 +275,9 @@ class Manifest:
 
     def load_passages(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
         """The packed passage vectors stored for ``text_hashes`` (texts without any are left out)."""
-        out: dict[str, bytes] = {}
-        for part in _batches(list(dict.fromkeys(text_hashes)), 500):
-            marks = ",".join("?" * len(part))
-            for th, blob in self._query(
-                f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})",
-                [passage_model(model), *part],
-            ):
-                out[th] = bytes(blob)
-        return out
+        return {th: bytes(blob) for th, blob in self._query_in(
+            "SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({marks})", [passage_model(model)],
+            text_hashes)}
 
     # ----------------------------------------------------------------- corpora
     def last_source(self, namespace: str) -> str | None:
@@ -392,8 +377,3 @@ class Manifest:
 def passage_model(model: str) -> str:
     """The ``embeddings`` table's model key of ``model``'s passage vectors (never an embedder's own name)."""
     return f"{model} #passages-{PASSAGE_TOKENS}/{PASSAGE_STRIDE}"
-
-
-def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from akasha.metadata import own, put_own
+from akasha.stores.base import batches
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,9 @@ def state_key_for(namespace: str, source_key: str) -> str:
 class StoreLink:
     """Writes an index's corpus into ``store`` and reads back what another machine left there."""
 
-    def __init__(self, store: Any, embedder_name: str | Callable[[], str], namespace: str | Callable[[], str],
+    def __init__(self, store: Any, embedder_name: Callable[[], str], namespace: Callable[[], str],
                  corpus: str = "") -> None:
-        """``embedder_name`` and ``namespace`` may be callables: the index resolves its embedder's identity on
+        """``embedder_name`` and ``namespace`` are called on use: the index resolves its embedder's identity on
         first use, not when it is built."""
         self.store = store
         self._embedder_name = embedder_name
@@ -54,14 +55,12 @@ class StoreLink:
     @property
     def embedder_name(self) -> str:
         """The identity of the vectors this link writes (``embedder`` metadata of every record)."""
-        value = self._embedder_name
-        return value() if callable(value) else value
+        return self._embedder_name()
 
     @property
     def namespace(self) -> str:
         """The namespace of the corpus states this link saves and reads."""
-        value = self._namespace
-        return value() if callable(value) else value
+        return self._namespace()
 
     @property
     def name(self) -> str:
@@ -93,14 +92,13 @@ class StoreLink:
         not in ``keep`` (the ids of the current corpus) is stale: an older version's chunk.
         """
         fresh = self._not_yet_stored(chunks)
-        for start in range(0, len(fresh), WRITE_BATCH):
-            part = fresh[start : start + WRITE_BATCH]
+        for part in batches(fresh, WRITE_BATCH):
             records = [self.record(chunk) for chunk in part]
             matrix = np.stack([np.asarray(vectors[own(c.metadata, "content_hash")], dtype=np.float32) for c in part])
             self.store.upsert(records, matrix)
         stale: list[str] = []
-        for start in range(0, len(documents), WRITE_BATCH):
-            found = self.store.ids_of_documents(list(documents[start : start + WRITE_BATCH]))
+        for names in batches(documents, WRITE_BATCH):
+            found = self.store.ids_of_documents(list(names))
             stale.extend(i for i in found if i not in keep)
         if stale:
             self.store.remove(stale)
@@ -154,8 +152,8 @@ class StoreLink:
         if not added:
             return []
         stored: dict[str, str] = {}
-        for start in range(0, len(added), WRITE_BATCH):
-            for chunk in self.store.fetch([c.id for c in added[start : start + WRITE_BATCH]]):
+        for part in batches(added, WRITE_BATCH):
+            for chunk in self.store.fetch([c.id for c in part]):
                 if own(chunk.metadata, "doc_id") is not None:  # an earlier release's record lacks it: rewrite
                     stored[chunk.id] = str(own(chunk.metadata, "content_hash", ""))
         return [c for c in added if stored.get(c.id) != own(c.metadata, "content_hash")]

@@ -1,29 +1,13 @@
 """The Store contract every vector store implements, and what all of them share.
 
-A :class:`Store` keeps chunk records (id, text, metadata) with one unit-length
-float32 vector each, answers cosine-similarity searches, and keeps the small JSON
-state of the index that writes it (so every machine sharing the store can read it).
-The contract is synchronous and keyed by chunk id:
-
-* ``upsert(chunks, vectors)`` writes (or replaces) records by ``chunk.id`` after
-  validating every row (one finite row per chunk, the store's width);
-* ``remove(ids)``, ``fetch(ids)``, ``ids_of_documents(doc_ids)``, ``count()``;
-* ``vectors_for(content_hashes, embedder)``: vectors already stored for chunk texts
-  (by the ``content_hash`` and ``embedder`` metadata), so a second machine embeds nothing;
-* ``query(request)``: the store's engine ranks chunks for a
-  :class:`~akasha.stores.query.SearchRequest` (dense, lexical or hybrid, fused in
-  the engine where it can; ``capabilities`` says which sides it answers natively);
-* ``nearest(vector, k, filters)``: cosine similarity, best first;
-* ``scan(batch)``: every record with its vector;
-* ``load_state``/``save_state``, ``lock(timeout)``, ``close()``.
-
-:class:`BaseStore` implements the argument checks once and, on top of the sync
-methods, the older asynchronous API the YAML pipeline awaits (``replace``,
-``delete``, ``search``, ``get``, ``count``, ``aclose``); a backend implements the
-``_``-methods. Metadata the index writes: ``source``, ``page``, ``chunk_index``,
-``content_hash`` (sha256 of the text), ``embedder``, ``doc_id``, plus scalar user
-metadata. Filters are equality on metadata keys; ``doc_id`` is the chunk's document
-id (its id before the last ``#``).
+A :class:`Store` keeps chunk records (id, text, metadata) with one unit-length float32
+vector each, keyed by chunk id; it answers cosine searches and its engine's ``query``
+(:mod:`akasha.stores.query`), and keeps the small JSON state of the index that writes it,
+so every machine sharing the store can read it. :class:`BaseStore` implements the
+argument checks once and, on the sync methods, the older asynchronous API the YAML
+pipeline awaits (``replace``, ``delete``, ``search``, ``get``, ``count``, ``aclose``); a
+backend implements the ``_``-methods. Filters are equality on metadata keys; ``doc_id``
+is the chunk's document id (its id before the last ``#``).
 """
 
 from __future__ import annotations
@@ -33,7 +17,7 @@ import heapq
 import json
 import math
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -46,9 +30,6 @@ from akasha.types import Chunk, Hit
 #: Metadata filters: equality on metadata keys; ``doc_id`` matches the document id.
 Filters = Mapping[str, Any]
 
-#: Metadata keys the index writes on every chunk record.
-INDEX_KEYS: tuple[str, ...] = ("source", "page", "chunk_index", "content_hash", "embedder", "doc_id")
-
 #: Key under which flat-metadata stores (Chroma, Qdrant) keep values they cannot hold as plain keys, as JSON.
 EXTRA_KEY = "akasha_json"
 
@@ -56,95 +37,43 @@ EXTRA_KEY = "akasha_json"
 LEGACY_META_KEY = "_akasha"
 
 _SCALARS = (str, int, float, bool)
+T = TypeVar("T")
 
 
 @runtime_checkable
 class Store(Protocol):
-    """What the content-keyed index needs from a vector store (synchronous, keyed by chunk id)."""
+    """What the content-keyed index needs from a vector store; :class:`BaseStore` documents each method."""
 
     name: str
     dimension: int | None
     #: What :meth:`query` answers in the store's engine: a subset of ``{"dense", "lexical", "hybrid"}``.
     capabilities: frozenset[str]
 
-    def query(self, request: SearchRequest) -> list[Hit]:
-        """Rank chunks for ``request`` (dense, lexical or both fused) with the store's own engine."""
-        ...
+    def query(self, request: SearchRequest) -> list[Hit]: ...
 
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Write ``chunks`` with one vector each, replacing records of the same id."""
-        ...
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None: ...
 
-    def remove(self, ids: Sequence[str]) -> int:
-        """Delete the records with these ids; returns how many existed."""
-        ...
+    def remove(self, ids: Sequence[str]) -> int: ...
 
-    def fetch(self, ids: Sequence[str]) -> list[Chunk]:
-        """The stored chunks with these ids, in the given order (missing ids skipped)."""
-        ...
+    def fetch(self, ids: Sequence[str]) -> list[Chunk]: ...
 
-    def vectors_for(self, content_hashes: Sequence[str], embedder: str) -> dict[str, np.ndarray]:
-        """Stored vectors of chunk texts with these hashes made by ``embedder``: ``{hash: vector}``."""
-        ...
+    def vectors_for(self, content_hashes: Sequence[str], embedder: str) -> dict[str, np.ndarray]: ...
 
-    def nearest(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
-        """The ``k`` most cosine-similar chunks, best first, as ``(chunk, cosine)``."""
-        ...
+    def nearest(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]: ...
 
-    def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
-        """Every record with its vector, ``batch`` at a time."""
-        ...
+    def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]: ...
 
-    def ids_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
-        """The ids of every record of these documents."""
-        ...
+    def ids_of_documents(self, doc_ids: Sequence[str]) -> list[str]: ...
 
-    def count(self) -> int:
-        """How many records the store holds."""
-        ...
+    def count(self) -> int: ...
 
-    def load_state(self, key: str) -> dict[str, Any] | None:
-        """The JSON state saved under ``key``, or None."""
-        ...
+    def load_state(self, key: str) -> dict[str, Any] | None: ...
 
-    def save_state(self, key: str, state: Mapping[str, Any]) -> None:
-        """Replace the JSON state under ``key`` (atomically: readers see the old or the new one)."""
-        ...
+    def save_state(self, key: str, state: Mapping[str, Any]) -> None: ...
 
-    def lock(self, timeout: float) -> contextlib.AbstractContextManager[None]:
-        """A writer lock shared by every machine using the store (a no-op where the store has none)."""
-        ...
+    def lock(self, timeout: float) -> contextlib.AbstractContextManager[None]: ...
 
-    def close(self) -> None:
-        """Release connections and clients."""
-        ...
-
-
-@runtime_checkable
-class VectorStore(Protocol):
-    """The older asynchronous API the YAML pipeline awaits (every :class:`BaseStore` offers it)."""
-
-    name: str
-
-    async def replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Replace every chunk of ``doc_ids`` with ``chunks`` (which may be empty)."""
-        ...
-
-    async def delete(self, doc_ids: Sequence[str]) -> int:
-        """Remove every chunk of ``doc_ids``; returns how many chunks went."""
-        ...
-
-    async def search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
-        """The ``k`` most cosine-similar chunks, best first, as ``(chunk, cosine)``."""
-        ...
-
-    async def get(self, ids: Sequence[str]) -> list[Chunk]:
-        """The stored chunks with these ids (missing ids are skipped), in the given order."""
-        ...
-
-    def count(self) -> Any:
-        """How many chunks the store holds (awaitable)."""
-        ...
+    def close(self) -> None: ...
 
 
 class Count(int):
@@ -159,14 +88,6 @@ class Count(int):
 
 
 # --------------------------------------------------------------------- checks
-def doc_id_of(chunk: Chunk) -> str:
-    """The document a chunk belongs to: the part of its id before the last ``#``.
-
-    A ``doc_id`` key in the chunk's metadata is user data and is not consulted.
-    """
-    return chunk.doc_id
-
-
 def check_upsert(chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | None,
                  where: str = "the store") -> np.ndarray:
     """Validate an upsert before anything is written; returns unit-length float32 rows.
@@ -197,17 +118,6 @@ def check_upsert(chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | 
     return normalize_rows(matrix)
 
 
-def check_write(doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray,
-                dimension: int | None) -> np.ndarray:
-    """Validate a ``replace()`` call (see :func:`check_upsert`); every chunk must belong to ``doc_ids``."""
-    matrix = check_upsert(chunks, vectors, dimension)
-    wanted = set(doc_ids)
-    stray = [c.id for c in chunks if doc_id_of(c) not in wanted]
-    if stray:
-        raise ValueError(f"chunks {stray[:3]} do not belong to the documents being replaced")
-    return matrix
-
-
 def check_query(vector: np.ndarray, dimension: int | None) -> np.ndarray:
     """A query vector as one unit-length float32 row of the store's width."""
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -218,12 +128,12 @@ def check_query(vector: np.ndarray, dimension: int | None) -> np.ndarray:
     return normalize_rows(query.reshape(1, -1))[0]
 
 
-def matches(metadata: Mapping[str, Any], doc_id: str, filters: Filters | None) -> bool:
+def matches(chunk: Chunk, filters: Filters | None) -> bool:
     """True when every filter key equals the chunk's metadata value (``doc_id`` is the document id)."""
     if not filters:
         return True
     for key, value in filters.items():
-        actual = doc_id if key == "doc_id" else metadata.get(key)
+        actual = chunk.doc_id if key == "doc_id" else chunk.metadata.get(key)
         if actual != value or isinstance(actual, bool) != isinstance(value, bool):  # True == 1, but a flag is no number
             return False
     return True
@@ -232,11 +142,6 @@ def matches(metadata: Mapping[str, Any], doc_id: str, filters: Filters | None) -
 def scalar_filters(filters: Filters | None) -> bool:
     """True when every filter value is a plain scalar a server can match (str, int, float, bool)."""
     return all(isinstance(v, _SCALARS) for v in (filters or {}).values())
-
-
-def dump_metadata(metadata: Mapping[str, Any]) -> str:
-    """Metadata as JSON for stores that keep it as a string (non-JSON values become strings)."""
-    return json.dumps(dict(metadata), default=str, ensure_ascii=False)
 
 
 def is_scalar(value: Any) -> bool:
@@ -253,7 +158,7 @@ def flat_metadata(chunk: Chunk, *, keep: Callable[[Any], bool] = is_scalar,
     plain key (other values, ``reserved`` names, a user ``doc_id`` that differs) goes
     to :data:`EXTRA_KEY` as JSON, so :func:`metadata_from_flat` gives the metadata back.
     """
-    doc = doc_id_of(chunk)
+    doc = chunk.doc_id
     row: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, value in chunk.metadata.items():
@@ -299,6 +204,12 @@ def json_state(key: str, state: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"state for {key!r} must be JSON-serialisable: {exc}") from None
     return copied
+
+
+def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size`` (the stores' and the cache's write and read batches)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
@@ -493,7 +404,7 @@ class BaseStore:
         best: list[tuple[float, int, Chunk]] = []
         seen = 0
         for chunks, matrix in self._scan(1000):
-            keep = [i for i, c in enumerate(chunks) if matches(c.metadata, doc_id_of(c), filters)]
+            keep = [i for i, c in enumerate(chunks) if matches(c, filters)]
             if not keep:
                 seen += len(chunks)
                 continue
@@ -514,7 +425,10 @@ class BaseStore:
         Everything is validated first; a write that fails leaves the previous version in place.
         """
         chunks = list(chunks)
-        check_write(doc_ids, chunks, vectors, self.dimension)
+        check_upsert(chunks, vectors, self.dimension)
+        stray = [c.id for c in chunks if c.doc_id not in set(doc_ids)]
+        if stray:
+            raise ValueError(f"chunks {stray[:3]} do not belong to the documents being replaced")
         if not doc_ids:
             return
         old = self.ids_of_documents(list(doc_ids))
@@ -551,12 +465,7 @@ class BaseStore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
-
-#: The previous release's name of the base class (its hooks are now the ``_``-methods above).
-SyncStore = BaseStore
-
 __all__ = [
-    "EXTRA_KEY", "INDEX_KEYS", "BaseStore", "Count", "Filters", "Store", "SyncStore", "VectorStore", "check_query",
-    "check_upsert", "check_write", "doc_id_of", "dump_metadata", "flat_metadata", "is_scalar", "json_state",
-    "matches", "metadata_from_flat", "scalar_filters", "top_k",
+    "EXTRA_KEY", "BaseStore", "Count", "Filters", "Store", "batches", "check_query", "check_upsert", "flat_metadata",
+    "is_scalar", "json_state", "matches", "metadata_from_flat", "scalar_filters", "top_k",
 ]

@@ -17,12 +17,9 @@ one that cannot be used raises instead of being shadowed by a sibling.
 YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server,
 else ``persist_directory`` for a folder, else in memory.
 
-A server needs only Chroma's thin HTTP client, ``chromadb-client`` (the ``light`` extra);
-a folder or in-memory store needs the full ``chromadb`` (the ``chroma`` or ``full`` extra),
-which brings the local database engine (kubernetes, onnxruntime, grpcio: base + chromadb is
-513 MB where base + light is 231 MB; README "Install size").
-Both install the ``chromadb`` module; the thin client marks it ``chromadb.is_client``, and
-a local store asked of it raises :class:`~akasha.errors.MissingExtraError` saying what to install.
+A server needs only Chroma's thin HTTP client, ``chromadb-client`` (the ``light`` extra); a folder or
+in-memory store needs the full ``chromadb`` (``chroma`` or ``full``: 513 MB against 231 MB, README
+"Install size"), and asked of the thin client raises :class:`~akasha.errors.MissingExtraError`.
 """
 
 from __future__ import annotations
@@ -43,7 +40,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.base import BaseStore, batches, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -347,8 +344,7 @@ class ChromaStore(BaseStore):
 
     def _remove(self, ids: list[str]) -> int:
         removed = 0
-        for start in range(0, len(ids), self._batch):
-            part = ids[start : start + self._batch]
+        for part in batches(ids, self._batch):
             present = self._call("looking up chunks", lambda: self.collection.get(ids=part, include=[]))["ids"]
             if present:
                 self._call(f"deleting {len(present)} chunks", lambda: self.collection.delete(ids=list(present)))
@@ -357,8 +353,7 @@ class ChromaStore(BaseStore):
 
     def _fetch(self, ids: list[str]) -> list[Chunk]:
         found: dict[str, Chunk] = {}
-        for start in range(0, len(ids), self._batch):
-            part = ids[start : start + self._batch]
+        for part in batches(ids, self._batch):
             got = self._call("reading chunks",
                              lambda: self.collection.get(ids=part, include=["documents", "metadatas"]))
             for i, doc, meta in zip(got["ids"], _rows(got["documents"]), _rows(got["metadatas"]), strict=True):
@@ -367,8 +362,7 @@ class ChromaStore(BaseStore):
 
     def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        for start in range(0, len(hashes), self._batch):
-            part = hashes[start : start + self._batch]
+        for part in batches(hashes, self._batch):
             clause: dict[str, Any] = {"content_hash": {"$in": part}}
             if self.embedder != embedder:  # a collection of one recorded embedder needs no per-record check
                 clause = {"$and": [clause, {"embedder": {"$eq": embedder}}]}
@@ -391,8 +385,7 @@ class ChromaStore(BaseStore):
         if legacy is None:
             return {}
         out: dict[str, np.ndarray] = {}
-        for start in range(0, len(hashes), self._batch):
-            part = hashes[start : start + self._batch]
+        for part in batches(hashes, self._batch):
             got = self._call("reading vectors of the previous release",
                              lambda: legacy.get(ids=part, include=["embeddings"]))
             for text_hash, vec in zip(got["ids"], _rows(got["embeddings"]), strict=True):
@@ -497,8 +490,7 @@ class ChromaStore(BaseStore):
 
     def _ids_of_documents(self, doc_ids: list[str]) -> list[str]:
         found: dict[str, None] = {}
-        for start in range(0, len(doc_ids), self._batch):
-            part = doc_ids[start : start + self._batch]
+        for part in batches(doc_ids, self._batch):
             got = self._call("looking up documents", lambda: self.collection.get(
                 where={"doc_id": {"$in": part}}, include=[]))
             found.update(dict.fromkeys(got["ids"]))

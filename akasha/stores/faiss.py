@@ -7,13 +7,12 @@ Needs the ``faiss`` extra (``faiss-cpu``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from akasha.errors import MissingExtraError, SpecError
-from akasha.stores.base import doc_id_of, matches
+from akasha.stores.base import matches
 from akasha.stores.inprocess import InProcessStore
 from akasha.types import Chunk
 
@@ -60,9 +59,8 @@ class FaissStore(InProcessStore):
             self._index.remove_ids(np.asarray(labels, dtype=np.int64))
         return len(labels)
 
-    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
-        return {h: np.asarray(self._index.reconstruct(label), dtype=np.float32)
-                for h, label in self._rows_for(hashes, embedder).items()}
+    def _vectors_at(self, rows: list[int]) -> np.ndarray:
+        return np.stack([self._index.reconstruct(label) for label in rows]).astype(np.float32)
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         total = 0 if self._index is None else self._index.ntotal
@@ -73,20 +71,12 @@ class FaissStore(InProcessStore):
         out: list[tuple[Chunk, float]] = []
         for score, label in zip(scores[0].tolist(), labels[0].tolist(), strict=True):
             chunk = self._chunk_at.get(label)
-            if chunk is None or not matches(chunk.metadata, doc_id_of(chunk), filters):
+            if chunk is None or not matches(chunk, filters):
                 continue
             out.append((chunk, float(score)))
             if len(out) == k:
                 break
         return out
-
-    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
-        labels = self._rows()
-        for start in range(0, len(labels), batch):
-            part = labels[start : start + batch]
-            matrix = np.stack([self._index.reconstruct(label) for label in part]).astype(np.float32)
-            yield [self._chunk_at[label] for label in part], matrix
-
 
 def make_faiss_store(config: dict[str, Any], context: Any) -> FaissStore:
     """Registry factory for ``backend: faiss``: ``dimensions`` defaults to the embedding dimension."""

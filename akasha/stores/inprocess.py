@@ -9,11 +9,13 @@ stores and searches the vectors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from akasha.metadata import own
-from akasha.stores.base import BaseStore, doc_id_of, json_state, matches
+from akasha.stores.base import BaseStore, batches, json_state, matches
 from akasha.types import Chunk
 
 
@@ -49,7 +51,7 @@ class InProcessStore(BaseStore):
         self._bm25_stale.add(chunk.id)
         self._row_of[chunk.id] = row
         self._chunk_at[row] = stored
-        self._by_doc.setdefault(doc_id_of(stored), set()).add(chunk.id)
+        self._by_doc.setdefault(stored.doc_id, set()).add(chunk.id)
         content_hash = own(stored.metadata, "content_hash")
         if isinstance(content_hash, str):
             self._by_hash.setdefault(content_hash, set()).add(chunk.id)
@@ -63,7 +65,7 @@ class InProcessStore(BaseStore):
                 continue
             self._bm25_stale.add(chunk_id)
             chunk = self._chunk_at.pop(row)
-            for table, key in ((self._by_doc, doc_id_of(chunk)), (self._by_hash, own(chunk.metadata, "content_hash"))):
+            for table, key in ((self._by_doc, chunk.doc_id), (self._by_hash, own(chunk.metadata, "content_hash"))):
                 if not isinstance(key, str):
                     continue
                 found = table.get(key)
@@ -88,9 +90,19 @@ class InProcessStore(BaseStore):
                     break
         return out
 
-    def _rows(self) -> list[int]:
-        """Every row holding a record, in row order (the order :meth:`scan` gives)."""
-        return sorted(self._chunk_at)
+    def _vectors_at(self, rows: list[int]) -> np.ndarray:
+        """The unit vectors held at ``rows`` (at least one), one row each (a subclass keeps them)."""
+        raise NotImplementedError
+
+    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
+        found = self._rows_for(hashes, embedder)
+        if not found:
+            return {}
+        return dict(zip(found, self._vectors_at(list(found.values())), strict=True))
+
+    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        for part in batches(sorted(self._chunk_at), batch):  # row order
+            yield [self._chunk_at[row] for row in part], self._vectors_at(list(part))
 
     def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         """BM25 over the records' texts (tokenized with the store's ``lexical_tokenizer``), best first."""
@@ -101,7 +113,7 @@ class InProcessStore(BaseStore):
         out = []
         for chunk_id, score in ranked:
             chunk = self._chunk_at[self._row_of[chunk_id]]
-            if matches(chunk.metadata, doc_id_of(chunk), filters):
+            if matches(chunk, filters):
                 out.append((chunk, float(score)))
                 if len(out) == k:
                     break

@@ -8,12 +8,11 @@ index's state is kept in memory too: nothing survives the process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from akasha.stores.base import doc_id_of, matches, top_k
+from akasha.stores.base import matches, top_k
 from akasha.stores.inprocess import InProcessStore
 from akasha.types import Chunk
 
@@ -72,13 +71,9 @@ class MemoryStore(InProcessStore):
         self._free.extend(slots)
         return len(slots)
 
-    def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
-        rows = self._rows_for(hashes, embedder)
-        if not rows:
-            return {}
-        matrix = self._matrix
-        assert matrix is not None  # a stored row implies a matrix
-        return {h: matrix[r].copy() for h, r in rows.items()}
+    def _vectors_at(self, rows: list[int]) -> np.ndarray:
+        assert self._matrix is not None  # a stored row implies a matrix
+        return self._matrix[rows]  # a copy (fancy indexing)
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         if self._matrix is None or not self._row_of:
@@ -88,21 +83,13 @@ class MemoryStore(InProcessStore):
         if filters:
             for slot in np.flatnonzero(mask):
                 chunk = self._chunk_at[int(slot)]
-                if not matches(chunk.metadata, doc_id_of(chunk), filters):
+                if not matches(chunk, filters):
                     mask[slot] = False
         live = int(mask.sum())
         if live == 0:
             return []
         scores = np.where(mask, self._matrix[:n] @ query, -np.inf)
         return [(self._chunk_at[int(i)], float(scores[i])) for i in top_k(scores, min(k, live))]
-
-    def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
-        slots = self._rows()
-        for start in range(0, len(slots), batch):
-            part = slots[start : start + batch]
-            assert self._matrix is not None
-            yield [self._chunk_at[s] for s in part], self._matrix[part].copy()
-
 
 def make_memory_store(config: dict[str, Any], context: Any) -> MemoryStore:
     """Registry factory for ``backend: memory`` (no keys)."""

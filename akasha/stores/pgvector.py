@@ -54,7 +54,7 @@ from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, Missi
 from akasha.metadata import own
 from akasha.retrieval.fusion import exact_terms
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, check_query
+from akasha.stores.base import BaseStore, batches, check_query
 from akasha.stores.query import SearchRequest, lexical_tokenizer
 from akasha.stores.redact import redact_conninfo
 from akasha.types import Chunk, Hit
@@ -490,8 +490,7 @@ class PgVectorStore(BaseStore):
             self._ready(conn, int(matrix.shape[1]))
             if tokenize is None:
                 tokenize = lexical_tokenizer(self._tokenizer_for_writes(conn))
-            for start in range(0, len(rows), _BATCH):
-                part = rows[start : start + _BATCH]
+            for part in batches(rows, _BATCH):
                 with conn.transaction():
                     conn.execute(f"CREATE TEMP TABLE akasha_stage (LIKE {t} INCLUDING DEFAULTS, lexical_text text) "
                                  "ON COMMIT DROP")
@@ -512,8 +511,8 @@ class PgVectorStore(BaseStore):
             if not self._ready(conn):
                 return 0
             with conn.transaction():
-                return sum(conn.execute(f"DELETE FROM {self.table} WHERE id = ANY(%s)",
-                                        (ids[s : s + _BATCH],)).rowcount for s in range(0, len(ids), _BATCH))
+                return sum(conn.execute(f"DELETE FROM {self.table} WHERE id = ANY(%s)", (part,)).rowcount
+                           for part in batches(ids, _BATCH))
 
         return self._run(f"deleting {len(ids)} chunks", delete)
 
@@ -526,9 +525,9 @@ class PgVectorStore(BaseStore):
             if not self._ready(conn):
                 return {}
             found: dict[str, Chunk] = {}
-            for start in range(0, len(ids), _BATCH):
+            for part in batches(ids, _BATCH):
                 for i, text, meta in conn.execute(f"SELECT id, text, metadata FROM {self.table} WHERE id = ANY(%s)",
-                                                  (ids[start : start + _BATCH],)).fetchall():
+                                                  (part,)).fetchall():
                     found[i] = self._chunk(i, text, meta)
             return found
 
@@ -541,11 +540,11 @@ class PgVectorStore(BaseStore):
             if self._ready(conn):
                 cur = conn.cursor(binary=True)
                 own = self.embedder == embedder  # records without an embedder column belong to the store's one
-                for start in range(0, len(hashes), _BATCH):
+                for part in batches(hashes, _BATCH):
                     for content_hash, vec in cur.execute(
                             f"SELECT content_hash, embedding FROM {self.table} WHERE content_hash = ANY(%s) "
                             "AND (embedder = %s OR (embedder IS NULL AND %s))",
-                            (hashes[start : start + _BATCH], embedder, own)).fetchall():
+                            (part, embedder, own)).fetchall():
                         out.setdefault(content_hash, vec)
             missing = [h for h in hashes if h not in out]
             if missing:
@@ -568,9 +567,9 @@ class PgVectorStore(BaseStore):
             return {}
         out: dict[str, np.ndarray] = {}
         cur = conn.cursor(binary=True)
-        for start in range(0, len(hashes), _BATCH):
+        for part in batches(hashes, _BATCH):
             for text_hash, vec in cur.execute(f"SELECT text_hash, embedding FROM {row[0]} WHERE text_hash = ANY(%s)",
-                                              (hashes[start : start + _BATCH],)).fetchall():
+                                              (part,)).fetchall():
                 out[text_hash] = vec
         return out
 
@@ -587,32 +586,9 @@ class PgVectorStore(BaseStore):
         return (f"WHERE {' AND '.join(clauses)} " if clauses else ""), params
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
-        if not self._ann_checked:
-            self.ensure_ann_index()
-        vec = _Vec(query)
-        clause, params = self._where(filters)
-
-        def read(conn: Any) -> list[tuple[Chunk, float]]:
-            if not self._ready(conn):
-                return []
-            if self._iterative is None:
-                version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-                parts = tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) if version else (0, 0)
-                self._iterative = parts >= (0, 8)
-            sql = (f"SELECT id, text, metadata, embedding <=> %b AS d FROM {self.table} {clause}"
-                   f"ORDER BY embedding <=> %b LIMIT %s")
-            with conn.transaction():
-                conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(int(self.ef_search), k))}")
-                if filters and self._iterative:  # keep filtered HNSW scans going until k rows match
-                    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                rows = conn.execute(sql, (vec, *params, vec, k)).fetchall()
-                if filters and not self._iterative and len(rows) < k:
-                    # pgvector < 0.8 filters after the HNSW scan, which may miss matches: exact scan instead
-                    conn.execute("SET LOCAL enable_indexscan = off")
-                    rows = conn.execute(sql, (vec, *params, vec, k)).fetchall()
-            return [(self._chunk(i, text, meta), 1.0 - float(d)) for i, text, meta, d in rows]
-
-        return self._run("searching", read)
+        """The dense side of :meth:`query` alone."""
+        request = SearchRequest(vector=query, k=k, pool=k, filters=filters, weights=(1.0, 0.0))
+        return [(hit.chunk, hit.score) for hit in self.query(request)]
 
     # ------------------------------------------------------------- searching
     capabilities = frozenset({"dense", "lexical", "hybrid"})
@@ -659,7 +635,22 @@ class PgVectorStore(BaseStore):
                 # (measured: 20-200 ms at 20k rows); every side of the query has an index to use.
                 conn.execute("SET enable_seqscan = off")
                 self._ef_set = ef
-            return conn.execute(sql, args).fetchall()
+            if not request.filters or mode == "lexical":
+                return conn.execute(sql, args).fetchall()
+            if self._iterative is None:
+                version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+                self._iterative = tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) >= (0, 8) \
+                    if version else False
+            with conn.transaction():
+                if self._iterative:  # keep filtered HNSW scans going until the pool's rows match
+                    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                rows = conn.execute(sql, args).fetchall()
+                if not self._iterative and mode == "dense" and len(rows) < request.k:
+                    # pgvector < 0.8 filters after the HNSW scan, which may miss matches: exact scan instead
+                    conn.execute("SET LOCAL enable_indexscan = off")
+                    conn.execute("SET LOCAL enable_seqscan = on")
+                    rows = conn.execute(sql, args).fetchall()
+            return rows
 
         rows = self._run("searching", read)
         hits = []
@@ -768,8 +759,8 @@ class PgVectorStore(BaseStore):
         def read(conn: Any) -> list[str]:
             if not self._ready(conn):
                 return []
-            return [r[0] for s in range(0, len(doc_ids), _BATCH) for r in conn.execute(
-                f"SELECT id FROM {self.table} WHERE doc_id = ANY(%s) ORDER BY id", (doc_ids[s : s + _BATCH],))]
+            return [r[0] for part in batches(doc_ids, _BATCH) for r in conn.execute(
+                f"SELECT id FROM {self.table} WHERE doc_id = ANY(%s) ORDER BY id", (part,))]
 
         return self._run("looking up documents", read)
 

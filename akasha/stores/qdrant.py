@@ -32,7 +32,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, check_query, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.base import BaseStore, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.redact import redact_url
 from akasha.types import Chunk, Hit
@@ -353,8 +353,7 @@ class QdrantStore(BaseStore):
                                    **flat_metadata(c, keep=_json_native, reserved=_RESERVED)})
             for c, row in zip(chunks, matrix, strict=True)
         ]
-        for start in range(0, len(points), 512):
-            part = points[start : start + 512]
+        for part in batches(points, 512):
             self._call(f"writing {len(part)} chunks", lambda: self.client.upsert(self.collection, points=part,
                                                                                   wait=True))
 
@@ -388,15 +387,14 @@ class QdrantStore(BaseStore):
                     wanted.discard(content_hash)
                     ids[point.id] = content_hash
             found = list(ids)
-            for start in range(0, len(found), 1000):
-                part = found[start : start + 1000]
+            for part in batches(found, 1000):
                 for point in self._call("reading vectors", functools.partial(self.client.retrieve,
                         self.collection, ids=part, with_payload=False,
                         with_vectors=[self._vector_name] if self._vector_name else True)):
                     out.setdefault(ids[point.id], self._row(point))
             return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
-        for start in range(0, len(hashes), 1000):
-            must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=hashes[start : start + 1000]))]
+        for part in batches(hashes, 1000):
+            must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=part))]
             if self.embedder != embedder:
                 must.append(m.FieldCondition(key="embedder", match=m.MatchValue(value=embedder)))
             for point in self._scroll(m.Filter(must=must), vectors=True, payload=["content_hash"]):
@@ -479,8 +477,8 @@ class QdrantStore(BaseStore):
             return []
         m = self._models
         found: dict[str, None] = {}
-        for start in range(0, len(doc_ids), 1000):
-            flt = m.Filter(must=[m.FieldCondition(key="doc_id", match=m.MatchAny(any=doc_ids[start : start + 1000]))])
+        for part in batches(doc_ids, 1000):
+            flt = m.Filter(must=[m.FieldCondition(key="doc_id", match=m.MatchAny(any=part))])
             for point in self._scroll(flt, vectors=False, payload=["chunk_id"]):
                 found[str((point.payload or {}).get("chunk_id", point.id))] = None
         # Points written by other tools carry no doc_id: an id without '#' is its own document.

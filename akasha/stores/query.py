@@ -1,21 +1,12 @@
-"""The Store contract's query verb: one request, answered by the store's own engine.
+"""The Store contract's query verb: one :class:`SearchRequest`, answered by the store's own engine.
 
-A :class:`SearchRequest` carries everything a store needs to rank chunks for a
-question: the query vector (dense side), the question and its tokens as akasha's
-BM25 tokenizer splits them (lexical side), ``k``, the candidate ``pool`` each side
-fetches before fusion, metadata ``filters`` and the fusion settings. A store says
-what its engine answers natively in ``capabilities`` (a subset of
-:data:`CAPABILITIES`) and answers with ``query(request) -> list[Hit]``:
-
-* a store whose engine fuses (PostgreSQL: one SQL statement) returns the fused list;
-* any other returns each side's candidates (at most ``pool`` each, with their
-  scores) and :func:`fuse_sides` fuses them here, so no process ever holds more
-  than the pool, whatever the size of the store.
-
-Each :class:`~akasha.types.Hit` keeps the scores it collected in ``details``
-(``vector``: cosine, ``bm25``: the lexical score, ``rrf``: the fused score) and in
-``source`` which sides found it (``vector``, ``bm25`` or ``bm25+vector``), as the
-in-process search types do.
+A store says what its engine answers natively in ``capabilities`` (a subset of
+:data:`CAPABILITIES`) and answers ``query(request) -> list[Hit]``: a store whose engine
+fuses (PostgreSQL: one SQL statement) returns the fused list; any other returns each side's
+candidates (at most ``pool`` each) and :func:`rank_hits` fuses them here, so no process ever
+holds more than the pool, whatever the size of the store. Each :class:`~akasha.types.Hit`
+keeps its scores in ``details`` (``vector``, ``bm25``, ``rrf``) and in ``source`` the sides
+that found it, as the in-process search types do.
 """
 
 from __future__ import annotations
