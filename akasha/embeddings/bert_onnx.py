@@ -238,11 +238,10 @@ def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
 def int8_model(folder: BertFolder, cache: Path) -> Path:
     """The file of ``folder``'s graph quantised to int8 weights, made once under ``cache`` and reused.
 
-    Made by onnxruntime: its optimiser writes the float32 graph with the weights folded in, then
-    ``onnxruntime.quantization.quantize_dynamic`` (which needs the ``onnx`` package, imported only
-    here: several seconds) quantises every MatMul and Attention per output channel. The name holds
-    a hash of the graph, the weights' path, size and time and onnxruntime's version; the file is
-    renamed into place when complete, so a crash or a second process never leaves a partial model.
+    onnxruntime's optimiser writes the float32 graph with the weights folded in, then its
+    ``quantize_dynamic`` (needs ``onnx``: seconds to import) quantises every MatMul and Attention
+    per output channel. The name hashes the graph, the weights' file and onnxruntime's version;
+    the file is renamed into place when complete (never a partial model, whatever crashes).
     """
     import onnxruntime
 
@@ -261,7 +260,7 @@ def int8_model(folder: BertFolder, cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache, prefix=".int8-") as work:
         folded = os.path.join(work, "float32.onnx")
-        _session(folder, onnxruntime, optimized_model_filepath=folded)
+        _session(folder, onnxruntime, save=folded)
         quantized = os.path.join(work, "int8.onnx")
         # DefaultTensorType: the com.microsoft operators' outputs carry no type for onnx's shape inference
         quantize_dynamic(folded, quantized, per_channel=True, weight_type=QuantType.QInt8,
@@ -270,17 +269,15 @@ def int8_model(folder: BertFolder, cache: Path) -> Path:
     return path
 
 
-def _session(folder: BertFolder, onnxruntime: Any, model: str | None = None, **settings: str) -> Any:
-    """A CPU session over ``model`` (a file), else over ``folder``'s float32 graph built here."""
+def _session(folder: BertFolder, onnxruntime: Any, model: str | None = None, save: str = "") -> Any:
+    """A CPU session over ``model`` (a file), else over ``folder``'s float32 graph (written to ``save`` if given)."""
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # warnings about unused initializers and the like are noise here
-    # One thread per run (no worker pool to hand work to or spin); the encoder's workers share the
-    # session, whose run() is thread-safe.
+    # One thread per run, no pool to hand work to; the encoder's workers share the session (run() is thread-safe).
     options.intra_op_num_threads = 1
     # The extended level would fuse Add + LayerNormalization into the slower SkipLayerNormalization.
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    for key, value in settings.items():
-        setattr(options, key, value)
+    options.optimized_model_filepath = save
     if model is None:
         graph, weights = bert_graph(folder)
         # onnxruntime copies these into the graph (and folds the transposes) before building; no Python copy.

@@ -19,27 +19,20 @@ two runtimes chosen by ``python -m bench.embedder_runtimes`` (docs/quality.md,
   on a graph built from the weights; hand-written because it indexes 2.8x as many chunks per
   CPU-second as the best maintained path and needs no export, figures there).
 
-OpenVINO in bfloat16 indexed 1.8x faster on AVX-512 BF16 CPUs but sends a usage event on import
-unless the user opted out; it was removed (docs/quality.md has the table).
-
-sentence-transformers (and torch) load only for other models, another ``device``, model
-options, another ``precision``, or when onnxruntime is not installed.
+OpenVINO (bfloat16) was removed: it sends a usage event on import (docs/quality.md). sentence-transformers
+(and torch) load only for other models, another ``device``, model options, float16/bfloat16, or
+without onnxruntime.
 
 ``precision`` is the numeric format the model computes in: ``"float32"`` (the default;
 ``"auto"``, the former default, means the same), ``"float16"`` or ``"bfloat16"`` (the
-model loaded in that torch dtype, through sentence-transformers), or ``"int8"`` (every text,
-questions too, through onnxruntime on the BERT graph quantised to int8, for the folders the
-torch-free encoders run: about twice float32's indexing speed on CPUs with VNNI, quality in
-docs/quality.md). Vectors of another format are not float32's (cosine 0.9999x; int8 0.99x), so
-the embedder's :attr:`name`, and every cache keyed by it, carries the format when it is not
-float32: ``hf:all-MiniLM-L6-v2+bfloat16``; a float32 name stays ``hf:all-MiniLM-L6-v2``, so
-existing caches stay valid.
+model loaded in that torch dtype, through sentence-transformers), or ``"int8"`` (every text through
+:func:`~akasha.embeddings.bert_onnx.int8_model`, for the folders the torch-free encoders run;
+lower recall on some sets, docs/quality.md). Vectors of another format are not float32's (cosine
+0.9999x; int8 0.99x), so the :attr:`name`, and every cache keyed by it, carries the format when it is
+not float32 (``hf:all-MiniLM-L6-v2+int8``); float32 names are unchanged, so existing caches stay valid.
 
-``device`` defaults to ``"auto"`` (:mod:`akasha.device`): ``AKASHA_DEVICE`` when set,
-else CUDA, then Apple MPS, then the CPU. Questions and other small batches of the
-packaged MiniLM still go through numpy (no torch import, about 20 ms); indexing
-goes to sentence-transformers on the accelerator when there is one, else to
-onnxruntime on the CPU. The device is not part of the name.
+``device`` defaults to ``"auto"`` (:mod:`akasha.device`). With an accelerator, float32 indexing goes
+to sentence-transformers there; small batches stay in numpy. The device is not part of the name.
 """
 
 from __future__ import annotations
@@ -256,9 +249,9 @@ class SentenceTransformerEmbedder:
                     return self._numpy
             if self._bulk is None and self.precision == "float32" and resolve_device(self.device) != "cpu":
                 return None  # "auto" found an accelerator: large batches go to sentence-transformers there
-            if self._bulk is None:
-                built = self._construct_bulk(self._folder) if self._bulk_early is None else self._take_early_bulk()
-                self._bulk = self._adopt_bulk(*built)
+            if self._bulk is None:  # built now, or taken from prepare_documents' thread (waiting for it)
+                early, self._bulk_early = self._bulk_early, None
+                self._bulk = self._adopt_bulk(*(early.result() if early else self._construct_bulk(self._folder)))
             return self._bulk or None
 
     def _read_folder(self) -> Any:
@@ -303,10 +296,7 @@ class SentenceTransformerEmbedder:
         return f"{folder}|{','.join(stamps)}|{self.precision}"
 
     def _construct_bulk(self, folder: Any) -> tuple[Any, Exception | None]:
-        """``(encoder, None)``: the onnxruntime encoder over ``folder``; ``(False, error)`` when it does not build.
-
-        Builds only (it may run on a background thread); :meth:`_adopt_bulk` logs the outcome.
-        """
+        """``(encoder, None)``, or ``(False, error)`` when it does not build; may run on a thread (no logging)."""
         from akasha.embeddings import bert_onnx
 
         if not bert_onnx.available():
@@ -338,14 +328,11 @@ class SentenceTransformerEmbedder:
     def prepare_documents(self, text_bytes: int) -> None:
         """Hint from an index: files of ``text_bytes`` bytes are about to be read, their chunks then embedded.
 
-        Once the announced files add up to more than the numpy encoder takes (about
-        :data:`NUMPY_TOKENS` tokens of four bytes), the bulk encoder that such a batch goes to is
-        built on a background thread (importing onnxruntime and building the session: 0.1-0.3 s
-        on 2 cores), while the index waits for the files to be read and
-        parsed (PDF and .docx files are read by a worker process). The batch still picks its
-        encoder by its token count when it is embedded, exactly as without the hint (so vectors
-        are the same); an encoder built ahead but not needed is dropped. Errors in the background
-        build are reported when the encoder is first needed, as if it had been built then.
+        Once they add up to more than the numpy encoder takes (about :data:`NUMPY_TOKENS` tokens of
+        four bytes), the bulk encoder is built on a background thread (import and session: 0.1-0.3 s
+        on 2 cores) while the index reads and parses the files. Each batch still picks its encoder
+        by its token count (same vectors as without the hint); errors of that build are reported
+        when the encoder is first needed, as if it had been built then.
         """
         self._expected_bytes += max(0, int(text_bytes))
         if self._bulk_early is not None or self._expected_bytes <= 4 * NUMPY_TOKENS:
@@ -365,12 +352,6 @@ class SentenceTransformerEmbedder:
                 return
             folder = self._folder
             self._bulk_early = _Background(lambda: self._construct_bulk(folder), f"akasha-encoder-{self.name}")
-
-    def _take_early_bulk(self) -> tuple[Any, Exception | None]:
-        """What :meth:`prepare_documents`'s background build gave (waiting for it), as :meth:`_construct_bulk` gives."""
-        early, self._bulk_early = self._bulk_early, None
-        assert early is not None
-        return early.result()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -398,10 +379,8 @@ class SentenceTransformerEmbedder:
     def embed_documents_with_passages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[bytes | None]]:
         """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`).
 
-        The passages come from the same forward pass as the vectors, so they cost no encoder
-        work: from the torch-free encoders, or from sentence-transformers' token states for a
-        model that mean-pools them. A model that pools otherwise (its CLS or last token) gives
-        every text None, and ``auto`` then ranks by chunk vectors alone.
+        From the same forward pass as the vectors (no extra encoder work); a model that pools its CLS or
+        last token gives every text None, and ``auto`` then ranks by chunk vectors alone.
         """
         from akasha.retrieval.passages import pack
 
