@@ -109,7 +109,7 @@ def test_prepare_documents_builds_the_encoder_on_a_thread_and_vectors_are_unchan
     embedder.prepare_documents(100)  # too little for a bulk encoder: nothing started
     assert embedder._bulk_early is None
     seen: list[str] = []
-    original = SentenceTransformerEmbedder._construct
+    original = embedder._construct
 
     def construct(kind, folder):
         seen.append(threading.current_thread().name)

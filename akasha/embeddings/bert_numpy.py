@@ -110,12 +110,7 @@ def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
 
 
 class BertFolder:
-    """A sentence-transformers BERT folder: settings, tokenizer and weights, read once.
-
-    ``tensor(name)`` gives a float32 weight by its name without the ``bert.`` prefix
-    some exports add; ``batches`` tokenizes texts and yields them grouped by length
-    (so padding stays small) as the int arrays BERT takes.
-    """
+    """A sentence-transformers BERT folder: settings, tokenizer and memory-mapped weights, read once."""
 
     def __init__(self, folder: str | Path) -> None:
         from tokenizers import Tokenizer
@@ -154,11 +149,9 @@ class BertFolder:
 
     def batches(self, texts: Sequence[str], size: int, max_tokens: int | None = None,
                 ) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
-        """``(rows, ids, type_ids, mask)`` per batch of at most ``size`` texts of similar token length.
+        """``(rows, ids, type_ids, mask)`` per batch cut by :func:`length_groups` (at most ``size`` texts).
 
         ``rows`` are the texts' positions in ``texts``; the arrays are int32, right-padded with zeros.
-        Where the batches are cut is :func:`length_groups`'s choice (padding against per-batch cost,
-        at most ``max_tokens`` padded tokens a batch when given).
         """
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
@@ -181,14 +174,11 @@ class BertFolder:
                max_tokens: int | None = None, workers: int = 1) -> np.ndarray:
         """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled.
 
-        A single text (a question) is remembered (the last :data:`RECENT_TEXTS`), whichever
-        encoder ran it: a RAG call embeds its question for the search and again for the
-        extractive answerer, and both get the same vector for the price of one. ``passages``,
-        a list as long as ``texts``, receives each text's passage vectors, pooled from the same
-        hidden states (:func:`akasha.retrieval.passages.window_vectors`). ``max_tokens`` caps a
-        batch's padded tokens (:func:`length_groups`); with ``workers`` > 1, that many batches run
-        at once on threads (``forward`` must then be thread-safe and release the GIL, as an
-        onnxruntime session does).
+        A single text (a question) is remembered (the last :data:`RECENT_TEXTS`): a RAG call embeds
+        its question for the search and again for the extractive answerer. ``passages`` (as long as
+        ``texts``) receives each text's passage vectors from the same hidden states
+        (:func:`akasha.retrieval.passages.window_vectors`). ``max_tokens``: see :func:`length_groups`;
+        ``workers`` > 1 batches run at once on threads (``forward`` thread-safe, releasing the GIL).
         """
         # A remembered vector has no hidden states to pool passages from: only plain calls use the memory.
         single = texts[0] if len(texts) == 1 and passages is None else None

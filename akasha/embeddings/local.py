@@ -13,39 +13,26 @@ two runtimes chosen by ``python -m bench.embedder_runtimes`` (docs/quality.md,
 "Embedding runtimes"), both float32 and within 1e-6 of sentence-transformers' vectors:
 
 * a question (or any batch of up to :data:`NUMPY_TOKENS` tokens, such as the sentences
-  the extractive answerer compares) through :mod:`akasha.embeddings.bert_numpy`
-  (weights memory-mapped, nothing imported but numpy and ``tokenizers``). Hand-written,
-  kept because it wins the first ask by far: a fresh process embeds a question in
-  1.6x the time of ``import numpy``, against 3.2x for onnxruntime on a
-  ``torch.onnx.export`` of the same weights (which needs that export first), 6.1x for
-  fastembed on it and 45x for sentence-transformers;
-* larger batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx`
-  (onnxruntime on a graph built from the weights). Hand-written too, kept because it
-  indexes 2.8x as many chunks per CPU-second as the best maintained path measured
-  (42.6 against 15.2 for onnxruntime on the exported file; fastembed 14.8,
-  sentence-transformers 13.7) and needs no export (which imports torch: 6.6 s once);
-  numpy does 28.8, so it does not index.
+  the extractive answerer compares) through :mod:`akasha.embeddings.bert_numpy` (numpy and
+  ``tokenizers`` only; hand-written because it wins the first ask by far, figures there);
+* larger batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx` (onnxruntime
+  on a graph built from the weights; hand-written because it indexes 2.8x as many chunks per
+  CPU-second as the best maintained path and needs no export, figures there).
 
-OpenVINO in bfloat16 indexed 1.8x faster still on this CPU (AVX-512 BF16), but importing
-OpenVINO sends a usage event unless the user has opted out, and keeping that out took a
-private ``sys.modules`` patch; it was removed (docs/quality.md has the table).
-
-sentence-transformers (and torch) load only for other models, another ``device``, model
-options, another ``precision``, or when onnxruntime is not installed.
+OpenVINO (bfloat16) was removed: it sends a usage event on import (docs/quality.md). sentence-transformers
+(and torch) load only for other models, another ``device``, model options, float16/bfloat16, or
+without onnxruntime.
 
 ``precision`` is the numeric format the model computes in: ``"float32"`` (the default;
 ``"auto"``, the former default, means the same), ``"float16"`` or ``"bfloat16"`` (the
-model loaded in that torch dtype, through sentence-transformers). Vectors of another
-format are not float32's (cosine 0.9999x), so the embedder's :attr:`name`, and every
-cache keyed by it, carries the format when it is not float32:
-``hf:all-MiniLM-L6-v2+bfloat16``; a float32 name stays ``hf:all-MiniLM-L6-v2``, so
-existing caches stay valid.
+model loaded in that torch dtype, through sentence-transformers), or ``"int8"`` (every text through
+:func:`~akasha.embeddings.bert_onnx.int8_model`, for the folders the torch-free encoders run;
+lower recall on some sets, docs/quality.md). Vectors of another format are not float32's (cosine
+0.9999x; int8 0.99x), so the :attr:`name`, and every cache keyed by it, carries the format when it is
+not float32 (``hf:all-MiniLM-L6-v2+int8``); float32 names are unchanged, so existing caches stay valid.
 
-``device`` defaults to ``"auto"`` (:mod:`akasha.device`): ``AKASHA_DEVICE`` when set,
-else CUDA, then Apple MPS, then the CPU. Questions and other small batches of the
-packaged MiniLM still go through numpy (no torch import, about 20 ms); indexing
-goes to sentence-transformers on the accelerator when there is one, else to
-onnxruntime on the CPU. The device is not part of the name.
+``device`` defaults to ``"auto"`` (:mod:`akasha.device`). With an accelerator, float32 indexing goes
+to sentence-transformers there; small batches stay in numpy. The device is not part of the name.
 """
 
 from __future__ import annotations
@@ -74,7 +61,7 @@ logger = logging.getLogger(__name__)
 #: while indexing (long chunks, many of them) goes to a bulk encoder.
 NUMPY_TOKENS = 1500
 #: ``precision`` values: the numeric format the model computes in (see the module doc).
-PRECISIONS = ("float32", "float16", "bfloat16")
+PRECISIONS = ("float32", "float16", "bfloat16", "int8")
 #: Accepted for ``precision`` and read as ``"float32"``: the former default, which let an OpenVINO
 #: encoder (removed) compute in bfloat16.
 LEGACY_PRECISIONS = {"auto": "float32"}
@@ -159,8 +146,8 @@ class SentenceTransformerEmbedder:
 
     ``device``: ``"auto"`` (default: ``AKASHA_DEVICE``, else CUDA, MPS, CPU; see
     :mod:`akasha.device`), ``"cpu"``, ``"cuda"``, ``"cuda:<n>"``, ``"mps"``, ...
-    ``precision``: ``"float32"`` (default), ``"float16"`` or ``"bfloat16"``: the numeric format the
-    model computes in; another than float32 is part of :attr:`name` (see the module doc).
+    ``precision``: ``"float32"`` (default), ``"float16"``, ``"bfloat16"`` or ``"int8"``: the numeric format
+    the model computes in; another than float32 is part of :attr:`name` (see the module doc).
     """
 
     def __init__(
@@ -218,6 +205,12 @@ class SentenceTransformerEmbedder:
 
     def _read_model(self) -> Any:
         """Load the sentence-transformers model from ``self.location`` onto ``self.device``."""
+        if self.precision == "int8":
+            raise ConfigError(
+                f"embeddings {self.name!r}: precision 'int8' runs only through onnxruntime on the CPU, for a plain "
+                f"BERT sentence-transformers folder (such as the packaged all-MiniLM-L6-v2), and builds its graph "
+                f"with the onnx package (pip install 'akasha-rag[full]'); {self._location!r} could not (see the "
+                "warning logged before, if any). Use precision 'float32' there.")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -248,24 +241,25 @@ class SentenceTransformerEmbedder:
                 self._folder = self._read_folder()
             if self._folder is False:
                 return None
-            if self._numpy is not False and self._folder.token_count(texts) <= NUMPY_TOKENS:
+            if self._numpy is not False and self.precision == "float32" \
+                    and self._folder.token_count(texts) <= NUMPY_TOKENS:
                 if self._numpy is None:
                     self._numpy = self._build_numpy()
                 if self._numpy:
                     return self._numpy
-            if self._bulk is None and resolve_device(self.device) != "cpu":
+            if self._bulk is None and self.precision == "float32" and resolve_device(self.device) != "cpu":
                 return None  # "auto" found an accelerator: large batches go to sentence-transformers there
-            if self._bulk is None:
-                built = self._construct_bulk(self._folder) if self._bulk_early is None else self._take_early_bulk()
-                self._bulk = self._adopt_bulk(*built)
+            if self._bulk is None:  # built now, or taken from prepare_documents' thread (waiting for it)
+                early, self._bulk_early = self._bulk_early, None
+                self._bulk = self._adopt_bulk(*(early.result() if early else self._construct_bulk(self._folder)))
             return self._bulk or None
 
     def _read_folder(self) -> Any:
         """The model folder for the torch-free encoders, or False when they cannot run it."""
         from akasha.embeddings import bert_numpy
 
-        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs or self.precision != "float32" \
-                or not bert_numpy.supports(self._location):
+        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs \
+                or self.precision not in ("float32", "int8") or not bert_numpy.supports(self._location):
             return False
         try:
             return bert_numpy.BertFolder(self._location)
@@ -281,7 +275,8 @@ class SentenceTransformerEmbedder:
             logger.warning("the numpy encoder cannot run %s; using sentence-transformers", self._location,
                            exc_info=True)
             return False
-        return self._using("numpy", encoder)
+        logger.info("embedding with the numpy encoder for %s (no torch)", self.name)
+        return encoder
 
     @property
     def identity_hint(self) -> str | None:
@@ -300,18 +295,11 @@ class SentenceTransformerEmbedder:
             stamps.append(f"{path.name}:{info.st_size}:{info.st_mtime_ns}")
         return f"{folder}|{','.join(stamps)}|{self.precision}"
 
-    def _bulk_available(self) -> bool:
-        """True when the bulk encoder (onnxruntime) is installed (nothing is imported)."""
+    def _construct_bulk(self, folder: Any) -> tuple[Any, Exception | None]:
+        """``(encoder, None)``, or ``(False, error)`` when it does not build; may run on a thread (no logging)."""
         from akasha.embeddings import bert_onnx
 
-        return bert_onnx.available()
-
-    def _construct_bulk(self, folder: Any) -> tuple[Any, Exception | None]:
-        """``(encoder, None)``: the onnxruntime encoder over ``folder``; ``(False, error)`` when it does not build.
-
-        Builds only (it may run on a background thread); :meth:`_adopt_bulk` logs the outcome.
-        """
-        if not self._bulk_available():
+        if not bert_onnx.available():
             return False, None
         try:
             return self._construct("onnx", folder), None
@@ -325,38 +313,37 @@ class SentenceTransformerEmbedder:
                            exc_info=(type(failure), failure, failure.__traceback__))
         elif encoder is False:
             logger.info("onnxruntime is not installed: %s indexes through sentence-transformers (torch)", self.name)
-        return self._using("onnx", encoder) if encoder is not False else False
+        else:
+            logger.info("embedding with the onnx encoder for %s (no torch)", self.name)
+        return encoder
 
-    @staticmethod
-    def _construct(kind: str, folder: Any) -> Any:
+    def _construct(self, kind: str, folder: Any) -> Any:
         """The ``kind`` encoder (``"numpy"`` or ``"onnx"``) over ``folder``. Raises what building raises."""
         from akasha.embeddings import bert_numpy, bert_onnx
 
-        return bert_onnx.OnnxBertEncoder(folder) if kind == "onnx" else bert_numpy.NumpyBertEncoder(folder)
-
-    def _using(self, kind: str, encoder: Any) -> Any:
-        logger.info("embedding with the %s encoder for %s (no torch)", kind, self.name)
-        return encoder
+        if kind == "onnx":
+            return bert_onnx.OnnxBertEncoder(folder, precision=self.precision)
+        return bert_numpy.NumpyBertEncoder(folder)
 
     def prepare_documents(self, text_bytes: int) -> None:
         """Hint from an index: files of ``text_bytes`` bytes are about to be read, their chunks then embedded.
 
-        Once the announced files add up to more than the numpy encoder takes (about
-        :data:`NUMPY_TOKENS` tokens of four bytes), the bulk encoder that such a batch goes to is
-        built on a background thread (importing onnxruntime and building the session: 0.1-0.3 s
-        on 2 cores), while the index waits for the files to be read and
-        parsed (PDF and .docx files are read by a worker process). The batch still picks its
-        encoder by its token count when it is embedded, exactly as without the hint (so vectors
-        are the same); an encoder built ahead but not needed is dropped. Errors in the background
-        build are reported when the encoder is first needed, as if it had been built then.
+        Once they add up to more than the numpy encoder takes (about :data:`NUMPY_TOKENS` tokens of
+        four bytes), the bulk encoder is built on a background thread (import and session: 0.1-0.3 s
+        on 2 cores) while the index reads and parses the files. Each batch still picks its encoder
+        by its token count (same vectors as without the hint); errors of that build are reported
+        when the encoder is first needed, as if it had been built then.
         """
         self._expected_bytes += max(0, int(text_bytes))
         if self._bulk_early is not None or self._expected_bytes <= 4 * NUMPY_TOKENS:
             return
         if self._model is not None or self._folder is False or self._bulk is not None:
             return
-        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs or self.precision != "float32" \
-                or not self._bulk_available() or resolve_device(self.device) != "cpu":
+        from akasha.embeddings import bert_onnx
+
+        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs \
+                or self.precision not in ("float32", "int8") or not bert_onnx.available() \
+                or (self.precision == "float32" and resolve_device(self.device) != "cpu"):
             return  # no bulk encoder would be built for this model here
         with self._lock:  # the folder is read here, as the first embedding would; the encoder off the thread
             if self._folder is None:
@@ -365,12 +352,6 @@ class SentenceTransformerEmbedder:
                 return
             folder = self._folder
             self._bulk_early = _Background(lambda: self._construct_bulk(folder), f"akasha-encoder-{self.name}")
-
-    def _take_early_bulk(self) -> tuple[Any, Exception | None]:
-        """What :meth:`prepare_documents`'s background build gave (waiting for it), as :meth:`_construct_bulk` gives."""
-        early, self._bulk_early = self._bulk_early, None
-        assert early is not None
-        return early.result()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -398,10 +379,8 @@ class SentenceTransformerEmbedder:
     def embed_documents_with_passages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[bytes | None]]:
         """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`).
 
-        The passages come from the same forward pass as the vectors, so they cost no encoder
-        work: from the torch-free encoders, or from sentence-transformers' token states for a
-        model that mean-pools them. A model that pools otherwise (its CLS or last token) gives
-        every text None, and ``auto`` then ranks by chunk vectors alone.
+        From the same forward pass as the vectors (no extra encoder work); a model that pools its CLS or
+        last token gives every text None, and ``auto`` then ranks by chunk vectors alone.
         """
         from akasha.retrieval.passages import pack
 
