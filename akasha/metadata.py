@@ -25,8 +25,6 @@ log = logging.getLogger(__name__)
 
 #: akasha's value of a key a document's metadata also uses lives under ``PREFIX + key``.
 PREFIX = "akasha:"
-#: The keys akasha writes on chunks.
-OWN_KEYS = ("chunk_index", "chunk_id", "content_hash", "strategy", "source")
 
 
 def own(metadata: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -75,4 +73,4 @@ def document_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k not in reserved}
 
 
-__all__ = ["OWN_KEYS", "PREFIX", "chunk_metadata", "document_metadata", "drop_own", "own", "put_own"]
+__all__ = ["PREFIX", "chunk_metadata", "document_metadata", "drop_own", "own", "put_own"]

@@ -59,7 +59,7 @@ from akasha.errors import (
 )
 from akasha.llm.base import ChatModel, GenerationOptions, GenerationReport, Message
 from akasha.packing import TEMPLATE_RESERVE, PackResult, pack
-from akasha.prompts import mentions_sources, sources_line, system_message
+from akasha.prompts import sources_line, system_message
 from akasha.retrieval.fusion import rrf, weighted
 from akasha.retrieval.patterns import IndexSearch, Pattern
 from akasha.trace import Timer, Trace, describe, keeps_type
@@ -357,23 +357,6 @@ class Pipeline:
                               "skipped": report.skipped, "removed": report.removed}
             entry["embedded"] = getattr(report, "embedded", None)
         return report
-
-    def ingest_source_sync(self, data_source: DataSource) -> dict[str, int]:
-        """Index the files of ``data_source`` (see :meth:`sync`); returns counts.
-
-        ``files`` seen, ``ingested`` (new or changed), ``unchanged``, ``skipped``,
-        ``removed`` since the last call, ``embedded`` texts and ``chunks`` in the index.
-        """
-        report = self.sync(data_source)
-        return {
-            "files": report.indexed + report.unchanged + report.skipped,
-            "ingested": report.indexed,
-            "unchanged": report.unchanged,
-            "skipped": report.skipped,
-            "removed": report.removed,
-            "embedded": report.embedded,
-            "chunks": report.chunks,
-        }
 
     def _ensure_corpus(self) -> None:
         """Before the first read: the corpus this index committed last, else the store's records (a restart)."""
@@ -747,10 +730,6 @@ class Pipeline:
         """Async :meth:`delete_sync`."""
         return await asyncio.to_thread(self.delete_sync, doc_ids)
 
-    async def ingest_source(self, data_source: DataSource) -> dict[str, int]:
-        """Async :meth:`ingest_source_sync`."""
-        return await asyncio.to_thread(self.ingest_source_sync, data_source)
-
     async def query(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
         """Async :meth:`query_sync`."""
         return await asyncio.to_thread(self.query_sync, query, k, filters=filters)
@@ -758,10 +737,6 @@ class Pipeline:
     async def aretrieve(self, data_source: DataSource | None, question: str, k: int | None = None) -> list[Hit]:
         """Async :meth:`retrieve`."""
         return await asyncio.to_thread(self.retrieve, data_source, question, k)
-
-    async def asearch(self, question: str, k: int = 5) -> list[Hit]:
-        """Async :meth:`search`."""
-        return (await self.query(question, k=k)).hits
 
     # ----------------------------------------------------------------- close
     def close(self) -> None:
@@ -788,13 +763,6 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
 def _entry_args(entry: dict[str, Any], ms: float, out: int) -> dict[str, Any]:
     extra = {k: v for k, v in entry.items() if k not in ("stage", "name", "in")}
     return {"stage": entry["stage"], "name": entry["name"], "n_in": entry["in"], "out": out, "ms": ms, **extra}
-
-
-def with_sources(answer: str, docs: Sequence[Hit]) -> str:
-    """``answer`` plus ``Sources: ...`` when the model did not name any of its documents."""
-    if not docs or mentions_sources(answer, docs):
-        return answer
-    return f"{answer.rstrip()}\n\n{sources_line(docs)}"
 
 
 class _StreamRecorder:
@@ -863,4 +831,4 @@ async def _async_pieces(model: ChatModel, messages: list[Message], options: Gene
 
 
 __all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "check_k", "describe_source",
-           "index_lock", "with_sources"]
+           "index_lock"]

@@ -22,7 +22,6 @@ import html
 import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from akasha.types import Hit
@@ -100,10 +99,13 @@ def display_source(path: object) -> str:
     return _escape_unprintable(text if rel.startswith("..") else rel)
 
 
+def _where(hit: Hit) -> str:
+    return display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
+
+
 def citation(hit: Hit) -> str:
     """``file`` or ``file, page N`` for ``hit``, with the file shown by :func:`display_source`."""
-    where = display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
-    return f"{where}, page {hit.page}" if hit.page is not None else where
+    return f"{_where(hit)}, page {hit.page}" if hit.page is not None else _where(hit)
 
 
 def _letters(word: str) -> str:
@@ -118,22 +120,18 @@ _TAG = re.compile(
 )
 
 
-def _escape_body(text: str) -> str:
-    """Neutralise anything a model could read as a ``<document>`` or ``</document>`` tag: its ``<`` becomes ``&lt;``."""
+def escape_body(text: str) -> str:
+    """A chunk's text as it appears inside its ``<document>`` block: anything a model could read as a
+    ``<document>`` or ``</document>`` tag has its ``<`` written as ``&lt;``."""
     return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
-
-
-#: A chunk's text as it appears inside its ``<document>`` block (the packer counts it alone).
-escape_body = _escape_body
 
 
 def format_document(number: int, hit: Hit, text: str | None = None) -> str:
     """One retrieved chunk inside ``<document>`` delimiters (``text`` overrides the chunk text)."""
-    where = display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
-    attrs = [f'id="{number}"', f'source="{html.escape(where)}"']
+    attrs = [f'id="{number}"', f'source="{html.escape(_where(hit))}"']
     if hit.page is not None:
         attrs.append(f'page="{hit.page}"')
-    body = _escape_body(hit.chunk.text if text is None else text)
+    body = escape_body(hit.chunk.text if text is None else text)
     return f"<document {' '.join(attrs)}>\n{body}\n</document>"
 
 
@@ -170,21 +168,8 @@ def parse_question(text: str) -> str:
 
 def sources_line(hits: Sequence[Hit]) -> str:
     """``Sources: a.md; b.pdf, page 2`` for the hits, each citation once, in order."""
-    seen: list[str] = []
-    for hit in hits:
-        c = citation(hit)
-        if c not in seen:
-            seen.append(c)
+    seen = list(dict.fromkeys(citation(hit) for hit in hits))
     return "Sources: " + "; ".join(seen) if seen else ""
-
-
-def mentions_sources(answer: str, hits: Sequence[Hit]) -> bool:
-    """True when the answer already names at least one of the hits' files."""
-    lowered = answer.lower()
-    for hit in hits:
-        if hit.path and Path(str(hit.path)).name.lower() in lowered:
-            return True
-    return False
 
 
 __all__ = [
@@ -195,7 +180,6 @@ __all__ = [
     "display_source",
     "format_document",
     "language_instruction",
-    "mentions_sources",
     "parse_documents",
     "parse_question",
     "sources_line",

@@ -187,18 +187,5 @@ def build(spec: Any, llm: Any = None, *, cache_dir: str | Path | None = None) ->
     return from_spec(load_spec(spec), llm=llm, cache_dir=cache_dir)
 
 
-def rag_from_spec(path_or_spec: Any, **rag_options: Any) -> dict[str, Any]:
-    """The built pipeline of a spec with facade keywords: ``{"retriever": pipeline, "embeddings": ..., **rag_options}``.
-
-    Kept for code written against earlier releases; ``akasha.RAG.from_spec`` is the
-    way to answer with a spec. ``rag_options["model"]`` doubles as the ``llm`` of
-    multi_query/hyde patterns and ``rag_options["cache_dir"]`` is the index's cache.
-    """
-    spec = load_spec_file(path_or_spec) if isinstance(path_or_spec, (str, Path)) else load_spec(path_or_spec)
-    needs_llm = spec.retrieval.get("pattern") in ("multi_query", "hyde")
-    pipeline = build(spec, llm=rag_options.get("model") if needs_llm else None, cache_dir=rag_options.get("cache_dir"))
-    return {"retriever": pipeline, "embeddings": pipeline.embedder, **rag_options}
-
-
-__all__ = ["PipelineSpec", "BuildContext", "load_spec", "load_spec_file", "build", "rag_from_spec",
+__all__ = ["PipelineSpec", "BuildContext", "load_spec", "load_spec_file", "build",
            "FALLBACK_DIMENSION", "make_hash_embedder", "make_ollama_embedder", "make_sentence_transformers_embedder"]
