@@ -1,22 +1,13 @@
-"""Token counters that use the answer model's own tokenizer.
+"""Token counters that use the answer model's own tokenizer, read without the network.
 
-:mod:`akasha.tokens` counts with OpenAI's encodings, which are exact for OpenAI
-models and only a stand-in for the rest (cl100k undercounts SmolLM2 by about a
-fifth on English prose). Where akasha can reach the model's own tokenizer
-without the network, this module builds a counter from it:
+* a GGUF file (``llama-cpp:``): its vocabulary is read from the header (no llama.cpp load) and
+  rebuilt as a ``tokenizers`` byte-level BPE for the families whose pre-tokenizer is known
+  (gpt2, smollm, llama3, qwen2, ...); an embedded ``tokenizer.huggingface.json`` is used as is;
+* a Hugging Face model (``hf:``) whose ``tokenizer.json`` is in a local folder or the HF cache;
+* an OpenAI-compatible server with ``POST /tokenize`` (llama.cpp's ``llama-server``, vLLM).
 
-* a GGUF file (``llama-cpp:`` models) carries its vocabulary: the metadata is read
-  here (no llama.cpp load) and turned into a ``tokenizers`` BPE tokenizer for the
-  byte-level BPE families whose pre-tokenizer is known (gpt2, smollm, llama3,
-  qwen2, ...); an embedded ``tokenizer.huggingface.json`` is used as is;
-* a Hugging Face model (``hf:``) whose ``tokenizer.json`` is in a local folder or
-  already in the Hugging Face cache (nothing is downloaded);
-* an OpenAI-compatible server with a ``/tokenize`` endpoint (llama.cpp's
-  ``llama-server``, vLLM): each count is one request (cached per text).
-
-Every counter here has ``count``, ``truncate``, ``exact`` and ``source`` like
-:class:`akasha.tokens.TokenCounter`. Builders return ``None`` when the tokenizer
-cannot be had, and the caller falls back to tiktoken with a safety margin.
+Builders return ``None`` when the tokenizer cannot be had; :func:`akasha.tokens.counter_for`
+then falls back to tiktoken with a safety margin.
 """
 
 from __future__ import annotations
@@ -30,6 +21,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from akasha.tokens import truncate
 
 logger = logging.getLogger(__name__)
 
@@ -231,12 +224,9 @@ class TokenizerCounter:
     def __repr__(self) -> str:
         return f"TokenizerCounter({self.source!r})"
 
-    def _encode(self, text: str) -> Any:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
     def count(self, text: str) -> int:
         """Number of tokens the model's tokenizer makes of ``text``."""
-        return len(self._encode(text).ids) if text else 0
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
 
     def count_batch(self, texts: list[str]) -> list[int]:
         """Counts of several texts in one ``encode_batch`` call (the tokenizer's threads share the work)."""
@@ -244,15 +234,7 @@ class TokenizerCounter:
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
-        if max_tokens <= 0:
-            return ""
-        encoding = self._encode(text)
-        if len(encoding.ids) <= max_tokens:
-            return text
-        cut = text[: encoding.offsets[max_tokens][0]]
-        while cut and self.count(cut) > max_tokens:
-            cut = cut[:-1]
-        return cut
+        return truncate(self, text, max_tokens)
 
 
 def gguf_counter(path: str | Path) -> TokenizerCounter | None:
@@ -372,19 +354,8 @@ class ServerTokenCounter:
         return n
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest prefix (to the character, found by bisection) with at most ``max_tokens`` tokens."""
-        if max_tokens <= 0:
-            return ""
-        if self.count(text) <= max_tokens:
-            return text
-        low, high = 0, len(text)  # count(text[:low]) <= max_tokens < count(text[:high])
-        while high - low > 1:
-            middle = (low + high) // 2
-            if self.count(text[:middle]) <= max_tokens:
-                low = middle
-            else:
-                high = middle
-        return text[:low]
+        """The longest prefix with at most ``max_tokens`` tokens."""
+        return truncate(self, text, max_tokens)
 
 
 __all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "gguf_context_length", "gguf_counter",

@@ -1,48 +1,28 @@
 """One pipeline of stages over the content-keyed index: what every door runs.
 
-``akasha.RAG``, a ``kind: RAGPipeline`` file, ``akasha ask`` and ``akasha eval``
-all get a :class:`Pipeline` from :mod:`akasha.assemble`; none keeps an engine of
-its own.
-
-Ingest goes into the :class:`~akasha.index.CorpusIndex`: :meth:`Pipeline.ingest`
-(documents: ``index.add_documents``), :meth:`Pipeline.delete`
-(``index.delete_documents``) and :meth:`Pipeline.ingest_source` (a folder or
-files: ``index.sync``). Which files and documents were seen, what changed and what
-must be embedded is the index's business, so a restart embeds nothing and a
-retry after a failure resumes from what committed.
-
-A question runs the stages, each one entry in the trace (:mod:`akasha.trace`)::
+``akasha.RAG``, a ``kind: RAGPipeline`` file, ``akasha ask`` and ``akasha eval`` all get a
+:class:`Pipeline` from :mod:`akasha.assemble`; none keeps an engine of its own. What changed and
+what must be embedded is the :class:`~akasha.index.CorpusIndex`'s business, so a restart embeds
+nothing and a retry after a failure resumes from what committed. A question runs the stages, each
+one entry in the trace (:mod:`akasha.trace`)::
 
     [index] -> transform -> retrieve -> fuse -> rerank -> (context | pack -> generate)
 
-* transform: the pattern's rewrites (``multi_query``, ``hyde``); self-ask is a
-  transform of its own on this API (:mod:`akasha.selfask`);
-* retrieve: ``index.vector_search`` / ``index.bm25_search`` for a YAML pattern, or
-  ``index.search(search_type)`` for the facade's search types (fusion inside);
-* fuse: RRF or weighted fusion of several lists;
-* rerank: the one validated complete-ordering contract of :mod:`akasha.rerank`
-  (invalid JSON, omitted or duplicate ids raise ValueError before any trimming);
-* pack and generate: the answer under ``max_input_tokens`` (:attr:`Pipeline.generation`).
-
-The core is synchronous (the index, rerankers and models are); the ``async``
-methods run it in a worker thread, and the ``*_sync`` names are the plain calls,
-which also work inside a running event loop (notebooks). Reads and writes of one
-index are serialised by one re-entrant lock per index (:func:`index_lock`), so
-threads and tasks sharing a pipeline, or a ``RAG`` answering from several folders,
-never see another call's corpus half-way.
+The core is synchronous; the ``async`` methods run it in a worker thread. Reads and writes of one
+index are serialised by one re-entrant lock per index (:func:`index_lock`), so threads and tasks
+sharing a pipeline never see another call's corpus half-way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
 import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +57,7 @@ _LOCKS_GUARD = threading.Lock()
 def index_lock(index: Any) -> threading.RLock:
     """The re-entrant lock that serialises reads and writes of ``index`` in this process."""
     with _LOCKS_GUARD:
-        lock = _LOCKS.get(index)
-        if lock is None:
-            lock = _LOCKS[index] = threading.RLock()
-        return lock
+        return _LOCKS.setdefault(index, threading.RLock())
 
 
 def as_document(item: Any) -> Document:
@@ -124,13 +101,12 @@ def describe_source(data_source: DataSource) -> str:
 class Generation:
     """How the answer is written: the chat model and the prompt budget.
 
-    ``model`` is the model spec (a name, callable or object); ``resolve`` turns it
-    into a :class:`~akasha.llm.base.ChatModel` on first use, so a pipeline that
-    only retrieves never builds a model.
+    ``resolve(model)`` builds the :class:`~akasha.llm.base.ChatModel` on first use, so a
+    pipeline that only retrieves never builds a model.
     """
 
     model: Any
-    resolve: Any = None
+    resolve: Callable[[Any], ChatModel]
     max_input_tokens: int = 3000
     system_prompt: str | None = None
     language: str | None = "en"
@@ -140,22 +116,13 @@ class Generation:
     @property
     def chat_model(self) -> ChatModel:
         """The answer model (built on first use through ``resolve``)."""
-        if self.resolve is not None:
-            return self.resolve(self.model)
-        if hasattr(self.model, "generate"):
-            return self.model
-        from akasha.llm import resolve_chat_model
-
-        return resolve_chat_model(self.model)
-
-    @property
-    def options(self) -> GenerationOptions:
-        return GenerationOptions(max_output_tokens=self.max_output_tokens, temperature=float(self.temperature))
+        return self.resolve(self.model)
 
     def request_options(self) -> tuple[GenerationOptions, GenerationReport]:
-        """:attr:`options` with a fresh report for one request (the provider fills in its finish reason)."""
+        """The options of one request, with a fresh report the provider fills with its finish reason."""
         report = GenerationReport()
-        return replace(self.options, report=report), report
+        return GenerationOptions(max_output_tokens=self.max_output_tokens, temperature=float(self.temperature),
+                                 report=report), report
 
     def counter(self) -> Any:
         """The token counter of the answer model: its own tokenizer where akasha can have it, else
@@ -221,54 +188,37 @@ class Answer:
 
 
 # ------------------------------------------------------------------ pipeline
+@dataclass(eq=False, repr=False)
 class Pipeline:
     """Ingest into a content-keyed index and answer questions from it, as a list of stages.
 
-    Usually made by :mod:`akasha.assemble` (``akasha.spec.build`` for a YAML file,
-    ``akasha.RAG`` for its options). ``pattern`` decides the queries, retrievers
-    and fusion (a YAML ``retrieval.pattern``, or an
-    :class:`~akasha.retrieval.patterns.IndexSearch` for a facade ``search_type``);
-    ``reranker`` is an :mod:`akasha.rerank` reranker (complete ordering, validated);
-    ``generation`` is needed only to answer.
+    Made by :mod:`akasha.assemble`. ``pattern`` decides the queries, retrievers and fusion (a
+    YAML ``retrieval.pattern``, or an :class:`~akasha.retrieval.patterns.IndexSearch` for a
+    facade ``search_type``); ``generation`` is needed only to answer.
     """
 
-    def __init__(
-        self,
-        index: Any,
-        *,
-        pattern: Pattern,
-        name: str = "pipeline",
-        reranker: Any = None,
-        rerank_top_k: int | None = None,
-        top_k: int = 5,
-        candidates: int | None = None,
-        similarity_threshold: float | None = None,
-        llm: Any = None,
-        generation: Generation | None = None,
-        store: Any = None,
-        splitter: Any = None,
-        dimension: int | None = None,
-        syncs_source: bool = True,
-        stage_errors: bool = False,
-    ) -> None:
-        self.index = index
-        self.name = name
-        #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
-        self.stage_errors = stage_errors
-        self.pattern = pattern
-        self.reranker = reranker
-        self.rerank_top_k = rerank_top_k
-        self.top_k = check_k(top_k)
-        self.candidates = None if candidates is None else check_k(candidates)
-        self.similarity_threshold = similarity_threshold
-        self.llm = llm
-        self.generation = generation
-        self.store = store
-        self.splitter = splitter
-        self.dimension = dimension
-        #: False when ``data_source`` names existing stores to search (``use_chroma``), not files to index.
-        self.syncs_source = syncs_source
-        self._loaded = False
+    index: Any
+    _: KW_ONLY
+    pattern: Pattern
+    name: str = "pipeline"
+    reranker: Any = None
+    rerank_top_k: int | None = None
+    top_k: int = 5
+    candidates: int | None = None
+    similarity_threshold: float | None = None
+    llm: Any = None
+    generation: Generation | None = None
+    store: Any = None
+    splitter: Any = None
+    #: False when ``data_source`` names existing stores to search (``use_chroma``), not files to index.
+    syncs_source: bool = True
+    #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
+    stage_errors: bool = False
+    _loaded: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.top_k = check_k(self.top_k)
+        self.candidates = None if self.candidates is None else check_k(self.candidates)
 
     def __repr__(self) -> str:
         return (
@@ -284,13 +234,7 @@ class Pipeline:
 
     def derive(self, **changes: Any) -> Pipeline:
         """A copy sharing the index (and its lock) with some settings changed, e.g. one call's generation."""
-        unknown = sorted(k for k in changes if not hasattr(self, k) or k.startswith("_"))
-        if unknown:
-            raise TypeError(f"unknown pipeline setting(s) {', '.join(unknown)}")
-        clone = copy.copy(self)
-        for key, value in changes.items():
-            setattr(clone, key, value)
-        return clone
+        return replace(self, **changes)
 
     def locked(self) -> threading.RLock:
         """The index's lock: hold it for a sequence of reads that must see one corpus (see :func:`index_lock`)."""
@@ -313,10 +257,8 @@ class Pipeline:
     def ingest_sync(self, documents: Iterable[Any] | Any) -> int:
         """Chunk, embed and index ``documents``; returns how many chunks they have in the index.
 
-        Re-ingesting a document (same ``id``, or same text when it has none)
-        replaces all its previous chunks; unchanged documents are not embedded
-        again. If any step fails, the index keeps the previous version and the
-        error is raised by the trace's policy (an embedder's failure as StageError).
+        A document re-ingested (same ``id``, or same text) replaces its previous chunks; unchanged
+        ones are not embedded again; a failure leaves the previous version in place.
         """
         if isinstance(documents, (str, Document, Mapping)):
             documents = [documents]
@@ -338,11 +280,8 @@ class Pipeline:
     def sync(self, data_source: DataSource, *, trace: Trace | None = None, progress: bool | None = None) -> Any:
         """Bring the index in line with the files of ``data_source`` (the ``index`` stage); returns the SyncReport.
 
-        Unchanged files cost nothing, an edited file re-embeds only its changed
-        chunks, a removed file leaves the index; FIFOs, dangling links and
-        unreadable files are skipped (and listed in the report). A file is marked
-        as indexed only once its vectors committed, so a retry after a failure
-        re-embeds exactly what is missing.
+        See :meth:`akasha.index.CorpusIndex.sync`: unchanged files cost nothing, a retry after a
+        failure re-embeds exactly what is missing.
         """
         trace = Trace() if trace is None else trace
         embedder = self.embedder

@@ -1,42 +1,15 @@
 """Offline token counting for ``max_input_tokens`` packing.
 
-Counts come from ``tiktoken`` with OpenAI's own encodings: ``o200k_base`` for
-the GPT-4o/4.1/o-series family and ``cl100k_base`` for everything else
-(GPT-3.5/4, and as a stand-in for Gemini, Ollama, Hugging Face and llama.cpp
-models, whose own tokenizers land within a few percent of it on English text).
+Counts come from ``tiktoken`` with OpenAI's own encodings (``o200k_base`` for the GPT-4o/4.1/5 and
+o-series names, ``cl100k_base`` for the rest), read from the two gzipped files akasha ships in
+``akasha/tokenize_data/`` (tiktoken would download them; each is checked against tiktoken's sha256).
+Without tiktoken or the files, counts are estimated at four characters a token (logged).
 
-tiktoken downloads its encoding files on first use, which fails offline. akasha
-ships the two it uses, gzipped, in ``akasha/tokenize_data/`` (2.5 MB; OpenAI's files,
-MIT, see the LICENSE and README there): each is checked against the sha256 tiktoken
-expects and turned into a ``tiktoken.Encoding``. Only the encoding a call needs is
-built, once per process (about 0.2 s). They used to be read from the ``bpe-openai``
-package, which ships every OpenAI encoding plus a Rust tokenizer: 78 MB of the
-base install for 2.5 MB of data (README, "Install size").
-
-When tiktoken or the files are missing the counter falls back to an estimate
-of one token per four characters (at least one token per word), which is what
-OpenAI documents as the English average; the fallback is logged.
-
-Which counter a model gets (:func:`counter_for`):
-
-* OpenAI model names (``gpt-*``, ``o1``/``o3``/``o4``, ``chatgpt-*``): tiktoken, exact.
-* ``extractive`` (offline; no tokenizer, no context window): the character estimate
-  (:data:`ESTIMATE`), so an offline question never builds or imports tiktoken.
-* ``llama-cpp:`` models: the GGUF's own vocabulary; ``hf:`` models: their
-  ``tokenizer.json`` when it is on disk (:mod:`akasha.model_tokens`); chat model
-  objects with a ``token_counter()`` method (``openai:`` models pointed at a
-  llama.cpp or vLLM server count through its ``/tokenize``): their own counter.
-* Everything else (Gemini, Ollama, other OpenAI-compatible names, callables, and the
-  cases above when the tokenizer cannot be had offline): cl100k times a safety
-  margin, :data:`FALLBACK_MARGIN` (1.25) plus :data:`NON_ASCII_MARGIN` (1.0) times the
-  share of non-ASCII characters (counted up to one half), so 1.25 for English and
-  up to 1.75 for Chinese or Japanese text. Measured against SmolLM2-135M's own
-  tokenizer (a 49k-token English vocabulary, so a worst case): on English docs,
-  code and the Debian FAQ, cl100k undercounts by 4-14% on average, by 16-25% on
-  the 95th percentile of 2,000-character chunks and by up to 42% on one
-  500-character chunk; on the Chinese and Japanese Debian FAQ by 51-57% on
-  average and up to 79% on one chunk. A whole prompt averages its chunks, so the
-  margin covers every prompt-sized sample measured.
+:func:`counter_for` picks a model's counter: tiktoken for OpenAI names; the character estimate for
+``extractive`` (so an offline question never builds tiktoken); the model's own tokenizer for
+``llama-cpp:``, ``hf:`` and servers with ``/tokenize`` (:mod:`akasha.model_tokens`); else cl100k times
+a safety margin, 1.25 plus the share of non-ASCII characters (up to 1.75), measured against
+SmolLM2's tokenizer (docs/local-servers.md, "Token counts and cut answers").
 """
 
 from __future__ import annotations
@@ -243,25 +216,24 @@ class TokenCounter:
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` that has at most ``max_tokens`` tokens (margin included)."""
-        if max_tokens <= 0:
-            return ""
-        if self.count(text) <= max_tokens:
-            return text
-        factor = self.factor(text)
-        limit = max(1, int(max_tokens / factor)) if factor != 1.0 else max_tokens
-        encoding = _encoding(self.encoding_name)
-        if encoding is None:
-            cut = text[: limit * 4]
-            while cut and self.count(cut) > max_tokens:
-                cut = cut[: int(len(cut) * 0.9)]
-            return cut
-        ids = encoding.encode_ordinary(text)
-        cut = encoding.decode(ids[:limit])
-        # A cut inside a multi-byte character decodes to U+FFFD; drop it, then re-check.
-        cut = cut.rstrip("\ufffd")
-        while cut and self.count(cut) > max_tokens:
-            cut = cut[:-1]
-        return cut
+        return truncate(self, text, max_tokens)
+
+
+def truncate(counter: Any, text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` (to the character, found by bisection) that ``counter`` counts as at
+    most ``max_tokens`` tokens: one way for every counter, tiktoken, a model's tokenizer or a server's."""
+    if max_tokens <= 0:
+        return ""
+    if counter.count(text) <= max_tokens:
+        return text
+    low, high = 0, len(text)  # count(text[:low]) <= max_tokens < count(text[:high])
+    while high - low > 1:
+        middle = (low + high) // 2
+        if counter.count(text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle
+    return text[:low]
 
 
 #: Content-keyed token counts shared by every counter of one tokenizer (see :func:`count_many`).
@@ -378,6 +350,6 @@ def count_tokens(text: str, model: object = None) -> int:
 
 
 __all__ = ["DATA_DIR", "ENCODINGS", "FALLBACK_MARGIN", "NON_ASCII_MARGIN", "TokenCounter", "count_many", "count_tokens",
-           "counter_for", "tokenizer_identity",
+           "counter_for", "tokenizer_identity", "truncate",
            "encoding_file", "encoding_name_for", "estimate_tokens", "fallback_counter", "is_openai_model_name",
            "read_mergeable_ranks"]
