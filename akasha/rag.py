@@ -306,8 +306,7 @@ class RAG:
         changes: dict[str, Any] = {"generation": generation_for(options, self.components)}
         if self._spec_pipeline.reranker is None and options.reranker is not None:
             # The spec does not rerank: the facade's reranker may (never on top of the spec's own).
-            changes["reranker"] = self.components.reranker(options.reranker, options.reranker_model,
-                                                           options.max_input_tokens, options.device)
+            changes["reranker"] = self.components.reranker(options.reranker, options.reranker_model, options.device)
             changes["rerank_top_k"] = options.rerank_top_k
         return self._spec_pipeline.derive(**changes)
 
