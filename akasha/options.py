@@ -1,15 +1,10 @@
 """The RAG option set: names, defaults, validation and per-call overrides.
 
-:class:`RAGOptions` is a frozen dataclass, so a per-call override builds a new,
-validated copy (:meth:`RAGOptions.merged`) and can never leak into the instance.
-Validation only checks names and numbers: it imports no provider, loads no model
-and creates no client.
-
-``language`` defaults to ``"en"`` (the seed library defaulted to Chinese, ``"ch"``);
-it only controls the answer-language instruction added to the system prompt,
-see :data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`. ``"auto"`` asks for the question's
-own language and ``None`` adds no instruction. The offline extractive answerer quotes
-the documents verbatim, so it ignores this setting.
+:class:`RAGOptions` is frozen, so a per-call override builds a new, validated copy
+(:meth:`RAGOptions.merged`) and can never leak into the instance. Validation only checks names
+and numbers: it imports no provider, loads no model and creates no client. ``language`` defaults
+to ``"en"`` (the seed library's was ``"ch"``); it only sets the answer-language instruction
+(:data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`).
 """
 
 from __future__ import annotations
