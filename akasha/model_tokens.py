@@ -17,12 +17,11 @@ import logging
 import mmap
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from akasha.tokens import truncate
+from akasha.tokens import count_many, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -264,13 +263,12 @@ class ServerTokenCounter:
     """Counts by asking an OpenAI-compatible server's ``POST /tokenize`` (llama.cpp, vLLM).
 
     ``fallback`` counts when the endpoint fails (logged once): a server without the
-    endpoint, or one that went away. Counts are cached per text (the packer counts
-    the same blocks more than once).
+    endpoint, or one that went away. Each text is asked once (:func:`akasha.tokens.count_many`
+    keeps the counts).
     """
 
     def __init__(self, url: str, model: str, fallback: Any, *, timeout: float = 10.0,
-                 headers: dict[str, str] | None = None, cache_size: int = 4096,
-                 secrets: tuple[str, ...] = ()) -> None:
+                 headers: dict[str, str] | None = None, secrets: tuple[str, ...] = ()) -> None:
         self.url = url
         self.model = model
         self.fallback = fallback
@@ -279,8 +277,6 @@ class ServerTokenCounter:
         # keys never reach a log line: the ones given, and any sent in a header (a server may echo them)
         self._secrets = tuple(secrets) + tuple(
             v.split(" ", 1)[-1] for v in self.headers.values() if isinstance(v, str))
-        self.cache_size = cache_size
-        self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
         self._failed = False
         self._client: Any = None  # one httpx.Client (keep-alive) for all counts
@@ -338,20 +334,12 @@ class ServerTokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens the server's tokenizer makes of ``text`` (the fallback's count once the endpoint failed)."""
-        if not text:
-            return 0
-        with self._lock:
-            if text in self._cache:
-                self._cache.move_to_end(text)
-                return self._cache[text]
-        n = None if self._failed else self._ask(text)
-        if n is None:
-            return int(self.fallback.count(text))
-        with self._lock:
-            self._cache[text] = n
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return n
+        return count_many(self, [text])[0] if text else 0
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        """The counts of ``texts`` not yet known to :func:`akasha.tokens.count_many`, one request each."""
+        counts = [None if self._failed else self._ask(text) for text in texts]
+        return [int(self.fallback.count(text)) if n is None else n for text, n in zip(texts, counts, strict=True)]
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix with at most ``max_tokens`` tokens."""
