@@ -106,14 +106,6 @@ def read_gguf_metadata(path: str | Path, keys: Callable[[str], bool] = lambda ke
         return out
 
 
-def gguf_context_length(path: str | Path) -> int | None:
-    """The context the model was trained for (``<arch>.context_length``), or None."""
-    meta = read_gguf_metadata(path, lambda key: key.endswith(".context_length") or key == "general.architecture")
-    arch = meta.get("general.architecture")
-    value = meta.get(f"{arch}.context_length")
-    return int(value) if isinstance(value, int) and value > 0 else None
-
-
 #: GGUF ``tokenizer.ggml.pre`` -> the split regexes llama.cpp applies before byte-level BPE
 #: (llama.cpp src/llama-vocab.cpp); each is applied in turn, isolating its matches.
 _LLAMA3_REGEX = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -346,5 +338,5 @@ class ServerTokenCounter:
         return truncate(self, text, max_tokens)
 
 
-__all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "gguf_context_length", "gguf_counter",
+__all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "gguf_counter",
            "gguf_tokenizer", "hf_counter", "hf_tokenizer_file", "read_gguf_metadata"]

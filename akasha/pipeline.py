@@ -152,11 +152,8 @@ class Generation:
 class Answer:
     """Everything one answering call produced; ``akasha.RAG`` publishes it as ``rag.docs``, ``rag.trace`` ...
 
-    ``docs`` are the hits that reached the model (after reranking and packing),
-    ``messages`` what was sent, ``response`` the answer (it grows while a stream is
-    consumed), ``sync`` the index's report when the call indexed a data source,
-    ``followups`` self-ask's follow-up questions and answers, ``error`` the
-    exception that ended a failed call.
+    ``docs`` are the hits that reached the model, ``response`` the answer (it grows while a stream
+    is consumed), ``sync`` the index's report, ``error`` the exception that ended a failed call.
     """
 
     question: str
@@ -175,9 +172,7 @@ class Answer:
 
     @property
     def sources(self) -> str:
-        """``Sources: a.md; b.pdf, page 2``: the citations of :attr:`docs`, each once, in order ("" with none).
-
-        The answer text is the model's own; this is where its citations are, for callers that show them."""
+        """``Sources: a.md; b.pdf, page 2``: the citations of :attr:`docs`, each once, in order ("" with none)."""
         return sources_line(self.docs)
 
     def set_packed(self, packed: PackResult) -> None:
@@ -313,12 +308,8 @@ class Pipeline:
 
     # ------------------------------------------------------------------ query
     def candidates_for(self, k: int) -> int:
-        """Hits each retriever fetches: ``candidates`` (default top_k * 2).
-
-        With a reranker the pool is exactly that (the reranker's top_k and then ``k``
-        cut it, as the reference says); without one it grows when ``k`` exceeds it,
-        so an explicit larger ``k`` can be served.
-        """
+        """Hits each retriever fetches: ``candidates`` (default top_k * 2); without a reranker it grows when ``k``
+        exceeds it, so an explicit larger ``k`` can be served."""
         if isinstance(self.pattern, IndexSearch):
             return k
         if self.reranker is not None:
@@ -339,9 +330,8 @@ class Pipeline:
     ) -> list[Hit]:
         """Index ``data_source`` (when given), transform, retrieve and fuse: the candidates, best first.
 
-        Holds the index lock throughout, so the candidates come from this call's
-        corpus even while other threads index other folders. The index's report
-        goes to ``answer.sync`` when an ``answer`` is given.
+        Holds the index lock throughout, so the candidates come from this call's corpus; the index's
+        report goes to ``answer.sync``.
         """
         k = self.top_k if k is None else check_k(k)
         trace = Trace() if trace is None else trace
@@ -374,9 +364,8 @@ class Pipeline:
     def query_sync(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
         """Retrieve the ``k`` best hits for ``query`` (default ``retrieval.top_k``) with a per-stage trace.
 
-        ``filters`` restricts hits to chunks whose metadata equals every given
-        value (``doc_id`` matches the document id). An empty or blank query
-        returns an empty result without calling anything.
+        ``filters`` keeps chunks whose metadata equals every given value (``doc_id``: the document id).
+        An empty or blank query returns an empty result without calling anything.
         """
         k = self.top_k if k is None else check_k(k)
         if not isinstance(query, str):
@@ -422,21 +411,19 @@ class Pipeline:
         for position, (retriever, text) in enumerate(jobs):
             timer = Timer()
             name = self.pattern.name if retriever == "index" else retriever
-            entry: dict[str, Any] = {"stage": "retrieve", "name": name, "in": candidates if retriever == "index" else 1}
-            if len(queries) > 1 and retriever != "bm25":
-                entry["query"] = position
+            n_in = candidates if retriever == "index" else 1
+            extra = {"query": position} if len(queries) > 1 and retriever != "bm25" else {}
             try:
                 ranked = self._run_retriever(retriever, text, candidates, filters)
             except Exception as exc:
+                trace.record("retrieve", name, n_in, 0, timer.ms, **extra, error=describe(exc))
                 if keeps_type(exc) and not isinstance(exc, StageError):
-                    trace.record(**_entry_args(entry, timer.ms, 0), error=describe(exc))
                     raise  # a configuration or installation problem, not a failing retriever
                 logger.warning("retriever %s failed: %s", name, exc)
-                trace.record(**_entry_args(entry, timer.ms, 0), error=describe(exc))
                 errors.append((name, exc))
                 lists.append((retriever, []))
                 continue
-            trace.record(**_entry_args(entry, timer.ms, len(ranked)))
+            trace.record("retrieve", name, n_in, len(ranked), timer.ms, **extra)
             lists.append((retriever, ranked))
         if errors and len(errors) == len(jobs):
             names = "+".join(dict.fromkeys(name for name, _ in errors))
@@ -569,18 +556,12 @@ class Pipeline:
         return packed
 
     def prepare(self, question: str, *, data_source: DataSource | None = None,
-                history: Sequence[object] | None = None, trace: Trace | None = None,
-                answer: Answer | None = None) -> Answer:
-        """Everything before generation: index, retrieve, rerank, pack.
+                history: Sequence[object] | None = None, answer: Answer | None = None) -> Answer:
+        """Everything before :meth:`generate` or :meth:`stream`: index, retrieve, rerank, pack.
 
-        Generate with :meth:`generate` or :meth:`stream`.
-
-        Fills ``answer`` when given (so a caller keeps the trace of a call that
-        fails part way), else a new :class:`Answer`; ``trace`` replaces its trace.
+        Fills ``answer`` when given (so a caller keeps the trace of a call that fails part way).
         """
         answer = Answer(question) if answer is None else answer
-        if trace is not None:
-            answer.trace = trace
         hits = self.first_stage(question, data_source=data_source, trace=answer.trace, answer=answer)
         hits = self.second_stage(question, hits, trace=answer.trace)
         answer.set_packed(self.pack(question, hits, history, trace=answer.trace))
@@ -620,11 +601,8 @@ class Pipeline:
         return self.finish(answer, text)
 
     def stream(self, answer: Answer) -> Iterator[str]:
-        """Yield the answer in pieces; ``answer.response`` grows as they are consumed.
-
-        A model failing part way raises :class:`~akasha.errors.StreamInterruptedError`
-        (``partial`` holds what arrived) after recording the error in the trace.
-        """
+        """Yield the answer in pieces; ``answer.response`` grows as they are consumed. A model failing part way
+        raises :class:`~akasha.errors.StreamInterruptedError` (``partial`` holds what arrived)."""
         model, options, recorder = self._start_stream(answer)
         with recorder:
             for piece in filter(None, model.stream(answer.messages, options)):
@@ -697,11 +675,6 @@ class Pipeline:
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     """A coroutine of any awaitable (a Future, a Task, an object with ``__await__``): what ``asyncio.run`` takes."""
     return await awaitable
-
-
-def _entry_args(entry: dict[str, Any], ms: float, out: int) -> dict[str, Any]:
-    extra = {k: v for k, v in entry.items() if k not in ("stage", "name", "in")}
-    return {"stage": entry["stage"], "name": entry["name"], "n_in": entry["in"], "out": out, "ms": ms, **extra}
 
 
 class _StreamRecorder:
