@@ -44,38 +44,23 @@ class _Reader:
         self.pos += struct.calcsize("<" + fmt)
         return value
 
-    def string(self) -> str:
-        n = self.scalar("Q")
-        raw = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return bytes(raw).decode("utf-8", "replace")
-
-    def skip_string(self) -> None:
-        self.pos += 8 + struct.unpack_from("<Q", self.data, self.pos)[0]
-
-    def value(self, kind: int, keep: bool) -> Any:
+    def value(self, kind: int, keep: bool = True) -> Any:
+        """The next value of GGUF type ``kind``; with ``keep`` False it is skipped (None) without decoding."""
         if kind in _SCALARS:
             return self.scalar(_SCALARS[kind])
         if kind == _STRING:
-            if keep:
-                return self.string()
-            self.skip_string()
-            return None
+            n = self.scalar("Q")
+            self.pos += n
+            return bytes(self.data[self.pos - n:self.pos]).decode("utf-8", "replace") if keep else None
         if kind == _ARRAY:
             item, n = self.scalar("I"), self.scalar("Q")
             if item in _SCALARS:
-                size = struct.calcsize("<" + _SCALARS[item])
-                if not keep:
-                    self.pos += size * n
-                    return None
-                values = list(struct.unpack_from(f"<{n}{_SCALARS[item]}", self.data, self.pos))
-                self.pos += size * n
+                fmt = f"<{n}{_SCALARS[item]}"
+                values = list(struct.unpack_from(fmt, self.data, self.pos)) if keep else None
+                self.pos += struct.calcsize(fmt)
                 return values
-            if keep:
-                return [self.value(item, True) for _ in range(n)]
-            for _ in range(n):
-                self.value(item, False)
-            return None
+            items = [self.value(item, keep) for _ in range(n)]
+            return items if keep else None
         raise ValueError(f"unknown GGUF value type {kind}")
 
 
@@ -97,7 +82,7 @@ def read_gguf_metadata(path: str | Path, keys: Callable[[str], bool] = lambda ke
         n_keys = reader.scalar("Q")
         out: dict[str, Any] = {}
         for _ in range(n_keys):
-            key = reader.string()
+            key = reader.value(_STRING)
             kind = reader.scalar("I")
             keep = keys(key)
             value = reader.value(kind, keep)

@@ -130,11 +130,8 @@ def _encoding(name: str) -> Any:
     """
     if name == ESTIMATE:
         return None
-    try:
-        import tiktoken
-    except ImportError:
-        logger.warning("tiktoken is not installed; token counts are estimated (4 characters per token)")
-        return None
+    import tiktoken
+
     definition = ENCODINGS[name]
     path = encoding_file(name)
     if path is None:
