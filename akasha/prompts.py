@@ -1,19 +1,11 @@
 """The prompts akasha sends to answer models, and how documents are quoted in them.
 
-Retrieved text is untrusted: a document may contain "ignore previous instructions".
-Every document is therefore placed inside explicit delimiters::
-
-    <document id="1" source="docs/report.pdf" page="3">
-    ...chunk text...
-    </document>
-
-and the prompt says that documents are data, never instructions. A literal
-``</document>`` inside a chunk is neutralised so it cannot close the block early,
-and so are its look-alikes: ``< /document>``, ``</ document >``, upper case, and
-the full-width and other confusable forms a model may read as the same tag
-(``＜／ｄｏｃｕｍｅｎｔ＞``). File names are shown with control characters
-escaped (``\n`` ...), so a name cannot start a new line in a prompt or in the
-``Sources:`` line. The same format is parsed back by the offline extractive answerer.
+Retrieved text is untrusted, so every document sits inside ``<document id="1" source="..."
+page="3">`` ... ``</document>`` delimiters and the prompt says documents are data, never
+instructions. Anything a model could read as that tag inside a chunk (``</ document >``, upper
+case, full-width and other confusable forms) is neutralised, and file names are shown with control
+and invisible characters escaped, so a name cannot start a new line in a prompt or in the
+``Sources:`` line (docs/threat-model.md). The offline extractive answerer parses the same format back.
 """
 
 from __future__ import annotations
@@ -38,8 +30,9 @@ DATA_NOTICE = (
 )
 
 #: language code -> instruction appended to the system prompt. Other values are used
-#: verbatim as a language name ("Answer in <language>.").
+#: verbatim as a language name ("Answer in <language>."); ``"auto"`` asks for the question's language.
 LANGUAGE_INSTRUCTIONS: dict[str, str] = {
+    "auto": "Answer in the same language as the question.",
     "en": "Answer in English.",
     "ch": "請用繁體中文回答。",  # the seed library's default language code
     "zh": "请用简体中文回答。",
@@ -52,20 +45,11 @@ _ATTR_RE = re.compile(r'(\w+)="([^"]*)"')
 _QUESTION_MARK = "Question:"
 
 
-def language_instruction(language: str | None) -> str:
-    """The answer-language sentence for ``language`` ("" for None; "auto": the question's language)."""
-    if not language:
-        return ""
-    if language.lower() == "auto":
-        return "Answer in the same language as the question."
-    return LANGUAGE_INSTRUCTIONS.get(language.lower(), f"Answer in {language}.")
-
-
 def system_message(system_prompt: str | None, language: str | None) -> str:
-    """The system message: the user's prompt (or the default) plus the language instruction."""
+    """The system message: the user's prompt (or the default) plus the answer-language instruction."""
     base = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
-    parts = [base.strip(), language_instruction(language)]
-    return " ".join(p for p in parts if p)
+    instruction = LANGUAGE_INSTRUCTIONS.get(language.lower(), f"Answer in {language}.") if language else ""
+    return " ".join(p for p in (base.strip(), instruction) if p)
 
 
 #: Characters a file name may not carry into a prompt as they are: controls (Cc), format characters
@@ -179,7 +163,6 @@ __all__ = [
     "citation",
     "display_source",
     "format_document",
-    "language_instruction",
     "parse_documents",
     "parse_question",
     "sources_line",
