@@ -7,21 +7,22 @@
 * an OpenAI-compatible server with ``POST /tokenize`` (llama.cpp's ``llama-server``, vLLM).
 
 Builders return ``None`` when the tokenizer cannot be had; :func:`akasha.tokens.counter_for`
-then falls back to tiktoken with a safety margin.
+then falls back to tiktoken with a safety margin. What every counter shares lives here too (and
+:mod:`akasha.tokens` imports it): :func:`truncate` and the per-tokenizer count cache :func:`count_many`.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import mmap
 import struct
 import threading
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-from akasha.tokens import count_many, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +189,68 @@ def _tokenizer_from_file(path: str) -> Any:
 
 
 # ------------------------------------------------------------------- counters
+def truncate(counter: Any, text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` (to the character, found by bisection) that ``counter`` counts as at
+    most ``max_tokens`` tokens: one way for every counter, tiktoken, a model's tokenizer or a server's."""
+    if max_tokens <= 0:
+        return ""
+    if counter.count(text) <= max_tokens:
+        return text
+    low, high = 0, len(text)  # count(text[:low]) <= max_tokens < count(text[:high])
+    while high - low > 1:
+        middle = (low + high) // 2
+        if counter.count(text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle
+    return text[:low]
+
+
+#: Content-keyed token counts shared by every counter of one tokenizer (see :func:`count_many`).
+COUNT_CACHE_SIZE = 65_536
+_counts: OrderedDict[tuple[str, bytes], int] = OrderedDict()
+_counts_lock = threading.Lock()
+
+
+def tokenizer_identity(counter: Any) -> str | None:
+    """What makes two counters count alike: the counter's type, ``source`` and ``model``;
+    None when it has no ``source``.
+
+    A server's counter that fell back to tiktoken reports the fallback's source, so its later counts
+    are kept apart from the server's exact ones."""
+    source = getattr(counter, "source", None)
+    if not isinstance(source, str):
+        return None
+    return f"{type(counter).__name__}|{source}|{getattr(counter, 'model', '')}"
+
+
+def count_many(counter: Any, texts: Sequence[str]) -> list[int]:
+    """``counter.count`` of each text, each distinct text counted once per tokenizer identity in this process.
+
+    The packer counts the same chunks question after question; with a llama.cpp server each count is a
+    ``/tokenize`` request carrying the chunk's text. Counts are kept by (tokenizer identity, SHA-256 of
+    the text), and the texts not yet counted go to ``counter.count_batch`` in one call when the counter
+    has it (a local tokenizer encodes them as a batch), else to ``count`` one by one."""
+    identity = tokenizer_identity(counter)
+    if identity is None:
+        return [int(counter.count(text)) for text in texts]
+    keys = [(identity, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()) for text in texts]
+    with _counts_lock:
+        known = {key: _counts[key] for key in keys if key in _counts}
+    missing = list({key: text for key, text in zip(keys, texts, strict=True) if key not in known}.items())
+    if missing:
+        batch = getattr(counter, "count_batch", None)
+        fresh = batch([text for _, text in missing]) if batch else [counter.count(text) for _, text in missing]
+        found = {key: int(n) for (key, _), n in zip(missing, fresh, strict=True)}
+        if tokenizer_identity(counter) == identity:  # a server that failed meanwhile counted with its fallback
+            with _counts_lock:
+                _counts.update(found)
+                while len(_counts) > COUNT_CACHE_SIZE:
+                    _counts.popitem(last=False)
+        known.update(found)
+    return [known[key] for key in keys]
+
+
 class TokenizerCounter:
     """Counts with a ``tokenizers.Tokenizer`` (special-token look-alikes count as plain text)."""
 
@@ -240,8 +303,7 @@ class ServerTokenCounter:
     """Counts by asking an OpenAI-compatible server's ``POST /tokenize`` (llama.cpp, vLLM).
 
     ``fallback`` counts when the endpoint fails (logged once): a server without the
-    endpoint, or one that went away. Each text is asked once (:func:`akasha.tokens.count_many`
-    keeps the counts).
+    endpoint, or one that went away. Each text is asked once (:func:`count_many` keeps the counts).
     """
 
     def __init__(self, url: str, model: str, fallback: Any, *, timeout: float = 10.0,
@@ -314,7 +376,7 @@ class ServerTokenCounter:
         return count_many(self, [text])[0] if text else 0
 
     def count_batch(self, texts: list[str]) -> list[int]:
-        """The counts of ``texts`` not yet known to :func:`akasha.tokens.count_many`, one request each."""
+        """The counts of ``texts`` not yet known to :func:`count_many`, one request each."""
         counts = [None if self._failed else self._ask(text) for text in texts]
         return [int(self.fallback.count(text)) if n is None else n for text, n in zip(texts, counts, strict=True)]
 
@@ -323,5 +385,6 @@ class ServerTokenCounter:
         return truncate(self, text, max_tokens)
 
 
-__all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "gguf_counter",
-           "gguf_tokenizer", "hf_counter", "hf_tokenizer_file", "read_gguf_metadata"]
+__all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "count_many", "gguf_counter",
+           "gguf_tokenizer", "hf_counter", "hf_tokenizer_file", "read_gguf_metadata", "tokenizer_identity",
+           "truncate"]

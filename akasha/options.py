@@ -10,9 +10,10 @@ to ``"en"`` (the seed library's was ``"ch"``); it only sets the answer-language 
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from akasha.errors import ConfigError
 
@@ -93,13 +94,18 @@ class RAGOptions:
         return dataclasses.replace(self, **overrides) if overrides else self
 
 
+@overload
+def positive_int(name: str, value: object) -> int: ...
+@overload
+def positive_int(name: str, value: object, *, allow_none: bool) -> int | None: ...
 def positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
-    """``value`` when it is an int >= 1 (or None with ``allow_none``); else ConfigError naming ``name``."""
+    """``value`` as an int when it is an integer >= 1 (numpy's too; None with ``allow_none``); else
+    ConfigError (a ValueError) naming ``name``."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return int(value)
 
 
 def validate_options(options: RAGOptions) -> None:

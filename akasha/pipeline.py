@@ -26,8 +26,6 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from akasha.errors import (
     BudgetError,
     ConfigError,
@@ -38,6 +36,7 @@ from akasha.errors import (
     stage_error,
 )
 from akasha.llm.base import ChatModel, GenerationOptions, GenerationReport, Message
+from akasha.options import positive_int
 from akasha.packing import TEMPLATE_RESERVE, PackResult, pack
 from akasha.prompts import sources_line, system_message
 from akasha.retrieval.fusion import rrf, weighted
@@ -77,13 +76,6 @@ def as_document(item: Any) -> Document:
     if isinstance(text, str):
         return Document(text=text, metadata=dict(getattr(item, "metadata", None) or {}), id=getattr(item, "id", None))
     raise TypeError(f"cannot ingest {type(item).__name__}: pass Document objects, strings or dicts with 'text'")
-
-
-def check_k(k: object) -> int:
-    """``k`` must be a positive integer (``ValueError`` otherwise)."""
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return int(k)
 
 
 def describe_source(data_source: DataSource) -> str:
@@ -168,7 +160,6 @@ class Answer:
     sync: Any = None
     error: BaseException | None = None
     started: float = field(default_factory=time.time)
-    finished: bool = False
 
     @property
     def sources(self) -> str:
@@ -212,8 +203,8 @@ class Pipeline:
     _loaded: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
-        self.top_k = check_k(self.top_k)
-        self.candidates = None if self.candidates is None else check_k(self.candidates)
+        self.top_k = positive_int("top_k", self.top_k)
+        self.candidates = positive_int("candidates", self.candidates, allow_none=True)
 
     def __repr__(self) -> str:
         return (
@@ -333,7 +324,7 @@ class Pipeline:
         Holds the index lock throughout, so the candidates come from this call's corpus; the index's
         report goes to ``answer.sync``.
         """
-        k = self.top_k if k is None else check_k(k)
+        k = self.top_k if k is None else positive_int("k", k)
         trace = Trace() if trace is None else trace
         with self.locked():
             if data_source is not None and self.syncs_source:
@@ -350,7 +341,7 @@ class Pipeline:
     def second_stage(self, question: str, hits: list[Hit], k: int | None = None, *,
                      trace: Trace | None = None) -> list[Hit]:
         """Rerank (validated complete ordering, then the reranker's top_k) and keep the first ``k``."""
-        k = self.top_k if k is None else check_k(k)
+        k = self.top_k if k is None else positive_int("k", k)
         trace = Trace() if trace is None else trace
         return self._rerank(question, hits, k, trace)[:k]
 
@@ -367,7 +358,7 @@ class Pipeline:
         ``filters`` keeps chunks whose metadata equals every given value (``doc_id``: the document id).
         An empty or blank query returns an empty result without calling anything.
         """
-        k = self.top_k if k is None else check_k(k)
+        k = self.top_k if k is None else positive_int("k", k)
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
         if not query.strip():
@@ -454,12 +445,10 @@ class Pipeline:
         if len(lists) == 1 and (self.pattern.fusion == "none" or isinstance(self.pattern, IndexSearch)):
             return list(lists[0][1])
         chunks: dict[str, Chunk] = {}
-        found_by: dict[str, set[str]] = {}
-        best: dict[str, dict[str, float]] = {}
+        best: dict[str, dict[str, float]] = {}  # chunk id -> the best score of each retriever that found it
         for retriever, ranked in lists:
             for hit in ranked:
                 chunks.setdefault(hit.chunk.id, hit.chunk)
-                found_by.setdefault(hit.chunk.id, set()).add(retriever)
                 scores = best.setdefault(hit.chunk.id, {})
                 scores[retriever] = max(hit.score, scores.get(retriever, float("-inf")))
         timer = Timer()
@@ -474,7 +463,7 @@ class Pipeline:
         name = "weighted" if key == "fused" else ("adaptive" if self.pattern.fusion == "adaptive" else "rrf")
         trace.record("fuse", name, sum(len(x) for x in id_lists), len(fused), timer.ms)
         return [
-            Hit(chunk=chunks[str(cid)], score=float(score), source="+".join(sorted(found_by[str(cid)])),
+            Hit(chunk=chunks[str(cid)], score=float(score), source="+".join(sorted(best[str(cid)])),
                 details={**best[str(cid)], key: float(score)})
             for cid, score in fused
         ]
@@ -628,7 +617,6 @@ class Pipeline:
         """Record the final answer and its token count on ``answer``; returns ``text``."""
         answer.response = text
         answer.response_tokens = self._generation().counter().count(text)
-        answer.finished = True
         return text
 
     def answer(self, question: str, data_source: DataSource | None = None,
@@ -742,5 +730,5 @@ async def _async_pieces(model: ChatModel, messages: list[Message], options: Gene
         yield piece
 
 
-__all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "check_k", "describe_source",
+__all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "describe_source",
            "index_lock"]

@@ -460,11 +460,6 @@ class RAG:
             self._spec_pipeline.close()
         self.components.close()
 
-    @property
-    def model_name(self) -> str:
-        """The answer model's display name."""
-        return display_name(self.options.model)
-
 
 class _StderrHandler(logging.Handler):
     """Writes to the ``sys.stderr`` of the moment (a notebook or a test may replace it)."""

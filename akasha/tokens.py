@@ -20,12 +20,11 @@ import hashlib
 import logging
 import math
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from akasha.model_tokens import count_many, tokenizer_identity, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -214,68 +213,6 @@ class TokenCounter:
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` that has at most ``max_tokens`` tokens (margin included)."""
         return truncate(self, text, max_tokens)
-
-
-def truncate(counter: Any, text: str, max_tokens: int) -> str:
-    """The longest prefix of ``text`` (to the character, found by bisection) that ``counter`` counts as at
-    most ``max_tokens`` tokens: one way for every counter, tiktoken, a model's tokenizer or a server's."""
-    if max_tokens <= 0:
-        return ""
-    if counter.count(text) <= max_tokens:
-        return text
-    low, high = 0, len(text)  # count(text[:low]) <= max_tokens < count(text[:high])
-    while high - low > 1:
-        middle = (low + high) // 2
-        if counter.count(text[:middle]) <= max_tokens:
-            low = middle
-        else:
-            high = middle
-    return text[:low]
-
-
-#: Content-keyed token counts shared by every counter of one tokenizer (see :func:`count_many`).
-COUNT_CACHE_SIZE = 65_536
-_counts: OrderedDict[tuple[str, bytes], int] = OrderedDict()
-_counts_lock = threading.Lock()
-
-
-def tokenizer_identity(counter: Any) -> str | None:
-    """What makes two counters count alike: the counter's type, ``source`` and ``model``;
-    None when it has no ``source``.
-
-    A server's counter that fell back to tiktoken reports the fallback's source, so its later counts
-    are kept apart from the server's exact ones."""
-    source = getattr(counter, "source", None)
-    if not isinstance(source, str):
-        return None
-    return f"{type(counter).__name__}|{source}|{getattr(counter, 'model', '')}"
-
-
-def count_many(counter: Any, texts: Sequence[str]) -> list[int]:
-    """``counter.count`` of each text, each distinct text counted once per tokenizer identity in this process.
-
-    The packer counts the same chunks question after question; with a llama.cpp server each count is a
-    ``/tokenize`` request carrying the chunk's text. Counts are kept by (tokenizer identity, SHA-256 of
-    the text), and the texts not yet counted go to ``counter.count_batch`` in one call when the counter
-    has it (a local tokenizer encodes them as a batch), else to ``count`` one by one."""
-    identity = tokenizer_identity(counter)
-    if identity is None:
-        return [int(counter.count(text)) for text in texts]
-    keys = [(identity, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()) for text in texts]
-    with _counts_lock:
-        known = {key: _counts[key] for key in keys if key in _counts}
-    missing = list({key: text for key, text in zip(keys, texts, strict=True) if key not in known}.items())
-    if missing:
-        batch = getattr(counter, "count_batch", None)
-        fresh = batch([text for _, text in missing]) if batch else [counter.count(text) for _, text in missing]
-        found = {key: int(n) for (key, _), n in zip(missing, fresh, strict=True)}
-        if tokenizer_identity(counter) == identity:  # a server that failed meanwhile counted with its fallback
-            with _counts_lock:
-                _counts.update(found)
-                while len(_counts) > COUNT_CACHE_SIZE:
-                    _counts.popitem(last=False)
-        known.update(found)
-    return [known[key] for key in keys]
 
 
 def fallback_counter(model: object = None) -> TokenCounter:
