@@ -556,14 +556,12 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
 
 
 # ================================================================= spec vs facade
-#: Facade options a spec decides (retrieval and indexing).
-SPEC_GOVERNED = ("search_type", "chunk_size", "chunk_overlap", "vector_store", "vector_store_options", "use_chroma",
-                 "embeddings", "k", "reranker", "reranker_model", "rerank_top_k")
 _ANY = object()  # "any explicit value contradicts the spec"
 
 
 def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
-    """option -> (the value the spec implies, where the spec says so); ``_ANY`` when no facade value can agree."""
+    """Facade option the spec decides -> (the value it implies, where the spec says so); ``_ANY`` when no facade
+    value can agree."""
     retrieval, chunking, reranking = spec.retrieval, spec.chunking, spec.reranking
     pattern = retrieval.get("pattern", DEFAULTS["retrieval.pattern"])
     fusion = retrieval.get("fusion") or (retrieval.get("hybrid") or {}).get("fusion") or "rrf"
@@ -594,16 +592,14 @@ def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
 def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
     """Raise ConfigError naming both sides when an explicitly ``given`` facade option contradicts ``spec``.
 
-    The spec governs retrieval and indexing (see :data:`SPEC_GOVERNED`); a given
-    value equal to the spec's (``k=3`` with ``retrieval.top_k: 3``) is accepted.
+    The spec governs retrieval and indexing (:func:`spec_values`); a given value equal to the
+    spec's (``k=3`` with ``retrieval.top_k: 3``) is accepted.
     """
     where = spec.source or f"the RAGPipeline {spec.name!r}"
-    values = spec_values(spec)
-    for name in SPEC_GOVERNED:
-        if name not in given or name not in values:
+    for name, (implied, says) in spec_values(spec).items():
+        if name not in given:
             continue
         value = given[name]
-        implied, says = values[name]
         if name == "use_chroma" and not value:
             continue
         if name in ("vector_store", "vector_store_options", "reranker", "reranker_model") and value is None:
@@ -620,7 +616,7 @@ def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
 
 
 __all__ = [
-    "BuildContext", "Components", "FALLBACK_DIMENSION", "MergedStores", "SPEC_GOVERNED", "as_llm",
+    "BuildContext", "Components", "FALLBACK_DIMENSION", "MergedStores", "as_llm",
     "display_name", "from_options", "from_spec", "generation_for", "make_hash_embedder", "make_ollama_embedder",
     "make_sentence_transformers_embedder", "spec_conflicts", "spec_values",
 ]
