@@ -552,6 +552,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
         llm=llm,
         store=store,
         splitter=splitter,
+        dimension=dimension,
     )
 
 

@@ -196,6 +196,8 @@ class Pipeline:
     generation: Generation | None = None
     store: Any = None
     splitter: Any = None
+    #: The vector width the spec's store was created for (``embeddings.dimension``, else the embedder's, else 384).
+    dimension: int | None = None
     #: False when ``data_source`` names existing stores to search (``use_chroma``), not files to index.
     syncs_source: bool = True
     #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
