@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from akasha import registry
 from akasha.errors import AkashaError, ConfigError, MissingAPIKeyError, MissingExtraError, SpecError
-from akasha.options import RAGOptions
+from akasha.options import RAGOptions, positive_int
 from akasha.pipeline import DataSource, Generation, Pipeline
 
 if TYPE_CHECKING:
@@ -385,10 +385,12 @@ def _component(kind: str, section: str, key: str, config: dict[str, Any], contex
                         f"{type(exc).__name__}: {exc}") from exc
 
 
-def _positive_int(value: Any, where: str, spec: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SpecError(f"{_where(spec.source)}{where} must be a positive integer, got {value!r}")
-    return value
+def _positive_int(value: Any, where: str, spec: Any, *, optional: bool = False) -> Any:
+    """``value`` as a positive integer (None stays None when ``optional``); else SpecError naming the file."""
+    try:
+        return positive_int(where, value, allow_none=optional)
+    except ConfigError as exc:
+        raise SpecError(f"{_where(spec.source)}{exc}") from None
 
 
 def _as_embedder(obj: Any) -> Any:
@@ -475,10 +477,8 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
 
     # embeddings first: the dimension and the semantic splitter depend on it
     embedder = _as_embedder(_component("embedder", "embeddings", "provider", spec.embeddings, context, spec))
-    declared = spec.embeddings.get("dimension")
-    if declared is not None:
-        dimension = _positive_int(declared, "embeddings.dimension", spec)
-    else:
+    dimension = _positive_int(spec.embeddings.get("dimension"), "embeddings.dimension", spec, optional=True)
+    if dimension is None:
         reported = getattr(embedder, "dimension", None)
         dimension = int(reported) if isinstance(reported, int) and reported > 0 else FALLBACK_DIMENSION
     context.embedder, context.dimension = embedder, dimension
@@ -492,9 +492,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
     if getattr(pattern, "needs_llm", False) and llm is None:
         raise SpecError(f"{at}retrieval.pattern {pattern.name!r} needs a language model: call build(spec, llm=...)")
     top_k = _positive_int(retrieval.get("top_k", 5), "retrieval.top_k", spec)
-    candidates = retrieval.get("candidates")
-    if candidates is not None:
-        candidates = _positive_int(candidates, "retrieval.candidates", spec)
+    candidates = _positive_int(retrieval.get("candidates"), "retrieval.candidates", spec, optional=True)
     threshold = retrieval.get("similarity_threshold")
     if threshold is not None and (not isinstance(threshold, (int, float)) or isinstance(threshold, bool)
                                   or threshold != threshold or threshold in (float("inf"), float("-inf"))):
@@ -510,8 +508,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
         from akasha.rerank import as_reranker
 
         reranker = as_reranker(_component("reranker", "reranking", "provider", reranking, context, spec))
-        if reranking.get("top_k") is not None:
-            rerank_top_k = _positive_int(reranking["top_k"], "reranking.top_k", spec)
+        rerank_top_k = _positive_int(reranking.get("top_k"), "reranking.top_k", spec, optional=True)
 
     from akasha.index import CorpusIndex
 
