@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from akasha import registry
 from akasha.errors import AkashaError, ConfigError, MissingAPIKeyError, MissingExtraError, SpecError
 from akasha.options import RAGOptions, positive_int
-from akasha.pipeline import DataSource, Generation, Pipeline
+from akasha.pipeline import DataSource, Generation, Pipeline, close_all
 
 if TYPE_CHECKING:
     from akasha.spec import PipelineSpec
@@ -215,14 +215,7 @@ class Components:
         with self._lock:
             indexes, self.indexes = list(self.indexes.values()), {}
             answerers = [m for key, m in self.models.items() if isinstance(key, tuple) and key[:1] == ("extractive",)]
-        for index in [*indexes, *answerers]:
-            closer = getattr(index, "close", None)
-            if closer is None:
-                continue
-            try:
-                closer()
-            except Exception as exc:
-                logger.warning("could not close %s: %s: %s", type(index).__name__, type(exc).__name__, exc)
+        close_all([*indexes, *answerers])
 
     def chroma(self, options: RAGOptions, data_source: DataSource) -> Any:
         """Existing Chroma-backed stores named by ``data_source`` (``use_chroma=True``), each opened once.

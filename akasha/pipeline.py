@@ -648,18 +648,24 @@ class Pipeline:
     # ----------------------------------------------------------------- close
     def close(self) -> None:
         """Release the index's database and the store's connections (a failure to close is logged, not raised)."""
-        for part in (self.index, self.store):
-            closer = getattr(part, "close", None)
-            if closer is None or inspect.iscoroutinefunction(closer):
-                continue
-            try:
-                closer()
-            except Exception as exc:  # closing must not hide the caller's own error or stop the other close
-                logger.warning("could not close %s: %s", type(part).__name__, describe(exc))
+        close_all([self.index, self.store])
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
         await asyncio.to_thread(self.close)
+
+
+def close_all(parts: Iterable[Any]) -> None:
+    """Call each part's ``close()`` (an async one is left alone); a failure is logged, so it can neither hide
+    the caller's own error nor stop the other closes."""
+    for part in parts:
+        closer = getattr(part, "close", None)
+        if closer is None or inspect.iscoroutinefunction(closer):
+            continue
+        try:
+            closer()
+        except Exception as exc:
+            logger.warning("could not close %s: %s", type(part).__name__, describe(exc))
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
@@ -732,5 +738,5 @@ async def _async_pieces(model: ChatModel, messages: list[Message], options: Gene
         yield piece
 
 
-__all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "describe_source",
+__all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "close_all", "describe_source",
            "index_lock"]

@@ -196,17 +196,12 @@ class TokenCounter:
         share = sum(1 for ch in text if ord(ch) > 127) / len(text)
         return self.margin + self.non_ascii_margin * min(share, NON_ASCII_CAP)
 
-    def _raw(self, text: str) -> int:
-        encoding = _encoding(self.encoding_name)
-        if encoding is None:
-            return estimate_tokens(text)
-        return len(encoding.encode_ordinary(text))
-
     def count(self, text: str) -> int:
         """Number of tokens in ``text`` (special-token look-alikes count as plain text), margin included."""
         if not text:
             return 0
-        raw = self._raw(text)
+        encoding = _encoding(self.encoding_name)
+        raw = estimate_tokens(text) if encoding is None else len(encoding.encode_ordinary(text))
         factor = self.factor(text)
         return raw if factor == 1.0 else math.ceil(raw * factor - 1e-9)
 
