@@ -288,12 +288,8 @@ def hf_counter(name_or_path: str) -> TokenizerCounter | None:
     if path is None:
         return None
     try:
-        import tokenizers  # noqa: F401
-    except ImportError:
-        return None
-    try:
         tokenizer = _tokenizer_from_file(str(path))
-    except Exception as exc:  # a tokenizer.json this tokenizers version cannot read
+    except Exception as exc:  # no tokenizers package, or a tokenizer.json this version cannot read
         logger.info("cannot load %s (%s); counting with tiktoken and a margin", path, exc)
         return None
     return TokenizerCounter(tokenizer, f"hf:{name_or_path}")
