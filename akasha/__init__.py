@@ -18,22 +18,13 @@ from akasha._version import __version__
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-_LAZY: dict[str, tuple[str, str]] = {
-    "RAG": ("akasha.rag", "RAG"),
-    "Document": ("akasha.types", "Document"),
-    "Chunk": ("akasha.types", "Chunk"),
-    "Hit": ("akasha.types", "Hit"),
-    "QueryResult": ("akasha.types", "QueryResult"),
-    "load_spec": ("akasha.spec", "load_spec"),
-    "load_spec_file": ("akasha.spec", "load_spec_file"),
-    "build": ("akasha.spec", "build"),
-    "AkashaError": ("akasha.errors", "AkashaError"),
-    "RAGError": ("akasha.errors", "RAGError"),
-    "SpecError": ("akasha.errors", "SpecError"),
-    "MissingExtraError": ("akasha.errors", "MissingExtraError"),
-    "StageError": ("akasha.errors", "StageError"),
-    "MissingAPIKeyError": ("akasha.errors", "MissingAPIKeyError"),
-    "ProviderError": ("akasha.errors", "ProviderError"),
+#: Public name -> the module it is imported from on first use.
+_LAZY: dict[str, str] = {
+    "RAG": "akasha.rag",
+    **dict.fromkeys(("Document", "Chunk", "Hit", "QueryResult"), "akasha.types"),
+    **dict.fromkeys(("load_spec", "load_spec_file", "build"), "akasha.spec"),
+    **dict.fromkeys(("AkashaError", "RAGError", "SpecError", "MissingExtraError", "StageError", "MissingAPIKeyError",
+                     "ProviderError"), "akasha.errors"),
 }
 
 # Written out (not built from _LAZY) so linters and type checkers see the public names;
@@ -74,10 +65,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
 
 def __getattr__(name: str) -> Any:
     try:
-        module_name, attribute = _LAZY[name]
+        module_name = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'akasha' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module_name), attribute)
+    value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
 

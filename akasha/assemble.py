@@ -1,23 +1,11 @@
 """RAGOptions or a RAGPipeline spec -> one :class:`~akasha.pipeline.Pipeline`: the single builder.
 
-Both doors call this module and nothing else to get an engine:
-
-* :func:`from_options` turns ``akasha.RAG``'s options into a pipeline over a
-  :class:`~akasha.index.CorpusIndex` (``search_type`` becomes an
-  :class:`~akasha.retrieval.patterns.IndexSearch` pattern, ``reranker`` an
-  :mod:`akasha.rerank` reranker, the answer settings a
-  :class:`~akasha.pipeline.Generation`);
-* :func:`from_spec` turns a checked ``kind: RAGPipeline`` spec (from
-  :func:`akasha.spec.load_spec`) into a pipeline over the same kind of index,
-  with the spec's chunker, embedder and store (every name resolved through
-  :mod:`akasha.registry`);
-* :func:`spec_conflicts` says which facade options a spec already decides, so
-  ``RAG.from_spec`` can refuse a contradiction instead of ignoring one side.
-
-Built parts (embedders, indexes, chat models, rerankers) are cached in a
-:class:`Components`, so a second call with the same settings reuses the index in
-memory and re-embeds nothing. The registry factories of the built-in embedders
-(``ollama``, ``sentence_transformers``, ``hash``) live here too.
+:func:`from_options` serves ``akasha.RAG`` (``search_type`` becomes an
+:class:`~akasha.retrieval.patterns.IndexSearch` pattern), :func:`from_spec` a checked
+``kind: RAGPipeline`` spec (every name resolved through :mod:`akasha.registry`); both build over a
+:class:`~akasha.index.CorpusIndex`. :func:`spec_conflicts` refuses a facade option that contradicts
+the spec. Built parts are cached in :class:`Components`, so a second call with the same settings
+reuses the index in memory and re-embeds nothing.
 """
 
 from __future__ import annotations
@@ -35,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from akasha import registry
 from akasha.errors import AkashaError, ConfigError, MissingAPIKeyError, MissingExtraError, SpecError
-from akasha.options import RAGOptions
-from akasha.pipeline import DataSource, Generation, Pipeline
+from akasha.options import RAGOptions, positive_int
+from akasha.pipeline import DataSource, Generation, Pipeline, close_all
 
 if TYPE_CHECKING:
     from akasha.spec import PipelineSpec
@@ -62,7 +50,7 @@ SENTENCE_TRANSFORMERS_MODEL = "all-MiniLM-L6-v2"
 
 @dataclass
 class BuildContext:
-    """What component factories may need besides their own section."""
+    """What registry factories get besides their own section: the spec, the embedder, its dimension, the llm."""
 
     spec: Any
     embedder: Any = None
@@ -91,8 +79,7 @@ def display_name(spec: Any) -> str:
 class Components:
     """The parts a ``RAG`` instance built, by their settings, shared by its calls (thread-safe).
 
-    Each part is built on first use: constructing a ``RAG`` builds nothing, and a
-    call without reranking never builds the reranker's model.
+    Each part is built on first use: a call without reranking never builds the reranker's model.
     """
 
     def __init__(self) -> None:
@@ -165,11 +152,9 @@ class Components:
     def answer_model(self, spec: Any, options: RAGOptions) -> Any:
         """The answer model of a call with ``options``: :meth:`chat_model`, except the offline ``"extractive"``.
 
-        The extractive answerer ranks sentences with the packaged MiniLM: the index's own
-        embedder when the call embeds with it (one model in the process, the question
-        embedded once), else a MiniLM shared by this instance's calls; and it keeps the
-        sentence vectors in the call's cache folder, so a re-ask in a new process embeds
-        only the question. One answerer per (spec, embedder, folder).
+        The extractive answerer ranks sentences with the packaged MiniLM (the index's own when the
+        call embeds with it: one model in the process) and keeps their vectors in the call's cache
+        folder, so a re-ask in a new process embeds only the question.
         """
         if not (isinstance(spec, str) and spec.partition(":")[0].strip().lower() == "extractive"):
             return self.chat_model(spec, options.device)
@@ -188,16 +173,15 @@ class Components:
     def _answer_embedder(self, options: RAGOptions) -> Any:
         """The packaged MiniLM for the extractive answerer, or False when it is not installed (BM25 alone).
 
-        An embedder this instance already built for that folder (the index's, built before
-        the answer model is asked for) is reused; nothing else is built here except that
-        MiniLM (never the call's own model string: a hosted model would need its key). An
-        embedder the user gave as a callable or object is the configured one and is reused as
-        it is (no MiniLM loaded beside it), except akasha's toy hash embedder, which ranks nothing.
+        A MiniLM this instance already built is reused, and so is an embedder the user gave as an
+        object (except the toy hash embedder, which ranks nothing); never the call's own model
+        string (a hosted model would need its key).
         """
+        from akasha.embeddings.hash import HashEmbedder
         from akasha.embeddings.local import packaged_model_dir
         from akasha.llm.extractive import DEFAULT_EMBEDDINGS
 
-        if not isinstance(options.embeddings, str) and not _is_hash(options.embeddings):
+        if not isinstance(options.embeddings, str) and not isinstance(options.embeddings, HashEmbedder):
             return self.embedder(options.embeddings, options.device)
 
         folder = packaged_model_dir()
@@ -206,11 +190,9 @@ class Components:
         built = [e for e in self.embedders.values() if getattr(e, "location", None) == str(folder)]
         return built[0] if built else self.embedder(DEFAULT_EMBEDDINGS, options.device)
 
-    def reranker(self, spec: Any, reranker_model: Any, max_input_tokens: int | None = None,
-                 device: str = "auto") -> Any:
-        """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model``, shared with the model
-        cache, budgeted by reranker_model's own context window (``max_input_tokens`` is the answer model's and only
-        keys the cache); a local one (``"local"``, ``"bge"``) loads on ``device``."""
+    def reranker(self, spec: Any, reranker_model: Any, device: str = "auto") -> Any:
+        """The reranker for ``spec``; ``"llm"`` (any case) orders with ``reranker_model`` (built through the model
+        cache, budgeted by its own context window); a local one (``"local"``, ``"bge"``) loads on ``device``."""
         if spec is None:
             return None
         from akasha.rerank import is_llm, resolve_reranker
@@ -220,39 +202,26 @@ class Components:
             from akasha.device import device_options
 
             local = {} if llm else device_options("reranker", spec, device)
-            key = ("llm", self._remember(reranker_model), max_input_tokens) if llm else (
-                self._remember(spec), local.get("device"))
+            key = ("llm", self._remember(reranker_model)) if llm else (self._remember(spec), local.get("device"))
             if key not in self.rerankers:
                 if llm:
-                    self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self, max_input_tokens)
+                    self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self)
                 else:
                     self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model, **local)
             return self.rerankers[key]
 
     def close(self) -> None:
-        """Close every index built here and forget it (the next call builds it again); failures are logged.
-
-        The extractive answerers' sentence-vector files are closed too (reopened on their next use).
-        """
+        """Close every index and extractive answerer built here (reopened on next use); failures are logged."""
         with self._lock:
             indexes, self.indexes = list(self.indexes.values()), {}
             answerers = [m for key, m in self.models.items() if isinstance(key, tuple) and key[:1] == ("extractive",)]
-        for index in [*indexes, *answerers]:
-            closer = getattr(index, "close", None)
-            if closer is None:
-                continue
-            try:
-                closer()
-            except Exception as exc:
-                logger.warning("could not close %s: %s: %s", type(index).__name__, type(exc).__name__, exc)
+        close_all([*indexes, *answerers])
 
     def chroma(self, options: RAGOptions, data_source: DataSource) -> Any:
         """Existing Chroma-backed stores named by ``data_source`` (``use_chroma=True``), each opened once.
 
-        Each path is a Chroma directory, an akasha cache folder built with
-        ``store="chroma"`` (its ``chroma/`` subfolder is used), or a
-        ``chroma://host:port/collection`` URL. A store built with another embedding
-        model raises IndexMismatchError.
+        Each path is a Chroma directory, an akasha cache folder built with ``store="chroma"``, or a
+        ``chroma://host:port/collection`` URL (see :mod:`akasha.index.chroma`).
         """
         from akasha.index.chroma import chroma_folder_of, is_chroma_url, open_chroma_index
 
@@ -269,20 +238,12 @@ class Components:
             return stores[0] if len(stores) == 1 else MergedStores(stores)
 
 
-def _is_hash(embedder: Any) -> bool:
-    """True for akasha's hash embedder (a toy for tests: word hashes, no meaning)."""
-    from akasha.embeddings.hash import HashEmbedder
-
-    return isinstance(embedder, HashEmbedder)
-
-
 class _SharedModelLLMReranker:
     """The ``"llm"`` reranker, building its chat model through the instance's model cache."""
 
-    def __init__(self, model: Any, components: Components, max_input_tokens: int | None = None) -> None:
+    def __init__(self, model: Any, components: Components) -> None:
         from akasha.rerank.llm import LLMReranker
 
-        # budgeted by the reranker model's own context window, not the answer model's max_input_tokens
         self._inner = LLMReranker(model)
         self._components = components
         self.name = self._inner.name
@@ -354,8 +315,7 @@ def from_options(options: RAGOptions, components: Components, *, data_source: Da
         index,
         name="rag",
         pattern=search_type_pattern(options.search_type),
-        reranker=components.reranker(options.reranker, options.reranker_model, options.max_input_tokens,
-                                     options.device),
+        reranker=components.reranker(options.reranker, options.reranker_model, options.device),
         rerank_top_k=options.rerank_top_k,
         top_k=options.k,
         candidates=options.k,
@@ -418,10 +378,12 @@ def _component(kind: str, section: str, key: str, config: dict[str, Any], contex
                         f"{type(exc).__name__}: {exc}") from exc
 
 
-def _positive_int(value: Any, where: str, spec: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise SpecError(f"{_where(spec.source)}{where} must be a positive integer, got {value!r}")
-    return value
+def _positive_int(value: Any, where: str, spec: Any, *, optional: bool = False) -> Any:
+    """``value`` as a positive integer (None stays None when ``optional``); else SpecError naming the file."""
+    try:
+        return positive_int(where, value, allow_none=optional)
+    except ConfigError as exc:
+        raise SpecError(f"{_where(spec.source)}{exc}") from None
 
 
 def _as_embedder(obj: Any) -> Any:
@@ -455,9 +417,8 @@ def as_llm(llm: Any) -> Any:
 class SpecChunker:
     """A spec's splitter as the index's chunker: ``split_documents`` plus the settings key chunks are cached under.
 
-    The key names the strategy and every chunking key of the spec (and the
-    embedder for splitters that use one, like ``semantic``), so a changed chunking
-    section re-chunks and an unchanged one reuses what the index stored.
+    The key hashes the chunking section (and the embedder of a ``semantic`` splitter): a changed
+    section re-chunks, an unchanged one reuses what the index stored.
     """
 
     def __init__(self, splitter: Any, chunking: Mapping[str, Any], strategy: str, embedder_name: str | None) -> None:
@@ -483,8 +444,7 @@ def _is_store(obj: Any) -> bool:
 
 
 def _bm25_file(spec: Any) -> Path | None:
-    """``retrieval.bm25_path`` as a path (relative to the working directory), or None; SpecError for a
-    value that is not a file path, or a folder or device."""
+    """``retrieval.bm25_path`` as a path (relative to the working directory), or None."""
     bm25_path = spec.retrieval.get("bm25_path")
     if bm25_path is None:
         return None
@@ -499,26 +459,10 @@ def _bm25_file(spec: Any) -> Path | None:
     return path
 
 
-def _index_cache(cache_dir: Any) -> Any:
-    """The index's local cache (chunks and vectors): ``cache_dir`` when given, else in memory.
-
-    ``retrieval.bm25_path`` keeps only the BM25 index (:mod:`akasha.index.bm25_file`); vectors
-    survive a restart in a persistent vector store or in ``cache_dir``.
-    """
-    return cache_dir if cache_dir is not None else ":memory:"
-
-
 def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> Pipeline:
     """Resolve every component named in a checked ``spec`` and return its :class:`Pipeline`.
 
-    ``llm`` (a chat model, model string or callable) is required by the
-    ``multi_query`` and ``hyde`` patterns. ``cache_dir`` is the index's local cache of
-    chunks and vectors (default: in memory); a persistent store keeps the index's state
-    itself, so a restart embeds nothing either way. ``retrieval.bm25_path`` is a JSON file
-    of the BM25 index, read here when it exists and rewritten after every ingestion.
-    Raises SpecError for unknown names, bad chunking windows, a bad pgvector table
-    name or a missing ``llm``; MissingExtraError for a component whose package is
-    not installed.
+    Arguments and errors as :func:`akasha.spec.build`; ``cache_dir`` None keeps the index in memory.
     """
     at = _where(spec.source)
     llm = as_llm(llm)
@@ -526,10 +470,8 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
 
     # embeddings first: the dimension and the semantic splitter depend on it
     embedder = _as_embedder(_component("embedder", "embeddings", "provider", spec.embeddings, context, spec))
-    declared = spec.embeddings.get("dimension")
-    if declared is not None:
-        dimension = _positive_int(declared, "embeddings.dimension", spec)
-    else:
+    dimension = _positive_int(spec.embeddings.get("dimension"), "embeddings.dimension", spec, optional=True)
+    if dimension is None:
         reported = getattr(embedder, "dimension", None)
         dimension = int(reported) if isinstance(reported, int) and reported > 0 else FALLBACK_DIMENSION
     context.embedder, context.dimension = embedder, dimension
@@ -543,9 +485,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
     if getattr(pattern, "needs_llm", False) and llm is None:
         raise SpecError(f"{at}retrieval.pattern {pattern.name!r} needs a language model: call build(spec, llm=...)")
     top_k = _positive_int(retrieval.get("top_k", 5), "retrieval.top_k", spec)
-    candidates = retrieval.get("candidates")
-    if candidates is not None:
-        candidates = _positive_int(candidates, "retrieval.candidates", spec)
+    candidates = _positive_int(retrieval.get("candidates"), "retrieval.candidates", spec, optional=True)
     threshold = retrieval.get("similarity_threshold")
     if threshold is not None and (not isinstance(threshold, (int, float)) or isinstance(threshold, bool)
                                   or threshold != threshold or threshold in (float("inf"), float("-inf"))):
@@ -561,8 +501,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
         from akasha.rerank import as_reranker
 
         reranker = as_reranker(_component("reranker", "reranking", "provider", reranking, context, spec))
-        if reranking.get("top_k") is not None:
-            rerank_top_k = _positive_int(reranking["top_k"], "reranking.top_k", spec)
+        rerank_top_k = _positive_int(reranking.get("top_k"), "reranking.top_k", spec, optional=True)
 
     from akasha.index import CorpusIndex
 
@@ -587,7 +526,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
         from akasha.index.legacy_bm25 import migrate_index_folder
 
         migrate_index_folder(bm25_file, chunker.settings_key)
-    index = CorpusIndex(embedder, chunker=chunker, cache_dir=_index_cache(cache_dir),
+    index = CorpusIndex(embedder, chunker=chunker, cache_dir=cache_dir if cache_dir is not None else ":memory:",
                         store=store if _is_store(store) else "sqlite",
                         vector_store_options={"corpus": corpus} if corpus else None, bm25_file=bm25_file)
     return Pipeline(
@@ -608,14 +547,12 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
 
 
 # ================================================================= spec vs facade
-#: Facade options a spec decides (retrieval and indexing).
-SPEC_GOVERNED = ("search_type", "chunk_size", "chunk_overlap", "vector_store", "vector_store_options", "use_chroma",
-                 "embeddings", "k", "reranker", "reranker_model", "rerank_top_k")
 _ANY = object()  # "any explicit value contradicts the spec"
 
 
 def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
-    """option -> (the value the spec implies, where the spec says so); ``_ANY`` when no facade value can agree."""
+    """Facade option the spec decides -> (the value it implies, where the spec says so); ``_ANY`` when no facade
+    value can agree."""
     retrieval, chunking, reranking = spec.retrieval, spec.chunking, spec.reranking
     pattern = retrieval.get("pattern", DEFAULTS["retrieval.pattern"])
     fusion = retrieval.get("fusion") or (retrieval.get("hybrid") or {}).get("fusion") or "rrf"
@@ -646,16 +583,14 @@ def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
 def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
     """Raise ConfigError naming both sides when an explicitly ``given`` facade option contradicts ``spec``.
 
-    The spec governs retrieval and indexing (see :data:`SPEC_GOVERNED`); a given
-    value equal to the spec's (``k=3`` with ``retrieval.top_k: 3``) is accepted.
+    The spec governs retrieval and indexing (:func:`spec_values`); a given value equal to the
+    spec's (``k=3`` with ``retrieval.top_k: 3``) is accepted.
     """
     where = spec.source or f"the RAGPipeline {spec.name!r}"
-    values = spec_values(spec)
-    for name in SPEC_GOVERNED:
-        if name not in given or name not in values:
+    for name, (implied, says) in spec_values(spec).items():
+        if name not in given:
             continue
         value = given[name]
-        implied, says = values[name]
         if name == "use_chroma" and not value:
             continue
         if name in ("vector_store", "vector_store_options", "reranker", "reranker_model") and value is None:
@@ -672,7 +607,7 @@ def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
 
 
 __all__ = [
-    "BuildContext", "Components", "FALLBACK_DIMENSION", "MergedStores", "SPEC_GOVERNED", "as_llm",
+    "BuildContext", "Components", "FALLBACK_DIMENSION", "MergedStores", "as_llm",
     "display_name", "from_options", "from_spec", "generation_for", "make_hash_embedder", "make_ollama_embedder",
     "make_sentence_transformers_embedder", "spec_conflicts", "spec_values",
 ]

@@ -1,18 +1,10 @@
 """The metadata keys akasha writes on chunks, kept apart from a document's own keys of the same names.
 
-akasha writes ``chunk_index``, ``chunk_id``, ``content_hash`` and ``strategy`` on
-every chunk, and the index adds ``source`` (the document's key). A document's
-own metadata may use the same names (a user's ``content_hash`` from another
-system, a ``source`` URL): its values are kept under those names, as given, and
-akasha's value goes under the same name prefixed with :data:`PREFIX`
-(``akasha:content_hash``). Without a collision akasha's value is under the
-plain name, so most chunks carry no prefixed key.
-
-akasha's bookkeeping (the embeddings cache, the store's records, change
-detection) reads its values with :func:`own`, never a document's value: a
-document whose metadata says ``content_hash: "x"`` is still re-embedded when
-its text changes. A document's own keys that start with :data:`PREFIX` are
-reserved and dropped (logged at WARNING).
+akasha writes ``chunk_index``, ``chunk_id``, ``content_hash``, ``strategy`` and ``source``. Where
+a document's metadata uses the same name (a ``source`` URL), its value stays there and akasha's
+goes under :data:`PREFIX` + name (``akasha:source``). akasha's bookkeeping reads its own values
+with :func:`own`, so a document saying ``content_hash: "x"`` is still re-embedded when its text
+changes. A document's own keys starting with :data:`PREFIX` are dropped (logged at WARNING).
 """
 
 from __future__ import annotations
@@ -25,8 +17,6 @@ log = logging.getLogger(__name__)
 
 #: akasha's value of a key a document's metadata also uses lives under ``PREFIX + key``.
 PREFIX = "akasha:"
-#: The keys akasha writes on chunks.
-OWN_KEYS = ("chunk_index", "chunk_id", "content_hash", "strategy", "source")
 
 
 def own(metadata: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -75,4 +65,4 @@ def document_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k not in reserved}
 
 
-__all__ = ["OWN_KEYS", "PREFIX", "chunk_metadata", "document_metadata", "drop_own", "own", "put_own"]
+__all__ = ["PREFIX", "chunk_metadata", "document_metadata", "drop_own", "own", "put_own"]

@@ -1,33 +1,26 @@
-"""Token counters that use the answer model's own tokenizer.
+"""Token counters that use the answer model's own tokenizer, read without the network.
 
-:mod:`akasha.tokens` counts with OpenAI's encodings, which are exact for OpenAI
-models and only a stand-in for the rest (cl100k undercounts SmolLM2 by about a
-fifth on English prose). Where akasha can reach the model's own tokenizer
-without the network, this module builds a counter from it:
+* a GGUF file (``llama-cpp:``): its vocabulary is read from the header (no llama.cpp load) and
+  rebuilt as a ``tokenizers`` byte-level BPE for the families whose pre-tokenizer is known
+  (gpt2, smollm, llama3, qwen2, ...); an embedded ``tokenizer.huggingface.json`` is used as is;
+* a Hugging Face model (``hf:``) whose ``tokenizer.json`` is in a local folder or the HF cache;
+* an OpenAI-compatible server with ``POST /tokenize`` (llama.cpp's ``llama-server``, vLLM).
 
-* a GGUF file (``llama-cpp:`` models) carries its vocabulary: the metadata is read
-  here (no llama.cpp load) and turned into a ``tokenizers`` BPE tokenizer for the
-  byte-level BPE families whose pre-tokenizer is known (gpt2, smollm, llama3,
-  qwen2, ...); an embedded ``tokenizer.huggingface.json`` is used as is;
-* a Hugging Face model (``hf:``) whose ``tokenizer.json`` is in a local folder or
-  already in the Hugging Face cache (nothing is downloaded);
-* an OpenAI-compatible server with a ``/tokenize`` endpoint (llama.cpp's
-  ``llama-server``, vLLM): each count is one request (cached per text).
-
-Every counter here has ``count``, ``truncate``, ``exact`` and ``source`` like
-:class:`akasha.tokens.TokenCounter`. Builders return ``None`` when the tokenizer
-cannot be had, and the caller falls back to tiktoken with a safety margin.
+Builders return ``None`` when the tokenizer cannot be had; :func:`akasha.tokens.counter_for`
+then falls back to tiktoken with a safety margin. What every counter shares lives here too (and
+:mod:`akasha.tokens` imports it): :func:`truncate` and the per-tokenizer count cache :func:`count_many`.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import mmap
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,38 +45,23 @@ class _Reader:
         self.pos += struct.calcsize("<" + fmt)
         return value
 
-    def string(self) -> str:
-        n = self.scalar("Q")
-        raw = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return bytes(raw).decode("utf-8", "replace")
-
-    def skip_string(self) -> None:
-        self.pos += 8 + struct.unpack_from("<Q", self.data, self.pos)[0]
-
-    def value(self, kind: int, keep: bool) -> Any:
+    def value(self, kind: int, keep: bool = True) -> Any:
+        """The next value of GGUF type ``kind``; with ``keep`` False it is skipped (None) without decoding."""
         if kind in _SCALARS:
             return self.scalar(_SCALARS[kind])
         if kind == _STRING:
-            if keep:
-                return self.string()
-            self.skip_string()
-            return None
+            n = self.scalar("Q")
+            self.pos += n
+            return bytes(self.data[self.pos - n:self.pos]).decode("utf-8", "replace") if keep else None
         if kind == _ARRAY:
             item, n = self.scalar("I"), self.scalar("Q")
             if item in _SCALARS:
-                size = struct.calcsize("<" + _SCALARS[item])
-                if not keep:
-                    self.pos += size * n
-                    return None
-                values = list(struct.unpack_from(f"<{n}{_SCALARS[item]}", self.data, self.pos))
-                self.pos += size * n
+                fmt = f"<{n}{_SCALARS[item]}"
+                values = list(struct.unpack_from(fmt, self.data, self.pos)) if keep else None
+                self.pos += struct.calcsize(fmt)
                 return values
-            if keep:
-                return [self.value(item, True) for _ in range(n)]
-            for _ in range(n):
-                self.value(item, False)
-            return None
+            items = [self.value(item, keep) for _ in range(n)]
+            return items if keep else None
         raise ValueError(f"unknown GGUF value type {kind}")
 
 
@@ -105,21 +83,13 @@ def read_gguf_metadata(path: str | Path, keys: Callable[[str], bool] = lambda ke
         n_keys = reader.scalar("Q")
         out: dict[str, Any] = {}
         for _ in range(n_keys):
-            key = reader.string()
+            key = reader.value(_STRING)
             kind = reader.scalar("I")
             keep = keys(key)
             value = reader.value(kind, keep)
             if keep:
                 out[key] = value
         return out
-
-
-def gguf_context_length(path: str | Path) -> int | None:
-    """The context the model was trained for (``<arch>.context_length``), or None."""
-    meta = read_gguf_metadata(path, lambda key: key.endswith(".context_length") or key == "general.architecture")
-    arch = meta.get("general.architecture")
-    value = meta.get(f"{arch}.context_length")
-    return int(value) if isinstance(value, int) and value > 0 else None
 
 
 #: GGUF ``tokenizer.ggml.pre`` -> the split regexes llama.cpp applies before byte-level BPE
@@ -219,6 +189,68 @@ def _tokenizer_from_file(path: str) -> Any:
 
 
 # ------------------------------------------------------------------- counters
+def truncate(counter: Any, text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` (to the character, found by bisection) that ``counter`` counts as at
+    most ``max_tokens`` tokens: one way for every counter, tiktoken, a model's tokenizer or a server's."""
+    if max_tokens <= 0:
+        return ""
+    if counter.count(text) <= max_tokens:
+        return text
+    low, high = 0, len(text)  # count(text[:low]) <= max_tokens < count(text[:high])
+    while high - low > 1:
+        middle = (low + high) // 2
+        if counter.count(text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle
+    return text[:low]
+
+
+#: Content-keyed token counts shared by every counter of one tokenizer (see :func:`count_many`).
+COUNT_CACHE_SIZE = 65_536
+_counts: OrderedDict[tuple[str, bytes], int] = OrderedDict()
+_counts_lock = threading.Lock()
+
+
+def tokenizer_identity(counter: Any) -> str | None:
+    """What makes two counters count alike: the counter's type, ``source`` and ``model``;
+    None when it has no ``source``.
+
+    A server's counter that fell back to tiktoken reports the fallback's source, so its later counts
+    are kept apart from the server's exact ones."""
+    source = getattr(counter, "source", None)
+    if not isinstance(source, str):
+        return None
+    return f"{type(counter).__name__}|{source}|{getattr(counter, 'model', '')}"
+
+
+def count_many(counter: Any, texts: Sequence[str]) -> list[int]:
+    """``counter.count`` of each text, each distinct text counted once per tokenizer identity in this process.
+
+    The packer counts the same chunks question after question; with a llama.cpp server each count is a
+    ``/tokenize`` request carrying the chunk's text. Counts are kept by (tokenizer identity, SHA-256 of
+    the text), and the texts not yet counted go to ``counter.count_batch`` in one call when the counter
+    has it (a local tokenizer encodes them as a batch), else to ``count`` one by one."""
+    identity = tokenizer_identity(counter)
+    if identity is None:
+        return [int(counter.count(text)) for text in texts]
+    keys = [(identity, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()) for text in texts]
+    with _counts_lock:
+        known = {key: _counts[key] for key in keys if key in _counts}
+    missing = list({key: text for key, text in zip(keys, texts, strict=True) if key not in known}.items())
+    if missing:
+        batch = getattr(counter, "count_batch", None)
+        fresh = batch([text for _, text in missing]) if batch else [counter.count(text) for _, text in missing]
+        found = {key: int(n) for (key, _), n in zip(missing, fresh, strict=True)}
+        if tokenizer_identity(counter) == identity:  # a server that failed meanwhile counted with its fallback
+            with _counts_lock:
+                _counts.update(found)
+                while len(_counts) > COUNT_CACHE_SIZE:
+                    _counts.popitem(last=False)
+        known.update(found)
+    return [known[key] for key in keys]
+
+
 class TokenizerCounter:
     """Counts with a ``tokenizers.Tokenizer`` (special-token look-alikes count as plain text)."""
 
@@ -231,12 +263,9 @@ class TokenizerCounter:
     def __repr__(self) -> str:
         return f"TokenizerCounter({self.source!r})"
 
-    def _encode(self, text: str) -> Any:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
     def count(self, text: str) -> int:
         """Number of tokens the model's tokenizer makes of ``text``."""
-        return len(self._encode(text).ids) if text else 0
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
 
     def count_batch(self, texts: list[str]) -> list[int]:
         """Counts of several texts in one ``encode_batch`` call (the tokenizer's threads share the work)."""
@@ -244,15 +273,7 @@ class TokenizerCounter:
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` with at most ``max_tokens`` tokens."""
-        if max_tokens <= 0:
-            return ""
-        encoding = self._encode(text)
-        if len(encoding.ids) <= max_tokens:
-            return text
-        cut = text[: encoding.offsets[max_tokens][0]]
-        while cut and self.count(cut) > max_tokens:
-            cut = cut[:-1]
-        return cut
+        return truncate(self, text, max_tokens)
 
 
 def gguf_counter(path: str | Path) -> TokenizerCounter | None:
@@ -267,12 +288,8 @@ def hf_counter(name_or_path: str) -> TokenizerCounter | None:
     if path is None:
         return None
     try:
-        import tokenizers  # noqa: F401
-    except ImportError:
-        return None
-    try:
         tokenizer = _tokenizer_from_file(str(path))
-    except Exception as exc:  # a tokenizer.json this tokenizers version cannot read
+    except Exception as exc:  # no tokenizers package, or a tokenizer.json this version cannot read
         logger.info("cannot load %s (%s); counting with tiktoken and a margin", path, exc)
         return None
     return TokenizerCounter(tokenizer, f"hf:{name_or_path}")
@@ -282,13 +299,11 @@ class ServerTokenCounter:
     """Counts by asking an OpenAI-compatible server's ``POST /tokenize`` (llama.cpp, vLLM).
 
     ``fallback`` counts when the endpoint fails (logged once): a server without the
-    endpoint, or one that went away. Counts are cached per text (the packer counts
-    the same blocks more than once).
+    endpoint, or one that went away. Each text is asked once (:func:`count_many` keeps the counts).
     """
 
     def __init__(self, url: str, model: str, fallback: Any, *, timeout: float = 10.0,
-                 headers: dict[str, str] | None = None, cache_size: int = 4096,
-                 secrets: tuple[str, ...] = ()) -> None:
+                 headers: dict[str, str] | None = None, secrets: tuple[str, ...] = ()) -> None:
         self.url = url
         self.model = model
         self.fallback = fallback
@@ -297,8 +312,6 @@ class ServerTokenCounter:
         # keys never reach a log line: the ones given, and any sent in a header (a server may echo them)
         self._secrets = tuple(secrets) + tuple(
             v.split(" ", 1)[-1] for v in self.headers.values() if isinstance(v, str))
-        self.cache_size = cache_size
-        self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
         self._failed = False
         self._client: Any = None  # one httpx.Client (keep-alive) for all counts
@@ -356,36 +369,18 @@ class ServerTokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens the server's tokenizer makes of ``text`` (the fallback's count once the endpoint failed)."""
-        if not text:
-            return 0
-        with self._lock:
-            if text in self._cache:
-                self._cache.move_to_end(text)
-                return self._cache[text]
-        n = None if self._failed else self._ask(text)
-        if n is None:
-            return int(self.fallback.count(text))
-        with self._lock:
-            self._cache[text] = n
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return n
+        return count_many(self, [text])[0] if text else 0
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        """The counts of ``texts`` not yet known to :func:`count_many`, one request each."""
+        counts = [None if self._failed else self._ask(text) for text in texts]
+        return [int(self.fallback.count(text)) if n is None else n for text, n in zip(texts, counts, strict=True)]
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest prefix (to the character, found by bisection) with at most ``max_tokens`` tokens."""
-        if max_tokens <= 0:
-            return ""
-        if self.count(text) <= max_tokens:
-            return text
-        low, high = 0, len(text)  # count(text[:low]) <= max_tokens < count(text[:high])
-        while high - low > 1:
-            middle = (low + high) // 2
-            if self.count(text[:middle]) <= max_tokens:
-                low = middle
-            else:
-                high = middle
-        return text[:low]
+        """The longest prefix with at most ``max_tokens`` tokens."""
+        return truncate(self, text, max_tokens)
 
 
-__all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "gguf_context_length", "gguf_counter",
-           "gguf_tokenizer", "hf_counter", "hf_tokenizer_file", "read_gguf_metadata"]
+__all__ = ["PRE_TOKENIZER_REGEXES", "ServerTokenCounter", "TokenizerCounter", "count_many", "gguf_counter",
+           "gguf_tokenizer", "hf_counter", "hf_tokenizer_file", "read_gguf_metadata", "tokenizer_identity",
+           "truncate"]

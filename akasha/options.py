@@ -1,23 +1,19 @@
 """The RAG option set: names, defaults, validation and per-call overrides.
 
-:class:`RAGOptions` is a frozen dataclass, so a per-call override builds a new,
-validated copy (:meth:`RAGOptions.merged`) and can never leak into the instance.
-Validation only checks names and numbers: it imports no provider, loads no model
-and creates no client.
-
-``language`` defaults to ``"en"`` (the seed library defaulted to Chinese, ``"ch"``);
-it only controls the answer-language instruction added to the system prompt,
-see :data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`. ``"auto"`` asks for the question's
-own language and ``None`` adds no instruction. The offline extractive answerer quotes
-the documents verbatim, so it ignores this setting.
+:class:`RAGOptions` is frozen, so a per-call override builds a new, validated copy
+(:meth:`RAGOptions.merged`) and can never leak into the instance. Validation only checks names
+and numbers: it imports no provider, loads no model and creates no client. ``language`` defaults
+to ``"en"`` (the seed library's was ``"ch"``); it only sets the answer-language instruction
+(:data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from akasha.errors import ConfigError
 
@@ -98,13 +94,18 @@ class RAGOptions:
         return dataclasses.replace(self, **overrides) if overrides else self
 
 
+@overload
+def positive_int(name: str, value: object) -> int: ...
+@overload
+def positive_int(name: str, value: object, *, allow_none: bool) -> int | None: ...
 def positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
-    """``value`` when it is an int >= 1 (or None with ``allow_none``); else ConfigError naming ``name``."""
+    """``value`` as an int when it is an integer >= 1 (numpy's too; None with ``allow_none``); else
+    ConfigError (a ValueError) naming ``name``."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return int(value)
 
 
 def validate_options(options: RAGOptions) -> None:

@@ -1,20 +1,11 @@
 """Fit the system prompt, history, question and retrieved chunks into ``max_input_tokens``.
 
-Chunks are taken in the order the reranker (or first-stage search) put them. A
-chunk that does not fit in the room left is skipped and the next one is tried, so
-a short lower-ranked chunk can still use the remaining room. Only when *no* chunk
-fits at all is the best one truncated to the room left (at least
-``MIN_TRUNCATED_TOKENS`` tokens), so the model never answers from nothing when
-some evidence could have fitted. If the prompt without any chunk is already over
-budget, :class:`~akasha.errors.BudgetError` names both numbers; so it does when
-chunks were retrieved but not even a truncated one fits (the model would
-otherwise answer "the documents do not say" from no documents at all).
-
-Token counts are those of the answer model's counter (:func:`akasha.tokens.counter_for`:
-its own tokenizer where akasha can have it, else tiktoken with a safety margin) for each
-message's content, plus ``MESSAGE_OVERHEAD`` tokens for the role framing. The pipeline
-passes ``min(max_input_tokens, context - max_output_tokens - TEMPLATE_RESERVE)`` as the
-budget when the model's context size is known.
+Chunks are taken in ranked order; one that does not fit the room left is skipped and the next
+tried. Only when no chunk fits at all is the best one truncated to the room left (at least
+``MIN_TRUNCATED_TOKENS``), so the model never answers from nothing when some evidence could have
+fitted; when not even that fits, or the prompt alone is over budget, :class:`~akasha.errors.BudgetError`
+names the numbers. Tokens are the answer model's counter's (:func:`akasha.tokens.counter_for`) plus
+``MESSAGE_OVERHEAD`` per message for the role framing.
 """
 
 from __future__ import annotations
@@ -75,11 +66,10 @@ def pack(
     history: Sequence[object] | None = None,
     budget_name: str | None = None,
 ) -> PackResult:
-    """Build the chat messages for ``question`` with as many ``hits`` as fit the budget.
+    """Build the chat messages for ``question`` with as many ``hits`` as fit ``max_input_tokens``.
 
-    ``max_input_tokens`` is the budget; ``budget_name`` says where it came from in error
-    messages when it is not the ``max_input_tokens`` option itself (a model context less
-    the reply). ``counter`` is any counter with ``count`` and ``truncate``.
+    ``budget_name`` says where the budget came from in error messages when it is not the
+    ``max_input_tokens`` option itself (a model context less the reply).
     """
     limit = f"max_input_tokens is {max_input_tokens}" if budget_name is None else (
         f"{budget_name} is {max_input_tokens}")
@@ -101,12 +91,9 @@ def pack(
     blocks: list[str] = []
     chosen: list[Hit] = []
     truncated: list[str] = []
-    # Each block is encoded once: the running total adds block tokens (plus the "\n\n"
-    # separator) to the cost of the documents wrapper. BPE merges across block boundaries
-    # can make the exact count differ by a token or two, so the result is verified below.
-    # A block's cost is its frame (no document text) plus its chunk text's count, which count_many
-    # keeps per tokenizer and text: a chunk is counted once in the process, not once per question
-    # (with a llama.cpp server, one /tokenize request carrying the text instead of one per question).
+    # A block costs its frame (no text) plus its text's count, which count_many keeps per tokenizer and
+    # text (a chunk is counted once in the process, not once per question), plus the "\n\n" separator.
+    # BPE merges across block boundaries can make the total differ by a token or two: verified below.
     text_tokens = count_many(counter, [escape_body(hit.chunk.text) for hit in hits])
     wrapper = fixed + user_tokens([""])
     running = wrapper

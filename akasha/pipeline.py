@@ -1,52 +1,30 @@
 """One pipeline of stages over the content-keyed index: what every door runs.
 
-``akasha.RAG``, a ``kind: RAGPipeline`` file, ``akasha ask`` and ``akasha eval``
-all get a :class:`Pipeline` from :mod:`akasha.assemble`; none keeps an engine of
-its own.
-
-Ingest goes into the :class:`~akasha.index.CorpusIndex`: :meth:`Pipeline.ingest`
-(documents: ``index.add_documents``), :meth:`Pipeline.delete`
-(``index.delete_documents``) and :meth:`Pipeline.ingest_source` (a folder or
-files: ``index.sync``). Which files and documents were seen, what changed and what
-must be embedded is the index's business, so a restart embeds nothing and a
-retry after a failure resumes from what committed.
-
-A question runs the stages, each one entry in the trace (:mod:`akasha.trace`)::
+``akasha.RAG``, a ``kind: RAGPipeline`` file, ``akasha ask`` and ``akasha eval`` all get a
+:class:`Pipeline` from :mod:`akasha.assemble`; none keeps an engine of its own. What changed and
+what must be embedded is the :class:`~akasha.index.CorpusIndex`'s business, so a restart embeds
+nothing and a retry after a failure resumes from what committed. A question runs the stages, each
+one entry in the trace (:mod:`akasha.trace`)::
 
     [index] -> transform -> retrieve -> fuse -> rerank -> (context | pack -> generate)
 
-* transform: the pattern's rewrites (``multi_query``, ``hyde``); self-ask is a
-  transform of its own on this API (:mod:`akasha.selfask`);
-* retrieve: ``index.vector_search`` / ``index.bm25_search`` for a YAML pattern, or
-  ``index.search(search_type)`` for the facade's search types (fusion inside);
-* fuse: RRF or weighted fusion of several lists;
-* rerank: the one validated complete-ordering contract of :mod:`akasha.rerank`
-  (invalid JSON, omitted or duplicate ids raise ValueError before any trimming);
-* pack and generate: the answer under ``max_input_tokens`` (:attr:`Pipeline.generation`).
-
-The core is synchronous (the index, rerankers and models are); the ``async``
-methods run it in a worker thread, and the ``*_sync`` names are the plain calls,
-which also work inside a running event loop (notebooks). Reads and writes of one
-index are serialised by one re-entrant lock per index (:func:`index_lock`), so
-threads and tasks sharing a pipeline, or a ``RAG`` answering from several folders,
-never see another call's corpus half-way.
+The core is synchronous; the ``async`` methods run it in a worker thread. Reads and writes of one
+index are serialised by one re-entrant lock per index (:func:`index_lock`), so threads and tasks
+sharing a pipeline never see another call's corpus half-way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
 import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from akasha.errors import (
     BudgetError,
@@ -58,8 +36,9 @@ from akasha.errors import (
     stage_error,
 )
 from akasha.llm.base import ChatModel, GenerationOptions, GenerationReport, Message
+from akasha.options import positive_int
 from akasha.packing import TEMPLATE_RESERVE, PackResult, pack
-from akasha.prompts import mentions_sources, sources_line, system_message
+from akasha.prompts import sources_line, system_message
 from akasha.retrieval.fusion import rrf, weighted
 from akasha.retrieval.patterns import IndexSearch, Pattern
 from akasha.trace import Timer, Trace, describe, keeps_type
@@ -77,10 +56,7 @@ _LOCKS_GUARD = threading.Lock()
 def index_lock(index: Any) -> threading.RLock:
     """The re-entrant lock that serialises reads and writes of ``index`` in this process."""
     with _LOCKS_GUARD:
-        lock = _LOCKS.get(index)
-        if lock is None:
-            lock = _LOCKS[index] = threading.RLock()
-        return lock
+        return _LOCKS.setdefault(index, threading.RLock())
 
 
 def as_document(item: Any) -> Document:
@@ -102,13 +78,6 @@ def as_document(item: Any) -> Document:
     raise TypeError(f"cannot ingest {type(item).__name__}: pass Document objects, strings or dicts with 'text'")
 
 
-def check_k(k: object) -> int:
-    """``k`` must be a positive integer (``ValueError`` otherwise)."""
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return int(k)
-
-
 def describe_source(data_source: DataSource) -> str:
     """A short description of a data source for trace entries and messages."""
     if isinstance(data_source, (str, Path)):
@@ -124,13 +93,12 @@ def describe_source(data_source: DataSource) -> str:
 class Generation:
     """How the answer is written: the chat model and the prompt budget.
 
-    ``model`` is the model spec (a name, callable or object); ``resolve`` turns it
-    into a :class:`~akasha.llm.base.ChatModel` on first use, so a pipeline that
-    only retrieves never builds a model.
+    ``resolve(model)`` builds the :class:`~akasha.llm.base.ChatModel` on first use, so a
+    pipeline that only retrieves never builds a model.
     """
 
     model: Any
-    resolve: Any = None
+    resolve: Callable[[Any], ChatModel]
     max_input_tokens: int = 3000
     system_prompt: str | None = None
     language: str | None = "en"
@@ -140,22 +108,13 @@ class Generation:
     @property
     def chat_model(self) -> ChatModel:
         """The answer model (built on first use through ``resolve``)."""
-        if self.resolve is not None:
-            return self.resolve(self.model)
-        if hasattr(self.model, "generate"):
-            return self.model
-        from akasha.llm import resolve_chat_model
-
-        return resolve_chat_model(self.model)
-
-    @property
-    def options(self) -> GenerationOptions:
-        return GenerationOptions(max_output_tokens=self.max_output_tokens, temperature=float(self.temperature))
+        return self.resolve(self.model)
 
     def request_options(self) -> tuple[GenerationOptions, GenerationReport]:
-        """:attr:`options` with a fresh report for one request (the provider fills in its finish reason)."""
+        """The options of one request, with a fresh report the provider fills with its finish reason."""
         report = GenerationReport()
-        return replace(self.options, report=report), report
+        return GenerationOptions(max_output_tokens=self.max_output_tokens, temperature=float(self.temperature),
+                                 report=report), report
 
     def counter(self) -> Any:
         """The token counter of the answer model: its own tokenizer where akasha can have it, else
@@ -185,11 +144,8 @@ class Generation:
 class Answer:
     """Everything one answering call produced; ``akasha.RAG`` publishes it as ``rag.docs``, ``rag.trace`` ...
 
-    ``docs`` are the hits that reached the model (after reranking and packing),
-    ``messages`` what was sent, ``response`` the answer (it grows while a stream is
-    consumed), ``sync`` the index's report when the call indexed a data source,
-    ``followups`` self-ask's follow-up questions and answers, ``error`` the
-    exception that ended a failed call.
+    ``docs`` are the hits that reached the model, ``response`` the answer (it grows while a stream
+    is consumed), ``sync`` the index's report, ``error`` the exception that ended a failed call.
     """
 
     question: str
@@ -204,13 +160,10 @@ class Answer:
     sync: Any = None
     error: BaseException | None = None
     started: float = field(default_factory=time.time)
-    finished: bool = False
 
     @property
     def sources(self) -> str:
-        """``Sources: a.md; b.pdf, page 2``: the citations of :attr:`docs`, each once, in order ("" with none).
-
-        The answer text is the model's own; this is where its citations are, for callers that show them."""
+        """``Sources: a.md; b.pdf, page 2``: the citations of :attr:`docs`, each once, in order ("" with none)."""
         return sources_line(self.docs)
 
     def set_packed(self, packed: PackResult) -> None:
@@ -221,54 +174,39 @@ class Answer:
 
 
 # ------------------------------------------------------------------ pipeline
+@dataclass(eq=False, repr=False)
 class Pipeline:
     """Ingest into a content-keyed index and answer questions from it, as a list of stages.
 
-    Usually made by :mod:`akasha.assemble` (``akasha.spec.build`` for a YAML file,
-    ``akasha.RAG`` for its options). ``pattern`` decides the queries, retrievers
-    and fusion (a YAML ``retrieval.pattern``, or an
-    :class:`~akasha.retrieval.patterns.IndexSearch` for a facade ``search_type``);
-    ``reranker`` is an :mod:`akasha.rerank` reranker (complete ordering, validated);
-    ``generation`` is needed only to answer.
+    Made by :mod:`akasha.assemble`. ``pattern`` decides the queries, retrievers and fusion (a
+    YAML ``retrieval.pattern``, or an :class:`~akasha.retrieval.patterns.IndexSearch` for a
+    facade ``search_type``); ``generation`` is needed only to answer.
     """
 
-    def __init__(
-        self,
-        index: Any,
-        *,
-        pattern: Pattern,
-        name: str = "pipeline",
-        reranker: Any = None,
-        rerank_top_k: int | None = None,
-        top_k: int = 5,
-        candidates: int | None = None,
-        similarity_threshold: float | None = None,
-        llm: Any = None,
-        generation: Generation | None = None,
-        store: Any = None,
-        splitter: Any = None,
-        dimension: int | None = None,
-        syncs_source: bool = True,
-        stage_errors: bool = False,
-    ) -> None:
-        self.index = index
-        self.name = name
-        #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
-        self.stage_errors = stage_errors
-        self.pattern = pattern
-        self.reranker = reranker
-        self.rerank_top_k = rerank_top_k
-        self.top_k = check_k(top_k)
-        self.candidates = None if candidates is None else check_k(candidates)
-        self.similarity_threshold = similarity_threshold
-        self.llm = llm
-        self.generation = generation
-        self.store = store
-        self.splitter = splitter
-        self.dimension = dimension
-        #: False when ``data_source`` names existing stores to search (``use_chroma``), not files to index.
-        self.syncs_source = syncs_source
-        self._loaded = False
+    index: Any
+    _: KW_ONLY
+    pattern: Pattern
+    name: str = "pipeline"
+    reranker: Any = None
+    rerank_top_k: int | None = None
+    top_k: int = 5
+    candidates: int | None = None
+    similarity_threshold: float | None = None
+    llm: Any = None
+    generation: Generation | None = None
+    store: Any = None
+    splitter: Any = None
+    #: The vector width the spec's store was created for (``embeddings.dimension``, else the embedder's, else 384).
+    dimension: int | None = None
+    #: False when ``data_source`` names existing stores to search (``use_chroma``), not files to index.
+    syncs_source: bool = True
+    #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
+    stage_errors: bool = False
+    _loaded: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.top_k = positive_int("top_k", self.top_k)
+        self.candidates = positive_int("candidates", self.candidates, allow_none=True)
 
     def __repr__(self) -> str:
         return (
@@ -284,13 +222,7 @@ class Pipeline:
 
     def derive(self, **changes: Any) -> Pipeline:
         """A copy sharing the index (and its lock) with some settings changed, e.g. one call's generation."""
-        unknown = sorted(k for k in changes if not hasattr(self, k) or k.startswith("_"))
-        if unknown:
-            raise TypeError(f"unknown pipeline setting(s) {', '.join(unknown)}")
-        clone = copy.copy(self)
-        for key, value in changes.items():
-            setattr(clone, key, value)
-        return clone
+        return replace(self, **changes)
 
     def locked(self) -> threading.RLock:
         """The index's lock: hold it for a sequence of reads that must see one corpus (see :func:`index_lock`)."""
@@ -313,10 +245,8 @@ class Pipeline:
     def ingest_sync(self, documents: Iterable[Any] | Any) -> int:
         """Chunk, embed and index ``documents``; returns how many chunks they have in the index.
 
-        Re-ingesting a document (same ``id``, or same text when it has none)
-        replaces all its previous chunks; unchanged documents are not embedded
-        again. If any step fails, the index keeps the previous version and the
-        error is raised by the trace's policy (an embedder's failure as StageError).
+        A document re-ingested (same ``id``, or same text) replaces its previous chunks; unchanged
+        ones are not embedded again; a failure leaves the previous version in place.
         """
         if isinstance(documents, (str, Document, Mapping)):
             documents = [documents]
@@ -338,11 +268,8 @@ class Pipeline:
     def sync(self, data_source: DataSource, *, trace: Trace | None = None, progress: bool | None = None) -> Any:
         """Bring the index in line with the files of ``data_source`` (the ``index`` stage); returns the SyncReport.
 
-        Unchanged files cost nothing, an edited file re-embeds only its changed
-        chunks, a removed file leaves the index; FIFOs, dangling links and
-        unreadable files are skipped (and listed in the report). A file is marked
-        as indexed only once its vectors committed, so a retry after a failure
-        re-embeds exactly what is missing.
+        See :meth:`akasha.index.CorpusIndex.sync`: unchanged files cost nothing, a retry after a
+        failure re-embeds exactly what is missing.
         """
         trace = Trace() if trace is None else trace
         embedder = self.embedder
@@ -357,23 +284,6 @@ class Pipeline:
                               "skipped": report.skipped, "removed": report.removed}
             entry["embedded"] = getattr(report, "embedded", None)
         return report
-
-    def ingest_source_sync(self, data_source: DataSource) -> dict[str, int]:
-        """Index the files of ``data_source`` (see :meth:`sync`); returns counts.
-
-        ``files`` seen, ``ingested`` (new or changed), ``unchanged``, ``skipped``,
-        ``removed`` since the last call, ``embedded`` texts and ``chunks`` in the index.
-        """
-        report = self.sync(data_source)
-        return {
-            "files": report.indexed + report.unchanged + report.skipped,
-            "ingested": report.indexed,
-            "unchanged": report.unchanged,
-            "skipped": report.skipped,
-            "removed": report.removed,
-            "embedded": report.embedded,
-            "chunks": report.chunks,
-        }
 
     def _ensure_corpus(self) -> None:
         """Before the first read: the corpus this index committed last, else the store's records (a restart)."""
@@ -391,12 +301,8 @@ class Pipeline:
 
     # ------------------------------------------------------------------ query
     def candidates_for(self, k: int) -> int:
-        """Hits each retriever fetches: ``candidates`` (default top_k * 2).
-
-        With a reranker the pool is exactly that (the reranker's top_k and then ``k``
-        cut it, as the reference says); without one it grows when ``k`` exceeds it,
-        so an explicit larger ``k`` can be served.
-        """
+        """Hits each retriever fetches: ``candidates`` (default top_k * 2); without a reranker it grows when ``k``
+        exceeds it, so an explicit larger ``k`` can be served."""
         if isinstance(self.pattern, IndexSearch):
             return k
         if self.reranker is not None:
@@ -417,11 +323,10 @@ class Pipeline:
     ) -> list[Hit]:
         """Index ``data_source`` (when given), transform, retrieve and fuse: the candidates, best first.
 
-        Holds the index lock throughout, so the candidates come from this call's
-        corpus even while other threads index other folders. The index's report
-        goes to ``answer.sync`` when an ``answer`` is given.
+        Holds the index lock throughout, so the candidates come from this call's corpus; the index's
+        report goes to ``answer.sync``.
         """
-        k = self.top_k if k is None else check_k(k)
+        k = self.top_k if k is None else positive_int("k", k)
         trace = Trace() if trace is None else trace
         with self.locked():
             if data_source is not None and self.syncs_source:
@@ -438,7 +343,7 @@ class Pipeline:
     def second_stage(self, question: str, hits: list[Hit], k: int | None = None, *,
                      trace: Trace | None = None) -> list[Hit]:
         """Rerank (validated complete ordering, then the reranker's top_k) and keep the first ``k``."""
-        k = self.top_k if k is None else check_k(k)
+        k = self.top_k if k is None else positive_int("k", k)
         trace = Trace() if trace is None else trace
         return self._rerank(question, hits, k, trace)[:k]
 
@@ -452,11 +357,10 @@ class Pipeline:
     def query_sync(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
         """Retrieve the ``k`` best hits for ``query`` (default ``retrieval.top_k``) with a per-stage trace.
 
-        ``filters`` restricts hits to chunks whose metadata equals every given
-        value (``doc_id`` matches the document id). An empty or blank query
-        returns an empty result without calling anything.
+        ``filters`` keeps chunks whose metadata equals every given value (``doc_id``: the document id).
+        An empty or blank query returns an empty result without calling anything.
         """
-        k = self.top_k if k is None else check_k(k)
+        k = self.top_k if k is None else positive_int("k", k)
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
         if not query.strip():
@@ -500,21 +404,19 @@ class Pipeline:
         for position, (retriever, text) in enumerate(jobs):
             timer = Timer()
             name = self.pattern.name if retriever == "index" else retriever
-            entry: dict[str, Any] = {"stage": "retrieve", "name": name, "in": candidates if retriever == "index" else 1}
-            if len(queries) > 1 and retriever != "bm25":
-                entry["query"] = position
+            n_in = candidates if retriever == "index" else 1
+            extra = {"query": position} if len(queries) > 1 and retriever != "bm25" else {}
             try:
                 ranked = self._run_retriever(retriever, text, candidates, filters)
             except Exception as exc:
+                trace.record("retrieve", name, n_in, 0, timer.ms, **extra, error=describe(exc))
                 if keeps_type(exc) and not isinstance(exc, StageError):
-                    trace.record(**_entry_args(entry, timer.ms, 0), error=describe(exc))
                     raise  # a configuration or installation problem, not a failing retriever
                 logger.warning("retriever %s failed: %s", name, exc)
-                trace.record(**_entry_args(entry, timer.ms, 0), error=describe(exc))
                 errors.append((name, exc))
                 lists.append((retriever, []))
                 continue
-            trace.record(**_entry_args(entry, timer.ms, len(ranked)))
+            trace.record("retrieve", name, n_in, len(ranked), timer.ms, **extra)
             lists.append((retriever, ranked))
         if errors and len(errors) == len(jobs):
             names = "+".join(dict.fromkeys(name for name, _ in errors))
@@ -545,12 +447,10 @@ class Pipeline:
         if len(lists) == 1 and (self.pattern.fusion == "none" or isinstance(self.pattern, IndexSearch)):
             return list(lists[0][1])
         chunks: dict[str, Chunk] = {}
-        found_by: dict[str, set[str]] = {}
-        best: dict[str, dict[str, float]] = {}
+        best: dict[str, dict[str, float]] = {}  # chunk id -> the best score of each retriever that found it
         for retriever, ranked in lists:
             for hit in ranked:
                 chunks.setdefault(hit.chunk.id, hit.chunk)
-                found_by.setdefault(hit.chunk.id, set()).add(retriever)
                 scores = best.setdefault(hit.chunk.id, {})
                 scores[retriever] = max(hit.score, scores.get(retriever, float("-inf")))
         timer = Timer()
@@ -565,7 +465,7 @@ class Pipeline:
         name = "weighted" if key == "fused" else ("adaptive" if self.pattern.fusion == "adaptive" else "rrf")
         trace.record("fuse", name, sum(len(x) for x in id_lists), len(fused), timer.ms)
         return [
-            Hit(chunk=chunks[str(cid)], score=float(score), source="+".join(sorted(found_by[str(cid)])),
+            Hit(chunk=chunks[str(cid)], score=float(score), source="+".join(sorted(best[str(cid)])),
                 details={**best[str(cid)], key: float(score)})
             for cid, score in fused
         ]
@@ -647,18 +547,12 @@ class Pipeline:
         return packed
 
     def prepare(self, question: str, *, data_source: DataSource | None = None,
-                history: Sequence[object] | None = None, trace: Trace | None = None,
-                answer: Answer | None = None) -> Answer:
-        """Everything before generation: index, retrieve, rerank, pack.
+                history: Sequence[object] | None = None, answer: Answer | None = None) -> Answer:
+        """Everything before :meth:`generate` or :meth:`stream`: index, retrieve, rerank, pack.
 
-        Generate with :meth:`generate` or :meth:`stream`.
-
-        Fills ``answer`` when given (so a caller keeps the trace of a call that
-        fails part way), else a new :class:`Answer`; ``trace`` replaces its trace.
+        Fills ``answer`` when given (so a caller keeps the trace of a call that fails part way).
         """
         answer = Answer(question) if answer is None else answer
-        if trace is not None:
-            answer.trace = trace
         hits = self.first_stage(question, data_source=data_source, trace=answer.trace, answer=answer)
         hits = self.second_stage(question, hits, trace=answer.trace)
         answer.set_packed(self.pack(question, hits, history, trace=answer.trace))
@@ -698,11 +592,8 @@ class Pipeline:
         return self.finish(answer, text)
 
     def stream(self, answer: Answer) -> Iterator[str]:
-        """Yield the answer in pieces; ``answer.response`` grows as they are consumed.
-
-        A model failing part way raises :class:`~akasha.errors.StreamInterruptedError`
-        (``partial`` holds what arrived) after recording the error in the trace.
-        """
+        """Yield the answer in pieces; ``answer.response`` grows as they are consumed. A model failing part way
+        raises :class:`~akasha.errors.StreamInterruptedError` (``partial`` holds what arrived)."""
         model, options, recorder = self._start_stream(answer)
         with recorder:
             for piece in filter(None, model.stream(answer.messages, options)):
@@ -728,7 +619,6 @@ class Pipeline:
         """Record the final answer and its token count on ``answer``; returns ``text``."""
         answer.response = text
         answer.response_tokens = self._generation().counter().count(text)
-        answer.finished = True
         return text
 
     def answer(self, question: str, data_source: DataSource | None = None,
@@ -747,10 +637,6 @@ class Pipeline:
         """Async :meth:`delete_sync`."""
         return await asyncio.to_thread(self.delete_sync, doc_ids)
 
-    async def ingest_source(self, data_source: DataSource) -> dict[str, int]:
-        """Async :meth:`ingest_source_sync`."""
-        return await asyncio.to_thread(self.ingest_source_sync, data_source)
-
     async def query(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
         """Async :meth:`query_sync`."""
         return await asyncio.to_thread(self.query_sync, query, k, filters=filters)
@@ -759,42 +645,32 @@ class Pipeline:
         """Async :meth:`retrieve`."""
         return await asyncio.to_thread(self.retrieve, data_source, question, k)
 
-    async def asearch(self, question: str, k: int = 5) -> list[Hit]:
-        """Async :meth:`search`."""
-        return (await self.query(question, k=k)).hits
-
     # ----------------------------------------------------------------- close
     def close(self) -> None:
         """Release the index's database and the store's connections (a failure to close is logged, not raised)."""
-        for part in (self.index, self.store):
-            closer = getattr(part, "close", None)
-            if closer is None or inspect.iscoroutinefunction(closer):
-                continue
-            try:
-                closer()
-            except Exception as exc:  # closing must not hide the caller's own error or stop the other close
-                logger.warning("could not close %s: %s", type(part).__name__, describe(exc))
+        close_all([self.index, self.store])
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
         await asyncio.to_thread(self.close)
 
 
+def close_all(parts: Iterable[Any]) -> None:
+    """Call each part's ``close()`` (an async one is left alone); a failure is logged, so it can neither hide
+    the caller's own error nor stop the other closes."""
+    for part in parts:
+        closer = getattr(part, "close", None)
+        if closer is None or inspect.iscoroutinefunction(closer):
+            continue
+        try:
+            closer()
+        except Exception as exc:
+            logger.warning("could not close %s: %s", type(part).__name__, describe(exc))
+
+
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     """A coroutine of any awaitable (a Future, a Task, an object with ``__await__``): what ``asyncio.run`` takes."""
     return await awaitable
-
-
-def _entry_args(entry: dict[str, Any], ms: float, out: int) -> dict[str, Any]:
-    extra = {k: v for k, v in entry.items() if k not in ("stage", "name", "in")}
-    return {"stage": entry["stage"], "name": entry["name"], "n_in": entry["in"], "out": out, "ms": ms, **extra}
-
-
-def with_sources(answer: str, docs: Sequence[Hit]) -> str:
-    """``answer`` plus ``Sources: ...`` when the model did not name any of its documents."""
-    if not docs or mentions_sources(answer, docs):
-        return answer
-    return f"{answer.rstrip()}\n\n{sources_line(docs)}"
 
 
 class _StreamRecorder:
@@ -862,5 +738,5 @@ async def _async_pieces(model: ChatModel, messages: list[Message], options: Gene
         yield piece
 
 
-__all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "check_k", "describe_source",
-           "index_lock", "with_sources"]
+__all__ = ["Answer", "DataSource", "Generation", "Pipeline", "as_document", "close_all", "describe_source",
+           "index_lock"]

@@ -1,19 +1,11 @@
 """The prompts akasha sends to answer models, and how documents are quoted in them.
 
-Retrieved text is untrusted: a document may contain "ignore previous instructions".
-Every document is therefore placed inside explicit delimiters::
-
-    <document id="1" source="docs/report.pdf" page="3">
-    ...chunk text...
-    </document>
-
-and the prompt says that documents are data, never instructions. A literal
-``</document>`` inside a chunk is neutralised so it cannot close the block early,
-and so are its look-alikes: ``< /document>``, ``</ document >``, upper case, and
-the full-width and other confusable forms a model may read as the same tag
-(``＜／ｄｏｃｕｍｅｎｔ＞``). File names are shown with control characters
-escaped (``\n`` ...), so a name cannot start a new line in a prompt or in the
-``Sources:`` line. The same format is parsed back by the offline extractive answerer.
+Retrieved text is untrusted, so every document sits inside ``<document id="1" source="..."
+page="3">`` ... ``</document>`` delimiters and the prompt says documents are data, never
+instructions. Anything a model could read as that tag inside a chunk (``</ document >``, upper
+case, full-width and other confusable forms) is neutralised, and file names are shown with control
+and invisible characters escaped, so a name cannot start a new line in a prompt or in the
+``Sources:`` line (docs/threat-model.md). The offline extractive answerer parses the same format back.
 """
 
 from __future__ import annotations
@@ -22,7 +14,6 @@ import html
 import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from akasha.types import Hit
@@ -39,8 +30,9 @@ DATA_NOTICE = (
 )
 
 #: language code -> instruction appended to the system prompt. Other values are used
-#: verbatim as a language name ("Answer in <language>.").
+#: verbatim as a language name ("Answer in <language>."); ``"auto"`` asks for the question's language.
 LANGUAGE_INSTRUCTIONS: dict[str, str] = {
+    "auto": "Answer in the same language as the question.",
     "en": "Answer in English.",
     "ch": "請用繁體中文回答。",  # the seed library's default language code
     "zh": "请用简体中文回答。",
@@ -53,20 +45,11 @@ _ATTR_RE = re.compile(r'(\w+)="([^"]*)"')
 _QUESTION_MARK = "Question:"
 
 
-def language_instruction(language: str | None) -> str:
-    """The answer-language sentence for ``language`` ("" for None; "auto": the question's language)."""
-    if not language:
-        return ""
-    if language.lower() == "auto":
-        return "Answer in the same language as the question."
-    return LANGUAGE_INSTRUCTIONS.get(language.lower(), f"Answer in {language}.")
-
-
 def system_message(system_prompt: str | None, language: str | None) -> str:
-    """The system message: the user's prompt (or the default) plus the language instruction."""
+    """The system message: the user's prompt (or the default) plus the answer-language instruction."""
     base = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
-    parts = [base.strip(), language_instruction(language)]
-    return " ".join(p for p in parts if p)
+    instruction = LANGUAGE_INSTRUCTIONS.get(language.lower(), f"Answer in {language}.") if language else ""
+    return " ".join(p for p in (base.strip(), instruction) if p)
 
 
 #: Characters a file name may not carry into a prompt as they are: controls (Cc), format characters
@@ -100,10 +83,13 @@ def display_source(path: object) -> str:
     return _escape_unprintable(text if rel.startswith("..") else rel)
 
 
+def _where(hit: Hit) -> str:
+    return display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
+
+
 def citation(hit: Hit) -> str:
     """``file`` or ``file, page N`` for ``hit``, with the file shown by :func:`display_source`."""
-    where = display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
-    return f"{where}, page {hit.page}" if hit.page is not None else where
+    return f"{_where(hit)}, page {hit.page}" if hit.page is not None else _where(hit)
 
 
 def _letters(word: str) -> str:
@@ -118,22 +104,18 @@ _TAG = re.compile(
 )
 
 
-def _escape_body(text: str) -> str:
-    """Neutralise anything a model could read as a ``<document>`` or ``</document>`` tag: its ``<`` becomes ``&lt;``."""
+def escape_body(text: str) -> str:
+    """A chunk's text as it appears inside its ``<document>`` block: anything a model could read as a
+    ``<document>`` or ``</document>`` tag has its ``<`` written as ``&lt;``."""
     return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
-
-
-#: A chunk's text as it appears inside its ``<document>`` block (the packer counts it alone).
-escape_body = _escape_body
 
 
 def format_document(number: int, hit: Hit, text: str | None = None) -> str:
     """One retrieved chunk inside ``<document>`` delimiters (``text`` overrides the chunk text)."""
-    where = display_source(hit.path) if hit.path else _escape_unprintable(str(hit.chunk.doc_id))
-    attrs = [f'id="{number}"', f'source="{html.escape(where)}"']
+    attrs = [f'id="{number}"', f'source="{html.escape(_where(hit))}"']
     if hit.page is not None:
         attrs.append(f'page="{hit.page}"')
-    body = _escape_body(hit.chunk.text if text is None else text)
+    body = escape_body(hit.chunk.text if text is None else text)
     return f"<document {' '.join(attrs)}>\n{body}\n</document>"
 
 
@@ -170,21 +152,8 @@ def parse_question(text: str) -> str:
 
 def sources_line(hits: Sequence[Hit]) -> str:
     """``Sources: a.md; b.pdf, page 2`` for the hits, each citation once, in order."""
-    seen: list[str] = []
-    for hit in hits:
-        c = citation(hit)
-        if c not in seen:
-            seen.append(c)
+    seen = list(dict.fromkeys(citation(hit) for hit in hits))
     return "Sources: " + "; ".join(seen) if seen else ""
-
-
-def mentions_sources(answer: str, hits: Sequence[Hit]) -> bool:
-    """True when the answer already names at least one of the hits' files."""
-    lowered = answer.lower()
-    for hit in hits:
-        if hit.path and Path(str(hit.path)).name.lower() in lowered:
-            return True
-    return False
 
 
 __all__ = [
@@ -194,8 +163,6 @@ __all__ = [
     "citation",
     "display_source",
     "format_document",
-    "language_instruction",
-    "mentions_sources",
     "parse_documents",
     "parse_question",
     "sources_line",

@@ -1,24 +1,11 @@
 """The RAG facade: ``rag(data_source, prompt)`` -> an answer that names its sources.
 
-One call runs the pipeline :mod:`akasha.assemble` builds from the options: index
-(load, chunk, embed, content-keyed cache) -> retrieve ``k`` candidates -> optional
-rerank (complete ordering, validated, then ``rerank_top_k``) -> pack under
-``max_input_tokens`` -> generate. This module only holds the options, the calls
-and the publishing of each call's :class:`~akasha.pipeline.Answer`.
-
-After a call ``rag.docs`` holds the hits that reached the answer model,
-``rag.trace`` one entry per stage, ``rag.response``/``rag.prompt``/token counts
-what was sent and received, and ``rag.last_result`` the whole
-:class:`~akasha.pipeline.Answer`. They are published per thread and per asyncio
-task: a ``RAG`` shared by threads or tasks shows each of them the results of its
-own last call (a thread or task that has not called yet sees the instance's most
-recent call). A failed call publishes what it got to (its trace, with the error)
-and empty docs and response, never the previous call's.
-
-Construction only validates names and numbers. Embedders, chat models, rerankers
-and indexes are built on first use and cached on the instance (indexes per
-embedder, chunk settings and cache folder), so a second question over the same
-folder reuses the in-memory index and re-embeds nothing.
+This module only holds the options, the calls and the publishing of each call's
+:class:`~akasha.pipeline.Answer`; the engine is the pipeline :mod:`akasha.assemble` builds.
+Results (``rag.docs``, ``rag.trace`` ...) are published per thread and per asyncio task, so a
+``RAG`` shared by threads or tasks shows each the results of its own last call; a failed call
+publishes its trace (with the error) and empty docs and response, never the previous call's.
+Construction only validates names and numbers; parts are built on first use and cached.
 """
 
 from __future__ import annotations
@@ -158,15 +145,10 @@ class RAG:
     def from_spec(cls, path_or_spec: Any, **options: Any) -> RAG:
         """A RAG whose retrieval and indexing are a ``kind: RAGPipeline`` YAML pipeline (a file path or parsed dict).
 
-        The spec decides chunking, embeddings, vector store, retrieval pattern,
-        ``top_k`` and reranking; ``options`` (``model=...``, ``max_input_tokens=...``)
-        decide packing and answer generation, exactly as for a plain ``RAG``.
-        ``model`` also serves as the LLM of ``multi_query`` and ``hyde`` patterns;
-        ``cache_dir`` is where the index keeps its local state (default: as for a
-        plain ``RAG``; ``retrieval.bm25_path`` is the BM25 index's JSON file beside it). A facade option that
-        contradicts the spec (``search_type``, ``chunk_size``, ``embeddings``,
-        ``vector_store``, ``k`` other than ``retrieval.top_k``, a ``reranker`` when
-        the spec reranks ...) raises ConfigError naming both, here or in a call.
+        The spec decides chunking, embeddings, store, retrieval and reranking; ``options`` decide
+        packing and generation (``model`` is also the LLM of ``multi_query`` and ``hyde``). A facade
+        option that contradicts the spec (``search_type``, ``chunk_size``, ``k`` other than
+        ``retrieval.top_k`` ...) raises ConfigError naming both, here or in a call.
         """
         from akasha.assemble import from_spec, spec_conflicts
         from akasha.spec import load_spec, load_spec_file
@@ -216,11 +198,8 @@ class RAG:
     # ---------------------------------------------------------- published results
     @property
     def last_result(self) -> Answer | None:
-        """The :class:`~akasha.pipeline.Answer` of the last call made by this thread or asyncio task.
-
-        A thread or task that has not called yet sees the instance's most recent
-        call (None before any call). ``rag.docs``, ``rag.trace`` ... read from it.
-        """
+        """The :class:`~akasha.pipeline.Answer` of this thread's or asyncio task's last call, else the instance's
+        most recent call (None before any). ``rag.docs``, ``rag.trace`` ... read from it."""
         task = _current_task()
         published = self._published
         if task is not None and task in published.tasks:
@@ -234,11 +213,8 @@ class RAG:
     trace = _LastCall(lambda a: a.trace,
                       "One entry per stage of the last call: stage, name, ms, in, out (and error when it failed).")
     response = _LastCall(lambda a: a.response, "The last call's answer (it grows while a stream is consumed).")
-    sources = _LastCall(lambda a: a.sources, """The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each of
-        :attr:`docs` once, in order).
-
-        The answer ``rag(...)`` returns is the model's text as written; show this line with it where
-        your readers want the sources (the ``akasha ask`` command prints it after the answer).""")
+    sources = _LastCall(lambda a: a.sources, "The last call's citations, ``Sources: a.md; b.pdf, page 2`` (each "
+                                             "of :attr:`docs` once, in order); ``rag(...)`` returns the model's text.")
     prompt = _LastCall(lambda a: a.question, "The last call's question.")
     messages = _LastCall(lambda a: a.messages, "The chat messages the last call sent to the answer model.")
     prompt_tokens = _LastCall(lambda a: a.prompt_tokens, "Tokens of the last call's prompt.")
@@ -291,13 +267,6 @@ class RAG:
             spec_conflicts(self._spec, overrides)
         return self.options.merged(**overrides)
 
-    def _call_options(self, prompt: object, overrides: Mapping[str, Any]) -> RAGOptions:
-        """This call's options (instance settings + overrides), after checking them and the prompt."""
-        options = self._merged(overrides)
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt must be a non-empty string")
-        return options
-
     def pipeline(self, options: RAGOptions | None = None, data_source: DataSource | None = None) -> Pipeline:
         """The pipeline one call with ``options`` runs (built by :mod:`akasha.assemble`; parts are cached)."""
         options = self.options if options is None else options
@@ -306,15 +275,13 @@ class RAG:
         changes: dict[str, Any] = {"generation": generation_for(options, self.components)}
         if self._spec_pipeline.reranker is None and options.reranker is not None:
             # The spec does not rerank: the facade's reranker may (never on top of the spec's own).
-            changes["reranker"] = self.components.reranker(options.reranker, options.reranker_model,
-                                                           options.max_input_tokens, options.device)
+            changes["reranker"] = self.components.reranker(options.reranker, options.reranker_model, options.device)
             changes["rerank_top_k"] = options.rerank_top_k
         return self._spec_pipeline.derive(**changes)
 
     @contextmanager
     def _published_if_failing(self, answer: Answer) -> Iterator[None]:
-        """A failure inside the block publishes the call (its trace so far: the failing stage's entry has the
-        error; no docs or response), then propagates."""
+        """A failure inside the block publishes the call (its trace so far, no docs or response), then propagates."""
         try:
             yield
         except BaseException as exc:
@@ -393,16 +360,18 @@ class RAG:
     ) -> str | Iterator[str]:
         """Answer by decomposing ``prompt`` into follow-up questions first (see :mod:`akasha.selfask`).
 
-        ``rag.docs`` holds the union of documents used; ``rag.followups`` the
-        follow-up questions and their answers. Malformed decomposition output
-        falls back to a plain call (logged at WARNING, recorded in the trace).
+        ``rag.docs`` holds the union of documents used; ``rag.followups`` the follow-ups and answers.
         """
         options = self._checked(prompt, overrides)
         return self._answer(options, data_source, prompt, history_messages, selfask=True)
 
     def _checked(self, prompt: object, overrides: Mapping[str, Any]) -> RAGOptions:
+        """This call's options (instance settings + overrides), after checking them and the prompt."""
         with self._published_if_failing(Answer(prompt if isinstance(prompt, str) else "")):
-            return self._call_options(prompt, overrides)
+            options = self._merged(overrides)
+            if not isinstance(prompt, str) or not prompt.strip():
+                raise ValueError("prompt must be a non-empty string")
+            return options
 
     # ------------------------------------------------------------- async API
     async def acall(
@@ -412,13 +381,8 @@ class RAG:
         history_messages: Sequence[object] | None = None,
         **overrides: Any,
     ) -> str | AsyncIterator[str]:
-        """Async twin of :meth:`__call__` for notebooks and servers.
-
-        Indexing, retrieval, reranking and packing run in a worker thread (they are
-        CPU and disk bound), generation uses the provider's async client where it
-        has one (``agenerate``/``astream``), else the sync client in a thread.
-        With ``stream=True`` it returns an async iterator of answer pieces.
-        """
+        """Async twin of :meth:`__call__`: everything before generation runs in a worker thread, generation
+        uses the provider's async client where it has one. ``stream=True`` returns an async iterator."""
         options = self._checked(prompt, overrides)
         answer = Answer(prompt)
         with self._published_if_failing(answer):
@@ -464,28 +428,19 @@ class RAG:
         return DocList(hits)
 
     def as_langchain_retriever(self, data_source: DataSource, k: int = 4, **overrides: Any) -> Any:
-        """This RAG's retrieval (and reranker) over ``data_source`` as a langchain-core ``BaseRetriever``.
-
-        Each call returns the ``k`` best chunks as ``Document`` objects (metadata: ``source``,
-        ``page``, ``score``, ``scores``, ...); ``overrides`` are RAG options for its calls,
-        checked now. Needs the ``langchain`` extra; see :mod:`akasha.adapters.langchain`.
-        """
+        """This RAG's retrieval (and reranker) over ``data_source`` as a langchain-core ``BaseRetriever``
+        returning the ``k`` best chunks; ``overrides`` are checked now. See :mod:`akasha.adapters.langchain`."""
         from akasha.adapters.langchain import langchain_retriever
 
-        self._call_options("retriever", overrides)  # an unknown or conflicting option fails here, not in a chain
+        self._merged(overrides)  # an unknown or conflicting option fails here, not in a chain
         return langchain_retriever(self, data_source, k=k, overrides=overrides)
 
     def as_llamaindex_retriever(self, data_source: DataSource, k: int = 4, **overrides: Any) -> Any:
-        """This RAG's retrieval (and reranker) over ``data_source`` as a llama-index-core ``BaseRetriever``.
-
-        Each call returns the ``k`` best chunks as ``NodeWithScore`` objects (a ``TextNode`` with the
-        chunk text; metadata ``source``, ``page``, ``score``, ``scores``, ...); ``overrides`` are RAG
-        options for its calls, checked now. Needs the ``llamaindex`` extra; see
-        :mod:`akasha.adapters.llamaindex`.
-        """
+        """This RAG's retrieval (and reranker) over ``data_source`` as a llama-index-core ``BaseRetriever``
+        returning the ``k`` best chunks; ``overrides`` are checked now. See :mod:`akasha.adapters.llamaindex`."""
         from akasha.adapters.llamaindex import llamaindex_retriever
 
-        self._call_options("retriever", overrides)  # an unknown or conflicting option fails here, not in an engine
+        self._merged(overrides)  # an unknown or conflicting option fails here, not in an engine
         return llamaindex_retriever(self, data_source, k=k, overrides=overrides)
 
     def index(self, data_source: DataSource, *, progress: bool = False, **overrides: Any) -> Any:
@@ -493,30 +448,17 @@ class RAG:
         return self.pipeline(self._merged(overrides)).sync(data_source, progress=progress)
 
     def prune(self, *, vacuum: bool = True, **overrides: Any) -> Any:
-        """Drop index history that no indexed corpus needs and return what was removed.
-
-        The index keeps every file version's chunks and vectors so undoing an edit
-        costs nothing; over many edits the cache grows. See
-        :meth:`akasha.index.CorpusIndex.prune` for what is kept. A ``RAG.from_spec``
-        prunes the spec's index.
-        """
+        """Drop index history that no indexed corpus needs (see :meth:`akasha.index.CorpusIndex.prune`);
+        returns what was removed."""
         pipeline = self.pipeline(self._merged(overrides))
         with pipeline.locked():
             return pipeline.index.prune(vacuum=vacuum)
 
     def close(self) -> None:
-        """Release every index this instance opened (database connections, stores it opened from URLs).
-
-        The instance can still be used afterwards: the next call opens what it needs again.
-        """
+        """Release every index this instance opened (the next call opens what it needs again)."""
         if self._spec_pipeline is not None:
             self._spec_pipeline.close()
         self.components.close()
-
-    @property
-    def model_name(self) -> str:
-        """The answer model's display name."""
-        return display_name(self.options.model)
 
 
 class _StderrHandler(logging.Handler):
@@ -529,9 +471,8 @@ class _StderrHandler(logging.Handler):
             self.handleError(record)
 
 
-#: The stage lines of ``verbose=True`` instances, and only theirs: a logger of its own with its own
-#: handler, so one instance's ``verbose`` never changes the level of the ``akasha`` loggers that
-#: every other instance (and the application's logging configuration) shares.
+#: The stage lines of ``verbose=True`` instances, and only theirs: a logger of its own, so one instance's
+#: ``verbose`` never changes the ``akasha`` loggers the application configures.
 VERBOSE_LOGGER = logging.getLogger("akasha.verbose")
 
 

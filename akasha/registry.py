@@ -1,41 +1,11 @@
 """Name -> factory for every pluggable component kind of a RAGPipeline.
 
-Kinds are ``splitter``, ``embedder``, ``index``, ``reranker`` and ``pattern``.
-A factory is called as ``factory(config, context)``: ``config`` is the YAML
-section as a dict (``chunking``, ``embeddings``, ``vector_store``,
-``reranking`` or ``retrieval``) and ``context`` is the
-:class:`akasha.assemble.BuildContext` (embedder, dimension, llm, the whole spec).
-
-What each factory returns:
-
-* ``splitter``: an object with ``split_documents(docs) -> list[Chunk]``, or with
-  ``split_text(text) -> list[str]`` / a callable (ids and metadata are added for you);
-* ``embedder``: an :class:`akasha.embeddings.base.Embedder` (or anything
-  :func:`akasha.embeddings.resolve_embedder` accepts);
-* ``index``: an :class:`akasha.stores.base.Store` (the pipeline's content-keyed
-  index writes every chunk record into it and keeps its state there);
-* ``reranker``: an :class:`akasha.rerank.Reranker` (``rank(query, hits) -> Ranking``,
-  a complete ordering that is validated before ``reranking.top_k`` trims it); an
-  object with the older ``rerank(query, hits, top_k) -> list[Hit]`` is adapted and
-  validated the same way;
-* ``pattern``: an :class:`akasha.retrieval.patterns.Pattern`.
-
-Add your own in code::
-
-    import akasha.registry
-    akasha.registry.register("splitter", "lines", lambda config, context: LineSplitter())
-
-or ship them as Python entry points, in a per-kind group or in the shared
-``akasha.plugins`` group whose entry names are ``<kind>.<name>``::
-
-    [project.entry-points."akasha.splitters"]
-    lines = "my_pkg.split:make_line_splitter"
-
-    [project.entry-points."akasha.plugins"]
-    "reranker.mine" = "my_pkg.rerank:make"
-
-Built-in components are registered as ``"module:attribute"`` strings so that
-looking a name up (at ``build``) imports only the module it needs.
+Kinds are ``splitter``, ``embedder``, ``index`` (a :class:`akasha.stores.base.Store`),
+``reranker`` and ``pattern``. A factory is called as ``factory(config, context)``: ``config`` is
+the kind's YAML section as a dict, ``context`` the :class:`akasha.assemble.BuildContext`. Add
+your own with :func:`register`, or ship them as entry points in a per-kind group
+(:data:`KINDS`) or in ``akasha.plugins`` as ``<kind>.<name>`` (docs/yaml.md, "Your own
+components"). Built-ins are ``"module:attribute"`` strings, so a lookup imports only what it needs.
 """
 
 from __future__ import annotations

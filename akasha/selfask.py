@@ -1,21 +1,11 @@
 """Self-ask: a query transform that decomposes a question into follow-ups, answers each, then the original.
 
-1. The answer model is asked for ``{"questions": ["...", ...]}`` (at most
-   ``MAX_FOLLOWUPS`` simple questions whose answers together answer the original).
-2. Each follow-up is answered with retrieval (search, rerank, pack, generate).
-3. The original question is answered from the follow-up answers plus the union
-   of the documents retrieved for it and for the follow-ups (deduplicated by
-   chunk id, first occurrence first, packed under ``max_input_tokens``).
-
-It runs on the public :class:`~akasha.pipeline.Pipeline` API only
-(:meth:`~akasha.pipeline.Pipeline.first_stage`, ``second_stage``, ``pack``,
-``complete``, ``prepare``), so any door with a pipeline can use it.
-:func:`prepare` returns the :class:`~akasha.pipeline.Answer` ready to generate:
-``docs`` is the union as packed for the final answer, ``followups`` lists
-``{"question", "answer", "docs"}``. If the model's decomposition is not valid
-JSON of that shape (the offline extractive model never produces any), a warning
-is logged, the ``decompose`` trace entry says ``"out": "fallback"``, and the
-call degrades to a plain answer by design.
+The answer model is asked for ``{"questions": [...]}`` (at most ``MAX_FOLLOWUPS``); each follow-up
+is answered with retrieval; the original is answered from those answers plus the union of all the
+documents retrieved, packed under ``max_input_tokens``. It uses the public
+:class:`~akasha.pipeline.Pipeline` API only. A decomposition that is not valid JSON of that shape
+(the offline extractive model never writes one) degrades to a plain call by design: logged at
+WARNING, the ``decompose`` trace entry says ``"out": "fallback"``.
 """
 
 from __future__ import annotations
@@ -80,22 +70,16 @@ def decompose(pipeline: Pipeline, question: str, trace: Trace) -> list[str] | No
 
 def union(groups: Sequence[Sequence[Hit]]) -> list[Hit]:
     """Every hit once (by chunk id), first occurrence first."""
-    seen: set[str] = set()
-    out: list[Hit] = []
+    first: dict[str, Hit] = {}
     for group in groups:
         for hit in group:
-            if hit.id not in seen:
-                seen.add(hit.id)
-                out.append(hit)
-    return out
+            first.setdefault(hit.id, hit)
+    return list(first.values())
 
 
 def prepare(pipeline: Pipeline, question: str, *, data_source: DataSource | None = None,
             history: Sequence[object] | None = None, answer: Answer | None = None) -> Answer:
-    """Everything before the final generation of a self-ask call (see the module docstring).
-
-    Fills ``answer`` when given (its trace keeps what ran if a stage fails).
-    """
+    """Everything before the final generation of a self-ask call; fills ``answer`` when given."""
     answer = Answer(question) if answer is None else answer
     trace = answer.trace
     followups = decompose(pipeline, question, trace)

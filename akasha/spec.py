@@ -1,12 +1,9 @@
 """``kind: RAGPipeline`` documents: load, validate, build.
 
-:func:`load_spec` (or :func:`load_spec_file`) checks the shape and nothing else;
-:func:`build` resolves every name through :mod:`akasha.registry` and returns an
-:class:`akasha.pipeline.Pipeline`, assembled by :mod:`akasha.assemble` (the same
-builder ``akasha.RAG`` uses, over the same content-keyed index). Both raise :class:`~akasha.errors.SpecError`
-for the problems the reference lists, so nothing waits for the first query to
-fail. Unknown keys are ignored on purpose (provider sections carry their own
-keys, and files written by other tools must keep loading).
+:func:`load_spec` (or :func:`load_spec_file`) checks the shape and nothing else; :func:`build`
+resolves every name and returns the :class:`akasha.pipeline.Pipeline` that :mod:`akasha.assemble`
+builds (as for ``akasha.RAG``). Both raise :class:`~akasha.errors.SpecError` for the problems the
+reference lists. Unknown keys are ignored on purpose (provider sections carry their own keys).
 
 >>> spec = load_spec({"kind": "RAGPipeline", "metadata": {"name": "demo"},
 ...                   "spec": {"embeddings": {"provider": "hash"}, "vector_store": {"backend": "memory"}}})
@@ -18,23 +15,14 @@ keys, and files written by other tools must keep loading).
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from akasha.assemble import (
-    FALLBACK_DIMENSION,
-    BuildContext,
-    make_hash_embedder,
-    make_ollama_embedder,
-    make_sentence_transformers_embedder,
-)
+from akasha.assemble import BuildContext
 from akasha.errors import SpecError
 from akasha.pipeline import Pipeline
-
-logger = logging.getLogger(__name__)
 
 SECTIONS = ("chunking", "embeddings", "vector_store", "reranking", "retrieval")
 #: A RAGPipeline document has a few hundred values; more than this after YAML aliases are expanded
@@ -59,10 +47,6 @@ class PipelineSpec:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
-def _where(source: str | None) -> str:
-    return f"{source}: " if source else ""
-
-
 def _short(value: Any) -> str:
     """A repr cut short: error messages never print a whole (possibly enormous) value."""
     import reprlib
@@ -76,10 +60,8 @@ def _short(value: Any) -> str:
 def _check_expansion(body: Any, at: str) -> None:
     """Refuse a document that is huge once its YAML aliases are expanded, or that contains itself.
 
-    Walks the parsed document the way anything printing or copying it would (shared
-    values counted every time they are reached), stopping at :data:`MAX_SPEC_VALUES`
-    values or :data:`MAX_SPEC_CHARS` characters, so an alias bomb is refused in
-    milliseconds instead of expanding for minutes into a MemoryError.
+    Shared values count every time they are reached, as anything copying the document would, so
+    an alias bomb is refused in milliseconds instead of expanding for minutes into a MemoryError.
     """
     values = chars = 0
     stack: list[tuple[Any, tuple[int, ...]]] = [(body, ())]
@@ -104,14 +86,10 @@ def _check_expansion(body: Any, at: str) -> None:
 
 
 def load_spec(body: Any, *, source: str | None = None) -> PipelineSpec:
-    """Check the shape of an already-parsed RAGPipeline body (no names are resolved here).
-
-    Raises SpecError when the body is not a mapping, ``kind`` is not RAGPipeline,
-    ``metadata.name`` is missing, or ``spec`` or one of its sections is not a mapping.
-    """
+    """Check the shape of an already-parsed RAGPipeline body (no names are resolved here); SpecError if wrong."""
     if isinstance(body, PipelineSpec):
         return body
-    at = _where(source)
+    at = f"{source}: " if source else ""
     _check_expansion(body, at)
     if not isinstance(body, Mapping):
         raise SpecError(f"{at}a RAGPipeline document must be a mapping, got {type(body).__name__}")
@@ -169,16 +147,12 @@ def load_spec_file(path: str | Path) -> PipelineSpec:
 
 # -------------------------------------------------------------------- build
 def build(spec: Any, llm: Any = None, *, cache_dir: str | Path | None = None) -> Pipeline:
-    """Resolve every component named in ``spec`` and return a ready :class:`~akasha.pipeline.Pipeline`.
+    """Resolve every component named in ``spec`` (a :func:`load_spec` result, mapping or path) into a Pipeline.
 
-    ``spec`` is what :func:`load_spec` returns (a mapping or a path is loaded first).
-    ``llm`` (a chat model, model string or callable) is required by the
-    ``multi_query`` and ``hyde`` patterns. ``cache_dir`` is where the pipeline's
-    content-keyed index keeps its chunks and vectors (default: in memory; ``retrieval.bm25_path``
-    keeps the BM25 index alone, as a JSON file); a persistent store keeps the state itself. The same
-    builder serves ``akasha.RAG`` (:mod:`akasha.assemble`). Raises SpecError for
-    unknown names, bad chunking windows, a bad pgvector table name, or a missing
-    ``llm``; MissingExtraError for a component whose package is not installed.
+    ``llm`` (a chat model, model string or callable) is required by the ``multi_query`` and ``hyde``
+    patterns. ``cache_dir`` is where the index keeps its chunks and vectors (default: in memory); a
+    persistent store keeps the state itself. Raises SpecError for unknown names, bad chunking windows,
+    a bad pgvector table name, or a missing ``llm``; MissingExtraError for a missing package.
     """
     from akasha.assemble import from_spec
 
@@ -187,18 +161,4 @@ def build(spec: Any, llm: Any = None, *, cache_dir: str | Path | None = None) ->
     return from_spec(load_spec(spec), llm=llm, cache_dir=cache_dir)
 
 
-def rag_from_spec(path_or_spec: Any, **rag_options: Any) -> dict[str, Any]:
-    """The built pipeline of a spec with facade keywords: ``{"retriever": pipeline, "embeddings": ..., **rag_options}``.
-
-    Kept for code written against earlier releases; ``akasha.RAG.from_spec`` is the
-    way to answer with a spec. ``rag_options["model"]`` doubles as the ``llm`` of
-    multi_query/hyde patterns and ``rag_options["cache_dir"]`` is the index's cache.
-    """
-    spec = load_spec_file(path_or_spec) if isinstance(path_or_spec, (str, Path)) else load_spec(path_or_spec)
-    needs_llm = spec.retrieval.get("pattern") in ("multi_query", "hyde")
-    pipeline = build(spec, llm=rag_options.get("model") if needs_llm else None, cache_dir=rag_options.get("cache_dir"))
-    return {"retriever": pipeline, "embeddings": pipeline.embedder, **rag_options}
-
-
-__all__ = ["PipelineSpec", "BuildContext", "load_spec", "load_spec_file", "build", "rag_from_spec",
-           "FALLBACK_DIMENSION", "make_hash_embedder", "make_ollama_embedder", "make_sentence_transformers_embedder"]
+__all__ = ["PipelineSpec", "BuildContext", "load_spec", "load_spec_file", "build"]

@@ -1,16 +1,10 @@
-"""Deterministic stand-ins for users' own tests: no model, no network.
-
-* :class:`HashEmbedder`: feature-hashing bag of words, 64 dimensions, offline
-  (``embeddings.provider: hash`` in a RAGPipeline). Meaningless for real retrieval.
-* :class:`FakeLLM`: a chat model that answers from a script: fixed replies
-  (cycled), a function of the messages, or by default an echo of the last user
-  message. Records every call in ``calls``.
+"""Deterministic stand-ins for users' own tests: :class:`HashEmbedder` (64 dimensions,
+``embeddings.provider: hash``; meaningless for real retrieval) and :class:`FakeLLM`. No model, no network.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
 
 from akasha.embeddings.hash import HashEmbedder
 from akasha.llm.base import GenerationOptions, Message
@@ -66,6 +60,3 @@ class FakeLLM:
 
 
 __all__ = ["HashEmbedder", "FakeLLM"]
-
-# Keep the type checker honest: FakeLLM satisfies the protocol.
-_check: Any = FakeLLM

@@ -1,42 +1,15 @@
 """Offline token counting for ``max_input_tokens`` packing.
 
-Counts come from ``tiktoken`` with OpenAI's own encodings: ``o200k_base`` for
-the GPT-4o/4.1/o-series family and ``cl100k_base`` for everything else
-(GPT-3.5/4, and as a stand-in for Gemini, Ollama, Hugging Face and llama.cpp
-models, whose own tokenizers land within a few percent of it on English text).
+Counts come from ``tiktoken`` with OpenAI's own encodings (``o200k_base`` for the GPT-4o/4.1/5 and
+o-series names, ``cl100k_base`` for the rest), read from the two gzipped files akasha ships in
+``akasha/tokenize_data/`` (tiktoken would download them; each is checked against tiktoken's sha256).
+Without tiktoken or the files, counts are estimated at four characters a token (logged).
 
-tiktoken downloads its encoding files on first use, which fails offline. akasha
-ships the two it uses, gzipped, in ``akasha/tokenize_data/`` (2.5 MB; OpenAI's files,
-MIT, see the LICENSE and README there): each is checked against the sha256 tiktoken
-expects and turned into a ``tiktoken.Encoding``. Only the encoding a call needs is
-built, once per process (about 0.2 s). They used to be read from the ``bpe-openai``
-package, which ships every OpenAI encoding plus a Rust tokenizer: 78 MB of the
-base install for 2.5 MB of data (README, "Install size").
-
-When tiktoken or the files are missing the counter falls back to an estimate
-of one token per four characters (at least one token per word), which is what
-OpenAI documents as the English average; the fallback is logged.
-
-Which counter a model gets (:func:`counter_for`):
-
-* OpenAI model names (``gpt-*``, ``o1``/``o3``/``o4``, ``chatgpt-*``): tiktoken, exact.
-* ``extractive`` (offline; no tokenizer, no context window): the character estimate
-  (:data:`ESTIMATE`), so an offline question never builds or imports tiktoken.
-* ``llama-cpp:`` models: the GGUF's own vocabulary; ``hf:`` models: their
-  ``tokenizer.json`` when it is on disk (:mod:`akasha.model_tokens`); chat model
-  objects with a ``token_counter()`` method (``openai:`` models pointed at a
-  llama.cpp or vLLM server count through its ``/tokenize``): their own counter.
-* Everything else (Gemini, Ollama, other OpenAI-compatible names, callables, and the
-  cases above when the tokenizer cannot be had offline): cl100k times a safety
-  margin, :data:`FALLBACK_MARGIN` (1.25) plus :data:`NON_ASCII_MARGIN` (1.0) times the
-  share of non-ASCII characters (counted up to one half), so 1.25 for English and
-  up to 1.75 for Chinese or Japanese text. Measured against SmolLM2-135M's own
-  tokenizer (a 49k-token English vocabulary, so a worst case): on English docs,
-  code and the Debian FAQ, cl100k undercounts by 4-14% on average, by 16-25% on
-  the 95th percentile of 2,000-character chunks and by up to 42% on one
-  500-character chunk; on the Chinese and Japanese Debian FAQ by 51-57% on
-  average and up to 79% on one chunk. A whole prompt averages its chunks, so the
-  margin covers every prompt-sized sample measured.
+:func:`counter_for` picks a model's counter: tiktoken for OpenAI names; the character estimate for
+``extractive`` (so an offline question never builds tiktoken); the model's own tokenizer for
+``llama-cpp:``, ``hf:`` and servers with ``/tokenize`` (:mod:`akasha.model_tokens`); else cl100k times
+a safety margin, 1.25 plus the share of non-ASCII characters (up to 1.75), measured against
+SmolLM2's tokenizer (docs/local-servers.md, "Token counts and cut answers").
 """
 
 from __future__ import annotations
@@ -47,12 +20,11 @@ import hashlib
 import logging
 import math
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from akasha.model_tokens import count_many, tokenizer_identity, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -157,11 +129,8 @@ def _encoding(name: str) -> Any:
     """
     if name == ESTIMATE:
         return None
-    try:
-        import tiktoken
-    except ImportError:
-        logger.warning("tiktoken is not installed; token counts are estimated (4 characters per token)")
-        return None
+    import tiktoken
+
     definition = ENCODINGS[name]
     path = encoding_file(name)
     if path is None:
@@ -227,86 +196,18 @@ class TokenCounter:
         share = sum(1 for ch in text if ord(ch) > 127) / len(text)
         return self.margin + self.non_ascii_margin * min(share, NON_ASCII_CAP)
 
-    def _raw(self, text: str) -> int:
-        encoding = _encoding(self.encoding_name)
-        if encoding is None:
-            return estimate_tokens(text)
-        return len(encoding.encode_ordinary(text))
-
     def count(self, text: str) -> int:
         """Number of tokens in ``text`` (special-token look-alikes count as plain text), margin included."""
         if not text:
             return 0
-        raw = self._raw(text)
+        encoding = _encoding(self.encoding_name)
+        raw = estimate_tokens(text) if encoding is None else len(encoding.encode_ordinary(text))
         factor = self.factor(text)
         return raw if factor == 1.0 else math.ceil(raw * factor - 1e-9)
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` that has at most ``max_tokens`` tokens (margin included)."""
-        if max_tokens <= 0:
-            return ""
-        if self.count(text) <= max_tokens:
-            return text
-        factor = self.factor(text)
-        limit = max(1, int(max_tokens / factor)) if factor != 1.0 else max_tokens
-        encoding = _encoding(self.encoding_name)
-        if encoding is None:
-            cut = text[: limit * 4]
-            while cut and self.count(cut) > max_tokens:
-                cut = cut[: int(len(cut) * 0.9)]
-            return cut
-        ids = encoding.encode_ordinary(text)
-        cut = encoding.decode(ids[:limit])
-        # A cut inside a multi-byte character decodes to U+FFFD; drop it, then re-check.
-        cut = cut.rstrip("\ufffd")
-        while cut and self.count(cut) > max_tokens:
-            cut = cut[:-1]
-        return cut
-
-
-#: Content-keyed token counts shared by every counter of one tokenizer (see :func:`count_many`).
-COUNT_CACHE_SIZE = 65_536
-_counts: OrderedDict[tuple[str, bytes], int] = OrderedDict()
-_counts_lock = threading.Lock()
-
-
-def tokenizer_identity(counter: Any) -> str | None:
-    """What makes two counters count alike: the counter's type, ``source`` and ``model``;
-    None when it has no ``source``.
-
-    A server's counter that fell back to tiktoken reports the fallback's source, so its later counts
-    are kept apart from the server's exact ones."""
-    source = getattr(counter, "source", None)
-    if not isinstance(source, str):
-        return None
-    return f"{type(counter).__name__}|{source}|{getattr(counter, 'model', '')}"
-
-
-def count_many(counter: Any, texts: Sequence[str]) -> list[int]:
-    """``counter.count`` of each text, each distinct text counted once per tokenizer identity in this process.
-
-    The packer counts the same chunks question after question; with a llama.cpp server each count is a
-    ``/tokenize`` request carrying the chunk's text. Counts are kept by (tokenizer identity, SHA-256 of
-    the text), and the texts not yet counted go to ``counter.count_batch`` in one call when the counter
-    has it (a local tokenizer encodes them as a batch), else to ``count`` one by one."""
-    identity = tokenizer_identity(counter)
-    if identity is None:
-        return [int(counter.count(text)) for text in texts]
-    keys = [(identity, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()) for text in texts]
-    with _counts_lock:
-        known = {key: _counts[key] for key in keys if key in _counts}
-    missing = list({key: text for key, text in zip(keys, texts, strict=True) if key not in known}.items())
-    if missing:
-        batch = getattr(counter, "count_batch", None)
-        fresh = batch([text for _, text in missing]) if batch else [counter.count(text) for _, text in missing]
-        found = {key: int(n) for (key, _), n in zip(missing, fresh, strict=True)}
-        if tokenizer_identity(counter) == identity:  # a server that failed meanwhile counted with its fallback
-            with _counts_lock:
-                _counts.update(found)
-                while len(_counts) > COUNT_CACHE_SIZE:
-                    _counts.popitem(last=False)
-        known.update(found)
-    return [known[key] for key in keys]
+        return truncate(self, text, max_tokens)
 
 
 def fallback_counter(model: object = None) -> TokenCounter:
@@ -378,6 +279,6 @@ def count_tokens(text: str, model: object = None) -> int:
 
 
 __all__ = ["DATA_DIR", "ENCODINGS", "FALLBACK_MARGIN", "NON_ASCII_MARGIN", "TokenCounter", "count_many", "count_tokens",
-           "counter_for", "tokenizer_identity",
+           "counter_for", "tokenizer_identity", "truncate",
            "encoding_file", "encoding_name_for", "estimate_tokens", "fallback_counter", "is_openai_model_name",
            "read_mergeable_ranks"]

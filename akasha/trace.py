@@ -1,27 +1,13 @@
 """The stage timer and the one error policy every door shares.
 
-A query or an answer runs as stages (``index``, ``transform``, ``retrieve``,
-``fuse``, ``rerank``, ``pack``, ``generate`` ...). Each stage appends one entry to
-a :class:`Trace`: ``{"stage", "name", "ms", "in", "out"}`` plus ``"error"`` when it
-failed (and any stage-specific extras, such as ``files`` or ``tokens``).
-
-The error policy (:func:`stage_failure`), the same behind ``akasha.RAG``, a
-``kind: RAGPipeline`` pipeline, the CLI and ``akasha eval``:
-
-* akasha's own errors keep their type: they already say what to change
-  (:class:`~akasha.errors.ConfigError`, :class:`~akasha.errors.OrderingError`,
-  :class:`~akasha.errors.BudgetError`, :class:`~akasha.errors.MissingAPIKeyError`,
-  :class:`~akasha.errors.MissingExtraError`, index and server errors ...), and so
-  does a missing package (``ImportError``);
-* anything else, a provider's runtime failure (:class:`~akasha.errors.ProviderError`)
-  or an exception from a library or from the user's own function, is raised as
-  :class:`~akasha.errors.StageError` naming the stage and the component, with the
-  original as ``cause`` (and ``__cause__``): "the reranker's OpenAI call failed"
-  rather than a bare HTTP error that could have come from the answer model too;
-* :class:`~akasha.errors.StreamInterruptedError` keeps its type, because it carries
-  the part of the answer that had already arrived.
-
-Every failure is also written into the failing stage's trace entry first.
+Each stage appends one entry to a :class:`Trace`: ``{"stage", "name", "ms", "in", "out"}`` plus
+``"error"`` when it failed and any stage-specific extras. The error policy (:func:`stage_failure`):
+akasha's own errors and ``ImportError`` keep their type (they already say what to change), and so
+does :class:`~akasha.errors.StreamInterruptedError` (it carries the partial answer); anything else,
+a provider's :class:`~akasha.errors.ProviderError` included, is raised as
+:class:`~akasha.errors.StageError` naming the stage and the component, with the original as
+``cause`` (docs/troubleshooting.md, "StageError"). Every failure is written into the failing
+stage's entry first.
 """
 
 from __future__ import annotations
@@ -65,10 +51,8 @@ class Trace(list):
 
     @contextmanager
     def stage(self, stage: str, name: str, n_in: Any, **extra: Any) -> Iterator[TraceEntry]:
-        """Time one stage and append its entry; a failure is recorded, then raised by the error policy.
-
-        The body sets ``entry["out"]`` (and any extras) on the yielded entry.
-        """
+        """Time one stage and append its entry (the body sets ``entry["out"]``); a failure is recorded, then
+        raised by the error policy."""
         entry: TraceEntry = {"stage": stage, "name": name, "ms": 0.0, "in": n_in, "out": None, **extra}
         start = time.perf_counter()
         try:

@@ -15,7 +15,7 @@ import pytest
 import akasha
 from akasha.embeddings.hash import HashEmbedder
 from akasha.errors import BudgetError
-from akasha.model_tokens import ServerTokenCounter, TokenizerCounter, gguf_context_length, read_gguf_metadata
+from akasha.model_tokens import ServerTokenCounter, TokenizerCounter, read_gguf_metadata
 from akasha.tokens import FALLBACK_MARGIN, TokenCounter, counter_for, fallback_counter
 from servers.base import serve
 from servers.openai_server import OpenAIApp
@@ -49,7 +49,7 @@ def test_gguf_metadata_is_read_without_loading_the_model():
     assert meta["general.architecture"] == "llama"
     assert meta["tokenizer.ggml.model"] == "gpt2" and len(meta["tokenizer.ggml.merges"]) > 40_000
     assert "tokenizer.ggml.tokens" not in meta  # keys not asked for are skipped
-    assert gguf_context_length(smollm2_gguf()) == 8192
+    assert read_gguf_metadata(smollm2_gguf(), lambda key: key == "llama.context_length") == {"llama.context_length": 8192}
 
 
 def test_a_file_that_is_not_gguf_is_refused(tmp_path):

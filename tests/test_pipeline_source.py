@@ -1,12 +1,10 @@
-"""The facade seam: a YAML pipeline loading a data_source, and rag_from_spec."""
+"""The facade seam: a YAML pipeline loading a data_source (Pipeline.sync)."""
 
 from __future__ import annotations
 
 import pytest
 
-from akasha.pipeline import Pipeline
-from akasha.spec import load_spec, rag_from_spec
-from akasha.testing import FakeLLM
+from akasha.spec import build, load_spec
 from tests.spec_fixtures import body
 
 
@@ -17,48 +15,32 @@ def folder(tmp_path):
     return tmp_path
 
 
-def test_ingest_source_skips_unchanged_replaces_edited_and_drops_removed(folder):
-    pipeline = rag_from_spec(load_spec(body(retrieval={"pattern": "hybrid"})))["retriever"]
-    first = pipeline.ingest_source_sync(folder)
-    assert first["files"] == 2 and first["ingested"] == 2 and first["chunks"] >= 2
-    again = pipeline.ingest_source_sync(folder)
-    assert again["unchanged"] == 2 and again["ingested"] == 0
+def test_sync_skips_unchanged_replaces_edited_and_drops_removed(folder):
+    pipeline = build(load_spec(body(retrieval={"pattern": "hybrid"})))
+    first = pipeline.sync(folder)
+    assert first.indexed == 2 and first.skipped == 0 and first.chunks >= 2
+    again = pipeline.sync(folder)
+    assert again.unchanged == 2 and again.indexed == 0
 
     (folder / "a.txt").write_text("The cabin filter is replaced every 2 years.", encoding="utf-8")
-    edited = pipeline.ingest_source_sync(folder)
-    assert edited["ingested"] == 1 and edited["unchanged"] == 1
+    edited = pipeline.sync(folder)
+    assert edited.indexed == 1 and edited.unchanged == 1
     texts = [h.chunk.text for h in pipeline.query_sync("filter replaced", k=10).hits]
     assert any("cabin" in t for t in texts) and not any("12 months" in t for t in texts)
 
     (folder / "b.md").unlink()
-    assert pipeline.ingest_source_sync(folder)["removed"] == 1
+    assert pipeline.sync(folder).removed == 1
     hits = pipeline.retrieve(folder, "coolant five years", k=10)
     assert hits and all("Coolant" not in h.chunk.text for h in hits)
     assert all(h.path and h.path.endswith("a.txt") for h in hits)
     pipeline.close()
 
 
-def test_rag_from_spec_returns_facade_keywords(tmp_path):
-    path = tmp_path / "p.rag.yaml"
-    path.write_text("kind: RAGPipeline\nmetadata: {name: p}\nspec:\n  embeddings: {provider: hash}\n"
-                    "  vector_store: {backend: memory}\n  retrieval: {pattern: multi_query, variants: 1}\n",
-                    encoding="utf-8")
-    llm = FakeLLM("rewritten")
-    options = rag_from_spec(path, model=llm, rerank_top_k=3)
-    assert isinstance(options["retriever"], Pipeline)
-    assert options["model"] is llm and options["rerank_top_k"] == 3
-    assert options["embeddings"] is options["retriever"].embedder
-    assert options["retriever"].llm is llm  # the model doubles as the pattern's LLM
-    options["retriever"].ingest_sync(["some text about filters"])
-    assert options["retriever"].search("filters", k=1)
-    assert llm.calls
-
-
 def test_a_retry_after_an_embedding_failure_really_ingests(folder):
     """Files are marked as indexed only once their vectors committed (the index decides, not the pipeline)."""
     from akasha.errors import StageError
 
-    pipeline = rag_from_spec(load_spec(body(retrieval={"pattern": "hybrid"})))["retriever"]
+    pipeline = build(load_spec(body(retrieval={"pattern": "hybrid"})))
     embedder = pipeline.embedder
     real = embedder.embed_documents
 
@@ -67,25 +49,23 @@ def test_a_retry_after_an_embedding_failure_really_ingests(folder):
 
     embedder.embed_documents = down
     with pytest.raises(StageError) as info:
-        pipeline.ingest_source_sync(folder)
+        pipeline.sync(folder)
     assert info.value.stage == "index" and isinstance(info.value.cause, ConnectionError)
     embedder.embed_documents = real
-    retry = pipeline.ingest_source_sync(folder)
-    assert retry["ingested"] == 2 and retry["unchanged"] == 0 and retry["embedded"] >= 2
+    retry = pipeline.sync(folder)
+    assert retry.indexed == 2 and retry.unchanged == 0 and retry.embedded >= 2
     assert {h.path.rsplit("/", 1)[-1] for h in pipeline.query_sync("filter coolant", k=10).hits} == {"a.txt", "b.md"}
     pipeline.close()
 
 
 def test_a_restarted_pipeline_embeds_nothing(folder, tmp_path_factory):
-    from akasha.spec import build
-
     cache = tmp_path_factory.mktemp("cache")  # outside the documents folder
     spec = load_spec(body(retrieval={"pattern": "hybrid"}))
     first = build(spec, cache_dir=cache)
-    assert first.ingest_source_sync(folder)["embedded"] >= 2
+    assert first.sync(folder).embedded >= 2
     first.close()
     again = build(spec, cache_dir=cache)
-    counts = again.ingest_source_sync(folder)
-    assert counts["embedded"] == 0 and counts["unchanged"] == 2
+    counts = again.sync(folder)
+    assert counts.embedded == 0 and counts.unchanged == 2
     assert again.query_sync("coolant five years", k=1).hits[0].path.endswith("b.md")
     again.close()
