@@ -18,7 +18,7 @@ import threading
 from typing import Any, NamedTuple
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
-from akasha.providers.bounded import bounded_get, transports
+from akasha.providers.bounded import bounded_request, transports
 from akasha.providers.clients import Clients
 from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
@@ -218,7 +218,7 @@ class OpenAIConnection:
 
         def get(address: str) -> Any:
             try:
-                response = bounded_get(address, timeout=timeout, headers=self.server_headers())
+                response = bounded_request("GET", address, timeout=timeout, headers=self.server_headers())
                 return response.json() if response.status_code == 200 else None
             except (httpx.HTTPError, ValueError) as exc:
                 logger.debug("no context size from %s: %s", address, exc)
