@@ -33,8 +33,9 @@ def _close(obj: Any) -> None:
 
 
 async def _aclose(obj: Any) -> None:
+    closer = getattr(obj, "aclose", None) or getattr(obj, "close", None)
     with contextlib.suppress(Exception):
-        result = (getattr(obj, "aclose", None) or getattr(obj, "close", lambda: None))()
+        result = closer() if callable(closer) else None
         if hasattr(result, "__await__"):
             await result
 
