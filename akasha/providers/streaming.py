@@ -35,7 +35,7 @@ def _close(obj: Any) -> None:
 async def _aclose(obj: Any) -> None:
     closer = getattr(obj, "aclose", None) or getattr(obj, "close", None)
     with contextlib.suppress(Exception):
-        result = closer() if callable(closer) else None
+        result: Any = closer() if callable(closer) else None
         if hasattr(result, "__await__"):
             await result
 
