@@ -57,10 +57,8 @@ class CrossEncoderReranker:
         """Every candidate, highest cross-encoder score first (ties keep the retrieval order)."""
         if not hits:
             return Ranking([])
-        predicted = self._model.predict([(query, hit.chunk.text) for hit in hits], batch_size=self.batch_size,
-                                        show_progress_bar=False)
-        scores = [float(s) for s in list(predicted)]
-        return Ranking(sorted(range(len(hits)), key=lambda i: (-scores[i], i)), scores)
+        return Ranking.by_score(self._model.predict([(query, hit.chunk.text) for hit in hits],
+                                                    batch_size=self.batch_size, show_progress_bar=False))
 
 
 def make_cross_encoder_reranker(config: dict[str, Any], context: Any = None) -> CrossEncoderReranker:

@@ -89,8 +89,4 @@ class LocalReranker:
         return out
 
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
-        if not hits:
-            return Ranking([])
-        scores = self.scores(query, [h.chunk.text for h in hits])
-        order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
-        return Ranking(order, scores)
+        return Ranking.by_score(self.scores(query, [h.chunk.text for h in hits]) if hits else [])
