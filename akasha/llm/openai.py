@@ -32,16 +32,9 @@ class OpenAIChat(RemoteProvider):
 
     Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure``
     (True/False/None=auto), ``azure_endpoint``, ``api_version``, ``organization``,
-    ``default_headers``, ``context_window`` (the model's context in tokens, when the
-    server does not report it), and the retry options of
-    :meth:`akasha.retry.RetryPolicy.from_options` (``max_retries``,
-    ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``, ``retry_max_wait``).
-
-    Against a self-hosted server (any ``base_url`` but api.openai.com), tokens are
-    counted through the server's ``/tokenize`` (llama.cpp, vLLM) and the context size
-    is read from ``/props`` or ``/v1/models`` (see :meth:`token_counter` and
-    :attr:`context_window`). A reply cut by the output limit (``finish_reason``
-    ``"length"``) is logged at WARNING and recorded in ``GenerationOptions.report``.
+    ``default_headers``, ``context_window`` (tokens, when the server does not report it), and the
+    retry options of :meth:`akasha.retry.RetryPolicy.from_options`. A self-hosted server counts
+    tokens and reports its context itself (:meth:`token_counter`, :attr:`context_window`).
     """
 
     provider = "openai"
@@ -65,12 +58,8 @@ class OpenAIChat(RemoteProvider):
         return self.connection.server_context_window(self.model)
 
     def token_counter(self) -> Any:
-        """The counter for this model's tokens (built once).
-
-        api.openai.com / Azure: tiktoken, exact for OpenAI model names, with the
-        safety margin for other names. A self-hosted server: its ``POST /tokenize``
-        (exact), falling back to tiktoken with the margin when it has none.
-        """
+        """The counter for this model's tokens (built once): a self-hosted server's ``POST /tokenize``, else
+        tiktoken (exact for OpenAI model names, with the safety margin for other names and as the fallback)."""
         if self._counter is None:
             from akasha.model_tokens import ServerTokenCounter
             from akasha.tokens import TokenCounter, encoding_name_for, fallback_counter, is_openai_model_name

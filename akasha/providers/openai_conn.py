@@ -97,11 +97,8 @@ class OpenAIConnection:
 
     # -- settings -----------------------------------------------------------
     def target(self) -> Target:
-        """Where requests go, from explicit settings and the environment (needs no key, never raises).
-
-        A ``user:password@`` in the base URL is returned apart, in ``credentials``: it is sent as a
-        header and never left in a URL (which httpx logs and messages repeat).
-        """
+        """Where requests go, from explicit settings and the environment (needs no key, never raises); a
+        ``user:password@`` in the base URL comes apart, in ``credentials`` (sent as a header, never logged)."""
         base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
         credentials = None
         if base_url:
@@ -115,12 +112,8 @@ class OpenAIConnection:
         return Target(bool(use_azure), base_url, endpoint, credentials)
 
     def endpoint_identity(self) -> str | None:
-        """The address requests go to, as an embedder name carries it; None for api.openai.com.
-
-        Azure answers at ``azure_endpoint`` (the model name is the deployment). Reads the
-        same settings as :meth:`resolve` (the resolved ones once a client exists) but
-        needs no key and never raises.
-        """
+        """The address requests go to (Azure's ``azure_endpoint``), as an embedder name carries it; None for
+        api.openai.com. The resolved settings once a client exists; needs no key and never raises."""
         if self._resolved is not None:
             settings = self._resolved
             use_azure = settings["kind"] == "azure"
@@ -163,23 +156,16 @@ class OpenAIConnection:
 
     # -- self-hosted servers ---------------------------------------------------
     def server_url(self) -> str | None:
-        """The base URL of a self-hosted OpenAI-compatible server; None for api.openai.com and Azure.
-
-        Needs no key and never raises (reads the same settings as :meth:`resolve`).
-        """
+        """The base URL of a self-hosted OpenAI-compatible server; None for api.openai.com and Azure."""
         use_azure, base_url, _, _ = self.target()
         if use_azure or not base_url or is_public_endpoint("openai", base_url):
             return None
         return base_url.rstrip("/")
 
     def server_root(self) -> str | None:
-        """:meth:`server_url` without a trailing ``/v1``.
-
-        That is where llama.cpp and vLLM serve ``/tokenize`` and ``/props``."""
+        """:meth:`server_url` without a trailing ``/v1``, where llama.cpp and vLLM serve ``/tokenize``, ``/props``."""
         url = self.server_url()
-        if url is None:
-            return None
-        return url[: -len("/v1")] if url.endswith("/v1") else url
+        return None if url is None else url.removesuffix("/v1")
 
     def server_headers(self) -> dict[str, str]:
         """Headers for the server's own endpoints: the key as a Bearer token when one is set, and default_headers."""
