@@ -268,15 +268,11 @@ async def acall_with_retry(
 
 @dataclass
 class Retry:
-    """Bounded retries with exponential backoff (and a little jitter) for store server calls.
+    """Bounded retries with exponential backoff (and a little jitter) for the calls of server-backed stores
+    (Chroma over HTTP, PostgreSQL, Qdrant).
 
-    Every call a server-backed store (Chroma over HTTP, PostgreSQL, Qdrant) makes goes
-    through :meth:`run`: connection failures are retried, then raised as
-    :class:`~akasha.errors.ServerUnavailableError` naming the server and what to do; a
-    refused login is raised at once as :class:`~akasha.errors.ServerAuthError`.
-
-    ``attempts`` counts the first try; the waits are ``base * 2**i`` capped at
-    ``max_delay`` seconds, so the defaults give up after about 15 s of outage.
+    ``attempts`` counts the first try; the waits are ``base * 2**i`` capped at ``max_delay``
+    seconds, so the defaults give up after about 15 s of outage.
     """
 
     attempts: int = 6
@@ -305,9 +301,7 @@ class Retry:
         is_transient = transient if callable(transient) else (lambda exc: isinstance(exc, transient))
 
         def attempt() -> T:
-            if lock is None:
-                return fn()
-            with lock:
+            with lock if lock is not None else contextlib.nullcontext():
                 return fn()
 
         def wait_after(exc: Exception, retry_number: int) -> float | BaseException:

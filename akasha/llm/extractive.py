@@ -24,11 +24,14 @@ import importlib.util
 import logging
 import os
 import re
+import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message
@@ -199,8 +202,6 @@ class SentenceVectors:
         if self._connection is None:
             if not create and not self.path.is_file():
                 return None
-            import sqlite3
-
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 connection = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
@@ -227,15 +228,11 @@ class SentenceVectors:
 
     def get(self, embedder: str, texts: Sequence[str]) -> dict[str, Any]:
         """The cached vectors of ``texts`` (those known), memory first, then the file."""
-        import numpy as np
-
         with self._lock:
             found = {t: self._memory[(embedder, t)] for t in texts if (embedder, t) in self._memory}
             missing = {self._digest(t): t for t in texts if t not in found}
             db = self._db(create=False) if missing else None
             if db is not None:
-                import sqlite3
-
                 digests = list(missing)
                 try:
                     for start in range(0, len(digests), 500):
@@ -254,8 +251,6 @@ class SentenceVectors:
 
     def put(self, embedder: str, vectors: dict[str, Any]) -> None:
         """Keep ``vectors`` (text -> unit float32 vector) in memory and, when there is a file, on disk."""
-        import numpy as np
-
         if not vectors:
             return
         with self._lock:
@@ -267,8 +262,6 @@ class SentenceVectors:
             db = self._db(create=True)
             if db is None:
                 return
-            import sqlite3
-
             rows = [(embedder, self._digest(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()]
             try:
                 with db:
@@ -295,8 +288,6 @@ def _embedder_key(embedder: Any) -> str:
 
 def _similarity(embedder: Any, question: str, texts: list[str], cache: SentenceVectors) -> list[float] | None:
     """Cosine of the question and each text (sentence vectors cached by text); None when embedding fails."""
-    import numpy as np
-
     key = _embedder_key(embedder)
     unique = list(dict.fromkeys(texts))
     try:

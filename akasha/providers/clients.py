@@ -65,4 +65,24 @@ class Clients:
         return client
 
 
-__all__ = ["Clients", "Lazy"]
+class Connection:
+    """Base of the provider connections: :meth:`client` and :meth:`async_client`, made by
+    :meth:`_new_client` at the first request (no client is built and no key read before)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = float(timeout)
+        self.clients = Clients(self._new_client)
+
+    def _new_client(self, asynchronous: bool) -> Any:
+        raise NotImplementedError
+
+    def client(self) -> Any:
+        """The sync client, built on the first call."""
+        return self.clients.sync()
+
+    def async_client(self) -> Any:
+        """The client of the running event loop (connection pools are loop-bound)."""
+        return self.clients.for_running_loop()
+
+
+__all__ = ["Clients", "Connection", "Lazy"]

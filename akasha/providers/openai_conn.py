@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
 from akasha.providers.bounded import bounded_request, transports
-from akasha.providers.clients import Clients
+from akasha.providers.clients import Connection
 from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
@@ -61,7 +61,7 @@ def _import_openai() -> Any:
     return openai
 
 
-class OpenAIConnection:
+class OpenAIConnection(Connection):
     """Resolves settings and builds (once) the sync and per-event-loop async clients."""
 
     def __init__(
@@ -78,15 +78,13 @@ class OpenAIConnection:
     ) -> None:
         self._api_key = api_key
         self.base_url = base_url
-        self.timeout = float(timeout)
+        super().__init__(timeout)
         self.azure = azure
         self.azure_endpoint = azure_endpoint
         self.api_version = api_version
         self.organization = organization
         self.default_headers = dict(default_headers or {})
         self._resolved: dict[str, Any] | None = None
-        #: the sync client and one async client per event loop, built at the first request
-        self.clients = Clients(self._new_client)
         self._lock = threading.Lock()
         #: what a self-hosted server said about itself (``"context"``), probed once
         self._probed: dict[str, Any] = {}
@@ -271,14 +269,6 @@ class OpenAIConnection:
             return (openai.AsyncAzureOpenAI if azure else openai.AsyncOpenAI)(**kwargs)
         kwargs["http_client"] = openai.DefaultHttpxClient(transport=transport)
         return (openai.AzureOpenAI if azure else openai.OpenAI)(**kwargs)
-
-    def client(self) -> Any:
-        """The sync client (``openai.OpenAI`` or ``openai.AzureOpenAI``), built on first call."""
-        return self.clients.sync()
-
-    def async_client(self) -> Any:
-        """An async client for the running event loop (connection pools are loop-bound)."""
-        return self.clients.for_running_loop()
 
 
 __all__ = ["OpenAIConnection"]
