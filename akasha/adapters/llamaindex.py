@@ -118,16 +118,13 @@ def _retriever_class() -> Any:
             self.overrides = overrides
 
         def _pipeline(self) -> Any:
-            options = self.rag.options.merged(**self.overrides)
-            return self.rag.pipeline(options, self.data_source)
+            return self.rag.pipeline(self.rag.options.merged(**self.overrides), self.data_source)
 
         def _retrieve(self, query_bundle: Any) -> list[Any]:
-            hits = self._pipeline().retrieve(self.data_source, query_bundle.query_str, self.k)
-            return hits_to_nodes(hits)
+            return hits_to_nodes(self._pipeline().retrieve(self.data_source, query_bundle.query_str, self.k))
 
         async def _aretrieve(self, query_bundle: Any) -> list[Any]:
-            hits = await self._pipeline().aretrieve(self.data_source, query_bundle.query_str, self.k)
-            return hits_to_nodes(hits)
+            return hits_to_nodes(await self._pipeline().aretrieve(self.data_source, query_bundle.query_str, self.k))
 
     return AkashaLlamaIndexRetriever
 

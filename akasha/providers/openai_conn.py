@@ -264,11 +264,10 @@ class OpenAIConnection(Connection):
         kwargs = self._kwargs()
         azure = self.resolve()["kind"] == "azure"
         transport = transports(_httpx_of(openai))[1 if asynchronous else 0]()
-        if asynchronous:
-            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(transport=transport)
-            return (openai.AsyncAzureOpenAI if azure else openai.AsyncOpenAI)(**kwargs)
-        kwargs["http_client"] = openai.DefaultHttpxClient(transport=transport)
-        return (openai.AzureOpenAI if azure else openai.OpenAI)(**kwargs)
+        kwargs["http_client"] = (openai.DefaultAsyncHttpxClient if asynchronous else openai.DefaultHttpxClient)(
+            transport=transport)
+        kinds = ((openai.OpenAI, openai.AzureOpenAI), (openai.AsyncOpenAI, openai.AsyncAzureOpenAI))
+        return kinds[asynchronous][azure](**kwargs)
 
 
 __all__ = ["OpenAIConnection"]
