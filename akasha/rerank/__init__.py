@@ -81,12 +81,6 @@ def is_llm(spec: object) -> bool:
     return isinstance(spec, str) and spec.strip().lower() == "llm"
 
 
-def local_model_name(spec: str) -> str:
-    """``"local"`` -> the default BGE model; ``"local:<model>"`` -> ``<model>``."""
-    _, colon, rest = spec.partition(":")
-    return rest.strip() if colon else DEFAULT_LOCAL_RERANKER
-
-
 def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any) -> Reranker | None:
     """Build the reranker object for ``spec`` (models inside it still load lazily)."""
     validate_reranker(spec)
@@ -101,7 +95,8 @@ def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any
             return LLMReranker(reranker_model, **options)
         from akasha.rerank.local import LocalReranker
 
-        return LocalReranker(local_model_name(spec), **options)  # device=..., batch_size=...
+        _, colon, model = spec.partition(":")  # "local" -> the default BGE model
+        return LocalReranker(model.strip() if colon else DEFAULT_LOCAL_RERANKER, **options)  # device=, batch_size=
     # validate_reranker let only a callable through to here; its signature is checked when it runs
     return CallableReranker(spec)  # type: ignore[arg-type]
 
@@ -228,7 +223,6 @@ __all__ = [
     "Ranking",
     "Reranker",
     "RerankerSpec",
-    "local_model_name",
     "rerank",
     "resolve_reranker",
     "validate_reranker",
