@@ -140,12 +140,14 @@ class LLMReranker:
         **model_options: Any,
     ) -> None:
         from akasha.llm import validate_model
-        from akasha.options import positive_int
 
         validate_model(model)
+        for label, value in (("max_input_tokens", max_input_tokens), ("context_window", context_window)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ValueError(f"llm reranker {label} must be a positive integer, got {value!r}")
         #: The caller's cap on each request's prompt (None: the model's context window decides).
-        self.max_input_tokens = positive_int("llm reranker max_input_tokens", max_input_tokens, allow_none=True)
-        self.context_window = positive_int("llm reranker context_window", context_window, allow_none=True)
+        self.max_input_tokens = max_input_tokens
+        self.context_window = context_window
         if not token_margin >= 1.0:
             raise ValueError(f"llm reranker token_margin must be >= 1.0, got {token_margin!r}")
         self.model_spec = model
