@@ -1,26 +1,15 @@
 """Where local models run: ``device="auto"`` picks CUDA, then Apple MPS, then the CPU.
 
-Local models (``hf:``/``sentence_transformers:`` embeddings, the ``"local"``/``"bge"``
-rerankers, the ``cross_encoder`` reranker and ``hf:`` chat models) take a ``device``:
-``"auto"`` (the default), ``"cpu"``, ``"cuda"``, ``"cuda:<n>"``, ``"mps"``, ``"xpu"`` or
-``"xpu:<n>"``. Who decides, first match wins:
+Local models (``hf:``/``sentence_transformers:`` embeddings, the ``"local"``/``"bge"`` and
+``cross_encoder`` rerankers, ``hf:`` chat models) take a ``device``: ``"auto"`` (the default),
+``"cpu"``, ``"cuda"``, ``"cuda:<n>"``, ``"mps"``, ``"xpu"`` or ``"xpu:<n>"``. First match wins:
+an explicit device other than ``"auto"``; the ``AKASHA_DEVICE`` environment variable; detection.
 
-1. an explicit device other than ``"auto"`` (the ``device=`` RAG option, per call too,
-   or the model object's ``device=`` argument);
-2. the ``AKASHA_DEVICE`` environment variable (same values);
-3. detection: CUDA when the machine shows an NVIDIA (or ROCm) driver and torch
-   confirms a usable device, else MPS on Apple silicon when torch confirms it,
-   else ``"cpu"``.
-
-Detection looks at the machine before it imports torch: the NVIDIA driver
-(``/proc/driver/nvidia``, ``/dev/nvidia*``, ``nvidia-smi`` on the PATH), ROCm's
-``/dev/kfd``, or macOS on arm64. On a machine with none of these it answers
-``"cpu"`` without importing torch, so CPU-only runs keep torch out of the process
-(the packaged MiniLM embeds with numpy/onnxruntime there). ``CUDA_VISIBLE_DEVICES``
-set to ``""`` or ``-1`` counts as no CUDA. The answer is computed once per process.
-
-The device never changes an embedder's name: the same model gives the same vectors
-on any device, so an index built on a GPU is reused on a laptop and the other way round.
+Detection looks at the machine before it imports torch (the NVIDIA driver or ``nvidia-smi``,
+ROCm's ``/dev/kfd``, macOS on arm64; ``CUDA_VISIBLE_DEVICES`` set to ``""`` or ``-1`` counts as
+no CUDA) and asks torch only on such a hint, so CPU-only runs keep torch out of the process. The
+answer is computed once per process. The device never changes an embedder's name: the same model
+gives the same vectors on any device.
 """
 
 from __future__ import annotations
@@ -98,11 +87,6 @@ def device_options(option: str, spec: object, device: str | None) -> dict[str, s
     return {"device": validate_device(device)} if prefix in LOCAL_MODEL_PREFIXES.get(option, ()) else {}
 
 
-def is_cpu(device: str | None = AUTO) -> bool:
-    """True when ``device`` resolves to the CPU (detection runs only for ``"auto"``; see the module doc)."""
-    return resolve_device(device) == "cpu"
-
-
 @functools.cache
 def detect_device() -> str:
     """``"cuda"``, ``"mps"`` or ``"cpu"`` for this machine (once per process; torch imported only on a hint)."""
@@ -164,5 +148,5 @@ def _torch_confirms(kind: str) -> bool:
         return False
 
 
-__all__ = ["AUTO", "ENV_VARIABLE", "LOCAL_MODEL_PREFIXES", "detect_device", "device_options", "is_cpu",
+__all__ = ["AUTO", "ENV_VARIABLE", "LOCAL_MODEL_PREFIXES", "detect_device", "device_options",
            "requested_device", "resolve_device", "validate_device"]

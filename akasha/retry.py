@@ -1,37 +1,19 @@
 """One retry loop for every remote call: model providers and store servers.
 
-:func:`retry_calls` is the loop (and :func:`aretry_calls` its async twin); the two
-callers differ only in what they retry and how they give up:
+:func:`retry_calls` is the loop (:func:`aretry_calls` its async twin). Providers
+(:func:`call_with_retry`, :class:`RetryPolicy`, :class:`Fault`) retry HTTP faults and end as
+:class:`~akasha.errors.ProviderError` with the key redacted; store servers (:class:`Retry`)
+retry connection failures and end as :class:`~akasha.errors.ServerUnavailableError` or
+:class:`~akasha.errors.ServerAuthError`.
 
-- providers (:func:`call_with_retry`, :class:`RetryPolicy`, :class:`Fault`) retry HTTP
-  faults and end as :class:`~akasha.errors.ProviderError` with the key redacted;
-- store servers (:class:`Retry`) retry connection failures and end as
-  :class:`~akasha.errors.ServerUnavailableError` or
-  :class:`~akasha.errors.ServerAuthError` naming the server and what to do.
-
-Why our own loop for providers: the openai and google-genai clients each retry differently (and
-httpx not at all), so akasha switches their retries off (``max_retries=0``, no
-``retry_options``) and retries here. Every provider then retries the same faults
-(HTTP 429, 5xx, timeouts, dropped connections) the same bounded number of times,
-waits at least as long as the server's ``Retry-After`` asks, and reports the
-provider's own message once it gives up.
-
-Deterministic answers are never retried, because asking again cannot change
-them: every 4xx but 408/409/429 (bad request, bad key, no permission, unknown
-model, unprocessable input), 501 Not Implemented and 505, and any answer whose
-message says the server or model does not support the operation (llama.cpp
-started without ``--embeddings``, an Ollama chat model asked for embeddings).
-They fail at once with the server's own message.
-
-One deadline covers a whole call (``AKASHA_REQUEST_DEADLINE_S``, default 600 s; see
-:mod:`akasha.providers.deadline`): it starts with the first attempt, the bounded transport
-reads every attempt's reply against it, and a retry whose backoff sleep would end past it
-is not made: the call gives up at once, naming the deadline.
-
-Request timeouts scale with the work a request carries: an embedding batch gets
-``timeout + timeout_per_text * len(batch)`` seconds (:func:`scaled_timeout`), so a
-2,048-text batch to a CPU server is not abandoned (and resent) after the 60 s a
-single question needs.
+The openai and google-genai clients' own retries are switched off (``max_retries=0``, no
+``retry_options``), so every provider retries the same faults (HTTP 408/409/429, 5xx,
+timeouts, dropped connections) the same bounded number of times and waits at least the
+server's ``Retry-After``. Deterministic answers (other 4xx, 501, 505, and messages saying the
+operation is unsupported or the input too large) fail at once with the server's own message.
+One deadline covers a whole call and its retries (:mod:`akasha.providers.bounded`): a retry
+whose backoff would end past it is not made. An embedding batch's timeout scales with its size
+(:func:`scaled_timeout`).
 """
 
 from __future__ import annotations
@@ -50,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from akasha.errors import AkashaError, ProviderError, ServerAuthError, ServerError, ServerUnavailableError
-from akasha.providers.deadline import Deadline, request_deadline
+from akasha.providers.bounded import Deadline, request_deadline
 from akasha.providers.secrets import redact
 
 logger = logging.getLogger("akasha.providers")
@@ -136,43 +118,26 @@ class RetryPolicy:
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds from ``retry-after-ms``, ``Retry-After: <seconds>`` or ``Retry-After: <HTTP date>``."""
-    if not headers:
-        return None
-    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms:
+    lowered = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
+            return max(0.0, float(lowered[name]) / scale)
+        except (KeyError, ValueError):
             pass
-    raw = lowered.get("retry-after")
-    if not raw:
-        return None
     try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(lowered["retry-after"])
+    except (KeyError, TypeError, ValueError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def is_retryable_status(status: int | None) -> bool:
-    """HTTP 408, 409 (lock timeout), 429 and 5xx except 501/505 are worth another try."""
-    return status is not None and (status in (408, 409, 429) or (status >= 500 and status not in _DETERMINISTIC_5XX))
-
-
 def is_retryable(status: int | None, message: str | None = None) -> bool:
-    """Whether an error answer with ``status`` and ``message`` may succeed when sent again.
-
-    A retryable status is still not retried when the message says the operation is
-    unsupported (some servers answer "does not support embeddings" with a 500).
-    """
-    if not is_retryable_status(status):
+    """Whether an error answer may succeed when sent again: HTTP 408, 409 (lock timeout), 429 and 5xx
+    except 501/505, unless the message says the operation is unsupported (some servers answer
+    "does not support embeddings" with a 500)."""
+    if status is None or not (status in (408, 409, 429) or (status >= 500 and status not in _DETERMINISTIC_5XX)):
         return False
     return not (message and _UNSUPPORTED.search(message))
 
@@ -199,7 +164,8 @@ def retry_calls(fn: Callable[[], T], wait_after: WaitOrRaise, on_retry: Callable
     seconds to sleep before the next attempt, or the exception to raise. It is raised
     *outside* the ``except`` block, so a client's exception (whose text may echo an API
     key) is not kept as ``__context__``; set ``__cause__`` on it to chain deliberately.
-    ``on_retry`` runs after each wait, before the next attempt (a store reconnects there).
+    ``on_retry`` runs after each wait, before the next attempt (a store reconnects there); its own
+    failure is ignored: the next attempt reports the outage.
     """
     retry_number = 0
     while True:
@@ -211,7 +177,8 @@ def retry_calls(fn: Callable[[], T], wait_after: WaitOrRaise, on_retry: Callable
             raise outcome
         time.sleep(outcome)
         if on_retry is not None:
-            on_retry()
+            with contextlib.suppress(Exception):
+                on_retry()
         retry_number += 1
 
 
@@ -229,73 +196,39 @@ async def aretry_calls(fn: Callable[[], Awaitable[T]], wait_after: WaitOrRaise) 
         retry_number += 1
 
 
-def _give_up(provider: str, fault: Fault, attempts: int, secrets: Iterable[str | None]) -> ProviderError:
-    note = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
-    return ProviderError(provider, redact(fault.message, secrets) + note, fault.status)
-
-
-def _past_deadline(provider: str, fault: Fault, attempts: int, wait: float, deadline: Deadline,
-                   secrets: Iterable[str | None]) -> ProviderError:
-    """The error for a call whose next retry (after ``wait`` seconds) would end past ``deadline``."""
-    left = deadline.remaining()
-    why = (f"{deadline.describe()} has passed" if left <= 0
-           else f"a retry in {wait:.2f} s would pass {deadline.describe()}, {left:.2f} s from now")
-    note = f"gave up after {attempts} attempt{'s' if attempts > 1 else ''}: {why}; raise it if the server is " \
-           "genuinely this slow"
-    return ProviderError(provider, f"{redact(fault.message, secrets)} ({note})", fault.status)
-
-
-def _next_wait(
-    provider: str, fault: Fault, retry_number: int, policy: RetryPolicy, secrets: Iterable[str | None],
-    deadline: Deadline | None = None,
-) -> float | ProviderError | None:
-    """Seconds to wait before retrying ``fault``; None when we must give up now (the fault's own
-    error), or the error saying the wait would pass ``deadline``."""
-    if not fault.retryable or retry_number >= policy.max_retries:
-        return None
-    if fault.retry_after is not None and fault.retry_after > policy.max_retry_after:
-        logger.warning(
-            "%s asked to retry after %.0f s, longer than retry_max_wait=%.0f s; giving up",
-            provider, fault.retry_after, policy.max_retry_after,
-        )
-        return None
-    wait = policy.delay(retry_number, fault.retry_after)
-    if deadline is not None and wait >= deadline.remaining():
-        return _past_deadline(provider, fault, retry_number + 1, wait, deadline, secrets)
-    logger.warning(
-        "%s request failed (%s); retry %d of %d in %.2f s",
-        provider, redact(fault.message, secrets), retry_number + 1, policy.max_retries, wait,
-    )
-    return wait
-
-
-def _wait_after(
-    exc: Exception,
-    provider: str,
-    retry_number: int,
-    policy: RetryPolicy,
-    translate: Callable[[BaseException], Fault | None],
-    secrets: tuple[str | None, ...],
-    deadline: Deadline | None = None,
-) -> float | BaseException:
+def _provider_wait(exc: Exception, retry_number: int, provider: str, policy: RetryPolicy,
+                   translate: Callable[[BaseException], Fault | None], secrets: tuple[str | None, ...],
+                   deadline: Deadline) -> float | BaseException:
     """Seconds to wait before retrying after ``exc``, or the exception the caller must raise.
 
-    akasha's own errors and exceptions ``translate`` does not recognise come back
-    unchanged; a fault that may not be retried (or has no retries left) becomes a
-    :class:`ProviderError`, and so does one whose backoff would end past ``deadline``.
-    Callers raise it *outside* their ``except`` block, so the
-    client's exception (whose text may echo the API key) is not even kept as
-    ``__context__``.
+    akasha's own errors and exceptions ``translate`` does not recognise come back unchanged; a
+    fault that may not be retried, has no retries left, asks for a ``Retry-After`` longer than
+    ``retry_max_wait`` or would wait past ``deadline`` becomes a :class:`ProviderError`.
     """
     if isinstance(exc, AkashaError):
         return exc
     fault = translate(exc)
     if fault is None:
         return exc
-    wait = _next_wait(provider, fault, retry_number, policy, secrets, deadline)
-    if wait is None:
-        return _give_up(provider, fault, retry_number + 1, secrets)
-    return wait
+    message, attempts = redact(fault.message, secrets), retry_number + 1
+    if fault.retryable and retry_number < policy.max_retries:
+        if fault.retry_after is not None and fault.retry_after > policy.max_retry_after:
+            logger.warning("%s asked to retry after %.0f s, longer than retry_max_wait=%.0f s; giving up",
+                           provider, fault.retry_after, policy.max_retry_after)
+        else:
+            wait = policy.delay(retry_number, fault.retry_after)
+            left = deadline.remaining()
+            if wait >= left:
+                why = (f"{deadline.describe()} has passed" if left <= 0
+                       else f"a retry in {wait:.2f} s would pass {deadline.describe()}, {left:.2f} s from now")
+                note = (f"gave up after {attempts} attempt{'s' if attempts > 1 else ''}: {why}; raise it if the "
+                        "server is genuinely this slow")
+                return ProviderError(provider, f"{message} ({note})", fault.status)
+            logger.warning("%s request failed (%s); retry %d of %d in %.2f s",
+                           provider, message, attempts, policy.max_retries, wait)
+            return wait
+    note = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+    return ProviderError(provider, message + note, fault.status)
 
 
 def call_with_retry(
@@ -311,12 +244,11 @@ def call_with_retry(
     Exceptions ``translate`` does not recognise (returns None) propagate unchanged;
     recognised ones end as :class:`ProviderError` with the key redacted and no
     chained cause (the cause could carry the key in its text). All attempts and
-    sleeps share one request deadline (see the module docstring).
+    sleeps share one request deadline.
     """
     secrets = tuple(secrets)
     with request_deadline() as deadline:
-        return retry_calls(fn, lambda exc, retry_number: _wait_after(exc, provider, retry_number, policy,
-                                                                     translate, secrets, deadline))
+        return retry_calls(fn, lambda exc, n: _provider_wait(exc, n, provider, policy, translate, secrets, deadline))
 
 
 async def acall_with_retry(
@@ -330,22 +262,17 @@ async def acall_with_retry(
     """Async twin of :func:`call_with_retry` (sleeps with ``asyncio.sleep``)."""
     secrets = tuple(secrets)
     with request_deadline() as deadline:
-        return await aretry_calls(fn, lambda exc, retry_number: _wait_after(exc, provider, retry_number,
-                                                                            policy, translate, secrets,
-                                                                            deadline))
+        return await aretry_calls(
+            fn, lambda exc, n: _provider_wait(exc, n, provider, policy, translate, secrets, deadline))
 
 
 @dataclass
 class Retry:
-    """Bounded retries with exponential backoff (and a little jitter) for store server calls.
+    """Bounded retries with exponential backoff (and a little jitter) for the calls of server-backed stores
+    (Chroma over HTTP, PostgreSQL, Qdrant).
 
-    Every call a server-backed store (Chroma over HTTP, PostgreSQL, Qdrant) makes goes
-    through :meth:`run`: connection failures are retried, then raised as
-    :class:`~akasha.errors.ServerUnavailableError` naming the server and what to do; a
-    refused login is raised at once as :class:`~akasha.errors.ServerAuthError`.
-
-    ``attempts`` counts the first try; the waits are ``base * 2**i`` capped at
-    ``max_delay`` seconds, so the defaults give up after about 15 s of outage.
+    ``attempts`` counts the first try; the waits are ``base * 2**i`` capped at ``max_delay``
+    seconds, so the defaults give up after about 15 s of outage.
     """
 
     attempts: int = 6
@@ -368,16 +295,13 @@ class Retry:
 
         ``lock`` (a client that one thread at a time may use) is held during each
         attempt and released while waiting, so other threads are not held up by an outage wait.
-        ``on_retry`` (a reconnect) runs after each wait; its own failure is ignored, the next
-        attempt reports the outage.
+        ``on_retry`` (a reconnect) runs after each wait.
         """
         delays = self.delays()
         is_transient = transient if callable(transient) else (lambda exc: isinstance(exc, transient))
 
         def attempt() -> T:
-            if lock is None:
-                return fn()
-            with lock:
+            with lock if lock is not None else contextlib.nullcontext():
                 return fn()
 
         def wait_after(exc: Exception, retry_number: int) -> float | BaseException:
@@ -398,12 +322,7 @@ class Retry:
                            first_line(exc), delay)
             return delay
 
-        def reconnect() -> None:
-            if on_retry is not None:
-                with contextlib.suppress(Exception):
-                    on_retry()
-
-        return retry_calls(attempt, wait_after, on_retry=reconnect)
+        return retry_calls(attempt, wait_after, on_retry=on_retry)
 
 
 def _caused_by(error: BaseException, cause: BaseException) -> BaseException:
@@ -430,7 +349,6 @@ __all__ = [
     "call_with_retry",
     "first_line",
     "is_retryable",
-    "is_retryable_status",
     "parse_retry_after",
     "retry_calls",
     "scaled_timeout",

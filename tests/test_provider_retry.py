@@ -9,8 +9,8 @@ import time
 import pytest
 
 from akasha.errors import MissingAPIKeyError, ProviderError
-from akasha.providers.batching import plan_batches
 from akasha.providers.env import env_lookup, require_api_key
+from akasha.providers.remote import plan_batches
 from akasha.providers.secrets import redact
 from akasha.providers.sync_bridge import run_sync
 from akasha.retry import Fault, RetryPolicy, call_with_retry, parse_retry_after

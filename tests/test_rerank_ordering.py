@@ -7,8 +7,7 @@ import json
 import pytest
 
 from akasha.errors import ConfigError, OrderingError
-from akasha.rerank import Ranking, rerank, resolve_reranker, validate_reranker, validate_top_k
-from akasha.rerank.callable import CallableReranker
+from akasha.rerank import CallableReranker, Ranking, rerank, resolve_reranker, validate_reranker, validate_top_k
 from akasha.rerank.llm import LLMReranker, rerank_messages
 from akasha.rerank.ordering import parse_order_json, validate_ordering
 from akasha.types import Chunk, Hit

@@ -18,10 +18,11 @@ Needs ``langchain-core`` (``pip install 'akasha-rag[langchain]'``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from akasha.adapters.metadata import hit_metadata
+from akasha.adapters.metadata import hit_metadata, positive_k
 from akasha.errors import MissingExtraError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -45,23 +46,9 @@ def hit_to_document(hit: Hit) -> Any:
     return document(page_content=hit.chunk.text, metadata=hit_metadata(hit, id=hit.chunk.id), id=hit.chunk.id)
 
 
-_RETRIEVER_CLASS: Any = None
-
-
-def _count(k: int | None, default: int) -> int:
-    """The documents one call returns: ``k`` when given (a positive integer), else ``default``."""
-    if k is None:
-        return default
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"k must be a positive integer (documents per call), got {k!r}")
-    return k
-
-
+@functools.cache
 def _retriever_class() -> Any:
     """The ``BaseRetriever`` subclass, defined once langchain-core is importable."""
-    global _RETRIEVER_CLASS
-    if _RETRIEVER_CLASS is not None:
-        return _RETRIEVER_CLASS
     base, _ = _import_langchain()
     from pydantic import ConfigDict
 
@@ -80,22 +67,20 @@ def _retriever_class() -> Any:
         overrides: dict[str, Any] = {}
         """RAG options for these calls only (``search_type``, ``reranker``, ...)."""
 
-        def _pipeline(self) -> Any:
-            options = self.rag.options.merged(**self.overrides)
-            return self.rag.pipeline(options, self.data_source)
+        def _call(self, k: int | None) -> tuple[Any, int]:
+            """The pipeline of these options, and how many documents this call returns."""
+            pipeline = self.rag.pipeline(self.rag.options.merged(**self.overrides), self.data_source)
+            return pipeline, positive_k(self.k if k is None else k, "documents")
 
         def _get_relevant_documents(self, query: str, *, run_manager: Any, k: int | None = None) -> list[Any]:
             """``k`` (``retriever.invoke(q, k=3)``, LangChain's standard keyword) overrides ``self.k`` for one call."""
-            hits = self._pipeline().retrieve(self.data_source, query, _count(k, self.k))
-            return [hit_to_document(hit) for hit in hits]
+            pipeline, k = self._call(k)
+            return [hit_to_document(hit) for hit in pipeline.retrieve(self.data_source, query, k)]
 
-        async def _aget_relevant_documents(
-            self, query: str, *, run_manager: Any, k: int | None = None
-        ) -> list[Any]:
-            hits = await self._pipeline().aretrieve(self.data_source, query, _count(k, self.k))
-            return [hit_to_document(hit) for hit in hits]
+        async def _aget_relevant_documents(self, query: str, *, run_manager: Any, k: int | None = None) -> list[Any]:
+            pipeline, k = self._call(k)
+            return [hit_to_document(hit) for hit in await pipeline.aretrieve(self.data_source, query, k)]
 
-    _RETRIEVER_CLASS = AkashaRetriever
     return AkashaRetriever
 
 
@@ -104,10 +89,8 @@ def langchain_retriever(rag: RAG, data_source: Any, k: int = 4, overrides: Mappi
 
     ``overrides`` are checked by the caller (:meth:`akasha.RAG.as_langchain_retriever`).
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"k must be a positive integer (documents per call), got {k!r}")
-    cls = _retriever_class()
-    return cls(rag=rag, data_source=data_source, k=k, overrides=dict(overrides or {}), tags=["akasha"])
+    return _retriever_class()(rag=rag, data_source=data_source, k=positive_k(k, "documents"),
+                              overrides=dict(overrides or {}), tags=["akasha"])
 
 
 __all__ = ["hit_to_document", "langchain_retriever"]

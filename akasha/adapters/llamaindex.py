@@ -28,10 +28,11 @@ Needs ``llama-index-core`` (``pip install 'akasha-rag[llamaindex]'``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from akasha.adapters.metadata import hit_metadata
+from akasha.adapters.metadata import hit_metadata, positive_k
 from akasha.errors import MissingExtraError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -100,14 +101,9 @@ def hits_to_nodes(hits: list[Hit]) -> list[Any]:
     return [hit_to_node(hit, best) for hit in hits]
 
 
-_RETRIEVER_CLASS: Any = None
-
-
+@functools.cache
 def _retriever_class() -> Any:
     """The ``BaseRetriever`` subclass, defined once llama-index-core is importable."""
-    global _RETRIEVER_CLASS
-    if _RETRIEVER_CLASS is not None:
-        return _RETRIEVER_CLASS
     base, _, _ = _import_llamaindex()
 
     # base is imported at run time (an optional dependency): mypy cannot check a class built on it.
@@ -122,18 +118,14 @@ def _retriever_class() -> Any:
             self.overrides = overrides
 
         def _pipeline(self) -> Any:
-            options = self.rag.options.merged(**self.overrides)
-            return self.rag.pipeline(options, self.data_source)
+            return self.rag.pipeline(self.rag.options.merged(**self.overrides), self.data_source)
 
         def _retrieve(self, query_bundle: Any) -> list[Any]:
-            hits = self._pipeline().retrieve(self.data_source, query_bundle.query_str, self.k)
-            return hits_to_nodes(hits)
+            return hits_to_nodes(self._pipeline().retrieve(self.data_source, query_bundle.query_str, self.k))
 
         async def _aretrieve(self, query_bundle: Any) -> list[Any]:
-            hits = await self._pipeline().aretrieve(self.data_source, query_bundle.query_str, self.k)
-            return hits_to_nodes(hits)
+            return hits_to_nodes(await self._pipeline().aretrieve(self.data_source, query_bundle.query_str, self.k))
 
-    _RETRIEVER_CLASS = AkashaLlamaIndexRetriever
     return AkashaLlamaIndexRetriever
 
 
@@ -145,10 +137,7 @@ def llamaindex_retriever(
     ``overrides`` are checked by the caller (:meth:`akasha.RAG.as_llamaindex_retriever`);
     ``retriever_options`` go to ``BaseRetriever`` (``callback_manager``, ``verbose``).
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"k must be a positive integer (nodes per call), got {k!r}")
-    cls = _retriever_class()
-    return cls(rag, data_source, k, dict(overrides or {}), **retriever_options)
+    return _retriever_class()(rag, data_source, positive_k(k, "nodes"), dict(overrides or {}), **retriever_options)
 
 
 __all__ = ["HIDDEN_KEYS", "hit_to_node", "hits_to_nodes", "llamaindex_retriever", "reader_metadata"]

@@ -1,4 +1,4 @@
-"""The metadata every framework adapter gives a hit: the chunk's own, plus its scores, source and page."""
+"""What the framework adapters share: a hit's metadata (the chunk's own, plus its scores, source and page), ``k``."""
 
 from __future__ import annotations
 
@@ -22,4 +22,11 @@ def hit_metadata(hit: Hit, **extra: Any) -> dict[str, Any]:
     return metadata
 
 
-__all__ = ["hit_metadata"]
+def positive_k(k: object, what: str) -> int:
+    """``k`` when it is a positive integer (``what`` per call), else ValueError saying so."""
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer ({what} per call), got {k!r}")
+    return k
+
+
+__all__ = ["hit_metadata", "positive_k"]

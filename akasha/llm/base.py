@@ -7,7 +7,7 @@ Providers translate that into their own wire format.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,12 +22,8 @@ TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 @dataclass
 class GenerationReport:
-    """What a provider said about how one reply ended, filled in while the reply is read.
-
-    ``finish_reason`` is the provider's own word (``"stop"``, ``"length"``,
-    ``"MAX_TOKENS"``...), None when it gave none; ``truncated`` is True when the
-    reply was cut by the output limit (``max_output_tokens``).
-    """
+    """How one reply ended: the provider's own ``finish_reason`` (``"stop"``, ``"length"``,
+    ``"MAX_TOKENS"``...; None when it gave none), and whether ``max_output_tokens`` cut it."""
 
     finish_reason: str | None = None
     truncated: bool = False
@@ -37,14 +33,10 @@ class GenerationReport:
 class GenerationOptions:
     """Per-request generation settings shared by all providers.
 
-    ``json_schema``: ask for a JSON reply matching this JSON Schema through the
-    provider's structured-output switch (OpenAI-compatible ``response_format``,
-    Gemini ``response_mime_type``/``response_json_schema``, Ollama ``format``,
-    llama.cpp's ``response_format``). Providers without one ignore it, so callers
-    must still validate the reply.
-
-    ``report``: a :class:`GenerationReport` the provider fills with the reply's
-    finish reason (one per request; the pipeline copies it into the trace).
+    ``json_schema``: ask for a JSON reply matching this JSON Schema through the provider's
+    structured-output switch; providers without one ignore it, so callers must still validate
+    the reply. ``report``: a :class:`GenerationReport` the provider fills with the reply's finish
+    reason (the pipeline copies it into the trace).
     """
 
     max_output_tokens: int | None = None
@@ -54,11 +46,8 @@ class GenerationOptions:
 
 
 def note_finish(model_name: str, options: GenerationOptions | None, reason: object) -> None:
-    """Record how a reply ended: fill ``options.report``, and log a WARNING when the output limit cut it.
-
-    Providers call this once per reply with their finish reason (an enum's value or
-    a string; None when the reply carried none).
-    """
+    """Record how a reply ended (the provider's finish reason: an enum's value, a string or None): fill
+    ``options.report``, and log a WARNING when the output limit cut it."""
     if reason is None or reason == "":
         return
     reason = str(getattr(reason, "value", None) or reason)
@@ -84,7 +73,8 @@ def context_window(model: object) -> int | None:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """Generates text from chat messages, whole or streamed."""
+    """Generates text from chat messages, whole or streamed (providers with async clients add
+    ``agenerate`` and ``astream``, the same with ``async``)."""
 
     #: Display name, e.g. ``"openai:gpt-4o-mini"``; never contains secrets.
     name: str
@@ -96,12 +86,3 @@ class ChatModel(Protocol):
     def stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
         """Yield the answer in pieces as the provider produces them."""
         ...
-
-
-@runtime_checkable
-class AsyncChatModel(Protocol):
-    """Optional async twin of :class:`ChatModel` (providers with async clients)."""
-
-    async def agenerate(self, messages: list[Message], options: GenerationOptions) -> str: ...
-
-    def astream(self, messages: list[Message], options: GenerationOptions) -> AsyncIterator[str]: ...

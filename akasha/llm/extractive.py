@@ -1,57 +1,37 @@
 """``model="extractive"``: a fully offline answerer that quotes the documents.
 
-It reads the ``<document>`` blocks of the packed prompt (see :mod:`akasha.prompts`),
-cuts them into sentences and code units (:mod:`akasha.llm.sentences`: markup dropped,
-code kept apart from prose) and scores every sentence against the question twice:
-with BM25 (idf over the candidate sentences, stop words dropped, light stemming)
-and, when an embedder is at hand, by cosine similarity of sentence and question
-vectors; a prior favours sentences from higher-ranked documents.
-On a question written mostly in Chinese, Japanese or Korean, BM25 and the prior weigh
-more (:attr:`ExtractiveSettings.cjk_weights`): the packaged MiniLM reads little of them.
+It cuts the ``<document>`` blocks of the packed prompt into sentences and code units
+(:mod:`akasha.llm.sentences`) and scores each against the question with BM25 (akasha's own,
+:mod:`akasha.retrieval.bm25`, idf over the candidate sentences) and, when an embedder is at
+hand, the cosine of sentence and question vectors, plus a prior for higher-ranked documents
+(BM25 and the prior weigh more on a Chinese, Japanese or Korean question). It picks the best
+non-redundant sentences within :attr:`ExtractiveSettings.budget` characters (a short one, or
+one ending with a colon, brings its next sentence along), extends the best one with the
+sentences after it, and quotes each source once, ``(file, page N)``. Nothing is invented.
 
-It then picks the best sentences greedily, skipping any that repeats one already
-picked, while the whole reply, citations included, stays within
-:attr:`ExtractiveSettings.budget` characters. A picked sentence shorter than
-:attr:`ExtractiveSettings.min_quote_chars`, or one that ends with a colon, brings the
-next sentence of its document along, so a terse sentence keeps its context and an
-introduction its list or code. The best sentence then takes the following sentences
-of its document while the budget allows, so the reply holds the passage around the
-best match rather than scattered fragments. The quotes of one source (file and
-page) make one line, consecutive sentences joined and gaps marked `` … ``, followed
-by the source ``(file, page N)``; lines in document order. Nothing is invented:
-every quote is verbatim text a reader can check.
-
-The embedder is the one given (``ExtractiveAnswerer(embedder=...)``); without one,
-the packaged MiniLM (``hf:all-MiniLM-L6-v2``) is used when it is installed, else
-BM25 alone (``embedder=False`` forces BM25 alone). ``RAG`` hands the answerer the
-embedder its index already loaded when that is the packaged MiniLM (one model in
-the process, and the question's vector is computed once), and its cache folder.
-
-Sentence vectors are cached by the sentence's text (:class:`SentenceVectors`): in
-memory per answerer, and with ``cache_dir`` also on disk
-(``<cache_dir>/answer-vectors.sqlite3``, one row per sentence and embedder), so
-asking again over the same documents, even in a new process, embeds only the
-question. Embedding the few dozen candidate sentences is most of an answer's cost
-(about a second of CPU with MiniLM); the cached vectors are the same vectors, so
-answers do not change.
-
-The settings (:class:`ExtractiveSettings`) were chosen on four question sets
-(docs/quality.md, "The extractive answerer"); ``bench.eval_quality --answer-study``
-scores variants of them.
+The embedder is the one given; without one, the packaged MiniLM when it is installed, else BM25
+alone (``embedder=False`` forces that). Sentence vectors are cached by text
+(:class:`SentenceVectors`), on disk too with ``cache_dir``, so asking again over the same
+documents embeds only the question. The settings were chosen on four question sets
+(docs/quality.md, "The extractive answerer").
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
 import os
 import re
+import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from akasha.errors import ConfigError
 from akasha.llm.base import GenerationOptions, Message
@@ -222,16 +202,15 @@ class SentenceVectors:
         if self._connection is None:
             if not create and not self.path.is_file():
                 return None
-            import sqlite3
-
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 connection = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
-                # As the index's manifest: a write-ahead log, synced at checkpoints rather than at every
-                # commit. A cache of vectors that can be recomputed needs no fsync per answer (the default
-                # rollback journal syncs the journal and the file at each commit: a first answer waited
-                # for 3-4 of them, tenths of a second on a disk that other work keeps busy).
-                _write_ahead(connection)
+                # A write-ahead log synced at checkpoints: a cache of vectors that can be recomputed needs no
+                # fsync per answer (the default journal made a first answer wait for 3-4, tenths of a second).
+                # A file that refuses (read-only) keeps its journal.
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("PRAGMA journal_mode=WAL")
+                    connection.execute("PRAGMA synchronous=NORMAL")
                 connection.execute(
                     "CREATE TABLE IF NOT EXISTS sentence_vectors (embedder TEXT NOT NULL, digest BLOB NOT NULL, "
                     "vector BLOB NOT NULL, UNIQUE (embedder, digest))")
@@ -249,15 +228,11 @@ class SentenceVectors:
 
     def get(self, embedder: str, texts: Sequence[str]) -> dict[str, Any]:
         """The cached vectors of ``texts`` (those known), memory first, then the file."""
-        import numpy as np
-
         with self._lock:
             found = {t: self._memory[(embedder, t)] for t in texts if (embedder, t) in self._memory}
             missing = {self._digest(t): t for t in texts if t not in found}
             db = self._db(create=False) if missing else None
             if db is not None:
-                import sqlite3
-
                 digests = list(missing)
                 try:
                     for start in range(0, len(digests), 500):
@@ -276,8 +251,6 @@ class SentenceVectors:
 
     def put(self, embedder: str, vectors: dict[str, Any]) -> None:
         """Keep ``vectors`` (text -> unit float32 vector) in memory and, when there is a file, on disk."""
-        import numpy as np
-
         if not vectors:
             return
         with self._lock:
@@ -289,8 +262,6 @@ class SentenceVectors:
             db = self._db(create=True)
             if db is None:
                 return
-            import sqlite3
-
             rows = [(embedder, self._digest(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()]
             try:
                 with db:
@@ -310,17 +281,6 @@ class SentenceVectors:
                 self._connection = None
 
 
-def _write_ahead(connection: Any) -> None:
-    """Ask SQLite for a write-ahead log synced at checkpoints; a file that refuses (read-only) keeps its journal."""
-    import sqlite3
-
-    try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-    except sqlite3.Error:
-        pass
-
-
 def _embedder_key(embedder: Any) -> str:
     name = getattr(embedder, "name", None)
     return name if isinstance(name, str) and name else f"{type(embedder).__module__}.{type(embedder).__qualname__}"
@@ -328,8 +288,6 @@ def _embedder_key(embedder: Any) -> str:
 
 def _similarity(embedder: Any, question: str, texts: list[str], cache: SentenceVectors) -> list[float] | None:
     """Cosine of the question and each text (sentence vectors cached by text); None when embedding fails."""
-    import numpy as np
-
     key = _embedder_key(embedder)
     unique = list(dict.fromkeys(texts))
     try:
@@ -348,7 +306,6 @@ def _similarity(embedder: Any, question: str, texts: list[str], cache: SentenceV
         log.warning("extractive: the embedder failed (%s); sentences ranked by BM25 alone", exc)
         return None
     return [float(known[t] @ query) for t in texts]
-
 
 
 def _spread(values: list[float]) -> list[float]:

@@ -82,11 +82,8 @@ class TransformersChat:
 
     @property
     def context_window(self) -> int | None:
-        """The model's context in tokens (``max_position_embeddings`` or the like in its config), when it can be
-        read without a download: from the loaded model, or from a local folder's ``config.json``; else None.
-
-        The prompt budget reserves ``max_output_tokens`` inside it (:mod:`akasha.packing`).
-        """
+        """The model's context in tokens (``max_position_embeddings`` or the like in its config) when it can be
+        read without a download (the loaded model, a local folder's ``config.json``), else None."""
         if self._model is not None:
             config = getattr(self._model, "config", None)
             values = {key: getattr(config, key, None) for key in _CONTEXT_KEYS}
@@ -101,16 +98,13 @@ class TransformersChat:
         return None
 
     def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    tokenizer, model = self._read_model()
-                    self._tokenizer = tokenizer  # set before _model: readers check _model without the lock
-                    self._model = model
+        """The model and tokenizer, loaded once from ``self.location`` onto ``self.device`` (eval mode)."""
+        with self._lock:
+            if self._model is None:
+                self._tokenizer, self._model = self._read_model()
         return self._model, self._tokenizer
 
     def _read_model(self) -> tuple[Any, Any]:
-        """Load the tokenizer and model from ``self.location`` onto ``self.device`` (eval mode)."""
         try:
             import torch  # noqa: F401
             from transformers import AutoModelForCausalLM, AutoTokenizer

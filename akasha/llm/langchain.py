@@ -74,7 +74,6 @@ class LangChainChat:
         return f"LangChainChat(name={self.name!r})"
 
     def _interrupted(self, exc: Exception, received: list[str]) -> StreamInterruptedError:
-        """The error for a LangChain stream that raised ``exc`` after yielding ``received``."""
         return StreamInterruptedError(self.name, f"{type(exc).__name__}: {exc}", "".join(received))
 
     def _reply(self, result: Any, options: GenerationOptions | None) -> str:
@@ -91,8 +90,7 @@ class LangChainChat:
         received: list[str] = []
         try:
             for chunk in self.obj.stream(to_langchain(messages)):
-                text = self._reply(chunk, options)
-                if text:
+                if text := self._reply(chunk, options):
                     received.append(text)
                     yield text
         except Exception as exc:
@@ -112,8 +110,7 @@ class LangChainChat:
         received: list[str] = []
         try:
             async for chunk in self.obj.astream(to_langchain(messages)):
-                text = self._reply(chunk, options)
-                if text:
+                if text := self._reply(chunk, options):
                     received.append(text)
                     yield text
         except Exception as exc:

@@ -9,6 +9,7 @@ built and no key is read until the first request.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
@@ -31,16 +32,9 @@ class OpenAIChat(RemoteProvider):
 
     Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure``
     (True/False/None=auto), ``azure_endpoint``, ``api_version``, ``organization``,
-    ``default_headers``, ``context_window`` (the model's context in tokens, when the
-    server does not report it), and the retry options of
-    :meth:`akasha.retry.RetryPolicy.from_options` (``max_retries``,
-    ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``, ``retry_max_wait``).
-
-    Against a self-hosted server (any ``base_url`` but api.openai.com), tokens are
-    counted through the server's ``/tokenize`` (llama.cpp, vLLM) and the context size
-    is read from ``/props`` or ``/v1/models`` (see :meth:`token_counter` and
-    :attr:`context_window`). A reply cut by the output limit (``finish_reason``
-    ``"length"``) is logged at WARNING and recorded in ``GenerationOptions.report``.
+    ``default_headers``, ``context_window`` (tokens, when the server does not report it), and the
+    retry options of :meth:`akasha.retry.RetryPolicy.from_options`. A self-hosted server counts
+    tokens and reports its context itself (:meth:`token_counter`, :attr:`context_window`).
     """
 
     provider = "openai"
@@ -64,12 +58,8 @@ class OpenAIChat(RemoteProvider):
         return self.connection.server_context_window(self.model)
 
     def token_counter(self) -> Any:
-        """The counter for this model's tokens (built once).
-
-        api.openai.com / Azure: tiktoken, exact for OpenAI model names, with the
-        safety margin for other names. A self-hosted server: its ``POST /tokenize``
-        (exact), falling back to tiktoken with the margin when it has none.
-        """
+        """The counter for this model's tokens (built once): a self-hosted server's ``POST /tokenize``, else
+        tiktoken (exact for OpenAI model names, with the safety margin for other names and as the fallback)."""
         if self._counter is None:
             from akasha.model_tokens import ServerTokenCounter
             from akasha.tokens import TokenCounter, encoding_name_for, fallback_counter, is_openai_model_name
@@ -101,18 +91,6 @@ class OpenAIChat(RemoteProvider):
             params["stream"] = True
         return params
 
-    def _refused_response_format(self, error: ProviderError, options: GenerationOptions | None) -> bool:
-        """True (once) when a server rejected ``response_format``: later requests go without it."""
-        if self._omit_response_format or options is None or options.json_schema is None:
-            return False
-        text = str(error).lower()
-        if error.status not in (400, 422, 501) or not any(
-                word in text for word in ("response_format", "json_schema", "schema", "structured")):
-            return False
-        logger.info("%s does not accept response_format; asking for JSON in the prompt only", self.name)
-        self._omit_response_format = True
-        return True
-
     def _text(self, completion: Any, options: GenerationOptions | None) -> str:
         choices = getattr(completion, "choices", None)
         if not choices:
@@ -125,35 +103,31 @@ class OpenAIChat(RemoteProvider):
                                 + (f", refusal: {str(refusal)[:200]!r}" if refusal else "") + ")")
         return str(message.content)
 
-    def _invalid_json(self, exc: ValueError) -> ProviderError:
-        where = self.connection.server_url() or "the endpoint"
-        return ProviderError(self.name, f"the reply is not valid JSON ({exc}); check that {where} is an "
-                                        "OpenAI-compatible chat completions endpoint")
-
-    def _checked_json(self, create: Any, params: dict[str, Any]) -> Any:
-        """``create(**params)``, a reply that is not JSON raised as a ProviderError naming the endpoint."""
+    @contextlib.contextmanager
+    def _json_reply(self) -> Iterator[None]:
+        """A reply that is not JSON raised as a ProviderError naming the endpoint."""
         try:
-            return create(**params)
+            yield
         except json.JSONDecodeError as exc:
-            raise self._invalid_json(exc) from None
-
-    async def _acheck_json(self, pending: Any) -> Any:
-        try:
-            return await pending
-        except json.JSONDecodeError as exc:
-            raise self._invalid_json(exc) from None
-
-    def _refused_temperature(self, error: ProviderError) -> bool:
-        """True (once) when the server rejected ``temperature``: o-series/gpt-5 models only take the default."""
-        if self._omit_temperature or error.status != 400 or "temperature" not in str(error):
-            return False
-        logger.info("%s does not accept a temperature setting; sending requests without it", self.name)
-        self._omit_temperature = True
-        return True
+            where = self.connection.server_url() or "the endpoint"
+            raise ProviderError(self.name, f"the reply is not valid JSON ({exc}); check that {where} is an "
+                                           "OpenAI-compatible chat completions endpoint") from None
 
     def _refused(self, error: ProviderError, options: GenerationOptions | None) -> bool:
-        """True (once per setting) when the server refused ``temperature`` or ``response_format``."""
-        return self._refused_temperature(error) or self._refused_response_format(error, options)
+        """True (once per setting) when the server refused ``temperature`` (o-series/gpt-5 models take only
+        the default) or ``response_format`` (structured output): later requests go without it."""
+        text = str(error)
+        if not self._omit_temperature and error.status == 400 and "temperature" in text:
+            logger.info("%s does not accept a temperature setting; sending requests without it", self.name)
+            self._omit_temperature = True
+            return True
+        if (not self._omit_response_format and options is not None and options.json_schema is not None
+                and error.status in (400, 422, 501)
+                and any(word in text.lower() for word in ("response_format", "json_schema", "schema", "structured"))):
+            logger.info("%s does not accept response_format; asking for JSON in the prompt only", self.name)
+            self._omit_response_format = True
+            return True
+        return False
 
     def _reader(self, options: GenerationOptions | None) -> Reader:
         """A streamed chunk as a ``(text, finished)`` piece (akasha asks for one choice), its finish reason noted."""
@@ -168,22 +142,21 @@ class OpenAIChat(RemoteProvider):
 
         return read
 
-    # -- sync -----------------------------------------------------------------
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         """Return the whole answer (retries 429/5xx/timeouts; other 4xx raise ProviderError at once)."""
         client = self.connection.client()
 
-        def send() -> Any:
+        def create() -> Any:
             params = self._params(messages, options, stream=False)  # again after a refusal: without that setting
-            return call_with_retry(lambda: self._checked_json(client.chat.completions.create, params),
-                                   **self._retry_kwargs())
+            with self._json_reply():
+                return client.chat.completions.create(**params)
 
         try:
-            completion = send()
+            completion = call_with_retry(create, **self._retry_kwargs())
         except ProviderError as error:
             if not self._refused(error, options):
                 raise
-            completion = send()
+            completion = call_with_retry(create, **self._retry_kwargs())
         return self._text(completion, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
@@ -198,25 +171,24 @@ class OpenAIChat(RemoteProvider):
                 started = True
                 yield piece
         except ProviderError as error:
-            if started or isinstance(error, StreamInterruptedError) or not self._refused_temperature(error):
+            if started or isinstance(error, StreamInterruptedError) or not self._refused(error, options):
                 raise
             yield from retrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
 
-    # -- async ----------------------------------------------------------------
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         client = self.connection.async_client()
 
-        async def send() -> Any:
+        async def create() -> Any:
             params = self._params(messages, options, stream=False)
-            return await acall_with_retry(lambda: self._acheck_json(client.chat.completions.create(**params)),
-                                          **self._retry_kwargs())
+            with self._json_reply():
+                return await client.chat.completions.create(**params)
 
         try:
-            completion = await send()
+            completion = await acall_with_retry(create, **self._retry_kwargs())
         except ProviderError as error:
             if not self._refused(error, options):
                 raise
-            completion = await send()
+            completion = await acall_with_retry(create, **self._retry_kwargs())
         return self._text(completion, options)
 
     async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
@@ -230,7 +202,7 @@ class OpenAIChat(RemoteProvider):
                 started = True
                 yield piece
         except ProviderError as error:
-            if started or isinstance(error, StreamInterruptedError) or not self._refused_temperature(error):
+            if started or isinstance(error, StreamInterruptedError) or not self._refused(error, options):
                 raise
             async for piece in aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
                 yield piece

@@ -1,15 +1,14 @@
-"""One bounded HTTP transport for every provider client: a cap on a reply's size and a deadline.
+"""One bounded HTTP transport for every provider client: a cap on a reply's size and one deadline per call.
 
-httpx's ``timeout`` is per read: a server that drips one byte a second, or whose body (or SSE
-stream) never ends, keeps a request alive and growing without limit. :class:`BoundedTransport`
-wraps httpx's own transport and counts the body as it is read: past ``max_bytes`` or past
-the request's deadline (:mod:`akasha.providers.deadline`: one clock for a call and all its
-retries, started by the retry loop, or at sending when no loop runs) it raises
-:class:`ReplyLimitError`, which names the endpoint with any credentials redacted. httpx's
-per-read timeouts are shortened to what is left of the deadline, so a server silent before
-its headers is cut at the deadline too. The OpenAI and Ollama connections
-build their clients on it (``httpx``, or ``httpx2`` under the openai package) (streams included,
-since the same body iterator is wrapped).
+httpx's ``timeout`` is per read, and the retry loop sends a request up to ``max_retries + 1``
+times: a server that drips one byte a second, or whose body (or SSE stream) never ends, would
+keep a call alive without limit. :func:`request_deadline` starts one clock where a call begins
+(:func:`akasha.retry.call_with_retry`) and makes it the current deadline of that thread or task
+(a :mod:`contextvars` variable the client libraries carry down to their transport; a request
+sent outside any retry loop gets its own). :func:`transports`' ``BoundedTransport`` wraps
+httpx's own transport, shortens its per-read timeouts to what is left of the deadline, and
+counts every reply body (streams included) as it is read: past ``max_bytes`` or past the
+deadline it raises :class:`ReplyLimitError`, naming the endpoint with credentials redacted.
 
 Bounds (see docs/threat-model.md): ``AKASHA_MAX_REPLY_MB`` (default 64) and
 ``AKASHA_REQUEST_DEADLINE_S`` (default 600).
@@ -17,26 +16,72 @@ Bounds (see docs/threat-model.md): ``AKASHA_MAX_REPLY_MB`` (default 64) and
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from akasha.providers.deadline import (
-    DEFAULT_DEADLINE_S,
-    Deadline,
-    current_deadline,
-    deadline_seconds,
-)
 from akasha.providers.env import positive_env
 from akasha.stores.redact import redact_url
 
 DEFAULT_MAX_REPLY_MB = 64.0
+#: Seconds one request may take from its first attempt to its last byte (``AKASHA_REQUEST_DEADLINE_S``).
+DEFAULT_DEADLINE_S = 600.0
+DEADLINE_VARIABLE = "AKASHA_REQUEST_DEADLINE_S"
+
+
+def deadline_seconds() -> float:
+    """``AKASHA_REQUEST_DEADLINE_S`` (or the default 600); ConfigError for a value that is not a positive number."""
+    return positive_env(DEADLINE_VARIABLE, DEFAULT_DEADLINE_S)
 
 
 def reply_limits() -> tuple[int, float]:
     """``(max_bytes, deadline_s)`` from the environment (or the defaults)."""
     megabytes = positive_env("AKASHA_MAX_REPLY_MB", DEFAULT_MAX_REPLY_MB)
     return int(megabytes * 1024 * 1024), deadline_seconds()
+
+
+class Deadline:
+    """A request's time budget: started once, shared by its attempts, sleeps and reads."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.ends = time.monotonic() + self.seconds
+
+    def remaining(self) -> float:
+        """Seconds left (0 once passed)."""
+        return max(0.0, self.ends - time.monotonic())
+
+    def describe(self) -> str:
+        """``the 600 s request deadline (AKASHA_REQUEST_DEADLINE_S)`` for messages."""
+        return f"the {self.seconds:g} s request deadline ({DEADLINE_VARIABLE})"
+
+    def __repr__(self) -> str:
+        return f"Deadline({self.seconds:g} s, {self.remaining():.2f} s left)"
+
+
+_CURRENT: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("akasha_request_deadline", default=None)
+
+
+@contextmanager
+def request_deadline() -> Iterator[Deadline]:
+    """The current deadline, or a new one (``AKASHA_REQUEST_DEADLINE_S`` from now) made current for the block.
+
+    Nested calls share the outermost deadline, so a retried request that itself retries
+    cannot restart the clock.
+    """
+    existing = _CURRENT.get()
+    if existing is not None:
+        yield existing
+        return
+    deadline = Deadline(deadline_seconds())
+    token = _CURRENT.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _CURRENT.reset(token)
 
 
 class ReplyLimitError(Exception):
@@ -50,35 +95,29 @@ class ReplyLimitError(Exception):
 class _Budget:
     """One reply's allowance: ``max_bytes`` of body, read before ``deadline`` passes."""
 
-    def __init__(self, url: str, max_bytes: int, deadline: Deadline, error: type[Exception]) -> None:
-        self.url, self.max_bytes, self.deadline, self.error = url, max_bytes, deadline, error
-        self.seen = 0
-
-    @classmethod
-    def for_request(cls, request: Any, error: type[Exception]) -> _Budget:
+    def __init__(self, request: Any, error: type[Exception]) -> None:
         """The budget of ``request`` under the current deadline (a new one when no retry loop started one).
 
         Raises ``error`` when the deadline has already passed, and shortens the request's
         per-read timeouts to the time left.
         """
-        max_bytes, _ = reply_limits()
-        deadline = current_deadline() or Deadline(deadline_seconds())
-        budget = cls(redact_url(str(request.url)), max_bytes, deadline, error)
-        left = deadline.remaining()
+        self.max_bytes, _ = reply_limits()
+        self.url, self.error, self.seen = redact_url(str(request.url)), error, 0
+        self.deadline = _CURRENT.get() or Deadline(deadline_seconds())
+        left = self.deadline.remaining()
         if left <= 0:
-            raise error(f"no time left to ask {budget.url} within {deadline.describe()}")
+            raise error(f"no time left to ask {self.url} within {self.deadline.describe()}")
         timeouts = request.extensions.get("timeout")
         if isinstance(timeouts, dict):
             request.extensions["timeout"] = {
                 name: left if value is None else min(float(value), left) for name, value in timeouts.items()}
-        return budget
 
     def count(self, chunk: bytes) -> None:
         self.seen += len(chunk)
         if self.seen > self.max_bytes:
             raise self.error(
                 f"reply from {self.url} exceeded {self.max_bytes} bytes (raise AKASHA_MAX_REPLY_MB if it is genuine)")
-        if self.deadline.passed():
+        if self.deadline.remaining() <= 0:
             raise self.error(
                 f"reply from {self.url} still arriving after {self.deadline.describe()}; "
                 "raise AKASHA_REQUEST_DEADLINE_S if the server is genuinely slow")
@@ -117,7 +156,7 @@ def transports(module: Any) -> tuple[type, type]:
         """httpx's transport with every reply body counted against a size cap and a deadline."""
 
         def handle_request(self, request: Any) -> Any:
-            budget = _Budget.for_request(request, error)
+            budget = _Budget(request, error)
             response = super().handle_request(request)
             response.stream = _SyncBody(response.stream, budget)
             return response
@@ -126,7 +165,7 @@ def transports(module: Any) -> tuple[type, type]:
         """Async twin of BoundedTransport."""
 
         async def handle_async_request(self, request: Any) -> Any:
-            budget = _Budget.for_request(request, error)
+            budget = _Budget(request, error)
             response = await super().handle_async_request(request)
             response.stream = _AsyncBody(response.stream, budget)
             return response
@@ -147,10 +186,5 @@ def bounded_post(url: str, **kwargs: Any) -> Any:
     return bounded_request("POST", url, **kwargs)
 
 
-def bounded_get(url: str, **kwargs: Any) -> Any:
-    """``httpx.get``, bounded (see :func:`bounded_request`)."""
-    return bounded_request("GET", url, **kwargs)
-
-
-__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "ReplyLimitError", "bounded_get", "bounded_post",
-           "bounded_request", "reply_limits", "transports"]
+__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "Deadline", "ReplyLimitError", "bounded_post",
+           "bounded_request", "deadline_seconds", "reply_limits", "request_deadline", "transports"]

@@ -1,10 +1,5 @@
-"""Things built on first use: a value built once, and a provider's sync and per-loop async clients.
-
-The OpenAI, Gemini and Ollama connections build no client (and read no key) until a
-request needs one; the deferred embedder builds no embedder until a search needs
-vectors. An async client's connection pool belongs to the event loop that made it,
-so each running loop gets its own.
-"""
+"""Things built on first use: a value built once (:class:`Lazy`), and a provider's sync and per-loop async
+clients (:class:`Clients`; an async client's connection pool belongs to the event loop that made it)."""
 
 from __future__ import annotations
 
@@ -18,10 +13,7 @@ T = TypeVar("T")
 
 
 class Lazy(Generic[T]):
-    """``build()`` called once, on the first :meth:`get` (thread-safe); later calls return that value.
-
-    A ``build()`` that raises builds nothing: the next :meth:`get` tries again.
-    """
+    """``build()`` called once, on the first :meth:`get` (thread-safe; one that raises is tried again)."""
 
     def __init__(self, build: Callable[[], T]) -> None:
         self._build = build
@@ -47,10 +39,8 @@ class Lazy(Generic[T]):
 
 
 class Clients:
-    """One sync client shared by all threads, and one async client per running event loop.
-
-    ``build(asynchronous)`` makes either kind; it is not called before the first request.
-    """
+    """One sync client shared by all threads, and one async client per running event loop, made by
+    ``build(asynchronous)`` at the first request."""
 
     def __init__(self, build: Callable[[bool], Any]) -> None:
         self._build = build
@@ -75,4 +65,24 @@ class Clients:
         return client
 
 
-__all__ = ["Clients", "Lazy"]
+class Connection:
+    """Base of the provider connections: :meth:`client` and :meth:`async_client`, made by
+    :meth:`_new_client` at the first request (no client is built and no key read before)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = float(timeout)
+        self.clients = Clients(self._new_client)
+
+    def _new_client(self, asynchronous: bool) -> Any:
+        raise NotImplementedError
+
+    def client(self) -> Any:
+        """The sync client, built on the first call."""
+        return self.clients.sync()
+
+    def async_client(self) -> Any:
+        """The client of the running event loop (connection pools are loop-bound)."""
+        return self.clients.for_running_loop()
+
+
+__all__ = ["Clients", "Connection", "Lazy"]

@@ -1,14 +1,11 @@
 """Which models a server offers: ``GET /models`` (OpenAI-compatible) or ``GET /api/tags`` (Ollama).
 
-The command line uses this to fill in a model the user did not name when
-``OPENAI_BASE_URL``, ``OLLAMA_HOST`` or ``--base-url`` points at a server of their
-own (llama.cpp, vLLM, LM Studio, Ollama, a proxy): the first chat model the server
-lists answers, and an embedding model it lists (a name with ``embed``, ``bge``,
-``e5``, ``gte``, ``minilm`` ... in it, or an Ollama ``bert`` family) embeds.
-
-Standard library only (``urllib``), one short request, so asking costs nothing
-when the extras are not installed. Failures raise :class:`~akasha.errors.ProviderError`
-with the address and the reason (and the HTTP status), never a bare ``URLError``.
+The command line uses this to fill in a model the user did not name when ``OPENAI_BASE_URL``,
+``OLLAMA_HOST`` or ``--base-url`` points at a server of their own: the first chat model the server
+lists answers, and an embedding model it lists (a name with ``embed``, ``bge``, ``e5``... in it, or
+an Ollama ``bert`` family) embeds. Standard library only (``urllib``), so asking costs nothing when
+the extras are not installed; failures raise :class:`~akasha.errors.ProviderError` with the address
+and the reason.
 """
 
 from __future__ import annotations

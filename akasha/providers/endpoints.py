@@ -1,27 +1,14 @@
 """Endpoint labels for embedder identities: where vectors come from, without secrets.
 
-An embedder's ``name`` keys the vector cache, so two servers that answer for the
-same model name (a llama.cpp server with mean pooling and a vLLM one with CLS
-pooling, say) must not share vectors. Remote embedders therefore add the address
-they talk to, as :func:`endpoint_label` writes it, to their name. The provider's
-own public endpoint adds nothing, so indexes built before endpoints were part of
-the name stay valid.
+An embedder's ``name`` keys the vector cache, so two servers answering for one model name
+(mean and CLS pooling, say) must not share vectors: remote embedders add the address they talk
+to, as :func:`endpoint_label` writes it (no credentials, query or fragment), to their name. The
+provider's own public endpoint adds nothing, so older indexes stay valid.
 
-A label keeps scheme, host, a non-default port and the path; it drops user
-names, passwords, query strings and fragments (places where keys are put), and
-letter case and trailing slashes that do not change the address.
-
-The same ``@<address>`` form names an endpoint in a model string, so chat and
-embeddings can live on different servers without building provider objects::
-
-    RAG(model="openai:qwen2.5-7b@http://127.0.0.1:8080/v1",
-        embeddings="openai:bge-m3@http://127.0.0.1:8081/v1")
-
-:func:`split_endpoint` reads it (the address must start with ``http://`` or
-``https://``, so model names with ``@`` in them, such as an Ollama digest, are left
-alone) and :func:`endpoint_options` turns it into the provider's own option
-(``base_url`` for ``openai:``/``gemini:``/``ollama:``, ``endpoint`` for ``hf_api:``).
-An endpoint in the string wins over ``OPENAI_BASE_URL``/``OLLAMA_HOST``/...
+The same ``@<address>`` names an endpoint in a model string
+(``RAG(model="openai:qwen2.5-7b@http://127.0.0.1:8080/v1")``): :func:`split_endpoint` reads it (only
+``http://`` or ``https://``, so an Ollama digest is left alone) and :func:`endpoint_options` turns it
+into the provider's own option, which wins over ``OPENAI_BASE_URL``/``OLLAMA_HOST``/...
 """
 
 from __future__ import annotations
@@ -76,11 +63,9 @@ def endpoint_options(prefix: str, rest: str, options: dict[str, Any]) -> tuple[s
 
 
 def endpoint_label(url: str | None) -> str | None:
-    """``url`` reduced to ``scheme://host[:port][/path]`` with no credentials or query; None when empty.
-
-    A value without a scheme (``gpu-box:8080``) is read as ``http://``. A value
-    that cannot be parsed comes back stripped, with anything after ``?`` or ``#`` cut.
-    """
+    """``url`` reduced to ``scheme://host[:port][/path]`` (a default port, case and a trailing slash dropped)
+    with no credentials or query; None when empty. ``gpu-box:8080`` is read as ``http://``; a value that
+    cannot be parsed comes back stripped, with anything after ``?`` or ``#`` cut."""
     value = (url or "").strip()
     if not value:
         return None

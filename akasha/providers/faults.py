@@ -41,6 +41,12 @@ def _headers_of(response: Any) -> Mapping[str, str] | None:
         return None
 
 
+def status_fault(message: str, status: int | None, headers: Mapping[str, str] | None) -> Fault:
+    """The fault of an error answer: retryable when :func:`~akasha.retry.is_retryable` says so, after
+    at least the wait its ``Retry-After`` asks."""
+    return Fault(message, status, is_retryable(status, message), parse_retry_after(headers))
+
+
 def transport_fault(exc: BaseException, timeout: float | None = None) -> Fault | None:
     """Timeouts and dropped connections from any HTTP stack: retryable, status None."""
     name = type(exc).__name__
@@ -61,12 +67,7 @@ def http_fault(exc: BaseException, timeout: float | None = None) -> Fault | None
     if isinstance(exc, StreamErrorEvent):
         return Fault(exc.message, retryable=False)
     if isinstance(exc, HTTPFault):
-        return Fault(
-            exc.message,
-            status=exc.status,
-            retryable=is_retryable(exc.status, exc.message),
-            retry_after=parse_retry_after(exc.headers),
-        )
+        return status_fault(exc.message, exc.status, exc.headers)
     return transport_fault(exc, timeout)
 
 
@@ -88,13 +89,7 @@ def openai_fault(exc: BaseException, timeout: float | None = None) -> Fault | No
         if isinstance(body, dict):
             inner = body.get("error", body)
             message = inner.get("message") if isinstance(inner, dict) else str(inner)
-        text = str(message or exc.message)
-        return Fault(
-            text,
-            status=exc.status_code,
-            retryable=is_retryable(exc.status_code, text),
-            retry_after=parse_retry_after(_headers_of(exc.response)),
-        )
+        return status_fault(str(message or exc.message), exc.status_code, _headers_of(exc.response))
     if isinstance(exc, openai.APIError):  # e.g. an error event inside a stream
         return Fault(exc.message, retryable=False)
     return transport_fault(exc, timeout)
@@ -109,12 +104,7 @@ def genai_fault(exc: BaseException, timeout: float | None = None) -> Fault | Non
         message = exc.message or str(exc.details)
         if exc.status:
             message = f"{exc.status}: {message}"
-        return Fault(
-            message,
-            status=code,
-            retryable=is_retryable(code, message),
-            retry_after=parse_retry_after(_headers_of(getattr(exc, "response", None))),
-        )
+        return status_fault(message, code, _headers_of(getattr(exc, "response", None)))
     return transport_fault(exc, timeout)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from akasha.errors import MissingExtraError
 from akasha.providers.bounded import transports
-from akasha.providers.clients import Clients
+from akasha.providers.clients import Connection
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value, require_api_key
@@ -44,7 +44,7 @@ def import_genai() -> tuple[Any, Any]:
     return genai, types
 
 
-class GeminiConnection:
+class GeminiConnection(Connection):
     """Resolves the key and builds the sync client and one async-capable client per event loop."""
 
     def __init__(
@@ -59,10 +59,8 @@ class GeminiConnection:
         self._api_key = api_key
         self.base_url = base_url
         self.api_version = api_version
-        self.timeout = float(timeout)
+        super().__init__(timeout)
         self.headers = dict(headers or {})
-        #: the client (one per event loop for async calls), built at the first request
-        self.clients = Clients(lambda asynchronous: self._new_client())
 
     def __repr__(self) -> str:
         shown = redact_url(self.base_url) if self.base_url else None
@@ -78,7 +76,8 @@ class GeminiConnection:
         found = [self._api_key, *(env_value(name) for name in KEY_VARIABLES)]
         return tuple(s for s in found if s)
 
-    def _new_client(self) -> Any:
+    def _new_client(self, asynchronous: bool) -> Any:
+        """A ``genai.Client`` (async requests go through its ``aio`` side, one client per event loop)."""
         genai, types = import_genai()
         key = require_api_key("gemini", self._api_key, KEY_VARIABLES)
         options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}
@@ -97,13 +96,9 @@ class GeminiConnection:
         options["async_client_args"] = {"transport": async_transport()}
         return genai.Client(api_key=key, vertexai=False, http_options=types.HttpOptions(**options))
 
-    def client(self) -> Any:
-        """The sync ``genai.Client`` (built on first call)."""
-        return self.clients.sync()
-
     def async_models(self) -> Any:
         """``client.aio.models`` of a client owned by the running event loop."""
-        return self.clients.for_running_loop().aio.models
+        return self.async_client().aio.models
 
 
 __all__ = ["KEY_VARIABLES", "GeminiConnection", "import_genai"]

@@ -9,6 +9,7 @@ is sent as a Bearer token and redacted everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 from akasha.errors import MissingExtraError
 from akasha.providers.bounded import transports
-from akasha.providers.clients import Clients
+from akasha.providers.clients import Connection
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_default_ollama
 from akasha.providers.env import env_value
@@ -53,19 +54,21 @@ def _import_httpx() -> Any:
     return httpx
 
 
-def _error_message(status: int, body: bytes) -> str:
-    try:
+def _fault(response: Any, body: bytes) -> HTTPFault:
+    """The HTTPFault for an error reply (status >= 400) whose body is ``body`` (Ollama's ``{"error": ...}``)."""
+    message = body.decode("utf-8", "replace").strip() or f"HTTP {response.status_code}"
+    with contextlib.suppress(ValueError):
         data = json.loads(body)
         if isinstance(data, dict) and data.get("error"):
-            return str(data["error"])
-    except ValueError:
-        pass
-    return body.decode("utf-8", "replace").strip() or f"HTTP {status}"
+            message = str(data["error"])
+    return HTTPFault(response.status_code, message, dict(response.headers))
 
 
-def _fault(response: Any, body: bytes) -> HTTPFault:
-    """The HTTPFault for an error reply (status >= 400) whose body is ``body``."""
-    return HTTPFault(response.status_code, _error_message(response.status_code, body), dict(response.headers))
+def _json(response: Any) -> dict[str, Any]:
+    """The JSON reply; an error status raises HTTPFault."""
+    if response.status_code >= 400:
+        raise _fault(response, response.content)
+    return response.json()
 
 
 def _event(line: str) -> dict[str, Any] | None:
@@ -78,16 +81,14 @@ def _event(line: str) -> dict[str, Any] | None:
     return obj
 
 
-class OllamaConnection:
+class OllamaConnection(Connection):
     """Builds httpx clients lazily (sync once, async per event loop) and speaks Ollama's JSON."""
 
     def __init__(self, *, host: str | None = None, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT) -> None:
         self._host = host or base_url  # base_url: the name the other providers use for the address
         self._api_key = api_key
-        self.timeout = float(timeout)
-        #: the httpx client (one per event loop for async calls), built at the first request
-        self.clients = Clients(self._new_client)
+        super().__init__(timeout)
 
     def __repr__(self) -> str:
         return f"OllamaConnection(host={redact_url(self._host) if self._host else '(OLLAMA_HOST or default)'!r})"
@@ -125,35 +126,18 @@ class OllamaConnection:
             return httpx.AsyncClient(transport=async_transport(), **self._settings())
         return httpx.Client(transport=sync_transport(), **self._settings())
 
-    def client(self) -> Any:
-        """The sync httpx client (built on first call)."""
-        return self.clients.sync()
-
-    def async_client(self) -> Any:
-        """The httpx client of the running event loop."""
-        return self.clients.for_running_loop()
-
     # -- requests ---------------------------------------------------------------
     def _timeout(self, seconds: float | None) -> Any:
         """An httpx timeout for one request (the connection's own when ``seconds`` is None)."""
         return _import_httpx().Timeout(self.timeout if seconds is None else float(seconds))
 
     def post(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """POST JSON and return the JSON reply; error statuses raise HTTPFault.
-
-        ``timeout`` overrides the connection's limit for this request (a large embedding batch).
-        """
-        response = self.client().post(path, json=payload, timeout=self._timeout(timeout))
-        if response.status_code >= 400:
-            raise _fault(response, response.content)
-        return response.json()
+        """POST JSON and return the JSON reply (``timeout``: this request's own limit, a large embedding batch's)."""
+        return _json(self.client().post(path, json=payload, timeout=self._timeout(timeout)))
 
     async def apost(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Async twin of :meth:`post`."""
-        response = await self.async_client().post(path, json=payload, timeout=self._timeout(timeout))
-        if response.status_code >= 400:
-            raise _fault(response, response.content)
-        return response.json()
+        return _json(await self.async_client().post(path, json=payload, timeout=self._timeout(timeout)))
 
     def stream_lines(self, path: str, payload: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
         """POST and yield each NDJSON object; an ``{"error": ...}`` line raises StreamErrorEvent."""

@@ -18,8 +18,8 @@ import threading
 from typing import Any, NamedTuple
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
-from akasha.providers.bounded import bounded_get, transports
-from akasha.providers.clients import Clients
+from akasha.providers.bounded import bounded_request, transports
+from akasha.providers.clients import Connection
 from akasha.providers.credentials import basic_value, split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, is_public_endpoint
 from akasha.providers.env import env_value
@@ -61,7 +61,7 @@ def _import_openai() -> Any:
     return openai
 
 
-class OpenAIConnection:
+class OpenAIConnection(Connection):
     """Resolves settings and builds (once) the sync and per-event-loop async clients."""
 
     def __init__(
@@ -78,15 +78,13 @@ class OpenAIConnection:
     ) -> None:
         self._api_key = api_key
         self.base_url = base_url
-        self.timeout = float(timeout)
+        super().__init__(timeout)
         self.azure = azure
         self.azure_endpoint = azure_endpoint
         self.api_version = api_version
         self.organization = organization
         self.default_headers = dict(default_headers or {})
         self._resolved: dict[str, Any] | None = None
-        #: the sync client and one async client per event loop, built at the first request
-        self.clients = Clients(self._new_client)
         self._lock = threading.Lock()
         #: what a self-hosted server said about itself (``"context"``), probed once
         self._probed: dict[str, Any] = {}
@@ -97,11 +95,8 @@ class OpenAIConnection:
 
     # -- settings -----------------------------------------------------------
     def target(self) -> Target:
-        """Where requests go, from explicit settings and the environment (needs no key, never raises).
-
-        A ``user:password@`` in the base URL is returned apart, in ``credentials``: it is sent as a
-        header and never left in a URL (which httpx logs and messages repeat).
-        """
+        """Where requests go, from explicit settings and the environment (needs no key, never raises); a
+        ``user:password@`` in the base URL comes apart, in ``credentials`` (sent as a header, never logged)."""
         base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
         credentials = None
         if base_url:
@@ -115,12 +110,8 @@ class OpenAIConnection:
         return Target(bool(use_azure), base_url, endpoint, credentials)
 
     def endpoint_identity(self) -> str | None:
-        """The address requests go to, as an embedder name carries it; None for api.openai.com.
-
-        Azure answers at ``azure_endpoint`` (the model name is the deployment). Reads the
-        same settings as :meth:`resolve` (the resolved ones once a client exists) but
-        needs no key and never raises.
-        """
+        """The address requests go to (Azure's ``azure_endpoint``), as an embedder name carries it; None for
+        api.openai.com. The resolved settings once a client exists; needs no key and never raises."""
         if self._resolved is not None:
             settings = self._resolved
             use_azure = settings["kind"] == "azure"
@@ -163,23 +154,16 @@ class OpenAIConnection:
 
     # -- self-hosted servers ---------------------------------------------------
     def server_url(self) -> str | None:
-        """The base URL of a self-hosted OpenAI-compatible server; None for api.openai.com and Azure.
-
-        Needs no key and never raises (reads the same settings as :meth:`resolve`).
-        """
+        """The base URL of a self-hosted OpenAI-compatible server; None for api.openai.com and Azure."""
         use_azure, base_url, _, _ = self.target()
         if use_azure or not base_url or is_public_endpoint("openai", base_url):
             return None
         return base_url.rstrip("/")
 
     def server_root(self) -> str | None:
-        """:meth:`server_url` without a trailing ``/v1``.
-
-        That is where llama.cpp and vLLM serve ``/tokenize`` and ``/props``."""
+        """:meth:`server_url` without a trailing ``/v1``, where llama.cpp and vLLM serve ``/tokenize``, ``/props``."""
         url = self.server_url()
-        if url is None:
-            return None
-        return url[: -len("/v1")] if url.endswith("/v1") else url
+        return None if url is None else url.removesuffix("/v1")
 
     def server_headers(self) -> dict[str, str]:
         """Headers for the server's own endpoints: the key as a Bearer token when one is set, and default_headers."""
@@ -218,7 +202,7 @@ class OpenAIConnection:
 
         def get(address: str) -> Any:
             try:
-                response = bounded_get(address, timeout=timeout, headers=self.server_headers())
+                response = bounded_request("GET", address, timeout=timeout, headers=self.server_headers())
                 return response.json() if response.status_code == 200 else None
             except (httpx.HTTPError, ValueError) as exc:
                 logger.debug("no context size from %s: %s", address, exc)
@@ -280,19 +264,10 @@ class OpenAIConnection:
         kwargs = self._kwargs()
         azure = self.resolve()["kind"] == "azure"
         transport = transports(_httpx_of(openai))[1 if asynchronous else 0]()
-        if asynchronous:
-            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(transport=transport)
-            return (openai.AsyncAzureOpenAI if azure else openai.AsyncOpenAI)(**kwargs)
-        kwargs["http_client"] = openai.DefaultHttpxClient(transport=transport)
-        return (openai.AzureOpenAI if azure else openai.OpenAI)(**kwargs)
-
-    def client(self) -> Any:
-        """The sync client (``openai.OpenAI`` or ``openai.AzureOpenAI``), built on first call."""
-        return self.clients.sync()
-
-    def async_client(self) -> Any:
-        """An async client for the running event loop (connection pools are loop-bound)."""
-        return self.clients.for_running_loop()
+        kwargs["http_client"] = (openai.DefaultAsyncHttpxClient if asynchronous else openai.DefaultHttpxClient)(
+            transport=transport)
+        kinds = ((openai.OpenAI, openai.AzureOpenAI), (openai.AsyncOpenAI, openai.AsyncAzureOpenAI))
+        return kinds[asynchronous][azure](**kwargs)
 
 
 __all__ = ["OpenAIConnection"]

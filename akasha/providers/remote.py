@@ -1,11 +1,9 @@
 """What every remote chat model and embedder shares: a connection, a retry policy, fault translation.
 
-The OpenAI, Gemini and Ollama chat models and embedders all take a model name, build
-their connection from the options its constructor names (``api_key``, ``base_url``,
-``timeout``...), read the retry options, log the options they ignore, translate their
-client's exceptions with the request timeout, and pass the same four arguments to every
-retried call. They inherit that here so the six classes cannot drift apart. The
-embedders also share their batching loop (:class:`RemoteEmbedder`).
+The OpenAI, Gemini and Ollama chat models and embedders inherit here how they read their model
+name, connection options and retry options, log the options they ignore, and call with retries,
+so the six classes cannot drift apart; the embedders also share their batching loop
+(:class:`RemoteEmbedder`).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import numpy as np
 
 from akasha.embeddings.base import as_matrix, normalize_rows
 from akasha.errors import ConfigError, ProviderError
-from akasha.providers.batching import plan_batches
 from akasha.providers.endpoints import identity_suffix
 from akasha.retry import (
     DEFAULT_TIMEOUT_PER_TEXT,
@@ -32,6 +29,23 @@ from akasha.retry import (
 )
 
 C = TypeVar("C")
+
+
+def plan_batches(texts: Sequence[str], max_items: int, max_chars: int | None = None) -> list[tuple[int, int]]:
+    """``[(start, end), ...]`` slices of ``texts``: at most ``max_items`` texts each and, when ``max_chars``
+    is given, at most that many characters (a single longer text gets its own batch)."""
+    if max_items <= 0:
+        raise ValueError(f"batch size must be positive, got {max_items}")
+    spans: list[tuple[int, int]] = []
+    start, chars = 0, 0
+    for i, text in enumerate(texts):
+        if i - start >= max_items or (max_chars is not None and i > start and chars + len(text) > max_chars):
+            spans.append((start, i))
+            start, chars = i, 0
+        chars += len(text)
+    if start < len(texts):
+        spans.append((start, len(texts)))
+    return spans
 
 
 def connect(connection_type: Callable[..., C], options: dict[str, Any]) -> C:
@@ -58,13 +72,8 @@ class RemoteProvider:
     retry: RetryPolicy
     timeout: float
 
-    def __init__(
-        self,
-        rest: str,
-        options: dict[str, Any],
-        connection_type: Callable[..., Any],
-        fault: Callable[..., Fault | None],
-    ) -> None:
+    def __init__(self, rest: str, options: dict[str, Any], connection_type: Callable[..., Any],
+                 fault: Callable[..., Fault | None]) -> None:
         """Read the model name from ``rest``; take the connection's settings, the retry options and
         :meth:`_take_options` out of ``options`` (debug-logging the rest, which no one reads)."""
         self.model = rest.strip()
@@ -95,11 +104,8 @@ class RemoteProvider:
         return f"{type(self).__name__}(name={self.name!r}, connection={self.connection!r})"
 
     def _retry_kwargs(self, timeout: float | None = None) -> dict[str, Any]:
-        """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams.
-
-        ``timeout``: the limit this request was sent with, when it differs from
-        ``self.timeout`` (a scaled embedding batch), so a timeout error names it.
-        """
+        """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams
+        (``timeout``: this request's own limit, a scaled embedding batch's, for a timeout error to name)."""
         translate = self._translate if timeout is None else functools.partial(self._fault, timeout=timeout)
         return {"provider": self.name, "policy": self.retry, "translate": translate,
                 "secrets": self.connection.secrets()}
@@ -108,14 +114,10 @@ class RemoteProvider:
 class RemoteEmbedder(RemoteProvider):
     """A :class:`RemoteProvider` that embeds in batches and returns normalised float32 rows.
 
-    Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for
-    every text in a request: see :meth:`request_timeout`. Its :attr:`name` names the
-    endpoint too, so two servers answering for one model never share cached vectors.
-
-    A subclass says how to send one batch (:meth:`_request`, :meth:`_arequest`) and
-    where the vectors are in the reply (:meth:`_vectors`); batching, retries, the count
-    check and normalisation are done here. A batch that still fails after its retries
-    raises, and nothing is returned, so an index never stores a half-embedded document.
+    Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for every text in
+    a request. A subclass says how to send one batch (:meth:`_request`, :meth:`_arequest`) and where
+    the vectors are in the reply (:meth:`_vectors`). A batch that still fails after its retries
+    raises and nothing is returned, so an index never stores a half-embedded document.
     """
 
     #: the length of the vectors (None until known: a table of known models, or the first reply)
@@ -127,12 +129,8 @@ class RemoteEmbedder(RemoteProvider):
 
     @property
     def name(self) -> str:
-        """Identity that keys the vector cache: ``base_name`` plus ``@<endpoint>`` unless the
-        provider's default public endpoint answers (so those names stay as they always were).
-
-        Read from the current settings each time: ``OPENAI_BASE_URL`` set after the
-        embedder was built still counts, as it does for the requests.
-        """
+        """Identity that keys the vector cache: ``base_name`` plus ``@<endpoint>`` unless the provider's
+        default public endpoint answers (read from the current settings each time, as the requests are)."""
         return self.base_name + identity_suffix(self.connection.endpoint_identity())
 
     def _take_options(self, options: dict[str, Any]) -> None:

@@ -16,7 +16,3 @@ def redact(text: object, secrets: Iterable[str | None]) -> str:
             out = out.replace(secret, MASK)
     return out
 
-
-def mask(secret: str | None) -> str:
-    """Describe a secret for a repr without revealing it: ``'***'`` or ``None``."""
-    return MASK if secret else "None"

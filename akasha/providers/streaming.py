@@ -12,12 +12,13 @@ already yielded, so a caller can show or keep what arrived.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from akasha.errors import AkashaError, StreamInterruptedError
 from akasha.providers.secrets import redact
-from akasha.retry import Fault, RetryPolicy, acall_with_retry, call_with_retry
+from akasha.retry import Fault, acall_with_retry, call_with_retry
 
 Piece = tuple[str, bool]
 #: turns one event of a provider's stream into a piece
@@ -27,20 +28,16 @@ _END = "the stream ended before the provider marked the answer complete"
 
 
 def _close(obj: Any) -> None:
-    closer = getattr(obj, "close", None)
-    if callable(closer):
-        try:
-            closer()
-        except Exception:  # closing a broken stream may fail again; nothing to add
-            pass
+    with contextlib.suppress(Exception):  # closing a broken stream may fail again; nothing to add
+        getattr(obj, "close", lambda: None)()
 
 
-def _describe(exc: BaseException, translate: Callable[[BaseException], Fault | None]) -> str:
-    try:
-        fault = translate(exc)
-    except Exception:
-        fault = None
-    return fault.message if fault else f"{type(exc).__name__}: {exc}"
+async def _aclose(obj: Any) -> None:
+    closer = getattr(obj, "aclose", None) or getattr(obj, "close", None)
+    with contextlib.suppress(Exception):
+        result: Any = closer() if callable(closer) else None
+        if hasattr(result, "__await__"):
+            await result
 
 
 class _Progress:
@@ -49,9 +46,7 @@ class _Progress:
     def __init__(
         self, provider: str, translate: Callable[[BaseException], Fault | None], secrets: tuple[str | None, ...]
     ) -> None:
-        self.provider = provider
-        self.translate = translate
-        self.secrets = secrets
+        self.provider, self.translate, self.secrets = provider, translate, secrets
         self.received: list[str] = []
         self.finished = False
         self.failure: StreamInterruptedError | None = None
@@ -64,11 +59,6 @@ class _Progress:
             self.received.append(text)
         return text
 
-    def broken(self, exc: BaseException) -> StreamInterruptedError:
-        """The error for a stream that raised ``exc`` part way (key redacted, partial text kept)."""
-        message = redact(_describe(exc, self.translate), self.secrets)
-        return StreamInterruptedError(self.provider, message, "".join(self.received))
-
     def check_finished(self) -> None:
         """Raise StreamInterruptedError if the data ended without the provider's end marker."""
         if not self.finished:
@@ -77,12 +67,18 @@ class _Progress:
     def __enter__(self) -> _Progress:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
-        """Reading the next piece failed: keep the error for :meth:`raise_if_broken` (akasha's own pass)."""
-        if isinstance(exc, Exception) and not isinstance(exc, AkashaError):
-            self.failure = self.broken(exc)
-            return True
-        return False
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: Any) -> bool:
+        """Reading the next piece failed: keep the error (key redacted, partial text kept) for
+        :meth:`raise_if_broken`; akasha's own errors pass."""
+        if not isinstance(exc, Exception) or isinstance(exc, AkashaError):
+            return False
+        try:
+            fault = self.translate(exc)
+        except Exception:
+            fault = None
+        message = fault.message if fault else f"{type(exc).__name__}: {exc}"
+        self.failure = StreamInterruptedError(self.provider, redact(message, self.secrets), "".join(self.received))
+        return True
 
     def raise_if_broken(self) -> None:
         """Raise the error kept by the last ``with`` block, outside any ``except`` block: the
@@ -96,17 +92,12 @@ def _piece(read: Reader, event: Any) -> Piece | None:
     return None if event is _NO_MORE else read(event)
 
 
-def retrying_stream(
-    open_stream: Callable[[], Iterator[Any]],
-    read: Reader,
-    *,
-    provider: str,
-    policy: RetryPolicy,
-    translate: Callable[[BaseException], Fault | None],
-    secrets: Iterable[str | None] = (),
-) -> Iterator[str]:
-    """Yield the text of the events of ``open_stream()``; see the module docstring for the guarantees."""
-    secrets = tuple(secrets)
+def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, **retry: Any) -> Iterator[str]:
+    """Yield the text of the events of ``open_stream()``; see the module docstring for the guarantees.
+
+    ``retry``: the keyword arguments of :func:`~akasha.retry.call_with_retry` (provider, policy,
+    translate, secrets).
+    """
 
     def open_and_peek() -> tuple[Iterator[Any], Piece | None]:
         events = open_stream()
@@ -116,10 +107,8 @@ def retrying_stream(
             _close(events)
             raise
 
-    events, current = call_with_retry(
-        open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
-    )
-    progress = _Progress(provider, translate, secrets)
+    events, current = call_with_retry(open_and_peek, **retry)
+    progress = _Progress(retry["provider"], retry["translate"], tuple(retry.get("secrets", ())))
     try:
         while current is not None:
             if text := progress.take(current):
@@ -132,17 +121,8 @@ def retrying_stream(
         _close(events)
 
 
-async def aretrying_stream(
-    open_stream: Callable[[], Any],
-    read: Reader,
-    *,
-    provider: str,
-    policy: RetryPolicy,
-    translate: Callable[[BaseException], Fault | None],
-    secrets: Iterable[str | None] = (),
-) -> AsyncIterator[str]:
+async def aretrying_stream(open_stream: Callable[[], Any], read: Reader, **retry: Any) -> AsyncIterator[str]:
     """Async twin of :func:`retrying_stream`; ``open_stream`` returns (or awaits to) an async iterator."""
-    secrets = tuple(secrets)
 
     async def open_and_peek() -> tuple[Any, Piece | None]:
         events = open_stream()
@@ -154,10 +134,8 @@ async def aretrying_stream(
             await _aclose(events)
             raise
 
-    events, current = await acall_with_retry(
-        open_and_peek, provider=provider, policy=policy, translate=translate, secrets=secrets
-    )
-    progress = _Progress(provider, translate, secrets)
+    events, current = await acall_with_retry(open_and_peek, **retry)
+    progress = _Progress(retry["provider"], retry["translate"], tuple(retry.get("secrets", ())))
     try:
         while current is not None:
             if text := progress.take(current):
@@ -168,17 +146,6 @@ async def aretrying_stream(
         progress.check_finished()
     finally:
         await _aclose(events)
-
-
-async def _aclose(obj: Any) -> None:
-    closer = getattr(obj, "aclose", None) or getattr(obj, "close", None)
-    if callable(closer):
-        try:
-            result = closer()
-            if hasattr(result, "__await__"):
-                await result
-        except Exception:
-            pass
 
 
 __all__ = ["Piece", "Reader", "aretrying_stream", "retrying_stream"]

@@ -1,24 +1,16 @@
 """Second-stage rerankers: reorder the first-stage candidates before packing.
 
-Values accepted for ``reranker``:
-
-* ``None`` - no reranking (``rerank_top_k`` has no effect);
-* ``"llm"`` - ``reranker_model`` orders every candidate id (:mod:`akasha.rerank.llm`);
-* ``"local"`` / ``"bge"`` - ``BAAI/bge-reranker-base`` cross-encoder on CPU, and
-  ``"local:<model>"`` / ``"bge:<model>"`` - any Hugging Face sequence-classification
-  model name or local folder (:mod:`akasha.rerank.local`);
-* a callable ``(query, documents) -> documents`` that may only reorder the
-  candidates it was given (:mod:`akasha.rerank.callable`).
-
-A ``kind: RAGPipeline`` names its reranker in ``reranking.provider``
-(``cross_encoder``, ``cohere`` or a registered one); it obeys the same contract.
+Values accepted for ``reranker``: ``None`` (no reranking); ``"llm"`` (``reranker_model`` orders
+every candidate id, :mod:`akasha.rerank.llm`); ``"local"`` / ``"bge"`` (``BAAI/bge-reranker-base``
+on this machine) and ``"local:<model>"`` / ``"bge:<model>"`` (any Hugging Face
+sequence-classification model name or folder, :mod:`akasha.rerank.local`); a callable
+``(query, documents) -> documents`` that may only reorder what it was given. A ``kind: RAGPipeline``
+names its reranker in ``reranking.provider`` (``cross_encoder``, ``cohere`` or a registered one).
 
 Every reranker returns a complete :class:`Ranking`; :func:`rerank` validates it
-(:mod:`akasha.rerank.ordering`) and only then keeps the top ``rerank_top_k``, in
-both doors. A plugin written for the older ``rerank(query, hits, top_k) -> hits``
-contract is adapted by :func:`as_reranker`: it is asked to order every candidate
-and its answer is validated the same way. Nothing here imports torch/transformers
-or builds a model until a reranker runs.
+(:mod:`akasha.rerank.ordering`) and only then keeps the top ``rerank_top_k``, in both doors.
+A plugin written for the older ``rerank(query, hits, top_k) -> hits`` contract is adapted by
+:func:`as_reranker`. Nothing here imports torch/transformers or builds a model until a reranker runs.
 """
 
 from __future__ import annotations
@@ -33,8 +25,6 @@ from akasha.errors import ConfigError, OrderingError
 from akasha.rerank.ordering import validate_ordering
 from akasha.types import Hit
 
-#: Reranker names accepted as strings (plus "local:<model>" / "bge:<model>").
-RERANKER_NAMES = ("llm", "local", "bge")
 DEFAULT_LOCAL_RERANKER = "BAAI/bge-reranker-base"
 
 
@@ -44,6 +34,12 @@ class Ranking:
 
     order: list[int]
     scores: list[float] | None = None
+
+    @classmethod
+    def by_score(cls, scores: Sequence[float]) -> Ranking:
+        """Every position, highest score first (ties keep the retrieval order)."""
+        scores = [float(s) for s in scores]
+        return cls(sorted(range(len(scores)), key=lambda i: (-scores[i], i)), scores)
 
 
 @runtime_checkable
@@ -85,12 +81,6 @@ def is_llm(spec: object) -> bool:
     return isinstance(spec, str) and spec.strip().lower() == "llm"
 
 
-def local_model_name(spec: str) -> str:
-    """``"local"`` -> the default BGE model; ``"local:<model>"`` -> ``<model>``."""
-    _, colon, rest = spec.partition(":")
-    return rest.strip() if colon else DEFAULT_LOCAL_RERANKER
-
-
 def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any) -> Reranker | None:
     """Build the reranker object for ``spec`` (models inside it still load lazily)."""
     validate_reranker(spec)
@@ -105,9 +95,8 @@ def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any
             return LLMReranker(reranker_model, **options)
         from akasha.rerank.local import LocalReranker
 
-        return LocalReranker(local_model_name(spec), **options)  # device=..., batch_size=...
-    from akasha.rerank.callable import CallableReranker
-
+        _, colon, model = spec.partition(":")  # "local" -> the default BGE model
+        return LocalReranker(model.strip() if colon else DEFAULT_LOCAL_RERANKER, **options)  # device=, batch_size=
     # validate_reranker let only a callable through to here; its signature is checked when it runs
     return CallableReranker(spec)  # type: ignore[arg-type]
 
@@ -141,13 +130,44 @@ def rerank(reranker: Reranker, query: str, hits: Sequence[Hit], top_k: int) -> l
     return out
 
 
+def _positions(candidates: Sequence[Hit], returned: object, key: Callable[[Any], object], who: str) -> list[int]:
+    """The candidate positions of the hits a reranker returned, matched by ``key``; OrderingError for
+    anything that is not one of the candidates (:func:`rerank` checks that each comes exactly once)."""
+    if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
+        raise OrderingError(f"{who} must return a list of the candidate documents, got {type(returned).__name__}")
+    position = {key(hit): i for i, hit in enumerate(candidates)}
+    order = []
+    for item in returned:
+        if key(item) not in position:
+            raise OrderingError(f"{who} returned an object that is not one of the original candidates "
+                                f"({str(item)[:80]!r}); it may only reorder the documents it was given")
+        order.append(position[key(item)])
+    return order
+
+
+class CallableReranker:
+    """A user function ``fn(query, documents) -> documents`` as a reranker.
+
+    It receives the candidate hits (they read like LangChain documents: ``page_content``,
+    ``metadata``) and must return the same objects, each exactly once, in its preferred
+    order; ``rerank_top_k`` does the trimming after validation.
+    """
+
+    def __init__(self, fn: Callable[[str, list[Hit]], Sequence[Hit]]) -> None:
+        self.fn = fn
+        self.name = f"callable:{getattr(fn, '__name__', type(fn).__name__)}"
+
+    def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
+        candidates = list(hits)
+        return Ranking(_positions(candidates, self.fn(query, list(candidates)), id, self.name))
+
+
 class LegacyReranker:
     """A reranker with the older ``rerank(query, hits, top_k) -> hits`` (or async ``arerank``) method.
 
-    It is asked for every candidate (``top_k = len(hits)``); the hits it returns are
-    mapped back to candidate positions by chunk id, so an omitted, duplicated or
-    invented candidate fails validation like any other reranker's answer. The
-    scores of the returned hits become the rerank scores.
+    It is asked for every candidate (``top_k = len(hits)``); the hits it returns are mapped
+    back to candidate positions by chunk id, so an omitted, duplicated or invented candidate
+    fails validation like any other reranker's answer. Their scores become the rerank scores.
     """
 
     def __init__(self, inner: Any) -> None:
@@ -164,19 +184,14 @@ class LegacyReranker:
         if not hasattr(self.inner, "rerank") and arerank is not None and inspect.iscoroutinefunction(arerank):
             from akasha.providers.sync_bridge import run_sync
 
-            returned = run_sync(arerank(query, candidates, len(candidates)))
+            returned = list(run_sync(arerank(query, candidates, len(candidates))))
         else:
-            returned = self.inner.rerank(query, candidates, len(candidates))
-        position = {hit.chunk.id: i for i, hit in enumerate(candidates)}
-        order: list[int] = []
+            returned = list(self.inner.rerank(query, candidates, len(candidates)))
+        order = _positions(candidates, returned, lambda hit: getattr(getattr(hit, "chunk", None), "id", None),
+                           self.name)
         scores = [0.0] * len(candidates)
-        for item in list(returned):
-            chunk_id = getattr(getattr(item, "chunk", None), "id", None)
-            if chunk_id not in position:
-                raise OrderingError(f"{self.name} returned {str(item)[:80]!r}, which is not one of the candidates")
-            order.append(position[chunk_id])
-            scores[position[chunk_id]] = float(getattr(item, "score", 0.0))
-        validate_ordering(order, len(candidates), self.name)
+        for position, item in zip(order, returned, strict=True):
+            scores[position] = float(getattr(item, "score", 0.0))
         return Ranking(order, scores)
 
 
@@ -190,8 +205,6 @@ def as_reranker(obj: object) -> Reranker:
     if hasattr(obj, "rerank") or hasattr(obj, "arerank"):
         return LegacyReranker(obj)
     if builtins.callable(obj):
-        from akasha.rerank.callable import CallableReranker
-
         return CallableReranker(obj)
     raise ConfigError(
         f"{obj!r} is not a reranker: give an object with rank(query, hits) -> Ranking, "
@@ -202,15 +215,14 @@ def as_reranker(obj: object) -> Reranker:
 RerankerSpec = None | str | Callable[[str, list[Hit]], list[Hit]] | Reranker
 
 __all__ = [
+    "CallableReranker",
     "DEFAULT_LOCAL_RERANKER",
     "LegacyReranker",
     "as_reranker",
     "is_llm",
-    "RERANKER_NAMES",
     "Ranking",
     "Reranker",
     "RerankerSpec",
-    "local_model_name",
     "rerank",
     "resolve_reranker",
     "validate_reranker",

@@ -1,18 +1,12 @@
 """``reranking.provider: cohere``: Cohere's HTTP rerank API (v2 ``/rerank``).
 
-``POST {endpoint}/v2/rerank`` with ``{"model", "query", "documents", "top_n"}``;
-the answer's ``results[].index`` / ``relevance_score`` become the hits' scores.
-Every candidate is ranked (``top_n`` is the number of candidates), so Cohere's
-answer is a complete ordering that :func:`akasha.rerank.rerank` validates before
-``reranking.top_k`` trims it.
-``api_key`` comes from the section, else ``CO_API_KEY`` / ``COHERE_API_KEY``;
-without one, build raises :class:`~akasha.errors.MissingAPIKeyError`.
-
-``endpoint`` (default ``https://api.cohere.com``) is where the key and every
-candidate chunk's text are sent: a Cohere-compatible server of your own, say.
-It must be ``https://``; plain ``http://`` is accepted only for a loopback
-address (``localhost``, ``127.0.0.1``, ``::1``), a test server on this machine.
-Anything else raises :class:`~akasha.errors.ConfigError` at build time.
+``POST {endpoint}/v2/rerank`` with ``{"model", "query", "documents", "top_n"}``, every candidate
+ranked (``top_n`` is their number), so the answer (``results[].index`` / ``relevance_score``) is a
+complete ordering that :func:`akasha.rerank.rerank` validates before ``reranking.top_k`` trims it.
+``api_key`` comes from the section, else ``CO_API_KEY`` / ``COHERE_API_KEY`` (only for Cohere's own
+host). ``endpoint`` (default ``https://api.cohere.com``) receives the key and every candidate's
+text: it must be ``https://``, or plain ``http://`` to a loopback address; anything else raises
+:class:`~akasha.errors.ConfigError` at build time.
 """
 
 from __future__ import annotations
@@ -92,7 +86,6 @@ class CohereReranker:
             by_index = {int(item["index"]): float(item["relevance_score"]) for item in results}
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ProviderError("cohere", f"unexpected rerank answer ({type(exc).__name__}: {exc})") from None
-        # The order is validated by akasha.rerank.rerank (every candidate exactly once).
         scores = [by_index.get(i, float("-inf")) for i in range(len(hits))]
         return Ranking(order, scores)
 

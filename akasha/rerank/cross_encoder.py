@@ -1,14 +1,9 @@
 """``reranking.provider: cross_encoder``: a sentence-transformers CrossEncoder scores (query, chunk) pairs.
 
-The model (default ``cross-encoder/ms-marco-MiniLM-L-6-v2``, or a local folder)
-is loaded at build so a bad name fails there, not at the first query, onto ``device``
-(default ``"auto"``: ``AKASHA_DEVICE``, else CUDA, MPS, CPU; see :mod:`akasha.device`). Needs the
-``full`` extra (sentence-transformers). Like every reranker it returns a complete
-:class:`~akasha.rerank.Ranking` of the candidates, which :func:`akasha.rerank.rerank`
-validates before keeping ``top_k``: the rerank score replaces ``Hit.score`` and
-the retrieval score stays in ``details`` (``retrieval`` plus the per-retriever keys).
-:func:`rescore` applies the same score rule for plugins written for the older
-``rerank(query, hits, top_k) -> hits`` contract.
+The model (default ``cross-encoder/ms-marco-MiniLM-L-6-v2``, or a local folder) is loaded at build,
+so a bad name fails there, onto ``device`` (:mod:`akasha.device`). Needs the ``full`` extra
+(sentence-transformers). :func:`rescore` applies the same score rule for plugins written for the
+older ``rerank(query, hits, top_k) -> hits`` contract.
 """
 
 from __future__ import annotations
@@ -57,10 +52,8 @@ class CrossEncoderReranker:
         """Every candidate, highest cross-encoder score first (ties keep the retrieval order)."""
         if not hits:
             return Ranking([])
-        predicted = self._model.predict([(query, hit.chunk.text) for hit in hits], batch_size=self.batch_size,
-                                        show_progress_bar=False)
-        scores = [float(s) for s in list(predicted)]
-        return Ranking(sorted(range(len(hits)), key=lambda i: (-scores[i], i)), scores)
+        return Ranking.by_score(self._model.predict([(query, hit.chunk.text) for hit in hits],
+                                                    batch_size=self.batch_size, show_progress_bar=False))
 
 
 def make_cross_encoder_reranker(config: dict[str, Any], context: Any = None) -> CrossEncoderReranker:

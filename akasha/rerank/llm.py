@@ -1,37 +1,20 @@
 """The LLM reranker: ``reranker_model`` orders every candidate id.
 
-The model sees the question and the numbered candidates (each inside
-``<candidate id="N">`` delimiters, declared to be data, not instructions) and
-must reply with exactly ``{"order": [ids]}`` naming every id once, best first.
-Anything else raises :class:`~akasha.errors.OrderingError` (a ``ValueError``):
-invalid JSON, another shape, omitted, duplicate or out-of-range ids.
+The model sees the question and the numbered candidates (each inside ``<candidate id="N">``
+delimiters, declared to be data, not instructions) and must reply with exactly
+``{"order": [ids]}`` naming every id once, best first; anything else raises
+:class:`~akasha.errors.OrderingError`. The request carries that JSON schema in
+``GenerationOptions.json_schema`` (each provider's structured-output switch); the reply is
+validated all the same.
 
-Budget. The request is budgeted by the reranker model's own context window,
-less the reply: ``context_window=`` when given, else what the model object
-reports (``llama-cpp:`` models, ``ollama:`` with ``num_ctx``, a self-hosted
-OpenAI-compatible server probed through ``/props`` or ``/v1/models``), else the
-table of known hosted models (:data:`KNOWN_CONTEXT_WINDOWS`), else
-``DEFAULT_MAX_INPUT_TOKENS``. ``max_input_tokens=`` caps it further when given
-(it is the reranker's own option, never the answer model's). When every
-candidate fits, one request ranks them all. Otherwise the
-candidates are ranked in windows, RankGPT-style: a window of as many candidates
-as fit slides from the end of the first-stage order to the front, overlapping
-the previous window by half, so the best candidates move forward window by
-window; the result is one complete ordering. Each window's reply is validated
-exactly like a single request's (its ids are 0..w-1), so an invalid reply in
-any window raises ``ValueError``. Tokens are counted with akasha's offline
-counter times ``token_margin`` (1.25: another model's tokenizer can count 20%
-more than cl100k), and a candidate longer than half the room is shortened.
-
-Structured output. The request carries the ``{"order": [int]}`` JSON schema in
-:attr:`~akasha.llm.base.GenerationOptions.json_schema`, which each provider
-turns into its own switch (OpenAI ``response_format``, Gemini
-``response_mime_type``, Ollama ``format``, llama.cpp's JSON-schema grammar), so
-small models comply more often; the reply is validated all the same.
-
-The chat model is resolved on the first :meth:`LLMReranker.rank` call, so a
-``RAG`` with the default ``reranker_model="gemini:gemini-2.5-flash"`` never
-creates a Gemini client unless reranking actually runs.
+Budget: the reranker model's context window less the reply (``context_window=``, else what the
+model object reports, else :data:`KNOWN_CONTEXT_WINDOWS`, else ``DEFAULT_MAX_INPUT_TOKENS``),
+capped by ``max_input_tokens=`` when given. When the candidates do not all fit one request
+they are ranked RankGPT-style: a window of as many as fit slides from the end of the
+first-stage order to the front, overlapping the previous one by half, and each window's reply
+is validated like a single request's. Tokens are counted with akasha's offline counter times
+``token_margin`` (1.25: another model's tokenizer can count 20% more than cl100k); a candidate
+longer than half the room is shortened. The chat model is built on the first ranking.
 """
 
 from __future__ import annotations
@@ -79,22 +62,12 @@ MESSAGE_OVERHEAD_TOKENS = 16
 #: A candidate is never cut below this many tokens; a budget that cannot hold two such is refused.
 MIN_CANDIDATE_TOKENS = 24
 
-#: The reply's JSON schema, passed to providers' structured-output switches.
-ORDER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"order": {"type": "array", "items": {"type": "integer"}}},
-    "required": ["order"],
-    "additionalProperties": False,
-}
-
-
-
 def order_schema(n: int) -> dict[str, Any]:
-    """:data:`ORDER_SCHEMA` bounded to ``n`` ids in 0..n-1, so a grammar-constrained model
-    (llama.cpp, Ollama) stops after the last id instead of counting on past the window."""
+    """The reply's JSON schema: ``{"order": [...]}`` with exactly ``n`` ids in 0..n-1, so a grammar-constrained
+    model (llama.cpp, Ollama) stops after the last id instead of counting on past the window."""
     item = {"type": "integer", "minimum": 0, "maximum": max(0, n - 1)}
     order = {"type": "array", "items": item, "minItems": n, "maxItems": n}
-    return {**ORDER_SCHEMA, "properties": {"order": order}}
+    return {"type": "object", "properties": {"order": order}, "required": ["order"], "additionalProperties": False}
 
 
 RERANK_SYSTEM = (
@@ -172,14 +145,14 @@ class LLMReranker:
         for label, value in (("max_input_tokens", max_input_tokens), ("context_window", context_window)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
                 raise ValueError(f"llm reranker {label} must be a positive integer, got {value!r}")
+        #: The caller's cap on each request's prompt (None: the model's context window decides).
+        self.max_input_tokens = max_input_tokens
+        self.context_window = context_window
         if not token_margin >= 1.0:
             raise ValueError(f"llm reranker token_margin must be >= 1.0, got {token_margin!r}")
         self.model_spec = model
         self.model_options = model_options
         self.max_output_tokens = max_output_tokens
-        #: The caller's cap on each request's prompt (None: the model's context window decides).
-        self.max_input_tokens = max_input_tokens
-        self.context_window = context_window
         self.token_margin = float(token_margin)
         self.structured_output = structured_output
         self._model: ChatModel | None = None
@@ -196,14 +169,6 @@ class LLMReranker:
             logger.debug("building reranker model %s", self.model_spec)
             self._model = resolve_chat_model(self.model_spec, **self.model_options)
         return self._model
-
-    # -- budget ---------------------------------------------------------------
-    def _counter(self) -> Any:
-        from akasha.tokens import counter_for
-
-        # the model object: a self-hosted OpenAI-compatible server counts through its /tokenize,
-        # a llama-cpp: model with its GGUF vocabulary (akasha.tokens.counter_for)
-        return counter_for(self.model)
 
     def _limits(self, n: int) -> tuple[int, int | None, int | None]:
         """``(prompt budget, context size or None, max_output_tokens to send)`` for ``n`` candidates."""
@@ -223,7 +188,9 @@ class LLMReranker:
             return Ranking([])
         n = len(hits)
         budget, context, out_tokens = self._limits(n)
-        counter = self._counter()
+        from akasha.tokens import counter_for
+
+        counter = counter_for(self.model)  # a self-hosted server's /tokenize, a GGUF's vocabulary, or tiktoken
 
         def tokens(text: str) -> int:
             return math.ceil(counter.count(text) * self.token_margin)
@@ -291,5 +258,5 @@ class LLMReranker:
         return parse_order_json(reply, len(texts), who)
 
 
-__all__ = ["DEFAULT_MAX_INPUT_TOKENS", "KNOWN_CONTEXT_WINDOWS", "LLMReranker", "known_context_window", "ORDER_SCHEMA",
+__all__ = ["DEFAULT_MAX_INPUT_TOKENS", "KNOWN_CONTEXT_WINDOWS", "LLMReranker", "known_context_window",
            "order_schema", "rerank_messages", "reply_tokens"]

@@ -1,11 +1,9 @@
 """A local cross-encoder reranker (``"local"``, ``"bge"``, ``"local:<model>"``, ``"bge:<model>"``).
 
-Any Hugging Face sequence-classification model (hub name or local folder) scores
-each (question, chunk) pair; candidates are sorted by that score. Runs in batches
-under ``torch.inference_mode`` on ``device`` (default ``"auto"``: ``AKASHA_DEVICE``, else
-CUDA, then Apple MPS, then the CPU; see :mod:`akasha.device`). The model is loaded on the first
-:meth:`LocalReranker.rank` call and kept. ``trust_remote_code`` stays False unless
-the caller asks for it. Needs the ``full`` extra (torch, transformers).
+Any Hugging Face sequence-classification model (hub name or local folder) scores each (question,
+chunk) pair in batches on ``device`` (:mod:`akasha.device`); candidates are sorted by that score.
+The model is loaded on the first :meth:`LocalReranker.rank` call and kept; ``trust_remote_code``
+stays False unless the caller asks for it. Needs the ``full`` extra (torch, transformers).
 """
 
 from __future__ import annotations
@@ -89,8 +87,4 @@ class LocalReranker:
         return out
 
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
-        if not hits:
-            return Ranking([])
-        scores = self.scores(query, [h.chunk.text for h in hits])
-        order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
-        return Ranking(order, scores)
+        return Ranking.by_score(self.scores(query, [h.chunk.text for h in hits]) if hits else [])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
 
 from akasha.errors import OrderingError
 
@@ -58,25 +57,4 @@ def parse_order_json(text: str, n: int, who: str = "llm reranker") -> list[int]:
     return validate_ordering(data["order"], n, who)
 
 
-def identity_positions(original: Sequence[object], returned: Sequence[object],
-                       who: str = "callable reranker") -> list[int]:
-    """Map the objects a callable returned back to their original positions (by identity).
-
-    Only the original candidate objects are accepted, each exactly once.
-    """
-    if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
-        raise OrderingError(f"{who} must return a list of the candidate documents, got {type(returned).__name__}")
-    returned = list(returned)
-    position = {id(obj): i for i, obj in enumerate(original)}
-    order: list[int] = []
-    for item in returned:
-        if id(item) not in position:
-            raise OrderingError(
-                f"{who} returned an object that is not one of the original candidates ({str(item)[:80]!r}); "
-                "it may only reorder the documents it was given"
-            )
-        order.append(position[id(item)])
-    return validate_ordering(order, len(original), who)
-
-
-__all__ = ["identity_positions", "parse_order_json", "validate_ordering"]
+__all__ = ["parse_order_json", "validate_ordering"]
