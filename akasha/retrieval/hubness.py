@@ -27,6 +27,7 @@ cosine, as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,8 @@ HUB_NEIGHBOURS = 5
 HUB_WEIGHT = 0.5
 #: Above this many chunks hub scores are not computed (the pass grows with the square of the corpus).
 HUB_MAX_ROWS = 20_000
+#: The dense first keeps its place when BM25 ranks it this high (:func:`discount`).
+AGREE_DEPTH = 5
 #: Rows per block of the pairwise pass (a block's cosines are BLOCK x n float32).
 BLOCK = 1024
 
@@ -101,11 +104,18 @@ def hub_scores(matrix: np.ndarray, neighbours: int = HUB_NEIGHBOURS) -> np.ndarr
     return mean_cosine(cosines)
 
 
-def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float) -> list[tuple[str, float]]:
+def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float,
+             lexical: Sequence[tuple[Any, float]] = ()) -> list[tuple[str, float]]:
     """``ranked`` (id, cosine) re-sorted by ``cosine - weight * hub score``; unchanged when there are no scores.
 
-    The pairs keep their raw cosines: only the order changes. Ties keep their input order.
+    The first pair keeps its place when the ``lexical`` list (BM25's, best first) holds it among
+    its first :data:`AGREE_DEPTH`: a chunk both retrievers put at the top is the match, not generic
+    text near everything. Without that, moving such a chunk down cost debian-faq-en 0.008 MRR@10
+    (docs/quality.md, "Every heuristic, with and without"). The pairs keep their raw cosines: only
+    the order changes. Ties keep their input order.
     """
+    if ranked and ranked[0][0] in {item for item, _ in lexical[:AGREE_DEPTH]}:
+        return [ranked[0], *discount(ranked[1:], hubs, weight)]
     if not ranked or not weight:
         return list(ranked)
     ids = [doc_id for doc_id, _ in ranked]
@@ -117,5 +127,5 @@ def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float
     return [ranked[i] for i in order.tolist()]
 
 
-__all__ = ["BLOCK", "HUB_MAX_ROWS", "HUB_NEIGHBOURS", "HUB_WEIGHT", "HubLookup", "discount", "hub_scores",
-           "mean_cosine", "merge", "nearest"]
+__all__ = ["AGREE_DEPTH", "BLOCK", "HUB_MAX_ROWS", "HUB_NEIGHBOURS", "HUB_WEIGHT", "HubLookup", "discount",
+           "hub_scores", "mean_cosine", "merge", "nearest"]

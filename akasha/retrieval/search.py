@@ -211,7 +211,7 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
         # Not for Chinese, Japanese or Korean questions: with multilingual-e5 the discount raised the
         # Japanese set and lowered the Chinese one (recall@5 0.840 -> 0.790); MiniLM gives them no dense weight.
         # ignore[arg-type]: dense ids are str, though fusion.Ranked admits any Hashable id
-        vector = hubness.discount(list(vector), hubs, settings.hub_weight)  # type: ignore[arg-type]
+        vector = hubness.discount(list(vector), hubs, settings.hub_weight, lexical)  # type: ignore[arg-type]
     fused = fusion.adaptive(query, vector, lexical, population, k=settings.adaptive_k,
                             weights=settings.adaptive_weights, dense_reads=dense_reads)
     if settings.neighbour_weight:
