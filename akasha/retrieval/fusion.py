@@ -1,14 +1,10 @@
 """Fusing ranked lists from several retrievers into one ranking.
 
-RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
-(rank starting at 1), so it needs no score calibration. Weighted fusion
-min-max normalises each list to 0..1 (a list whose scores are all equal
-normalises to 1.0) and adds the weighted scores. Weighted RRF (:func:`fuse_ranked`) is
-the fusion of ``auto`` and of the stores' hybrid queries; a short question whose terms only one
-chunk holds puts that chunk first (:func:`exact_match_first`). Adaptive fusion (the ``auto``
-search type) sets its weights per question first (:func:`adaptive`; the dense list counts for
-nothing on a Chinese, Japanese or Korean question its embedder cannot read), after which each
-chunk gains a share of its best-scoring neighbour's fused score (:func:`smooth_neighbours`).
+RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in (rank from 1), so it
+needs no score calibration; weighted fusion min-max normalises each list to 0..1 and adds the
+weighted scores. Weighted RRF (:func:`fuse_ranked`) is the fusion of ``auto`` and of the stores'
+hybrid queries, its weights set per question (:func:`adaptive`), then neighbour smoothing
+(:func:`smooth_neighbours`) and the exact-match rule (:func:`exact_match_first`).
 """
 
 from __future__ import annotations
@@ -121,10 +117,8 @@ def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tup
 
     ``auto`` calls it when the lexical list's first chunk is the only chunk holding one of the
     question's exact terms (:func:`exact_terms`, :meth:`akasha.retrieval.bm25.BM25Index.sole_holder`):
-    a question that is (or holds) an error code, an option or a function name then finds the one
-    chunk holding it first, whatever the dense side liked (rank fusion alone put it first for 31 of
-    40 identifier questions on docs/ and 32 of 40 on python-faq, the rule for 38 and 40;
-    bench/ablation.py).
+    an error code, an option or a function name then finds its chunk first, whatever the dense side
+    liked (identifier questions first: 29 -> 38 of 40 on docs/, 30 -> 40 on python-faq; docs/quality.md).
     """
     rest = [pair for pair in fused if pair[0] != item]
     top = max((score for _, score in fused), default=0.0)

@@ -1,27 +1,19 @@
 """Hub scores: how close each chunk lies to its nearest neighbours, so ``auto`` can discount generic chunks.
 
 In a corpus embedded by a small sentence model, some chunks (a table of contents, an
-introduction, boilerplate) sit near the middle of everything: they are among the nearest
-chunks of many unrelated questions, and push the chunk that answers one out of the top
-five. The fix comes from cross-lingual word retrieval (CSLS, Conneau et al. 2018): score a
-candidate by its cosine with the question *minus* how close it lies to its own nearest
-neighbours. A chunk's hub score here is the mean cosine with its :data:`HUB_NEIGHBOURS`
-nearest other chunks; ``auto`` re-sorts the dense candidates by
-``cosine - SearchSettings.hub_weight * hub score`` before fusion (the raw cosine stays the
-``vector`` score every hit reports), except for a question mostly in Chinese, Japanese or
-Korean: with multilingual-e5 the discount lowered a Chinese set (recall@5 0.840 -> 0.790).
+introduction, boilerplate) sit near the middle of everything and push the chunk that answers a
+question out of the top five. The fix comes from cross-lingual word retrieval (CSLS, Conneau et
+al. 2018): a chunk's hub score is its mean cosine with its :data:`HUB_NEIGHBOURS` nearest other
+chunks, and ``auto`` re-sorts the dense candidates by ``cosine - SearchSettings.hub_weight * hub
+score`` (:func:`discount`; the reported ``vector`` score stays the raw cosine), except for a
+question mostly in Chinese, Japanese or Korean (with multilingual-e5 the discount lowered a
+Chinese set, recall@5 0.840 -> 0.790). Measured with and without: docs/quality.md, "Every
+heuristic, with and without".
 
-Measured with the packaged MiniLM (the query-side study, docs/results.md):
-python-faq recall@5 / MRR@10 0.743 / 0.605 -> 0.796 / 0.618, debian-faq-en 0.706 / 0.505
--> 0.731 / 0.539, the Chinese and Japanese sets unchanged (MiniLM does not read them, so
-their dense list has no weight).
-
-Cost: the first time, one pass over all pairs of chunks, ``n^2 * d`` multiply-adds (about
-3 s for 20,000 chunks of 384 dimensions on 2 cores); the index keeps each chunk's nearest
-neighbours (:func:`nearest`), so later edits cost only the changed chunks against the rest
-(:class:`~akasha.retrieval.dense.DenseIndex`), and the snapshot keeps them for the next
-process. Above :data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw
-cosine, as before.
+Cost: the first time, one pass over all pairs of chunks (about 3 s for 20,000 chunks of 384
+dimensions on 2 cores); the index then keeps each chunk's nearest neighbours up to date
+(:class:`~akasha.retrieval.dense.DenseIndex`) and the snapshot keeps them for the next process.
+Above :data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw cosine.
 """
 
 from __future__ import annotations
