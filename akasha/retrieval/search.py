@@ -181,17 +181,14 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
                   hubs: hubness.HubLookup | None = None) -> list[tuple[Any, float]]:
     """``auto``'s fusion of a dense and a BM25 list: hub discount, adaptive weighted RRF, neighbour smoothing.
 
-    The one place both doors rank with it: the ``auto`` search type here and a YAML
-    pattern's ``fusion: adaptive`` (:class:`akasha.pipeline.Pipeline`). ``population`` is
-    the number of chunks searched; ``dense_reads`` as in :func:`search`; ``hubs`` gives the
-    hub scores of the dense list's ids (:func:`akasha.retrieval.hubness.discount`, not applied to
-    a question mostly in Chinese, Japanese or Korean), None or ``SearchSettings.hub_weight=0``
-    keeps the list's own order.
-
-    A question mostly in Chinese, Japanese or Korean that the embedder reads (``dense_reads``
-    True) is fused by score instead, as ``hybrid`` fuses (min-max, ``SearchSettings.hybrid_weights``):
-    with multilingual-e5-small, rank fusion lost 0.04-0.06 MRR@10 to it on debian-faq-zh-cn
-    and the Japanese sets (docs/quality.md, "Every heuristic, with and without").
+    The one place both doors rank with it: the ``auto`` search type and a YAML pattern's
+    ``fusion: adaptive`` (:class:`akasha.pipeline.Pipeline`). ``population`` is the number of
+    chunks searched; ``dense_reads`` as in :func:`search`; ``hubs`` gives the hub scores of the
+    dense list's ids (:func:`akasha.retrieval.hubness.discount`: BM25's top five keep a dense first
+    in place; not for a question mostly in Chinese, Japanese or Korean); None or
+    ``SearchSettings.hub_weight=0`` keeps the list's own order. A question mostly in those scripts
+    that the embedder reads is fused by score instead, as ``hybrid`` fuses: with
+    multilingual-e5-small rank fusion lost 0.04-0.06 MRR@10 to it on the Chinese and Japanese sets.
     """
     if vector and lexical and _fused_by_scores(query, dense_reads):
         return fusion.weighted([vector, lexical], list(settings.hybrid_weights))
