@@ -98,9 +98,8 @@ def fusion_variants() -> dict[str, Callable]:
         variants[f"minmax bm25 w={w}"] = lambda q, b, v, n, w=w: fusion.weighted([v, b], [1 - w, w])
     variants["adaptive (auto)"] = lambda q, b, v, n: fusion.smooth_neighbours(fusion.adaptive(q, v, b, n))
     variants["adaptive without neighbours"] = lambda q, b, v, n: fusion.adaptive(q, v, b, n)
-    for signal in fusion.ADAPTIVE_SIGNALS:
-        variants[f"adaptive without {signal}"] = lambda q, b, v, n, s=signal: fusion.smooth_neighbours(
-            fusion.adaptive(q, v, b, n, disable=(s,)))
+    variants["adaptive without coverage"] = lambda q, b, v, n: fusion.smooth_neighbours(
+        fusion.adaptive(q, v, b, n, dense_reads=True))
     return variants
 
 

@@ -41,12 +41,10 @@ def test_english_questions_always_fuse_both_lists():
     assert fused[0] == "d500" and "d0" in fused[:10]  # the dense list leads (0.6 against 0.4); both count
 
 
-def test_the_signal_can_be_switched_off_and_empty_lists_hand_over():
-    assert fusion.adaptive_weights("如何安装？", RANDOM, LEXICAL, CORPUS, disable=("coverage",)) == pytest.approx((0.6, 0.4))
+def test_an_embedder_known_to_read_keeps_its_weight_and_empty_lists_hand_over():
+    assert fusion.adaptive_weights("如何安装？", RANDOM, LEXICAL, CORPUS, dense_reads=True) == pytest.approx((0.6, 0.4))
     assert fusion.adaptive_weights("q", [], LEXICAL, CORPUS) == (0.0, 1.0)
     assert fusion.adaptive_weights("q", LEXICAL, [], CORPUS) == (1.0, 0.0)
-    with pytest.raises(ValueError, match="unknown adaptive fusion signal"):
-        fusion.adaptive_weights("q", LEXICAL, LEXICAL, CORPUS, disable=("colour",))
 
 
 def test_a_cjk_question_the_embedder_reads_is_fused_by_score_as_hybrid_fuses():

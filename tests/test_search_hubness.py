@@ -173,3 +173,17 @@ def test_a_chinese_question_keeps_the_plain_cosine_order():
     hits = search("泵的密封为什么失效", query, 6, "auto", bm25=bm25, dense=dense, chunks=chunks, settings=settings,
                   dense_reads=True)
     assert hits[0].chunk.id == "t#0"
+
+
+def test_the_dense_first_keeps_its_place_when_bm25_also_ranks_it_high():
+    """The hub t#0 is the dense side's first and BM25's second: both retrievers agree, so no discount moves it."""
+    chunks, bm25, dense, query = _world()
+    bm25.add(["f#0", "t#0"], ["pump seal seal", "pump seal"])  # BM25: f#0 first, t#0 second
+    hits = search("pump seal", query, 6, "auto", bm25=bm25, dense=dense, chunks=chunks,
+                  settings=SearchSettings(neighbour_weight=0.0))
+    assert [h.chunk.id for h in hits[:2]] == ["t#0", "f#0"]
+    # BM25 ranks the hub below its first five: discounted as before
+    far = [(f"x{i}", 9.0 - i) for i in range(hubness.AGREE_DEPTH)] + [("t#0", 1.0)]
+    lookup = dense.hub_scores
+    assert hubness.discount(dense.search(query, 6), lookup, 0.5, far)[0][0] == "f#0"
+    assert hubness.discount(dense.search(query, 6), lookup, 0.5, far[-2:])[0][0] == "t#0"

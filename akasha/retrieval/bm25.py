@@ -25,10 +25,8 @@ Lucene idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, so every matching
 document scores above zero. Document frequencies, ``N`` and the average
 length count live documents only, and are maintained on add/remove.
 
-``to_json``/``from_json`` give a plain-dict form (no pickle) recording the
-tokenizer id, so statistics from different tokenizers never mix;
-``to_parts``/``from_parts`` give the same state as numpy arrays and plain
-lists for fast snapshots.
+``to_parts``/``from_parts`` give the state as numpy arrays and plain lists (no pickle) for
+snapshots, with the tokenizer id, so statistics from different tokenizers never mix.
 """
 
 from __future__ import annotations
@@ -186,27 +184,19 @@ class BM25Index:
         self._add_batch(ids, token_lists)
         self._maybe_merge()
 
-    def _add_batch(self, ids: list[str], token_lists: list[Sequence[str]]) -> None:
-        if not ids:
-            return
-        flat = [tok for tokens in token_lists for tok in tokens]
-        entries = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
-        # a compound word kept whole beside its parts (retry_max_delay) adds no length: a document's length is its words
-        lengths = np.fromiter((getattr(t, "words", len(t)) for t in token_lists), dtype=np.int64, count=len(ids))
-        self._append(ids, flat, entries, None, lengths)
-
     def _maybe_merge(self) -> None:
         """Fold the delta segment into main once it is large next to main."""
         if self._delta_size > max(50_000, len(self._doc) // 8):
             self._merge()
 
-    def _append(self, ids: list[str], flat_terms: list[str], entries: np.ndarray, tfs: np.ndarray | None,
-                lengths: np.ndarray) -> None:
-        """Add documents given their terms concatenated (``entries[i]`` terms for ``ids[i]``).
-
-        With ``tfs`` None the terms are raw tokens (counted here); otherwise each
-        document lists each term once with its frequency in ``tfs``.
-        """
+    def _add_batch(self, ids: list[str], token_lists: list[Sequence[str]]) -> None:
+        """Add documents given their token lists: their postings go to a new delta part."""
+        if not ids:
+            return
+        flat_terms = [tok for tokens in token_lists for tok in tokens]
+        entries = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(ids))
+        # a compound word kept whole beside its parts (retry_max_delay) adds no length: a document's length is its words
+        lengths = np.fromiter((getattr(t, "words", len(t)) for t in token_lists), dtype=np.int64, count=len(ids))
         replaced = [i for i in ids if i in self._slot]
         if replaced:
             self.remove(replaced)
@@ -217,11 +207,7 @@ class BM25Index:
         n_terms = len(self._vocab)
         # (term, slot)-major keys: the delta part comes out sorted by term, so _merge's stable sort sees sorted runs
         keys = tids * n_docs + np.repeat(np.arange(n_docs, dtype=np.int64), entries)
-        if tfs is None:
-            pairs, tf = np.unique(keys, return_counts=True)
-        else:
-            order = np.argsort(keys, kind="stable")
-            pairs, tf = keys[order], np.asarray(tfs)[order]
+        pairs, tf = np.unique(keys, return_counts=True)
         p_terms, p_slots = np.divmod(pairs, n_docs)
         p_slots += start
         if n_terms > len(self._df):
@@ -497,44 +483,6 @@ class BM25Index:
         return [self._ids[s] for s in slots]  # type: ignore[misc]  # live slots only: their ids are never None
 
     # ---------------------------------------------------------- persistence
-    def to_json(self) -> dict[str, Any]:
-        """A plain, JSON-ready dict of the whole index (terms and frequencies per document)."""
-        self._merge()
-        terms = list(self._vocab)
-        posting_terms = np.repeat(np.arange(len(terms)), np.diff(self._indptr))
-        order = np.argsort(self._doc, kind="stable")
-        bounds = np.searchsorted(self._doc[order], np.arange(len(self._ids) + 1)).tolist()
-        names = [terms[t] for t in posting_terms[order].tolist()]
-        tfs = self._tf[order].astype(np.int64).tolist()
-        docs = [
-            {"id": doc_id, "length": int(length),
-             "terms": dict(zip(names[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]], strict=True))}
-            for i, (doc_id, length) in enumerate(zip(self._ids, self._dl.tolist(), strict=True))
-        ]
-        return {"format": FORMAT, "version": FORMAT_VERSION, "tokenizer": self.tokenizer_id,
-                "k1": self.k1, "b": self.b, "documents": docs}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BM25Index:
-        """Rebuild an index written by :meth:`to_json` (no re-tokenising)."""
-        if data.get("format") != FORMAT or data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} document (format={data.get('format')!r}, "
-                             f"version={data.get('version')!r})")
-        index = cls._with_tokenizer_id(data["tokenizer"], data.get("k1", K1), data.get("b", B))
-        documents = data["documents"]
-        ids = [doc["id"] for doc in documents]
-        if len(set(ids)) != len(ids):
-            raise ValueError("BM25 JSON lists the same document id twice")
-        flat = [term for doc in documents for term in doc["terms"]]
-        tfs = np.fromiter((tf for doc in documents for tf in doc["terms"].values()), dtype=np.float32, count=len(flat))
-        entries = np.fromiter((len(doc["terms"]) for doc in documents), dtype=np.int64, count=len(documents))
-        lengths = np.fromiter((doc.get("length", sum(doc["terms"].values())) for doc in documents), dtype=np.int64,
-                              count=len(documents))
-        if ids:
-            index._append(ids, flat, entries, tfs, lengths)
-        index._merge()
-        return index
-
     @classmethod
     def _with_tokenizer_id(cls, tokenizer_id: str, k1: float, b: float) -> BM25Index:
         stemmed = STEM_MARK + "+" in tokenizer_id

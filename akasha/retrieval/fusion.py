@@ -1,14 +1,10 @@
 """Fusing ranked lists from several retrievers into one ranking.
 
-RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in
-(rank starting at 1), so it needs no score calibration. Weighted fusion
-min-max normalises each list to 0..1 (a list whose scores are all equal
-normalises to 1.0) and adds the weighted scores. Weighted RRF (:func:`fuse_ranked`) is
-the fusion of ``auto`` and of the stores' hybrid queries; a short question whose terms only one
-chunk holds puts that chunk first (:func:`exact_match_first`). Adaptive fusion (the ``auto``
-search type) sets its weights per question first (:func:`adaptive`; the dense list counts for
-nothing on a Chinese, Japanese or Korean question its embedder cannot read), after which each
-chunk gains a share of its best-scoring neighbour's fused score (:func:`smooth_neighbours`).
+RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in (rank from 1), so it
+needs no score calibration; weighted fusion min-max normalises each list to 0..1 and adds the
+weighted scores. Weighted RRF (:func:`fuse_ranked`) is the fusion of ``auto`` and of the stores'
+hybrid queries, its weights set per question (:func:`adaptive`), then neighbour smoothing
+(:func:`smooth_neighbours`) and the exact-match rule (:func:`exact_match_first`).
 """
 
 from __future__ import annotations
@@ -121,18 +117,14 @@ def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tup
 
     ``auto`` calls it when the lexical list's first chunk is the only chunk holding one of the
     question's exact terms (:func:`exact_terms`, :meth:`akasha.retrieval.bm25.BM25Index.sole_holder`):
-    a question that is (or holds) an error code, an option or a function name then finds the one
-    chunk holding it first, whatever the dense side liked (rank fusion alone put it first for 31 of
-    40 identifier questions on docs/ and 32 of 40 on python-faq, the rule for 38 and 40;
-    bench/ablation.py).
+    an error code, an option or a function name then finds its chunk first, whatever the dense side
+    liked (identifier questions first: 29 -> 38 of 40 on docs/, 30 -> 40 on python-faq; docs/quality.md).
     """
     rest = [pair for pair in fused if pair[0] != item]
     top = max((score for _, score in fused), default=0.0)
     return [(item, top + 1e-9), *rest]
 
 
-#: The signals :func:`adaptive` weighs the lists by; each can be switched off (for ablations).
-ADAPTIVE_SIGNALS = ("coverage",)
 ADAPTIVE_K = 10
 #: Weights (vector, bm25) when both lists are informative: the dense list leads.
 ADAPTIVE_WEIGHTS = (0.6, 0.4)
@@ -170,26 +162,21 @@ def agreement_lift(a: Ranked, b: Ranked, population: int, depth: int = AGREEMENT
 
 
 def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: int, *,
-                     weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = (),
-                     dense_reads: bool | None = None) -> tuple[float, float]:
-    """(vector, bm25) weights for one question.
+                     weights: Sequence[float] = ADAPTIVE_WEIGHTS, dense_reads: bool | None = None
+                     ) -> tuple[float, float]:
+    """(vector, bm25) weights for one question: ``weights``, or the dense list's at 0 where it is blind.
 
-    ``coverage``: the dense list of a question written mostly in Chinese, Japanese or Korean
-    gets weight 0 when the embedder cannot read that language (MiniLM and other English-only
-    models give near-random lists there), so the answer rests on BM25. ``dense_reads`` says
-    whether it can: :func:`akasha.retrieval.reading.reads_question` asks the embedder itself
-    with a small probe, once per index cache. When it is None (not asked, or the probe failed) the
-    dense list is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance, a
-    per-question test that cannot tell a multilingual embedder from a blind one on corpora
-    of a few hundred chunks (docs/quality.md). English questions are never touched.
+    The dense list of a question mostly in Chinese, Japanese or Korean counts for nothing when
+    the embedder cannot read it (English-only models give near-random lists there).
+    ``dense_reads`` says whether it can (:func:`akasha.retrieval.reading.reads_question`); when
+    None, the list is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance (a
+    test that cannot tell a multilingual embedder from a blind one on small corpora,
+    docs/quality.md). English questions are never touched.
     """
-    unknown = set(disable) - set(ADAPTIVE_SIGNALS)
-    if unknown:
-        raise ValueError(f"unknown adaptive fusion signal(s) {sorted(unknown)}; known: {', '.join(ADAPTIVE_SIGNALS)}")
     if not vector or not lexical:
         return (1.0, 0.0) if vector else (0.0, 1.0)
     w_vec, w_lex = float(weights[0]), float(weights[1])
-    if "coverage" not in disable and cjk_share(query) >= CJK_SHARE:
+    if cjk_share(query) >= CJK_SHARE:
         blind = (not dense_reads if dense_reads is not None
                  else agreement_lift(vector, lexical, population) < MIN_LIFT)
         if blind:
@@ -199,16 +186,15 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
 
 
 def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k: int = ADAPTIVE_K,
-             weights: Sequence[float] = ADAPTIVE_WEIGHTS, disable: Sequence[str] = (),
-             dense_reads: bool | None = None) -> list[tuple[Hashable, float]]:
+             weights: Sequence[float] = ADAPTIVE_WEIGHTS, dense_reads: bool | None = None
+             ) -> list[tuple[Hashable, float]]:
     """Weighted RRF (:func:`fuse_ranked`, ``k`` = 10) of a dense and a BM25 list.
 
     The weights are those of the question (:func:`adaptive_weights`: the dense list counts for
     nothing where the embedder cannot read the question).
     ``population`` is the number of chunks searched. Returns (id, fused score), best first.
     """
-    w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, disable=disable,
-                                    dense_reads=dense_reads)
+    w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, dense_reads=dense_reads)
     return fuse_ranked(vector, lexical, (w_vec, w_lex), k)
 
 

@@ -1,32 +1,25 @@
 """Hub scores: how close each chunk lies to its nearest neighbours, so ``auto`` can discount generic chunks.
 
 In a corpus embedded by a small sentence model, some chunks (a table of contents, an
-introduction, boilerplate) sit near the middle of everything: they are among the nearest
-chunks of many unrelated questions, and push the chunk that answers one out of the top
-five. The fix comes from cross-lingual word retrieval (CSLS, Conneau et al. 2018): score a
-candidate by its cosine with the question *minus* how close it lies to its own nearest
-neighbours. A chunk's hub score here is the mean cosine with its :data:`HUB_NEIGHBOURS`
-nearest other chunks; ``auto`` re-sorts the dense candidates by
-``cosine - SearchSettings.hub_weight * hub score`` before fusion (the raw cosine stays the
-``vector`` score every hit reports), except for a question mostly in Chinese, Japanese or
-Korean: with multilingual-e5 the discount lowered a Chinese set (recall@5 0.840 -> 0.790).
+introduction, boilerplate) sit near the middle of everything and push the chunk that answers a
+question out of the top five. The fix comes from cross-lingual word retrieval (CSLS, Conneau et
+al. 2018): a chunk's hub score is its mean cosine with its :data:`HUB_NEIGHBOURS` nearest other
+chunks, and ``auto`` re-sorts the dense candidates by ``cosine - SearchSettings.hub_weight * hub
+score`` (:func:`discount`; the reported ``vector`` score stays the raw cosine), except for a
+question mostly in Chinese, Japanese or Korean (with multilingual-e5 the discount lowered a
+Chinese set, recall@5 0.840 -> 0.790). Measured with and without: docs/quality.md, "Every
+heuristic, with and without".
 
-Measured with the packaged MiniLM (the query-side study, docs/results.md):
-python-faq recall@5 / MRR@10 0.743 / 0.605 -> 0.796 / 0.618, debian-faq-en 0.706 / 0.505
--> 0.731 / 0.539, the Chinese and Japanese sets unchanged (MiniLM does not read them, so
-their dense list has no weight).
-
-Cost: the first time, one pass over all pairs of chunks, ``n^2 * d`` multiply-adds (about
-3 s for 20,000 chunks of 384 dimensions on 2 cores); the index keeps each chunk's nearest
-neighbours (:func:`nearest`), so later edits cost only the changed chunks against the rest
-(:class:`~akasha.retrieval.dense.DenseIndex`), and the snapshot keeps them for the next
-process. Above :data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw
-cosine, as before.
+Cost: the first time, one pass over all pairs of chunks (about 3 s for 20,000 chunks of 384
+dimensions on 2 cores); the index then keeps each chunk's nearest neighbours up to date
+(:class:`~akasha.retrieval.dense.DenseIndex`) and the snapshot keeps them for the next process.
+Above :data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw cosine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +29,8 @@ HUB_NEIGHBOURS = 5
 HUB_WEIGHT = 0.5
 #: Above this many chunks hub scores are not computed (the pass grows with the square of the corpus).
 HUB_MAX_ROWS = 20_000
+#: The dense first keeps its place when BM25 ranks it this high (:func:`discount`).
+AGREE_DEPTH = 5
 #: Rows per block of the pairwise pass (a block's cosines are BLOCK x n float32).
 BLOCK = 1024
 
@@ -101,11 +96,18 @@ def hub_scores(matrix: np.ndarray, neighbours: int = HUB_NEIGHBOURS) -> np.ndarr
     return mean_cosine(cosines)
 
 
-def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float) -> list[tuple[str, float]]:
+def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float,
+             lexical: Sequence[tuple[Any, float]] = ()) -> list[tuple[str, float]]:
     """``ranked`` (id, cosine) re-sorted by ``cosine - weight * hub score``; unchanged when there are no scores.
 
-    The pairs keep their raw cosines: only the order changes. Ties keep their input order.
+    The first pair keeps its place when the ``lexical`` list (BM25's, best first) holds it among
+    its first :data:`AGREE_DEPTH`: a chunk both retrievers put at the top is the match, not generic
+    text near everything. Without that, moving such a chunk down cost debian-faq-en 0.008 MRR@10
+    (docs/quality.md, "Every heuristic, with and without"). The pairs keep their raw cosines: only
+    the order changes. Ties keep their input order.
     """
+    if ranked and ranked[0][0] in {item for item, _ in lexical[:AGREE_DEPTH]}:
+        return [ranked[0], *discount(ranked[1:], hubs, weight)]
     if not ranked or not weight:
         return list(ranked)
     ids = [doc_id for doc_id, _ in ranked]
@@ -117,5 +119,5 @@ def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float
     return [ranked[i] for i in order.tolist()]
 
 
-__all__ = ["BLOCK", "HUB_MAX_ROWS", "HUB_NEIGHBOURS", "HUB_WEIGHT", "HubLookup", "discount", "hub_scores",
-           "mean_cosine", "merge", "nearest"]
+__all__ = ["AGREE_DEPTH", "BLOCK", "HUB_MAX_ROWS", "HUB_NEIGHBOURS", "HUB_WEIGHT", "HubLookup", "discount",
+           "hub_scores", "mean_cosine", "merge", "nearest"]

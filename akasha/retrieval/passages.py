@@ -1,25 +1,17 @@
 """Passage vectors: the encoder's own view of each short stretch of a chunk, for ``auto``'s dense ranking.
 
-A sentence encoder gives a chunk one vector: the mean of its last hidden states over up to 256
-tokens. A question is ten to twenty tokens, and the sentence that answers it is a small part of
-the chunk, so the chunk's vector is diluted by everything around that sentence. The forward pass
-that embeds the chunk has already computed a hidden state for every token; averaging them over
-windows of :data:`PASSAGE_TOKENS` tokens every :data:`PASSAGE_STRIDE` tokens gives a vector for
-every short passage of the chunk, in context, for no extra encoder work (a few microseconds of
-numpy per chunk). ``auto`` then scores each of the :data:`PASSAGE_FETCH` best dense candidates by
-the better of its chunk cosine and its best passage cosine before the hub discount and fusion.
+A chunk's vector is the mean of its token states over up to 256 tokens, diluted by everything
+around the sentence that answers a question. The forward pass that embeds the chunk already
+computed every token's state; their means over windows of :data:`PASSAGE_TOKENS` tokens every
+:data:`PASSAGE_STRIDE` give a vector per short passage, in context, for no extra encoder work.
+``auto`` scores each of the :data:`PASSAGE_FETCH` best dense candidates by the better of its chunk
+cosine and its best passage cosine (MiniLM, ``auto`` recall@5 / MRR@10: python-faq +0.048 /
++0.044, debian-faq-en +0.084 / +0.019; docs/quality.md; 16-token windows beat 8-128 and sentences).
 
-Measured with the packaged MiniLM (the passage study, docs/results.md; recall@1 / recall@5 / MRR@10
-of ``auto``): python-faq 0.497 / 0.796 / 0.618 -> 0.539 / 0.838 / 0.660, debian-faq-en 0.403 /
-0.731 / 0.539 -> 0.420 / 0.807 / 0.561; Chinese and Japanese questions unchanged (MiniLM's dense
-list carries no weight there). 16-token windows beat 8, 12, 20, 24, 32, 48, 64 and 128, and
-sentence spans, on both English sets; re-scoring only 50 candidates gave about half the gain.
-
-Stored as int8 with one float32 scale per vector (:func:`pack`): about 27 windows and 10 KB per
-full chunk of MiniLM, beside its 1.5 KB float32 chunk vector. Only local models whose vector is
-the mean of their token states give them (``hf:`` models through the torch-free encoders or
-sentence-transformers); for every other embedder, and for an index where some chunk has none,
-``auto`` ranks by chunk vectors alone.
+Stored as int8 with one float32 scale per vector (:func:`pack`): about 10 KB per full MiniLM
+chunk beside its 1.5 KB vector. Only local models whose vector is the mean of their token states
+give them; for every other embedder, and for an index where some chunk has none, ``auto`` ranks
+by chunk vectors alone.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ may be a plain method or a coroutine (a plugin's); the pipeline runs either.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
 import re
@@ -46,17 +45,6 @@ def ask_model(llm: Any, prompt: str) -> str:
 
         return str(run_sync(agenerate(messages, options)))
     return str(generate(messages, options))
-
-
-async def ask_llm(llm: Any, prompt: str) -> str:
-    """Async :func:`ask_model` (uses ``agenerate`` when the model has one)."""
-    from akasha.llm.base import GenerationOptions
-
-    agenerate = getattr(llm, "agenerate", None)
-    if agenerate is not None and inspect.iscoroutinefunction(agenerate):
-        messages = [{"role": "user", "content": prompt}]
-        return str(await agenerate(messages, GenerationOptions(max_output_tokens=512, temperature=0.0)))
-    return await asyncio.to_thread(ask_model, llm, prompt)
 
 
 @dataclass
@@ -186,5 +174,5 @@ def make_hyde(config: dict[str, Any], context: Any = None) -> HyDE:
     return HyDE("hyde", ("vector",), "rrf", None, True)
 
 
-__all__ = ["Pattern", "MultiQuery", "HyDE", "IndexSearch", "search_type_pattern", "parse_variants", "ask_llm",
-           "ask_model", "make_naive", "make_hybrid", "make_multi_query", "make_hyde"]
+__all__ = ["Pattern", "MultiQuery", "HyDE", "IndexSearch", "search_type_pattern", "parse_variants", "ask_model",
+           "make_naive", "make_hybrid", "make_multi_query", "make_hyde"]

@@ -1,20 +1,13 @@
 """Does an embedder read Chinese, Japanese or Korean? A twelve-question probe per script.
 
-``auto`` search leans on BM25 alone for a question its embedder cannot read: the packaged
-all-MiniLM-L6-v2 was trained on English, and its dense list for a Chinese question is near
-random. Telling such an embedder from a multilingual one per question (how far its list
-agrees with BM25's) fails on small corpora, where even a good embedder's agreement stays
-near what chance gives (docs/quality.md, "Other offline embedders"). This module asks the
-embedder itself, once per script: it embeds twelve everyday questions and
-twelve passages that answer them, written so that no question shares a content character
-with its own answer more than with the others (a character-overlap matcher gets at most 1 of 12
-right), and counts how often a question's nearest passage is its own. Measured: the packaged
-MiniLM gets 1, 0 and 2 of 12 (chance is 1), multilingual-e5-small 12, 10 and 10; an embedder
-reads a script when it gets at least :data:`PASS_SHARE` of them.
-
-The probe costs 24 short texts per script and embedder (about 0.4 s with the packaged MiniLM;
-12 query requests and one batch with a remote model), once per process, and once per index
-cache when the index keeps the verdict in its manifest.
+``auto`` leans on BM25 alone for a question its embedder cannot read (the packaged MiniLM's dense
+list for a Chinese question is near random). Telling that per question from how far the lists
+agree fails on small corpora (docs/quality.md, "Other offline embedders"), so this module asks the
+embedder itself, once per script: twelve everyday questions and twelve answering passages, none
+sharing a content character with its own answer more than with the others, and how often a
+question's nearest passage is its own (MiniLM 1, 0 and 2 of 12 for zh, ja, ko; multilingual-e5-small
+12, 10 and 10). It reads a script from :data:`PASS_SHARE` of them. The probe costs 24 short texts
+per script and embedder (about 0.4 s with MiniLM), once per process and once per index cache.
 """
 
 from __future__ import annotations

@@ -2,27 +2,15 @@
 
 ``search_type`` is one of :data:`SEARCH_TYPES` or a callable:
 
-* ``"auto"``   hybrid: BM25 and dense candidates fused by weighted reciprocal-rank fusion
-  (k=10, vector 0.6 / bm25 0.4; :func:`akasha.retrieval.fusion.adaptive`): RRF needs no score
-  calibration. On a Chinese/Japanese/Korean question the dense list counts for nothing when the
-  embedder cannot read the script (a twelve-question probe of the embedder, once per index cache:
-  :mod:`akasha.retrieval.reading`), and when it can, the two lists are fused by score as
-  ``hybrid`` fuses them. Otherwise each candidate then gains a tenth of its best-scoring
-  neighbour's fused score (the chunk before or after it in its document,
-  :func:`akasha.retrieval.fusion.smooth_neighbours`; ``SearchSettings.neighbour_weight``).
-  Before fusion the :data:`~akasha.retrieval.passages.PASSAGE_FETCH` best dense candidates are
-  scored by the better of their cosine and their best passage vector's when every chunk has
-  passages (16-token windows of the encoder's hidden states, :mod:`akasha.retrieval.passages`;
-  ``SearchSettings.passage_fetch``), the best ``candidates`` kept, and those of a question not
-  written in Chinese, Japanese or Korean are re-sorted by that score minus half their hub
-  score (how close a chunk lies to its nearest chunks: generic text near everything is
-  discounted, :mod:`akasha.retrieval.hubness`; ``SearchSettings.hub_weight``). Last, when BM25's
-  first chunk is the only chunk holding one of the question's exact terms (every term of a short
-  question, the identifier-shaped ones of a sentence: :func:`akasha.retrieval.fusion.exact_terms`),
-  that chunk goes first (an identifier, an error code).
-  Each piece was measured with and without on every quality set (docs/quality.md, "Every
-  heuristic, with and without"); ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60)
-  without any of them;
+* ``"auto"``   BM25 and dense candidates fused by :func:`fuse_adaptive`: weighted reciprocal-rank
+  fusion (k=10, vector 0.6 / bm25 0.4), the dense list dropped on a Chinese/Japanese/Korean
+  question the embedder cannot read (:mod:`akasha.retrieval.reading`) and fused by score when
+  it can, dense candidates re-scored by passage vectors (:mod:`akasha.retrieval.passages`) and
+  discounted by hub score (:mod:`akasha.retrieval.hubness`), neighbour smoothing; last, BM25's
+  first chunk leads when it alone holds one of the question's exact terms
+  (:func:`akasha.retrieval.fusion.exact_terms`: an identifier, an error code). Each piece was
+  measured with and without (docs/quality.md, "Every heuristic, with and without");
+  ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without any of them;
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
 * ``"mmr"``    maximal marginal relevance over the dense candidates;
@@ -193,17 +181,14 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
                   hubs: hubness.HubLookup | None = None) -> list[tuple[Any, float]]:
     """``auto``'s fusion of a dense and a BM25 list: hub discount, adaptive weighted RRF, neighbour smoothing.
 
-    The one place both doors rank with it: the ``auto`` search type here and a YAML
-    pattern's ``fusion: adaptive`` (:class:`akasha.pipeline.Pipeline`). ``population`` is
-    the number of chunks searched; ``dense_reads`` as in :func:`search`; ``hubs`` gives the
-    hub scores of the dense list's ids (:func:`akasha.retrieval.hubness.discount`, not applied to
-    a question mostly in Chinese, Japanese or Korean), None or ``SearchSettings.hub_weight=0``
-    keeps the list's own order.
-
-    A question mostly in Chinese, Japanese or Korean that the embedder reads (``dense_reads``
-    True) is fused by score instead, as ``hybrid`` fuses (min-max, ``SearchSettings.hybrid_weights``):
-    with multilingual-e5-small, rank fusion lost 0.04-0.06 MRR@10 to it on debian-faq-zh-cn
-    and the Japanese sets (docs/quality.md, "Every heuristic, with and without").
+    The one place both doors rank with it: the ``auto`` search type and a YAML pattern's
+    ``fusion: adaptive`` (:class:`akasha.pipeline.Pipeline`). ``population`` is the number of
+    chunks searched; ``dense_reads`` as in :func:`search`; ``hubs`` gives the hub scores of the
+    dense list's ids (:func:`akasha.retrieval.hubness.discount`: BM25's top five keep a dense first
+    in place; not for a question mostly in Chinese, Japanese or Korean); None or
+    ``SearchSettings.hub_weight=0`` keeps the list's own order. A question mostly in those scripts
+    that the embedder reads is fused by score instead, as ``hybrid`` fuses: with
+    multilingual-e5-small rank fusion lost 0.04-0.06 MRR@10 to it on the Chinese and Japanese sets.
     """
     if vector and lexical and _fused_by_scores(query, dense_reads):
         return fusion.weighted([vector, lexical], list(settings.hybrid_weights))
@@ -211,7 +196,7 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
         # Not for Chinese, Japanese or Korean questions: with multilingual-e5 the discount raised the
         # Japanese set and lowered the Chinese one (recall@5 0.840 -> 0.790); MiniLM gives them no dense weight.
         # ignore[arg-type]: dense ids are str, though fusion.Ranked admits any Hashable id
-        vector = hubness.discount(list(vector), hubs, settings.hub_weight)  # type: ignore[arg-type]
+        vector = hubness.discount(list(vector), hubs, settings.hub_weight, lexical)  # type: ignore[arg-type]
     fused = fusion.adaptive(query, vector, lexical, population, k=settings.adaptive_k,
                             weights=settings.adaptive_weights, dense_reads=dense_reads)
     if settings.neighbour_weight:

@@ -1,20 +1,12 @@
 """Word tokenizer shared by BM25 and the hash embedder.
 
-English (and other Latin-script) text is lowercased with accents folded;
-Chinese and Japanese runs are cut into jieba's words when rjieba (jieba-rs) is installed, else into
-overlapping character bigrams, so a Chinese question matches Chinese text
-either way. :func:`resolve_tokenizer` turns a tokenizer name (``"auto"``,
-``"jieba"``, ``"bigram"``) into a function plus a stable id; indexes persist that
-id so term statistics from different tokenizers are never mixed.
-
-jieba runs in search mode (``cut_for_search``): "北京大学" also yields "北京" and
-"大学", so a short query still matches a longer compound word.
-
-The lexical tokenizer of BM25 and the stores (:func:`resolve_tokenizer`) also keeps every
-compound word whole (:func:`with_compounds`): ``retry_max_delay``, ``rag.last_sync``,
-``setup.md`` and ``3.11`` are terms of their own beside their parts, so
-a question that is one identifier, file name or version finds the one chunk that holds it
-exactly, rather than every chunk holding its common parts.
+Latin-script text is lowercased with accents folded; Chinese and Japanese runs are cut into
+jieba's search-mode words ("北京大学" also yields "北京" and "大学") when rjieba is installed, else
+into overlapping character bigrams. :func:`resolve_tokenizer` turns a name (``"auto"``,
+``"jieba"``, ``"bigram"``) into a function plus a stable id that indexes persist, so term
+statistics from different tokenizers never mix. The lexical tokenizer also keeps every compound
+word whole beside its parts (:func:`with_compounds`: ``retry_max_delay``, ``setup.md``, ``3.11``),
+so a question that is one identifier finds the chunk holding it exactly.
 """
 
 from __future__ import annotations
