@@ -1,17 +1,10 @@
 """Run evaluation questions through each search type and reranker and tabulate the metrics.
 
-:func:`evaluate` indexes a folder once through the public pipeline API (the
-pipeline :mod:`akasha.assemble` builds for ``akasha.RAG``'s options, so the
-evaluated engine is the one users run), then asks every question under every
-(search_type, reranker) configuration and reports
-recall@1, recall@5, MRR@10 and nDCG@10 (definitions in
-:mod:`akasha.evaluation.metrics` and :mod:`akasha.evaluation.relevance`), and,
-for questions with a reference answer, how often the answer model's reply
-quotes the reference (``answer@80``: it contains an 80-character span of it,
-see :func:`akasha.evaluation.metrics.contains_span`) and its mean length in
-characters (``answer_chars``).
-:func:`evaluate_search` is the same loop over any search function, which is
-what the benchmarks use to score alternative fusions offline.
+:func:`evaluate` indexes a folder once through the pipeline :mod:`akasha.assemble` builds for
+``akasha.RAG``'s options (the evaluated engine is the one users run) and reports recall@1,
+recall@5, MRR@10, nDCG@10 and, for questions with a reference answer, ``answer@80`` and
+``answer_chars`` (definitions in :mod:`akasha.evaluation.metrics`). :func:`evaluate_search` is the
+same loop over any search function, which the benchmarks use to score alternative fusions.
 """
 
 from __future__ import annotations
