@@ -98,11 +98,9 @@ def valid_text(documents: list[Document]) -> list[Document]:
 def prepare_loaders(suffixes: Iterable[str], limits: LoaderLimits | None = None) -> None:
     """Hint: files with these suffixes are about to be loaded (with ``limits``, as :func:`load_file` takes them).
 
-    When some are read in a worker process (PDF, .docx), one is started now, importing their
-    parsers while this process does other work, instead of when the first such file is loaded
-    (starting Python and importing pypdfium2 and python-docx there took 0.3-0.5 s that a first
-    index waited for). Loading is unchanged; a worker that cannot start is left to
-    :func:`load_file` to report.
+    When some are read in a worker process (PDF, .docx), one is started now and imports their
+    parsers while this process does other work (0.3-0.5 s a first index used to wait for).
+    Loading is unchanged; a worker that cannot start is left to :func:`load_file` to report.
     """
     limits = limits or LoaderLimits.from_env()
     isolated = sorted({s.lower() for s in suffixes} & ISOLATED)

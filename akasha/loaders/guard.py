@@ -168,9 +168,8 @@ def _take(memory_mb: float) -> _Worker:
 def warm_up(suffixes: Sequence[str], memory_mb: float) -> None:
     """Start a worker now, importing the parsers of ``suffixes``, unless one is idle (see ``prepare_loaders``).
 
-    It waits in the idle pool for the first :func:`guarded_load` with this memory limit; the
-    process start and the imports (0.3-0.5 s) then happen while the caller does other work.
-    A worker that cannot start is not reported here: the first load reports it, as without this.
+    It waits in the idle pool for the first :func:`guarded_load` with this memory limit. A worker
+    that cannot start is not reported here: the first load reports it, as without this.
     """
     if _unavailable is not None:
         return
