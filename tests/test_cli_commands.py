@@ -1,8 +1,7 @@
-"""The akasha CLI: ask, index, --version, --help, the offline stack choice and the subcommand registry."""
+"""The akasha CLI: ask, index, --version, --help and the offline stack choice."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -122,22 +121,6 @@ def test_index_prints_counts_and_reuses_the_cache(no_keys, corpus, tmp_path, cap
     assert cli.main(["index", str(corpus), "--embeddings", "hash", "--cache-dir", cache]) == 0
     second = capsys.readouterr().out
     assert "indexed 0 files, 4 unchanged" in second and "embedded 0 chunks" in second
-
-
-def test_a_subcommand_can_live_in_another_module(monkeypatch, capsys):
-    module = type(sys)("akasha_test_plugin_cli")
-
-    def add_parser(subparsers):
-        parser = subparsers.add_parser("hello", help="say hello")
-        parser.set_defaults(handler=lambda args: print("hello") or 0)
-        return parser
-
-    module.add_parser = add_parser
-    monkeypatch.setitem(sys.modules, "akasha_test_plugin_cli", module)
-    monkeypatch.setattr(cli, "SUBCOMMANDS", [*cli.SUBCOMMANDS, "akasha_test_plugin_cli:add_parser", "not_installed_mod:add"])
-    assert cli.main(["hello"]) == 0
-    assert capsys.readouterr().out.strip() == "hello"
-    assert isinstance(cli.build_parser(), argparse.ArgumentParser)
 
 
 def test_the_console_script_runs(corpus, tmp_path):

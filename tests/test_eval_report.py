@@ -1,14 +1,12 @@
-"""The HTML report: table, highlighted best row, and a plot (hand-written SVG or matplotlib PNG)."""
+"""The HTML report: table, highlighted best row, and an inline SVG plot."""
 
 from __future__ import annotations
 
-import base64
-import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from akasha.evaluation.report import render_html, svg_plot, write_html_report
+from akasha.evaluation.report import svg_plot, write_html_report
 from akasha.evaluation.runner import EvalTable
 
 
@@ -32,19 +30,12 @@ def test_svg_plot_is_valid_and_scaled():
     assert heights[("knn+llm", "recall@1")] == pytest.approx(0.2 * plot_h, abs=0.1)
 
 
-def test_html_without_matplotlib_uses_inline_svg(tmp_path):
-    path = write_html_report(_table(), tmp_path / "sub" / "r.html", use_matplotlib=False)
+def test_html_report_has_the_table_and_an_inline_svg(tmp_path):
+    path = write_html_report(_table(), tmp_path / "sub" / "r.html")
     text = path.read_text()
     assert "<svg" in text and "data:image/png" not in text
     assert '<tr style="font-weight:bold"><td>auto</td>' in text  # best MRR row highlighted
     assert "20 questions" in text and "embeddings: hash" in text
-
-
-def test_html_with_matplotlib_embeds_png():
-    pytest.importorskip("matplotlib")
-    text = render_html(_table(), "ndcg@10", use_matplotlib=True)
-    encoded = re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", text).group(1)
-    assert base64.b64decode(encoded)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_unknown_metric_is_rejected():

@@ -1,25 +1,19 @@
 """The recursive character splitter behind the ``recursive`` chunker.
 
-It splits a text on the coarsest separator the text contains, keeps each separator at
-the end of the piece it closes, splits the pieces that are still too long on the next
-separators, and merges neighbouring pieces back into chunks of at most ``chunk_size``
-(as measured by ``length``), each sharing up to ``chunk_overlap`` of its end with the
-next chunk's start. Chunks are stripped of surrounding whitespace and empty ones dropped.
+It splits a text on the coarsest separator the text contains, keeps each separator at the end
+of the piece it closes, splits pieces still too long on the next separators, and merges
+neighbouring pieces back into chunks of at most ``chunk_size`` (as measured by ``length``), each
+sharing up to ``chunk_overlap`` of its end with the next chunk's start; chunks are stripped and
+empty ones dropped.
 
-Its chunks are the same, character for character, as those of langchain-text-splitters'
-``RecursiveCharacterTextSplitter(separators, keep_separator="end", strip_whitespace=True,
-chunk_size, chunk_overlap, length_function)`` with plain (not regex) separators, which
-akasha called before (up to 0.1.0); ``tests/test_chunking_recursive.py`` compares the two on the
-example documents, the docs, Chinese text and generated texts. Why akasha has its own:
-langchain-text-splitters brings langchain-core, langsmith, pydantic and zstandard, about
-45 MB of the base install (measured with ``python -m bench.install_size``; README
-"Install size") and 0.4-0.5 s of imports for the first chunking, for about sixty lines.
-
-Two differences that change no chunk: separators are found with ``in`` and split with
-``str.split`` (langchain builds regular expressions from the escaped separators), and the
-merge drops pieces from the front of its window through a deque instead of copying the list.
-A piece that no separator splits comes back as it is, even when it is longer than
-``chunk_size``; :func:`akasha.chunking.recursive.split_text` cuts those into windows.
+Its chunks are, character for character, those of langchain-text-splitters'
+``RecursiveCharacterTextSplitter(separators, keep_separator="end", strip_whitespace=True, ...)``
+with plain separators, which akasha called up to 0.1.0 (``tests/test_chunking_recursive.py``
+compares the two). Why akasha has its own: langchain-text-splitters brings langchain-core,
+langsmith, pydantic and zstandard, about 45 MB of the base install (``python -m
+bench.install_size``; README "Install size") and 0.4-0.5 s of imports, for about sixty lines.
+A piece that no separator splits comes back as it is, even over ``chunk_size``;
+:func:`akasha.chunking.recursive.split_text` cuts those into windows.
 """
 
 from __future__ import annotations

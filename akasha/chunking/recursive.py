@@ -1,20 +1,16 @@
 """Recursive character chunking: split on the coarsest separator that fits.
 
-Separators work for English, Chinese and Japanese: paragraph and line breaks
-first, then sentence ends (``。！？`` and ``. ! ?``), then clause marks (``；，、``
-and ``; ,``), then spaces (including the full-width ``\\u3000``). Sentence and
-clause marks stay at the *end* of the piece they close, so a Chinese chunk ends
-with its ``。`` instead of the next chunk starting with it.
+Separators work for English, Chinese and Japanese: paragraph and line breaks first, then
+sentence ends (``。！？`` and ``. ! ?``), clause marks (``；，、`` and ``; ,``), then spaces
+(including the full-width ``\u3000``). Marks stay at the *end* of the piece they close, so a
+Chinese chunk ends with its ``。`` instead of the next chunk starting with it.
 
-The splitting is akasha's own :class:`~akasha.chunking.character_splitter.RecursiveSplitter`
-(separators kept at the end of their piece, whitespace stripped), whose chunks are those of
-langchain-text-splitters' ``RecursiveCharacterTextSplitter``, which earlier versions called
-(that module says why akasha has its own). Two things are done here, for very long input:
-a run that has none of the separators is cut into ``chunk_size`` windows in one pass
-(instead of a character-by-character ``""`` fallback: 50 million list items for a 50 MB
-line), and texts over a million characters are split block by block so memory stays
-bounded. Chunks (and so chunk ids and the index's cached chunks) are the same as those of
-earlier versions; ``tests/test_chunking_cache_reuse.py`` holds their digests.
+The splitting is :class:`~akasha.chunking.character_splitter.RecursiveSplitter` (that module
+says why akasha has its own). For very long input, a run with none of the separators is cut
+into ``chunk_size`` windows in one pass (not a character-by-character ``""`` fallback: 50
+million list items for a 50 MB line), and texts over a million characters are split block by
+block. Chunks (so chunk ids and cached chunks) are those of earlier versions;
+``tests/test_chunking_cache_reuse.py`` holds their digests.
 """
 
 from __future__ import annotations
@@ -156,10 +152,8 @@ def split_text(
 
 
 def _finish(pieces: Iterable[str], chunk_size: int, overlap: int) -> list[str]:
-    """Strip the splitter's pieces, drop empty ones and cut those still over ``chunk_size`` into windows.
-
-    Pieces that could not be split further come back from the splitter as they are (unstripped).
-    """
+    """Strip the splitter's pieces, drop empty ones and cut those still over ``chunk_size`` into windows
+    (a piece no separator could split comes back from the splitter as it is)."""
     out: list[str] = []
     for piece in pieces:
         piece = piece.strip()

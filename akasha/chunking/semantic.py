@@ -11,24 +11,22 @@ not embedded a second time, and re-chunking reuses every sentence's vector.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from akasha.chunking.fixed import make_chunks, size_only, split_fixed
+from akasha.chunking.fixed import PieceSplitter, size_only, split_fixed
 from akasha.chunking.sentence import joined, split_sentences
 from akasha.embeddings.base import Embedder, as_matrix, normalize_rows
 from akasha.errors import SpecError
-from akasha.types import Chunk, Document
 
 
-class SemanticSplitter:
+class SemanticSplitter(PieceSplitter):
     """Groups consecutive sentences whose embeddings stay similar, up to ``chunk_size``."""
 
-    strategy = "semantic"
-
     def __init__(self, embedder: Embedder, chunk_size: int = 500, similarity_threshold: float = 0.5) -> None:
+        super().__init__("semantic", self.split_text)
         self.embedder = embedder
         self.chunk_size = chunk_size
         self.similarity_threshold = similarity_threshold
@@ -57,12 +55,6 @@ class SemanticSplitter:
                 current = sentences[i]
         pieces.append(current)
         return pieces
-
-    def split_documents(self, documents: Iterable[Document]) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for document in documents:
-            chunks.extend(make_chunks(document, self.split_text(document.text), self.strategy))
-        return chunks
 
 
 def make_semantic_splitter(config: dict[str, Any], context: Any) -> SemanticSplitter:

@@ -7,29 +7,13 @@
 ``metrics`` holds the pure functions (recall@k, MRR@k, nDCG@k), ``relevance``
 decides which retrieved chunks answer a question, ``runner`` runs a folder and a
 JSONL of questions through each search type and reranker, and ``report`` writes
-the HTML report with a plot. Submodules load lazily so ``import akasha`` stays fast.
+the HTML report with a plot. ``import akasha`` does not import this package.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from akasha.evaluation.relevance import Question, load_questions
+from akasha.evaluation.report import write_html_report
+from akasha.evaluation.runner import EvalTable, evaluate, evaluate_search
 
-_LAZY = {
-    "evaluate": ("akasha.evaluation.runner", "evaluate"),
-    "evaluate_search": ("akasha.evaluation.runner", "evaluate_search"),
-    "EvalTable": ("akasha.evaluation.runner", "EvalTable"),
-    "Question": ("akasha.evaluation.relevance", "Question"),
-    "load_questions": ("akasha.evaluation.relevance", "load_questions"),
-    "write_html_report": ("akasha.evaluation.report", "write_html_report"),
-}
-
-__all__ = list(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    try:
-        module_name, attribute = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'akasha.evaluation' has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module_name), attribute)
+__all__ = ["EvalTable", "Question", "evaluate", "evaluate_search", "load_questions", "write_html_report"]

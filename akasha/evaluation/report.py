@@ -1,15 +1,12 @@
 """A small, self-contained HTML report of an evaluation: the table plus a plot.
 
 The plot shows every metric per configuration (grouped bars), with the chosen
-metric first. It is a PNG drawn by matplotlib when that is installed, else a
-hand-written inline SVG, so the report needs nothing beyond the standard library.
+metric first, as an inline SVG: the report needs nothing beyond the standard library.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,15 +20,11 @@ def _label(row: dict) -> str:
     return row["search_type"] if row["reranker"] == "none" else f"{row['search_type']}+{row['reranker']}"
 
 
-def _ordered_metrics(table: EvalTable, metric: str) -> list[str]:
-    if metric not in table.metrics:
-        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(table.metrics)}")
-    return [metric, *(m for m in table.metrics if m != metric)]
-
-
 def svg_plot(table: EvalTable, metric: str = "mrr@10", width: int = 720, height: int = 320) -> str:
     """Grouped bar chart of the metrics by configuration as an inline SVG string."""
-    metrics = _ordered_metrics(table, metric)
+    if metric not in table.metrics:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(table.metrics)}")
+    metrics = [metric, *(m for m in table.metrics if m != metric)]
     left, right, top, bottom = 50, 20, 30, 60
     plot_w, plot_h = width - left - right, height - top - bottom
     groups = max(len(table.rows), 1)
@@ -71,45 +64,8 @@ def svg_plot(table: EvalTable, metric: str = "mrr@10", width: int = 720, height:
     return "\n".join(parts)
 
 
-def png_plot(table: EvalTable, metric: str = "mrr@10") -> bytes:
-    """The same grouped bar chart as PNG bytes, drawn by matplotlib (ImportError without it)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    metrics = _ordered_metrics(table, metric)
-    labels = [_label(row) for row in table.rows]
-    figure, axes = plt.subplots(figsize=(max(6, 1.2 * len(labels) + 2), 3.5), dpi=100)
-    width = 0.8 / len(metrics)
-    for m, name in enumerate(metrics):
-        xs = [g + m * width for g in range(len(labels))]
-        axes.bar(xs, [row[name] for row in table.rows], width * 0.9, label=name, color=_COLOURS[m % len(_COLOURS)])
-    axes.set_xticks([g + 0.4 - width / 2 for g in range(len(labels))], labels)
-    axes.set_ylim(0, 1)
-    axes.set_title(f"Metrics by configuration (first bar: {metric})")
-    axes.legend(fontsize=8, ncols=len(metrics))
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
-    return buffer.getvalue()
-
-
-def render_html(table: EvalTable, metric: str = "mrr@10", use_matplotlib: bool | None = None) -> str:
-    """The report as one HTML string: info, table and plot (PNG if matplotlib, else SVG)."""
-    if use_matplotlib is None:
-        try:
-            import matplotlib  # noqa: F401
-
-            use_matplotlib = True
-        except ImportError:
-            use_matplotlib = False
-    if use_matplotlib:
-        encoded = base64.b64encode(png_plot(table, metric)).decode("ascii")
-        plot = f'<img alt="{html.escape(metric)} by configuration" src="data:image/png;base64,{encoded}">'
-    else:
-        plot = svg_plot(table, metric)
+def render_html(table: EvalTable, metric: str = "mrr@10") -> str:
+    """The report as one HTML string: info, table and the SVG plot."""
     head, body = table._cells()  # the same columns as the text table, answer metrics included
     best = table.best(metric) if table.rows else None
     rows = []
@@ -123,7 +79,7 @@ def render_html(table: EvalTable, metric: str = "mrr@10", use_matplotlib: bool |
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}</style></head><body>"
         f"<h1>akasha eval: {table.questions} questions</h1><ul>{info}</ul>"
         f"<table><tr>{''.join(f'<th>{html.escape(h)}</th>' for h in head)}</tr>{''.join(rows)}</table>"
-        f"<h2>{html.escape(metric)} by configuration</h2>{plot}"
+        f"<h2>{html.escape(metric)} by configuration</h2>{svg_plot(table, metric)}"
         "<p>recall@k: share of the relevant units (reference answer, or each relevant source) found in the top k; "
         "MRR@10: mean of 1/rank of the first relevant chunk; nDCG@10: binary gains, a chunk gains when it finds a "
         "new unit; answer@80: share of replies quoting 80 characters of the reference answer; answer_chars: mean "
@@ -131,10 +87,9 @@ def render_html(table: EvalTable, metric: str = "mrr@10", use_matplotlib: bool |
     )
 
 
-def write_html_report(table: EvalTable, path: str | Path, metric: str = "mrr@10",
-                      use_matplotlib: bool | None = None) -> Path:
+def write_html_report(table: EvalTable, path: str | Path, metric: str = "mrr@10") -> Path:
     """Write the HTML report to ``path`` (parents created) and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(table, metric, use_matplotlib), encoding="utf-8")
+    path.write_text(render_html(table, metric), encoding="utf-8")
     return path

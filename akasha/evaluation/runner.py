@@ -1,17 +1,10 @@
 """Run evaluation questions through each search type and reranker and tabulate the metrics.
 
-:func:`evaluate` indexes a folder once through the public pipeline API (the
-pipeline :mod:`akasha.assemble` builds for ``akasha.RAG``'s options, so the
-evaluated engine is the one users run), then asks every question under every
-(search_type, reranker) configuration and reports
-recall@1, recall@5, MRR@10 and nDCG@10 (definitions in
-:mod:`akasha.evaluation.metrics` and :mod:`akasha.evaluation.relevance`), and,
-for questions with a reference answer, how often the answer model's reply
-quotes the reference (``answer@80``: it contains an 80-character span of it,
-see :func:`akasha.evaluation.metrics.contains_span`) and its mean length in
-characters (``answer_chars``).
-:func:`evaluate_search` is the same loop over any search function, which is
-what the benchmarks use to score alternative fusions offline.
+:func:`evaluate` indexes a folder once through the pipeline :mod:`akasha.assemble` builds for
+``akasha.RAG``'s options (the evaluated engine is the one users run) and reports recall@1,
+recall@5, MRR@10, nDCG@10 and, for questions with a reference answer, ``answer@80`` and
+``answer_chars`` (definitions in :mod:`akasha.evaluation.metrics`). :func:`evaluate_search` is the
+same loop over any search function, which the benchmarks use to score alternative fusions.
 """
 
 from __future__ import annotations
@@ -35,8 +28,6 @@ DEFAULT_SEARCH_TYPES = ("auto", "bm25", "knn")
 
 #: search(question, search_type, reranker, k) -> hits (objects with .text and .path)
 SearchFn = Callable[[str, str, Any, int], Sequence[Any]]
-#: reranker(question, hits) -> hits in the new order
-RerankFn = Callable[[str, list[Any]], list[Any]]
 #: answer(question, search_type, reranker) -> the answer model's reply
 AnswerFn = Callable[[str, str, Any], str]
 
@@ -176,21 +167,6 @@ def score_answers(answer: AnswerFn, questions: Sequence[Question], search_type: 
     return {"answer@80": mean(quoted), "answer_chars": mean(lengths)}
 
 
-def resolve_reranker(spec: Any, reranker_model: Any = None) -> RerankFn | None:
-    """``None``/"none" -> None; anything else is what ``akasha.RAG(reranker=...)`` accepts ("llm",
-    "local", "bge:<model>", a callable ``(question, hits) -> hits``, a Reranker object), resolved by
-    :mod:`akasha.rerank`, whose complete-ordering validation applies here too."""
-    if spec is None or spec == "none":
-        return None
-    from akasha.rerank import rerank
-    from akasha.rerank import resolve_reranker as resolve
-
-    reranker = resolve(spec, reranker_model=reranker_model) if reranker_model is not None else resolve(spec)
-    if reranker is None:  # a spec that means "no reranking"
-        return None
-    return lambda question, hits: rerank(reranker, question, hits, max(len(hits), 1))
-
-
 def evaluate(
     folder: str | Path,
     questions_jsonl: str | Path,
@@ -232,34 +208,29 @@ def evaluate(
     components = Components()  # one index, embedder and reranker cache for every configuration
     base = RAGOptions(model=model, embeddings=embeddings, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                       cache_dir=cache_dir, reranker_model=reranker_model or DEFAULT_RERANKER_MODEL)
-    pipelines: dict[tuple[str, str], Any] = {}
+    pipelines: dict[tuple[str, str, bool], Any] = {}
 
-    def pipeline_for(search_type: str, reranker: Any, top: int) -> Any:
-        key = (str(search_type), _reranker_name(reranker))
+    def pipeline_for(search_type: str, reranker: Any, answering: bool = False) -> Any:
+        key = (str(search_type), _reranker_name(reranker), answering)
         if key not in pipelines:
             spec = None if reranker in (None, "none") else reranker
-            # With a reranker the first stage keeps `candidates` hits; the reranker orders all of them.
-            pool = top if spec is None else max(top, candidates)
-            options = base.merged(search_type=search_type, reranker=spec, k=pool, rerank_top_k=pool)
-            pipelines[key] = from_options(options, components)
+            # Answering gets what a user gets (default k, rerank_top_k); retrieval with a reranker keeps
+            # `candidates` first-stage hits, and the reranker orders all of them.
+            pool = k if spec is None else max(k, candidates)
+            sizes = {} if answering else {"k": pool, "rerank_top_k": pool}
+            pipelines[key] = from_options(base.merged(search_type=search_type, reranker=spec, **sizes), components)
         return pipelines[key]
 
-    first = pipeline_for(search_types[0], None, k)
+    first = pipeline_for(search_types[0], None)
     start = time.perf_counter()
     sync = first.sync(folder)
     index_s = time.perf_counter() - start
 
     def search(question: str, search_type: str, reranker: Any, top: int) -> list[Any]:
-        return pipeline_for(search_type, reranker, top).retrieve(None, question)[:top]
-
-    answerers: dict[tuple[str, str], Any] = {}
+        return pipeline_for(search_type, reranker).retrieve(None, question)[:top]
 
     def answer(question: str, search_type: str, reranker: Any) -> str:
-        key = (str(search_type), _reranker_name(reranker))
-        if key not in answerers:  # the options a user gets: default k, rerank_top_k, max_input_tokens
-            spec = None if reranker in (None, "none") else reranker
-            answerers[key] = from_options(base.merged(search_type=search_type, reranker=spec), components)
-        return str(answerers[key].answer(question).response)
+        return str(pipeline_for(search_type, reranker, answering=True).answer(question).response)
 
     table = evaluate_search(search, questions, search_types=search_types, rerankers=rerankers, k=k, folder=folder,
                             answer=answer if answers else None)

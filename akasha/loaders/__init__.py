@@ -1,21 +1,15 @@
 """Loaders: files in, :class:`~akasha.types.Document` objects out.
 
-:func:`discover` lists the files of a data_source; :func:`load_file` picks the
-loader for a file's extension (one module per file type). Every loader either
-returns Documents with ``metadata["source"]`` (the path) and ``["file_type"]``
-(PDF pages also ``["page"]``, 1-based) or raises
-:class:`~akasha.errors.LoaderError` naming the file and the reason, so the
-indexer can report the file and carry on with the others.
+:func:`discover` lists the files of a data_source; :func:`load_file` picks the loader for a
+file's extension (one module per file type). A loader returns Documents with
+``metadata["source"]`` (the path), ``["file_type"]`` and, for PDF pages, ``["page"]`` (1-based),
+with ids ``"<source>"`` (``"<source>:p<page>"`` for a PDF page; chunk ids append ``#<n>``), or
+raises :class:`~akasha.errors.LoaderError` naming the file and the reason, so the indexer can
+report the file and carry on.
 
-Document ids are stable and path-based: ``"<source>"`` for a whole file and
-``"<source>:p<page>"`` for a PDF page. Chunk ids append ``#<n>``.
-
-Documents are untrusted input: every load runs inside
-:class:`~akasha.loaders.limits.LoaderLimits` (inflated bytes, pages, characters,
-time and memory per file; ``AKASHA_LOADER_*`` environment variables raise them),
-and PDF and .docx files, whose parsers are native code, are read in a child
-process (:mod:`akasha.loaders.guard`), so a file that crashes its parser is
-reported and skipped instead of ending the program.
+Documents are untrusted input: every load runs inside :class:`~akasha.loaders.limits.LoaderLimits`,
+and PDF and .docx files, whose parsers are native code, are read in a child process
+(:mod:`akasha.loaders.guard`).
 """
 
 from __future__ import annotations
@@ -56,19 +50,16 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
               **options: Any) -> list[Document]:
     """Load one file into Documents (one per file, one per page for PDFs).
 
-    ``data`` is the file's bytes when the caller already read them (the index
-    reads each file once to hash it); otherwise the file is read here.
-    ``limits`` bound what one file may cost (default :meth:`LoaderLimits.from_env`; the
-    file's size is checked against them before it is read);
-    with ``limits.isolate`` (the default) PDFs and .docx files are read in a child
+    ``data``: the file's bytes when the caller already read them (else it is read here).
+    ``limits`` (default :meth:`LoaderLimits.from_env`) bound what the file may cost, its size
+    checked before it is read; with ``limits.isolate`` PDFs and .docx files are read in a child
     process. ``options`` go to the format's loader (``engine=`` for PDFs).
 
-    Raises :class:`~akasha.errors.LoaderError` for any file that cannot be
-    turned into text: unsupported, corrupt, encrypted, binary, empty or unreadable;
-    its subclass :class:`~akasha.loaders.limits.LoaderLimitError` for a file over a
-    limit (the message names the limit and how to raise it), and
-    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed
-    from outside. ``MemoryError`` in this process propagates: it is not the file's fault.
+    Raises :class:`~akasha.errors.LoaderError` for a file that cannot be turned into text
+    (unsupported, corrupt, encrypted, binary, empty, unreadable), its subclass
+    :class:`~akasha.loaders.limits.LoaderLimitError` for a file over a limit, and
+    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed from
+    outside. ``MemoryError`` in this process propagates: it is not the file's fault.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -107,11 +98,9 @@ def valid_text(documents: list[Document]) -> list[Document]:
 def prepare_loaders(suffixes: Iterable[str], limits: LoaderLimits | None = None) -> None:
     """Hint: files with these suffixes are about to be loaded (with ``limits``, as :func:`load_file` takes them).
 
-    When some are read in a worker process (PDF, .docx), one is started now, importing their
-    parsers while this process does other work, instead of when the first such file is loaded
-    (starting Python and importing pypdfium2 and python-docx there took 0.3-0.5 s that a first
-    index waited for). Loading is unchanged; a worker that cannot start is left to
-    :func:`load_file` to report.
+    When some are read in a worker process (PDF, .docx), one is started now and imports their
+    parsers while this process does other work (0.3-0.5 s a first index used to wait for).
+    Loading is unchanged; a worker that cannot start is left to :func:`load_file` to report.
     """
     limits = limits or LoaderLimits.from_env()
     isolated = sorted({s.lower() for s in suffixes} & ISOLATED)

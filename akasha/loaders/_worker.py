@@ -22,9 +22,10 @@ import signal
 import struct
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
-_FRAME = struct.Struct("<Q")
+#: The length before every frame, both ways (:mod:`akasha.loaders.guard` uses it too).
+FRAME = struct.Struct("<Q")
 
 
 class _Collect(logging.Handler):
@@ -64,28 +65,27 @@ def _limit_memory() -> None:
             pass
 
 
-def _read_frame(stream: BinaryIO) -> bytes | None:
-    head = stream.read(_FRAME.size)
-    if len(head) < _FRAME.size:
+def read_frame(stream: IO[bytes]) -> bytes | None:
+    """The next frame's bytes, or None at end of input (or a frame cut short)."""
+    head = stream.read(FRAME.size)
+    if len(head) < FRAME.size:
         return None
-    (size,) = _FRAME.unpack(head)
+    (size,) = FRAME.unpack(head)
     body = stream.read(size)
     return body if len(body) == size else None
 
 
 def _write_frame(stream: BinaryIO, payload: dict[str, Any]) -> None:
     blob = json.dumps(payload, default=str).encode("ascii")  # \u escapes carry lone surrogates too
-    stream.write(_FRAME.pack(len(blob)) + blob)
+    stream.write(FRAME.pack(len(blob)) + blob)
     stream.flush()
 
 
 def _rss_mb() -> float:
     """This worker's peak resident memory in MB, since it started.
 
-    On Linux from ``VmHWM`` in ``/proc/self/status``: ``ru_maxrss`` there also counts the parent's
-    resident memory at the moment it started this process (the kernel keeps the high-water mark
-    across fork and exec), so a parent holding more than half of ``max_memory_mb`` (a notebook
-    with a few GB of data) made every reply look too large, and every file got a new worker.
+    On Linux from ``VmHWM``: ``ru_maxrss`` there keeps the parent's high-water mark across fork and
+    exec, so a parent holding more than half of ``max_memory_mb`` made every file get a new worker.
     """
     try:
         with open("/proc/self/status", encoding="ascii", errors="replace") as status:
@@ -127,11 +127,8 @@ def handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
 
 
 def _warm(suffixes: list[str]) -> None:
-    """Import the parsers of ``suffixes`` before the first request (the parent announced those files).
-
-    Nothing here may stop the worker: a parser that fails to import fails the request that
-    needs it, with the loader's own error, as it would without this.
-    """
+    """Import the parsers of ``suffixes`` before the first request; one that fails to import fails the
+    request that needs it, with the loader's own error, as it would without this."""
     from akasha.loaders import LOADERS, warm_loader
 
     for suffix in suffixes:
@@ -157,10 +154,10 @@ def main() -> None:
     root.setLevel(logging.INFO)
     root.propagate = False
     while True:
-        raw = _read_frame(inp)
+        raw = read_frame(inp)
         if raw is None:
             return
-        data = _read_frame(inp)
+        data = read_frame(inp)
         if data is None:
             return
         header = json.loads(raw)

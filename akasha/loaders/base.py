@@ -17,20 +17,25 @@ from typing import BinaryIO
 from akasha.errors import LoaderError
 
 
+def unreadable(path: Path, exc: OSError) -> LoaderError:
+    """The LoaderError naming ``path`` and why reading it failed with ``exc``."""
+    if isinstance(exc, FileNotFoundError):
+        if os.path.islink(path):
+            return LoaderError(path, "broken symlink: its target does not exist")
+        return LoaderError(path, "file not found (deleted or moved since it was listed)")
+    if isinstance(exc, PermissionError):
+        return LoaderError(path, f"permission denied: {exc.strerror}")
+    if exc.errno == errno.ELOOP:
+        return LoaderError(path, "symlink loop: the link points back to itself")
+    return LoaderError(path, f"cannot read file: {exc.strerror or exc}")
+
+
 def file_size(path: Path) -> int:
     """The size in bytes of the regular file at ``path``; LoaderError (naming why) for anything else."""
     try:
         info = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise LoaderError(path, "broken symlink: its target does not exist") from None
-        raise LoaderError(path, "file not found (deleted or moved since it was listed)") from None
-    except PermissionError as exc:
-        raise LoaderError(path, f"permission denied: {exc.strerror}") from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise LoaderError(path, "symlink loop: the link points back to itself") from None
-        raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
+        raise unreadable(path, exc) from None
     if not stat.S_ISREG(info.st_mode):
         kind = "directory" if stat.S_ISDIR(info.st_mode) else "FIFO, socket or device"
         raise LoaderError(path, f"not a regular file ({kind}); skipped")
@@ -42,12 +47,8 @@ def open_bytes(path: Path) -> BinaryIO:
     file_size(path)
     try:
         return open(path, "rb")
-    except FileNotFoundError:
-        raise LoaderError(path, "file not found (deleted or moved since it was listed)") from None
-    except PermissionError as exc:
-        raise LoaderError(path, f"permission denied: {exc.strerror}") from None
     except OSError as exc:
-        raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
+        raise unreadable(path, exc) from None
 
 
 def read_bytes(path: Path, data: bytes | None = None) -> bytes:
@@ -58,7 +59,7 @@ def read_bytes(path: Path, data: bytes | None = None) -> bytes:
         try:
             return handle.read()
         except OSError as exc:
-            raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
+            raise unreadable(path, exc) from None
 
 
 def require_text(path: Path, text: str, what: str = "file") -> str:

@@ -110,20 +110,12 @@ def load_csv(path: Path, data: bytes | None = None, *, limits: LoaderLimits | No
     text, _encoding = read_text(path, data, limits)
     require_text(path, text)
     bad: list[tuple[int, str]] = []
-    seen = [False]
-
-    def counted(rows: Iterator[list[str]]) -> Iterator[list[str]]:
-        for row in rows:
-            if not seen[0] and any(cell.strip() for cell in row):
-                seen[0] = True
-            yield row
-
     try:
         reader = csv.reader(io.StringIO(text, newline=""), _dialect(text))
-        body = _bounded_text(path, render_rows(counted(_rows(reader, bad))), limits)
+        body = _bounded_text(path, render_rows(_rows(reader, bad)), limits)
     except csv.Error as exc:
         raise LoaderError(path, f"malformed CSV: {exc}") from None
-    if bad and not seen[0]:
+    if bad and not body:  # render_rows yields a line as soon as one row has a cell
         raise LoaderError(path, f"malformed CSV: no row could be read (line {bad[0][0]}: {bad[0][1]})")
     if bad:
         lines = ", ".join(str(line) for line, _reason in bad[:5]) + (" ..." if len(bad) > 5 else "")

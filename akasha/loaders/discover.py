@@ -1,24 +1,15 @@
 """Turn a data_source (folder, file, or a list mixing both) into the files to load.
 
-Order is stable: list order is kept and each folder is walked depth-first with
-its entries sorted by name, so the same folder always yields the same list.
-Hidden files and folders (names starting with ``.``) and the ``exclude``
-folders (the index's own cache) are skipped; files with an extension no loader
-handles are skipped with one log line each.
+The order is stable: list order, and each folder walked depth-first with its entries sorted by
+name. Hidden files and folders and the ``exclude`` folders (the index's own cache) are skipped;
+files no loader handles are skipped with one log line each. Entries with a supported extension
+that are not regular files (a FIFO, a broken or looping symlink) are listed: loading them raises a
+:class:`~akasha.errors.LoaderError` that names them.
 
-Symbolic links stay inside the folder: a link (to a file or a folder) whose
-target lies outside the data_source folder is not followed, with one warning
-per link naming it, unless ``follow_links=True`` or the environment variable
-``AKASHA_FOLLOW_EXTERNAL_LINKS=1`` says so. (A file or folder named explicitly
-in data_source is read wherever it points: the caller chose it.) A link to
-something inside the folder never doubles it: each real file is listed once,
-under its own path when that path is also in the tree, and each real folder is
-walked once, so symlink loops end.
-
-Entries with a supported extension that are not regular files (a FIFO, a
-broken or looping symlink) are still listed: loading them raises a
-:class:`~akasha.errors.LoaderError` that names them, so the user is told
-rather than left guessing why a file is missing.
+Symbolic links stay inside the folder (docs/threat-model.md): a link whose target lies outside it
+is not followed, with one warning, unless ``follow_links=True`` or
+``AKASHA_FOLLOW_EXTERNAL_LINKS=1``; a path named explicitly is read wherever it points. Each real
+file is listed once and each real folder walked once, so symlink loops end.
 """
 
 from __future__ import annotations

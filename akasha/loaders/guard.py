@@ -1,26 +1,18 @@
 """Read risky formats (PDF, .docx) in a child process, so a hostile file cannot end the program.
 
-PDFium, lxml and zlib run native code on untrusted bytes. A PDF whose content
-stream inflates to gigabytes makes PDFium abort (SIGABRT: no exception, the
-process is gone), and every re-run would die the same way. :func:`guarded_load`
-hands the file's bytes to a worker process (``python -m akasha.loaders._worker``)
-that runs the ordinary in-process loader under a memory limit
-(``resource.setrlimit``; Linux enforces it) and returns the documents as JSON;
-the parent waits at most ``timeout`` seconds. A worker that crashes, runs out of
-its memory or time is killed and replaced, and the file is reported with a
-:class:`~akasha.loaders.limits.LoaderLimitError` naming the limit to raise.
+PDFium, lxml and zlib run native code on untrusted bytes; a PDF whose stream inflates to
+gigabytes makes PDFium abort (SIGABRT: no exception, the process is gone). :func:`guarded_load`
+hands the file's bytes to a worker (``python -m akasha.loaders._worker``) that runs the ordinary
+loader under a memory limit and answers in JSON within ``timeout`` seconds; a worker that crashes
+or runs out of memory or time is killed and replaced, and the file is reported with a
+:class:`~akasha.loaders.limits.LoaderLimitError` naming the limit to raise (docs/threat-model.md).
 
-Why a plain subprocess and not :mod:`multiprocessing`: its ``spawn`` and
-``forkserver`` starts re-import the user's ``__main__`` (an unguarded script
-would run again), and ``fork`` is unsafe in a threaded program. The worker
-imports only akasha's loaders; nothing is pickled in either direction (a JSON
-header and the raw file bytes go in, JSON comes out).
-
-Workers are reused: starting one costs about 0.2 s, a PDF handed to a warm one
-about 1 ms more than loading it in-process. An idle worker exits after
-:data:`IDLE_SECONDS`, and at the latest when this process exits (it reads
-end-of-file on its input). If no worker can be started at all (no
-``sys.executable``, say) files are read in-process, with one warning.
+A plain subprocess, not :mod:`multiprocessing`: its ``spawn`` and ``forkserver`` starts re-import
+the user's ``__main__`` (an unguarded script would run again), and ``fork`` is unsafe in a
+threaded program; nothing is pickled either way. Workers are reused (a start costs about 0.2 s,
+a PDF handed to a warm one about 1 ms more than in-process) and exit after :data:`IDLE_SECONDS`
+idle or when this process exits. If none can start (no ``sys.executable``), files are read
+in-process, with one warning.
 """
 
 from __future__ import annotations
@@ -31,15 +23,16 @@ import logging
 import os
 import queue
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from akasha.loaders._worker import FRAME, read_frame
 from akasha.loaders.limits import LoaderLimitError, LoaderLimits, TransientLoaderError
 from akasha.types import Document
 
@@ -49,7 +42,6 @@ logger = logging.getLogger(__name__)
 IDLE_SECONDS = 60.0
 #: How many idle workers are kept for reuse (threads loading at once start more).
 KEEP_IDLE = 2
-_FRAME = struct.Struct("<Q")
 _EOF = object()
 
 _lock = threading.Lock()
@@ -76,12 +68,6 @@ def _signal_name(code: int) -> str:
         return f"signal {code}"
 
 
-def _package_root() -> str:
-    import akasha
-
-    return str(Path(akasha.__file__).resolve().parent.parent)
-
-
 class _Worker:
     """One worker process: frames written to its stdin, read from its stdout by a thread."""
 
@@ -90,7 +76,9 @@ class _Worker:
         self.memory_mb = memory_mb
         self.pid_owner = os.getpid()
         env = dict(os.environ)
-        root = _package_root()
+        import akasha
+
+        root = str(Path(akasha.__file__).resolve().parent.parent)  # the worker imports this very akasha
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env.setdefault(name, "1")  # a worker never does linear algebra: no thread pools, less memory
@@ -120,14 +108,7 @@ class _Worker:
         stream = self.process.stdout
         assert stream is not None
         try:
-            while True:
-                head = stream.read(_FRAME.size)
-                if len(head) < _FRAME.size:
-                    break
-                (size,) = _FRAME.unpack(head)
-                body = stream.read(size)
-                if len(body) < size:
-                    break
+            while (body := read_frame(stream)) is not None:
                 self.replies.put(body)
         except (OSError, ValueError):
             pass
@@ -140,7 +121,7 @@ class _Worker:
         blob = json.dumps(header).encode("utf-8")
         stream = self.process.stdin
         assert stream is not None
-        stream.write(_FRAME.pack(len(blob)) + blob + _FRAME.pack(len(data)))
+        stream.write(FRAME.pack(len(blob)) + blob + FRAME.pack(len(data)))
         stream.write(data)
         stream.flush()
 
@@ -187,9 +168,8 @@ def _take(memory_mb: float) -> _Worker:
 def warm_up(suffixes: Sequence[str], memory_mb: float) -> None:
     """Start a worker now, importing the parsers of ``suffixes``, unless one is idle (see ``prepare_loaders``).
 
-    It waits in the idle pool for the first :func:`guarded_load` with this memory limit; the
-    process start and the imports (0.3-0.5 s) then happen while the caller does other work.
-    A worker that cannot start is not reported here: the first load reports it, as without this.
+    It waits in the idle pool for the first :func:`guarded_load` with this memory limit. A worker
+    that cannot start is not reported here: the first load reports it, as without this.
     """
     if _unavailable is not None:
         return
@@ -256,15 +236,6 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
-def _documents(reply: dict[str, Any]) -> list[Document]:
-    return [Document(text=text, metadata=metadata, id=doc_id) for text, metadata, doc_id in reply["documents"]]
-
-
-def _replay_logs(path: Path, reply: dict[str, Any]) -> None:
-    for level, name, message in reply.get("logs", ()):
-        logging.getLogger(name).log(int(level), "%s", message)
-
-
 def _raise_error(path: Path, reply: dict[str, Any]) -> None:
     from akasha.errors import LoaderError
 
@@ -301,23 +272,22 @@ def guarded_load(path: Path, suffix: str, data: bytes, limits: LoaderLimits,
     except WorkerStartError as exc:
         _unavailable = str(exc)
         raise
-    header = {"path": str(path), "suffix": suffix, "limits": {
-        "max_inflated_mb": limits.max_inflated_mb, "max_pages": limits.max_pages, "max_chars": limits.max_chars,
-        "max_file_mb": limits.max_file_mb, "timeout": limits.timeout, "max_memory_mb": limits.max_memory_mb},
-        "options": options or {}}
+    header = {"path": str(path), "suffix": suffix, "options": options or {},
+              "limits": {name: value for name, value in asdict(limits).items() if name != "isolate"}}
     try:
         reply = _exchange(worker, path, suffix, header, data, limits)
     except BaseException:
         worker.kill()  # timed out, crashed, or interrupted (Ctrl-C) mid-request: its state is unknown
         raise
-    _replay_logs(path, reply)
+    for level, name, message in reply.get("logs", ()):  # the loader's log lines, as if it ran here
+        logging.getLogger(name).log(int(level), "%s", message)
     if reply.get("error") == "memory" or reply.get("rss_mb", 0) > limits.max_memory_mb / 2 > 0:
         worker.close()  # near its memory limit (a fragmented heap): the next file gets a fresh one
     else:
         _give_back(worker)
     if "error" in reply:
         _raise_error(path, reply)
-    return _documents(reply)
+    return [Document(text=text, metadata=metadata, id=doc_id) for text, metadata, doc_id in reply["documents"]]
 
 
 def _exchange(worker: _Worker, path: Path, suffix: str, header: dict[str, Any], data: bytes,

@@ -23,7 +23,7 @@ from pathlib import Path
 from akasha.errors import LoaderError
 from akasha.loaders.base import read_bytes, require_text
 from akasha.loaders.limits import LoaderLimits
-from akasha.loaders.text import _BOMS, _MAX_BAD_RATIO, _bad_ratio, decode_bytes
+from akasha.loaders.text import _BOMS, _MAX_BAD_RATIO, _bad_ratio, read_text
 from akasha.types import Document
 
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
@@ -147,7 +147,7 @@ def load_html(path: Path, data: bytes | None = None, *, limits: LoaderLimits | N
         limits.check(path, "max_chars", len(data) // 4, f"{len(data)} bytes of markup")
     markup = _declared_decode(data) if data else None
     if markup is None:
-        markup, _encoding = decode_bytes(path, data, limits)
+        markup, _encoding = read_text(path, data, limits)
     try:
         text = html_to_text(markup)
     except MemoryError:

@@ -1,39 +1,15 @@
 """Per-file limits on what reading one document may cost, and the errors that report them.
 
-A document is untrusted input: a 1 KB PDF can claim a million pages, a 600 KB
-one can inflate to gigabytes, a 2 MB .docx can expand to 500 MB of XML. Every
-loader therefore works inside a :class:`LoaderLimits`; a file over a limit is
-skipped with a :class:`LoaderLimitError` whose message names the limit, its
-value and the environment variable that raises it. The rest of the corpus is
-indexed as usual.
+A document is untrusted input: a 1 KB PDF can claim a million pages, a 600 KB one can inflate
+to gigabytes, a 2 MB .docx can expand to 500 MB of XML. Every loader works inside a
+:class:`LoaderLimits`; a file over a limit is skipped with a :class:`LoaderLimitError` naming the
+limit, its value and the ``AKASHA_LOADER_*`` variable that raises it (the table of limits, their
+variables and defaults is in docs/threat-model.md, "Loader limits"). The variables are read each
+time a file is loaded (never at import), so a running program picks up a change.
 
-=====================  =================================  ============================
-limit                  environment variable               default
-=====================  =================================  ============================
-``max_inflated_mb``    ``AKASHA_LOADER_MAX_INFLATED_MB``  256 (PDF streams, .docx parts)
-``max_pages``          ``AKASHA_LOADER_MAX_PAGES``        10,000 PDF pages
-``max_chars``          ``AKASHA_LOADER_MAX_CHARS``        100,000,000 characters of text
-``max_file_mb``        ``AKASHA_LOADER_MAX_FILE_MB``      1024 MB: a file's size, any format
-``timeout``            ``AKASHA_LOADER_TIMEOUT``          300 seconds per PDF or .docx
-``max_memory_mb``      ``AKASHA_LOADER_MAX_MEMORY_MB``    4096 MB per PDF or .docx reader
-``isolate``            ``AKASHA_LOADER_ISOLATE``          1: read PDF/.docx in a child process
-=====================  =================================  ============================
-
-Sizes are checked before a byte is read (:func:`check_size`: ``max_file_mb`` for every
-format, and a text format's bytes against ``max_chars``, since no encoding spends more than 4
-bytes on a character); ``max_chars`` then bounds what a loader *returns* as it reads: text is
-decoded a block at a time and a CSV rendered a row at a time, so neither one huge line nor a
-header repeated into every row can hold more than the limit in memory.
-
-A value of ``0`` turns a numeric limit off. The variables are read each time a
-file is loaded (never at import), so a running program picks up a change.
-
-Which failures are remembered: an index remembers a file that is over a limit
-(it is not read again on every sync), but only while that limit keeps its
-value: raise the limit and the next sync reads the file again
-(:func:`limit_changed`). Failures that say nothing about the file (the system
-killed the reader, the reader process could not start) are
-:class:`TransientLoaderError` and are retried on the next sync.
+An index remembers a file that is over a limit only while that limit keeps its value
+(:func:`limit_changed`); failures that say nothing about the file (the reader was killed or could
+not start) are :class:`TransientLoaderError` and are retried on the next sync.
 """
 
 from __future__ import annotations
@@ -41,22 +17,11 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from akasha.errors import ConfigError, LoaderError
-
-#: limit field -> (environment variable, unit shown in messages).
-ENVIRONMENT: dict[str, str] = {
-    "max_inflated_mb": "AKASHA_LOADER_MAX_INFLATED_MB",
-    "max_pages": "AKASHA_LOADER_MAX_PAGES",
-    "max_chars": "AKASHA_LOADER_MAX_CHARS",
-    "max_file_mb": "AKASHA_LOADER_MAX_FILE_MB",
-    "timeout": "AKASHA_LOADER_TIMEOUT",
-    "max_memory_mb": "AKASHA_LOADER_MAX_MEMORY_MB",
-    "isolate": "AKASHA_LOADER_ISOLATE",
-}
 
 _MARK = re.compile(r"\(limit (AKASHA_LOADER_[A-Z_]+)=([^)\s]+)\)")
 
@@ -96,14 +61,15 @@ class LoaderLimits:
                 raise ConfigError(f"LoaderLimits.{item.name} must be a number >= 0 (0: no limit), got {value!r}")
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> LoaderLimits:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LoaderLimits:
         """The defaults, overridden by the ``AKASHA_LOADER_*`` variables, then by ``overrides``.
 
         Raises :class:`~akasha.errors.ConfigError` naming a variable whose value is not a number.
         """
         source = os.environ if environ is None else environ
         # Parsed once per distinct setting (a load is called per file; this stays a few microseconds).
-        return _from_values(cls, tuple(map(source.get, ENVIRONMENT.values())), **overrides)
+        limits = _parse(tuple(map(source.get, ENVIRONMENT.values())))
+        return replace(limits, **overrides) if overrides else limits  # __post_init__ checks the overrides
 
     # ------------------------------------------------------------------ checks
     @property
@@ -132,20 +98,14 @@ class LoaderLimits:
             raise LoaderLimitError(path, name, getattr(self, name), what)
 
 
+#: limit field -> the environment variable that sets it.
+ENVIRONMENT: dict[str, str] = {item.name: f"AKASHA_LOADER_{item.name.upper()}" for item in fields(LoaderLimits)}
+
+
 @functools.lru_cache(maxsize=32)
-def _cached(cls: type[LoaderLimits], raw_values: tuple[str | None, ...]) -> LoaderLimits:
-    return _parse(cls, raw_values)
-
-
-def _from_values(cls: type[LoaderLimits], raw_values: tuple[str | None, ...], **overrides: Any) -> LoaderLimits:
-    # A class is hashable, but mypy checks a frozen dataclass's class object against its instances' __hash__.
-    limits = _cached(cls, raw_values)  # type: ignore[arg-type]
-    return replace(limits, **overrides) if overrides else limits  # __post_init__ checks the overrides
-
-
-def _parse(cls: Callable[..., LoaderLimits], raw_values: tuple[str | None, ...]) -> LoaderLimits:
+def _parse(raw_values: tuple[str | None, ...]) -> LoaderLimits:
     """The limits the ``AKASHA_LOADER_*`` values (in :data:`ENVIRONMENT` order) describe."""
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for (name, variable), raw in zip(ENVIRONMENT.items(), raw_values, strict=True):
         if raw is None or not raw.strip():
             continue
@@ -162,7 +122,7 @@ def _parse(cls: Callable[..., LoaderLimits], raw_values: tuple[str | None, ...])
         if not number >= 0 or number == float("inf"):
             raise ConfigError(f"{variable}={raw!r} must be a finite number >= 0 (0: no limit)")
         values[name] = int(number) if name in ("max_pages", "max_chars") else number
-    return cls(**values)
+    return LoaderLimits(**values)
 
 
 def _shown(value: float) -> str:
@@ -206,19 +166,15 @@ def limit_changed(reason: str | None, limits: LoaderLimits | None = None) -> boo
     The index stores why it skipped a file; a file skipped for being over a limit
     is read again once that limit is raised (or lowered, or turned off).
     """
-    if not reason or "(limit AKASHA_LOADER_" not in reason:
-        return False
-    match = _MARK.search(reason)
+    match = _MARK.search(reason or "")
     if match is None:
         return False
     try:
         current = limits or LoaderLimits.from_env()
     except ConfigError:
         return False
-    field = next((name for name, variable in ENVIRONMENT.items() if variable == match.group(1)), None)
-    if field is None:
-        return True
-    return _shown(getattr(current, field)) != match.group(2)
+    field = match.group(1).removeprefix("AKASHA_LOADER_").lower()
+    return field not in ENVIRONMENT or _shown(getattr(current, field)) != match.group(2)
 
 
 __all__ = ["ENVIRONMENT", "LoaderLimitError", "LoaderLimits", "TransientLoaderError", "limit_changed"]

@@ -1,25 +1,18 @@
-"""PDF (.pdf): one Document per page that has text.
+"""PDF (.pdf): one Document per page that has text, id ``"<source>:p<page>"`` (1-based).
 
-Page numbers in metadata are 1-based, and each page's Document id is
-``"<source>:p<page>"`` so a page's chunks can be cited and replaced on their own.
-Encrypted PDFs are opened when the password is empty (common for
-"print-protected" files); a real password is reported, never guessed. A PDF
-with no text layer at all (a scan) is reported as such: OCR is out of scope.
+Encrypted PDFs are opened when the password is empty (common for "print-protected" files); a
+real password is reported, never guessed. A PDF with no text layer (a scan) is reported as such:
+OCR is out of scope.
 
-Two text extractors ("engines"): pypdfium2 (PDFium, the PDF engine of Chrome)
-when it is installed, else pypdf, which is always installed. On a 200-page
-generated report PDFium took 4.6 ms/page against pypdf's 12.7 ms/page, and it
-recovers some truncated files pypdf cannot open. PDFium is not thread-safe, so
-its calls are serialised with a lock.
+Two engines: pypdfium2 (PDFium) when installed, else pypdf (always installed). On a 200-page
+report PDFium took 4.6 ms/page against pypdf's 12.7, and it recovers some truncated files pypdf
+cannot open. PDFium is not thread-safe: its calls are serialised with a lock.
 
-Hostile files are bounded by :class:`~akasha.loaders.limits.LoaderLimits`: before
-either engine sees the bytes, every Flate stream that text extraction would
-decode is inflated into a counter (nothing is kept) and a file whose streams
-inflate past ``max_inflated_mb`` is refused; a page count over ``max_pages`` is
-refused before any page is read; extracted text over ``max_chars`` stops the
-extraction. :func:`akasha.loaders.load_file` also runs this loader in a child
-process (see :mod:`akasha.loaders.guard`), so a native crash of PDFium on a
-file ends that child only.
+Hostile files (:class:`~akasha.loaders.limits.LoaderLimits`): before either engine sees the bytes,
+the Flate streams text extraction would decode are inflated into a counter and a file past
+``max_inflated_mb`` is refused; a page count over ``max_pages`` is refused before any page is
+read; text over ``max_chars`` stops the extraction. :func:`akasha.loaders.load_file` runs this
+loader in a child process (:mod:`akasha.loaders.guard`), so a native crash ends that child only.
 """
 
 from __future__ import annotations
@@ -69,13 +62,6 @@ def warm() -> None:
     importlib.import_module(available_engines()[0])
 
 
-def _check_header(path: Path, data: bytes) -> None:
-    if not data:
-        raise LoaderError(path, "empty file (0 bytes)")
-    if b"%PDF" not in data[:1024]:
-        raise LoaderError(path, "not a PDF (no %PDF header); the file may be corrupt or misnamed")
-
-
 def inflated_size(data: bytes, stop_after: int | None = None) -> int:
     """Bytes that the Flate streams of a PDF inflate to (image streams not counted).
 
@@ -108,19 +94,6 @@ def inflated_size(data: bytes, stop_after: int | None = None) -> int:
         except zlib.error:
             pass  # not (or no longer) Flate data: what was inflated so far still counts
     return total
-
-
-def _check_limits(path: Path, data: bytes, limits: LoaderLimits) -> None:
-    """Refuse a PDF whose streams inflate past ``max_inflated_mb`` before an engine opens it."""
-    ceiling = limits.max_inflated_bytes
-    if ceiling:
-        inflated = inflated_size(data, stop_after=ceiling)
-        limits.check(path, "max_inflated_mb", inflated,
-                     f"its compressed streams inflate to more than {ceiling // 2**20} MB")
-
-
-def _check_pages(path: Path, count: int, limits: LoaderLimits) -> None:
-    limits.check(path, "max_pages", count, f"the PDF has {count} pages")
 
 
 class _Text:
@@ -158,38 +131,32 @@ def _pages_pdfium(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
         try:
             texts = _Text(path, limits)
             count = len(document)
-            _check_pages(path, count, limits)
+            limits.check(path, "max_pages", count, f"the PDF has {count} pages")
             for index in range(count):
-                _append_pdfium_page(texts, document, index, path)
+                texts.append(_pdfium_page_text(document, index, path))
             return texts.pages
         finally:
             document.close()
 
 
-def _append_pdfium_page(texts: _Text, document: Any, index: int, path: Path) -> None:
-    """Append the text of page ``index``; a broken page logs a warning and appends "" instead."""
+def _pdfium_page_text(document: Any, index: int, path: Path) -> str:
+    """The text of page ``index``; a broken page logs a warning and reads as "" (the others are kept)."""
+    page = None
     try:
         page = document[index]
-    except MemoryError:
-        raise
-    except Exception as exc:  # one broken page must not lose the others
-        logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
-        texts.append("")
-        return
-    try:
         textpage = page.get_textpage()
         try:
-            text = textpage.get_text_range()
+            return str(textpage.get_text_range())
         finally:
             textpage.close()
     except MemoryError:
         raise
     except Exception as exc:
         logger.warning("%s: page %d skipped: %s", path, index + 1, exc)
-        text = ""
+        return ""
     finally:
-        page.close()
-    texts.append(text)
+        if page is not None:
+            page.close()
 
 
 def _open_reader(path: Path, data: bytes) -> pypdf.PdfReader:  # decrypted
@@ -225,14 +192,9 @@ def _pages_pypdf(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
             raise TypeError(f"/Pages is a {type(pages).__name__}, not a dictionary")
         declared = pages.get("/Count")
         if isinstance(declared, int):  # checked before pypdf walks (and materialises) the whole tree
-            _check_pages(path, int(declared), limits)
+            limits.check(path, "max_pages", declared, f"the PDF has {declared} pages")
         count = len(reader.pages)
-    except (LoaderError, MemoryError):
-        raise
-    except Exception as exc:  # the page tree itself is broken
-        raise LoaderError(path, f"corrupt or truncated PDF ({type(exc).__name__}: {exc})") from None
-    _check_pages(path, count, limits)
-    try:
+        limits.check(path, "max_pages", count, f"the PDF has {count} pages")
         for number, page in enumerate(reader.pages, 1):
             try:
                 text = page.extract_text() or ""
@@ -265,8 +227,14 @@ def load_pdf(path: Path, data: bytes | None = None, *, engine: str | None = None
         raise ValueError(f"unknown PDF engine {engine!r}; known: {', '.join(PDF_ENGINES)}")
     limits = limits or LoaderLimits.from_env()
     data = read_bytes(path, data)
-    _check_header(path, data)
-    _check_limits(path, data, limits)
+    if not data:
+        raise LoaderError(path, "empty file (0 bytes)")
+    if b"%PDF" not in data[:1024]:
+        raise LoaderError(path, "not a PDF (no %PDF header); the file may be corrupt or misnamed")
+    ceiling = limits.max_inflated_bytes
+    if ceiling:  # refused before an engine opens it
+        limits.check(path, "max_inflated_mb", inflated_size(data, stop_after=ceiling),
+                     f"its compressed streams inflate to more than {ceiling // 2**20} MB")
     texts = _pages_pdfium(path, data, limits) if engine == "pypdfium2" else _pages_pypdf(path, data, limits)
     # PDFium ends lines with \r\n; both engines can emit stray control characters.
     texts = [_CONTROL.sub("", t.replace("\r\n", "\n").replace("\r", "\n")) for t in texts]

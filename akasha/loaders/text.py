@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from akasha.errors import LoaderError
-from akasha.loaders.base import file_size, open_bytes, require_text
+from akasha.loaders.base import file_size, open_bytes, require_text, unreadable
 from akasha.loaders.limits import LoaderLimitError, LoaderLimits
 from akasha.types import Document
 
@@ -116,14 +116,6 @@ def _choose(path: Path, head: bytes) -> tuple[str, str]:
     return "utf-8", "strict"
 
 
-def _detected(path: Path, head: bytes, whole: bool) -> str:
-    """The encoding charset-normalizer finds in the file's start (all of a small file)."""
-    encoding = _detect(head if whole else head[:_SAMPLE])
-    if encoding is None:
-        raise LoaderError(path, "binary content or unknown text encoding")
-    return encoding
-
-
 def _decode_stream(path: Path, source: BinaryIO, encoding: str, errors: str, limits: LoaderLimits | None) -> str:
     """Decode ``source`` from its start a block at a time, stopping as soon as the text passes ``max_chars``.
 
@@ -165,48 +157,30 @@ def _decode(path: Path, source: BinaryIO, limits: LoaderLimits | None) -> tuple[
             raise LoaderError(
                 path, f"starts with a {encoding} byte-order mark but is not valid {encoding} ({exc.reason})"
             ) from None
-    encoding = _detected(path, head, whole)  # not UTF-8: decode again from the start with the detected encoding
-    return _decode_stream(path, source, encoding, "replace", limits), encoding
+    detected = _detect(head if whole else head[:_SAMPLE])  # not UTF-8: decode again with the detected encoding
+    if detected is None:
+        raise LoaderError(path, "binary content or unknown text encoding")
+    return _decode_stream(path, source, detected, "replace", limits), detected
 
 
-def _checked(path: Path, text: str, encoding: str) -> tuple[str, str]:
+def read_text(path: Path, data: bytes | None = None, limits: LoaderLimits | None = None) -> tuple[str, str]:
+    """``(text, encoding)`` of ``data``, or of the file at ``path`` read a block at a time (never whole).
+
+    The size is checked first (:meth:`LoaderLimits.check_size`), then the decoded text against
+    ``max_chars`` after every block. Raises ``LoaderError`` for empty input, binary input and
+    undetectable encodings. The text may still be whitespace only (callers use ``require_text``).
+    """
+    if limits is not None:
+        limits.check_size(path, file_size(path) if data is None else len(data), text=True)
+    with open_bytes(path) if data is None else io.BytesIO(data) as source:
+        try:
+            text, encoding = _decode(path, source, limits)
+        except OSError as exc:
+            raise unreadable(path, exc) from None
     if "\x00" in text[:_SAMPLE] or _bad_ratio(text) > _MAX_BAD_RATIO:
         raise LoaderError(path, "binary content (NUL or control characters), not text")
     logger.debug("%s: decoded as %s", path, encoding)
     return text, encoding
-
-
-def decode_bytes(path: Path, data: bytes, limits: LoaderLimits | None = None) -> tuple[str, str]:
-    """Decode file bytes to text; return ``(text, encoding)`` or raise ``LoaderError``.
-
-    Raises for empty input, binary input and undetectable encodings, and
-    :class:`~akasha.loaders.limits.LoaderLimitError` for text over ``max_chars``
-    (checked on the bytes first, so an oversized file is not decoded at all, then while
-    decoding). The result may still be whitespace only; callers check with ``require_text``.
-    """
-    if not data:
-        raise LoaderError(path, "empty file (0 bytes)")
-    if limits is not None:
-        limits.check_size(path, len(data), text=True)
-    return _checked(path, *_decode(path, io.BytesIO(data), limits))
-
-
-def read_text(path: Path, data: bytes | None = None, limits: LoaderLimits | None = None) -> tuple[str, str]:
-    """:func:`decode_bytes` for ``data``, or for the file at ``path`` read a block at a time (never whole).
-
-    The file's size is checked first (:meth:`LoaderLimits.check_size`), then the decoded text
-    against ``max_chars`` after every block.
-    """
-    if data is not None:
-        return decode_bytes(path, data, limits)
-    size = file_size(path)
-    if limits is not None:
-        limits.check_size(path, size, text=True)
-    with open_bytes(path) as source:
-        try:
-            return _checked(path, *_decode(path, source, limits))
-        except OSError as exc:
-            raise LoaderError(path, f"cannot read file: {exc.strerror or exc}") from None
 
 
 def load_text(path: Path, data: bytes | None = None, *, limits: LoaderLimits | None = None) -> list[Document]:
