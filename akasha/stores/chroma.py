@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
+from akasha.errors import ConfigError, MissingExtraError
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, batches, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.types import Chunk
@@ -310,18 +310,7 @@ class ChromaStore(BaseStore):
             metas = _rows(peek.get("metadatas"))
             if recorded is None and metas:
                 recorded = (metas[0] or {}).get("embedder")
-        if recorded and self._expected and recorded != self._expected:
-            raise IndexMismatchError(
-                f"Chroma collection {self.collection_name!r} {self._where_text} holds vectors of {recorded!r}, "
-                f"not {self._expected!r}; open it with that embedder, or name another collection for this one")
-        if width and self.dimension and int(width) != self.dimension:
-            raise IndexMismatchError(
-                f"Chroma collection {self.collection_name!r} {self._where_text} holds {int(width)}-dimensional "
-                f"vectors, not {self.dimension}-dimensional ones; use the embedder it was built with, or name "
-                "another collection")
-        if width:
-            self.dimension = int(width)
-        self.embedder = str(recorded) if recorded else None
+        self._adopt(f"Chroma collection {self.collection_name!r} {self._where_text}", width, recorded, "collection")
         if peek["ids"] and self._space != "cosine":
             log.info("Chroma collection %s uses %s space: akasha re-scores its candidates by cosine",
                      self.collection_name, self._space)

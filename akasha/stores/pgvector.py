@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
+from akasha.errors import ConfigError, IndexLockError, MissingExtraError, SpecError
 from akasha.metadata import own
 from akasha.retrieval.fusion import exact_terms
 from akasha.retry import Retry
@@ -311,18 +311,8 @@ class PgVectorStore(BaseStore):
                               f"(it lacks {', '.join(missing)}); name another table")
         found = re.fullmatch(r"vector\((\d+)\)", columns["embedding"])
         width = int(found.group(1)) if found else None
-        if width is not None and self.dimension is not None and width != self.dimension:
-            raise IndexMismatchError(
-                f"table {self.table!r} on {self.server} holds {width}-dimensional vectors, not "
-                f"{self.dimension}-dimensional ones; use the embedder it was built with, or name another table")
         row = conn.execute(f"SELECT embedder FROM {self.table} WHERE embedder IS NOT NULL LIMIT 1").fetchone()
-        recorded = row[0] if row else None
-        if recorded and self._expected and recorded != self._expected:
-            raise IndexMismatchError(
-                f"table {self.table!r} on {self.server} holds vectors of {recorded!r}, not {self._expected!r}; "
-                "open it with that embedder, or name another table for this one")
-        self.dimension = width or self.dimension
-        self.embedder = recorded
+        self._adopt(f"table {self.table!r} on {self.server}", width, row[0] if row else None, "table")
         if "lexical" not in columns:
             self._add_lexical(conn)
         self._read_lexical_state(conn)
@@ -382,10 +372,7 @@ class PgVectorStore(BaseStore):
 
     def _read_lexical_state(self, conn: Any) -> None:
         """Adopt the tokenizer the table's lexical terms were made with (recorded by the first writer)."""
-        if conn.execute("SELECT to_regclass(%s)", (f"{self.table}_state",)).fetchone()[0] is None:
-            return
-        row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (_LEXICAL_STATE,)).fetchone()
-        state = None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
+        state = self._state_row(conn, _LEXICAL_STATE)
         if isinstance(state, dict) and isinstance(state.get("tokenizer"), str):
             self.lexical_tokenizer = state["tokenizer"]
             self._lexical_recorded = True
@@ -770,15 +757,15 @@ class PgVectorStore(BaseStore):
 
     # ------------------------------------------------------------- the state
     def _load_state(self, key: str) -> dict[str, Any] | None:
-        def read(conn: Any) -> dict[str, Any] | None:
-            if not self._state_ready and conn.execute("SELECT to_regclass(%s)",
-                                                      (f"{self.table}_state",)).fetchone()[0] is None:
-                return None
-            self._state_ready = True
-            row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (key,)).fetchone()
-            return None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
+        return self._run("reading the index state", lambda conn: self._state_row(conn, key))
 
-        return self._run("reading the index state", read)
+    def _state_row(self, conn: Any, key: str) -> dict[str, Any] | None:
+        if not self._state_ready and conn.execute("SELECT to_regclass(%s)",
+                                                  (f"{self.table}_state",)).fetchone()[0] is None:
+            return None
+        self._state_ready = True
+        row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (key,)).fetchone()
+        return None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
 
     def _save_state(self, key: str, state: dict[str, Any]) -> None:
         self._run("committing the index state", lambda conn: self._save_state_row(conn, key, state))

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
+from akasha.errors import ConfigError, MissingExtraError
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
@@ -246,20 +246,11 @@ class QdrantStore(BaseStore):
         width = int(vectors.size)
         self._has_lexical = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
         self._cosine = vectors.distance == m.Distance.COSINE
-        if self.dimension is not None and width != self.dimension:
-            raise IndexMismatchError(
-                f"Qdrant collection {self.collection!r} ({self.name}) holds {width}-dimensional vectors, not "
-                f"{self.dimension}-dimensional ones; use the embedder it was built with, or name another collection")
-        self.dimension = width
         points, _ = self._call("reading the collection", lambda: self.client.scroll(
             self.collection, limit=1, with_payload=["embedder"], with_vectors=False,
             scroll_filter=m.Filter(must_not=[m.IsEmptyCondition(is_empty=m.PayloadField(key="embedder"))])))
         recorded = (points[0].payload or {}).get("embedder") if points else None
-        if recorded and self._expected and recorded != self._expected:
-            raise IndexMismatchError(
-                f"Qdrant collection {self.collection!r} ({self.name}) holds vectors of {recorded!r}, not "
-                f"{self._expected!r}; open it with that embedder, or name another collection for this one")
-        self.embedder = str(recorded) if recorded else None
+        self._adopt(f"Qdrant collection {self.collection!r} ({self.name})", width, recorded, "collection")
         if not self._cosine:
             log.info("Qdrant collection %s uses %s distance: akasha re-scores its candidates by cosine",
                      self.collection, vectors.distance)
