@@ -434,6 +434,14 @@ class BaseStore:
             seen += len(chunks)
         return [(c, s) for s, _, c in sorted(best, key=lambda t: (-t[0], -t[1]))]
 
+    @staticmethod
+    def _by_cosine(chunks: Sequence[Chunk], vectors: Any, query: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
+        """The ``k`` of ``chunks`` nearest ``query`` by cosine (candidates of a collection in l2 or dot distance)."""
+        if not chunks:
+            return []
+        scores = normalize_rows(np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1)) @ query
+        return [(chunks[j], float(scores[j])) for j in top_k(scores, k)]
+
     # ----------------------------------------------- the async API (pipelines)
     async def replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Give ``doc_ids`` exactly ``chunks``: upsert the new records, then remove that document's stale ids.

@@ -31,6 +31,7 @@ import logging
 import re
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -398,10 +399,8 @@ class ChromaStore(BaseStore):
         if cosine:  # Chroma's cosine distance is 1 - cosine
             scores = [1.0 - float(d) for d in got["distances"][0]]
             return [(_chunk(i, d, m), s) for i, d, m, s in zip(ids, docs, metas, scores, strict=True)]
-        vectors = normalize_rows(np.asarray(got["embeddings"][0], dtype=np.float32).reshape(len(ids), -1))
-        cos = vectors @ query
-        order = sorted(range(len(ids)), key=lambda j: (-cos[j], j))[:k]
-        return [(_chunk(ids[j], docs[j], metas[j]), float(cos[j])) for j in order]
+        chunks = [_chunk(i, d, m) for i, d, m in zip(ids, docs, metas, strict=True)]
+        return self._by_cosine(chunks, got["embeddings"][0], query, k)
 
     #: Chroma's engine answers the dense side; the lexical side is the bounded fallback of :meth:`_lexical`.
     capabilities = frozenset({"dense", "lexical"})
@@ -452,10 +451,7 @@ class ChromaStore(BaseStore):
         scored = []
         for chunk in candidates.values():
             words = tokenize(chunk.text)
-            counts: dict[str, int] = {}
-            for word in words:
-                if word in weights:
-                    counts[word] = counts.get(word, 0) + 1
+            counts = Counter(word for word in words if word in weights)
             score = sum(weights[t] * saturation(c, len(words), AVERAGE_TOKENS) for t, c in counts.items())
             if score > 0:
                 scored.append((chunk, score))

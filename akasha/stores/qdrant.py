@@ -383,13 +383,13 @@ class QdrantStore(BaseStore):
                         self.collection, ids=part, with_payload=False,
                         with_vectors=[self._vector_name] if self._vector_name else True)):
                     out.setdefault(ids[point.id], self._row(point))
-            return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
-        for part in batches(hashes, 1000):
-            must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=part))]
-            if self.embedder != embedder:
-                must.append(m.FieldCondition(key="embedder", match=m.MatchValue(value=embedder)))
-            for point in self._scroll(m.Filter(must=must), vectors=True, payload=["content_hash"]):
-                out.setdefault(str(point.payload["content_hash"]), self._row(point))
+        else:
+            for part in batches(hashes, 1000):
+                must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=part))]
+                if self.embedder != embedder:
+                    must.append(m.FieldCondition(key="embedder", match=m.MatchValue(value=embedder)))
+                for point in self._scroll(m.Filter(must=must), vectors=True, payload=["content_hash"]):
+                    out.setdefault(str(point.payload["content_hash"]), self._row(point))
         return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
@@ -404,11 +404,7 @@ class QdrantStore(BaseStore):
         points = response.points
         if self._cosine:
             return [(_chunk(p), float(p.score)) for p in points]
-        if not points:
-            return []
-        cos = normalize_rows(np.stack([self._row(p) for p in points])) @ query
-        order = sorted(range(len(points)), key=lambda j: (-cos[j], j))[:k]
-        return [(_chunk(points[j]), float(cos[j])) for j in order]
+        return self._by_cosine([_chunk(p) for p in points], [self._row(p) for p in points], query, k)
 
     @property
     def capabilities(self) -> frozenset[str]:  # type: ignore[override]  # computed, where BaseStore has a plain attribute
