@@ -23,7 +23,7 @@ import logging
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -269,14 +269,10 @@ class QdrantStore(BaseStore):
         self.dimension = dimension
 
     # --------------------------------------------------------------- helpers
-    def _vector(self, row: np.ndarray) -> Any:
-        values = row.tolist()
-        return {self._vector_name: values} if self._vector_name else values
-
     def _point_vectors(self, row: np.ndarray, text: str, tokenize: Callable[[str], list[str]] | None) -> Any:
         """A point's dense vector, and its sparse lexical vector when the collection has one."""
         if tokenize is None:
-            return self._vector(row)
+            return {self._vector_name: row.tolist()} if self._vector_name else row.tolist()
         indices, values = term_weights(tokenize(text))
         sparse = self._models.SparseVector(indices=indices, values=values)
         return {self._vector_name or "": row.tolist(), LEXICAL_VECTOR: sparse}
@@ -287,16 +283,13 @@ class QdrantStore(BaseStore):
             vector = vector.get(self._vector_name or "", next(iter(vector.values())))
         return np.asarray(vector, dtype=np.float32)
 
-    def _condition(self, key: str, value: Any) -> Any:
-        m = self._models
-        if isinstance(value, float) and not isinstance(value, bool):
-            return m.FieldCondition(key=key, range=m.Range(gte=value, lte=value))
-        return m.FieldCondition(key=key, match=m.MatchValue(value=value))
-
-    def _filter(self, filters: dict[str, Any] | None) -> Any:
+    def _filter(self, filters: Mapping[str, Any] | None) -> Any:
+        """Qdrant's filter for equality on each key (a float as a one-point range: MatchValue takes no floats)."""
         if not filters:
             return None
-        return self._models.Filter(must=[self._condition(k, v) for k, v in filters.items()])
+        m = self._models
+        return m.Filter(must=[m.FieldCondition(key=k, range=m.Range(gte=v, lte=v)) if isinstance(v, float)
+                              else m.FieldCondition(key=k, match=m.MatchValue(value=v)) for k, v in filters.items()])
 
     def _point_ids(self, ids: list[str]) -> dict[str, str]:
         """Point id -> chunk id; a chunk id that is itself a UUID may also be a point of another tool."""
@@ -420,7 +413,7 @@ class QdrantStore(BaseStore):
         if not self._ready():
             return []
         m = self._models
-        flt = self._filter(dict(request.filters)) if request.filters and scalar_filters(request.filters) else None
+        flt = self._filter(request.filters) if request.filters and scalar_filters(request.filters) else None
         if request.filters and flt is None:
             return super().query(request)  # filters Qdrant cannot evaluate: the scanning fallback
         searches, sides = [], []
@@ -480,11 +473,8 @@ class QdrantStore(BaseStore):
         return int(self._call("counting points", lambda: self.client.count(self.collection, exact=True)).count)
 
     # ------------------------------------------------------------- the state
-    def _state_name(self) -> str:
-        return f"{self.collection}{STATE_SUFFIX}"
-
     def _load_state(self, key: str) -> dict[str, Any] | None:
-        name = self._state_name()
+        name = f"{self.collection}{STATE_SUFFIX}"
         if not self._state_ready and not self._call("reading the index state",
                                                     lambda: self.client.collection_exists(name)):
             return None
@@ -495,7 +485,7 @@ class QdrantStore(BaseStore):
 
     def _save_state(self, key: str, state: dict[str, Any]) -> None:
         m = self._models
-        name = self._state_name()
+        name = f"{self.collection}{STATE_SUFFIX}"
         if not self._state_ready:
             if not self._call("opening the state collection", lambda: self.client.collection_exists(name)):
                 self._call("creating the state collection", lambda: self.client.create_collection(
