@@ -422,15 +422,15 @@ class QdrantStore(BaseStore):
             searches.append(m.QueryRequest(query=vector.tolist(), using=self._vector_name, limit=request.pool,
                                            filter=flt, with_payload=True))
             sides.append("dense")
-        if request.mode in ("lexical", "hybrid") and request.tokens and not self._has_lexical and not self._warned:
-            self._warned = True
-            log.warning("Qdrant collection %s has no lexical vector (an earlier release created it): its searches "
-                        "rank by vectors alone; index into a new collection to get the lexical side", self.name)
-        if request.mode in ("lexical", "hybrid") and self._has_lexical and request.tokens:
+        if request.mode in ("lexical", "hybrid") and request.tokens and self._has_lexical:
             indices = sorted({term_index(t) for t in request.tokens})
             searches.append(m.QueryRequest(query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
                                            using=LEXICAL_VECTOR, limit=request.pool, filter=flt, with_payload=True))
             sides.append("lexical")
+        elif request.mode in ("lexical", "hybrid") and request.tokens and not self._warned:
+            self._warned = True
+            log.warning("Qdrant collection %s has no lexical vector (an earlier release created it): its searches "
+                        "rank by vectors alone; index into a new collection to get the lexical side", self.name)
         if not searches:
             return super().query(request)
         answers = self._call("searching", lambda: self.client.query_batch_points(self.collection, requests=searches))
