@@ -186,6 +186,7 @@ class PgVectorStore(BaseStore):
         self.table = table  # unquoted in SQL, so PostgreSQL folds it to lower case
         #: The YAML ``connection`` keys with their defaults (None when a DSN was given).
         self.connect_kwargs: dict[str, Any] | None = None
+        self.dsn = dsn
         if dsn:
             self.conninfo = str(dsn)
         else:
