@@ -284,6 +284,22 @@ class BaseStore:
     def _record_embedder(self, embedder: str, dimension: int) -> None:
         """Remember what the store holds (a backend with collection metadata writes it there)."""
 
+    def _adopt(self, what: str, width: int | None, recorded: Any, other: str) -> None:
+        """Take the width and embedder of an existing ``what`` (a collection, a table), or refuse it.
+
+        IndexMismatchError when they differ from the store's; ``other`` is what to name instead.
+        """
+        if width and self.dimension and int(width) != self.dimension:
+            raise IndexMismatchError(
+                f"{what} holds {int(width)}-dimensional vectors, not {self.dimension}-dimensional ones; use the "
+                f"embedder it was built with, or name another {other}")
+        if recorded and self._expected and recorded != self._expected:
+            raise IndexMismatchError(f"{what} holds vectors of {recorded!r}, not {self._expected!r}; open it with "
+                                     f"that embedder, or name another {other} for this one")
+        if width:
+            self.dimension = int(width)
+        self.embedder = str(recorded) if recorded else None
+
     # ------------------------------------------------------- the sync contract
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Write ``chunks`` (replacing records of the same id) after validating every row."""
@@ -417,6 +433,14 @@ class BaseStore:
                     heapq.heapreplace(best, item)
             seen += len(chunks)
         return [(c, s) for s, _, c in sorted(best, key=lambda t: (-t[0], -t[1]))]
+
+    @staticmethod
+    def _by_cosine(chunks: Sequence[Chunk], vectors: Any, query: np.ndarray, k: int) -> list[tuple[Chunk, float]]:
+        """The ``k`` of ``chunks`` nearest ``query`` by cosine (candidates of a collection in l2 or dot distance)."""
+        if not chunks:
+            return []
+        scores = normalize_rows(np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1)) @ query
+        return [(chunks[j], float(scores[j])) for j in top_k(scores, k)]
 
     # ----------------------------------------------- the async API (pipelines)
     async def replace(self, doc_ids: Sequence[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:

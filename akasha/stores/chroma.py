@@ -31,6 +31,7 @@ import logging
 import re
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +39,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
+from akasha.errors import ConfigError, MissingExtraError
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, batches, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.types import Chunk
@@ -310,18 +311,7 @@ class ChromaStore(BaseStore):
             metas = _rows(peek.get("metadatas"))
             if recorded is None and metas:
                 recorded = (metas[0] or {}).get("embedder")
-        if recorded and self._expected and recorded != self._expected:
-            raise IndexMismatchError(
-                f"Chroma collection {self.collection_name!r} {self._where_text} holds vectors of {recorded!r}, "
-                f"not {self._expected!r}; open it with that embedder, or name another collection for this one")
-        if width and self.dimension and int(width) != self.dimension:
-            raise IndexMismatchError(
-                f"Chroma collection {self.collection_name!r} {self._where_text} holds {int(width)}-dimensional "
-                f"vectors, not {self.dimension}-dimensional ones; use the embedder it was built with, or name "
-                "another collection")
-        if width:
-            self.dimension = int(width)
-        self.embedder = str(recorded) if recorded else None
+        self._adopt(f"Chroma collection {self.collection_name!r} {self._where_text}", width, recorded, "collection")
         if peek["ids"] and self._space != "cosine":
             log.info("Chroma collection %s uses %s space: akasha re-scores its candidates by cosine",
                      self.collection_name, self._space)
@@ -409,10 +399,8 @@ class ChromaStore(BaseStore):
         if cosine:  # Chroma's cosine distance is 1 - cosine
             scores = [1.0 - float(d) for d in got["distances"][0]]
             return [(_chunk(i, d, m), s) for i, d, m, s in zip(ids, docs, metas, scores, strict=True)]
-        vectors = normalize_rows(np.asarray(got["embeddings"][0], dtype=np.float32).reshape(len(ids), -1))
-        cos = vectors @ query
-        order = sorted(range(len(ids)), key=lambda j: (-cos[j], j))[:k]
-        return [(_chunk(ids[j], docs[j], metas[j]), float(cos[j])) for j in order]
+        chunks = [_chunk(i, d, m) for i, d, m in zip(ids, docs, metas, strict=True)]
+        return self._by_cosine(chunks, got["embeddings"][0], query, k)
 
     #: Chroma's engine answers the dense side; the lexical side is the bounded fallback of :meth:`_lexical`.
     capabilities = frozenset({"dense", "lexical"})
@@ -463,10 +451,7 @@ class ChromaStore(BaseStore):
         scored = []
         for chunk in candidates.values():
             words = tokenize(chunk.text)
-            counts: dict[str, int] = {}
-            for word in words:
-                if word in weights:
-                    counts[word] = counts.get(word, 0) + 1
+            counts = Counter(word for word in words if word in weights)
             score = sum(weights[t] * saturation(c, len(words), AVERAGE_TOKENS) for t, c in counts.items())
             if score > 0:
                 scored.append((chunk, score))

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.errors import ConfigError, IndexLockError, IndexMismatchError, MissingExtraError, SpecError
+from akasha.errors import ConfigError, IndexLockError, MissingExtraError, SpecError
 from akasha.metadata import own
 from akasha.retrieval.fusion import exact_terms
 from akasha.retry import Retry
@@ -311,18 +311,8 @@ class PgVectorStore(BaseStore):
                               f"(it lacks {', '.join(missing)}); name another table")
         found = re.fullmatch(r"vector\((\d+)\)", columns["embedding"])
         width = int(found.group(1)) if found else None
-        if width is not None and self.dimension is not None and width != self.dimension:
-            raise IndexMismatchError(
-                f"table {self.table!r} on {self.server} holds {width}-dimensional vectors, not "
-                f"{self.dimension}-dimensional ones; use the embedder it was built with, or name another table")
         row = conn.execute(f"SELECT embedder FROM {self.table} WHERE embedder IS NOT NULL LIMIT 1").fetchone()
-        recorded = row[0] if row else None
-        if recorded and self._expected and recorded != self._expected:
-            raise IndexMismatchError(
-                f"table {self.table!r} on {self.server} holds vectors of {recorded!r}, not {self._expected!r}; "
-                "open it with that embedder, or name another table for this one")
-        self.dimension = width or self.dimension
-        self.embedder = recorded
+        self._adopt(f"table {self.table!r} on {self.server}", width, row[0] if row else None, "table")
         if "lexical" not in columns:
             self._add_lexical(conn)
         self._read_lexical_state(conn)
@@ -382,10 +372,7 @@ class PgVectorStore(BaseStore):
 
     def _read_lexical_state(self, conn: Any) -> None:
         """Adopt the tokenizer the table's lexical terms were made with (recorded by the first writer)."""
-        if conn.execute("SELECT to_regclass(%s)", (f"{self.table}_state",)).fetchone()[0] is None:
-            return
-        row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (_LEXICAL_STATE,)).fetchone()
-        state = None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
+        state = self._state_row(conn, _LEXICAL_STATE)
         if isinstance(state, dict) and isinstance(state.get("tokenizer"), str):
             self.lexical_tokenizer = state["tokenizer"]
             self._lexical_recorded = True
@@ -573,17 +560,20 @@ class PgVectorStore(BaseStore):
                 out[text_hash] = vec
         return out
 
-    def _where(self, filters: dict[str, Any] | None) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
+    @staticmethod
+    def _where(filters: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+        """``AND ...`` conditions for ``filters``, with named parameters (``f0``, ...) every CTE can repeat."""
+        condition = ""
+        params: dict[str, Any] = {}
         for key, value in (filters or {}).items():
+            name = f"f{len(params)}"
             if key == "doc_id":
-                clauses.append("doc_id = %s")
-                params.append(str(value))
+                condition += f"AND doc_id = %({name})s "
+                params[name] = str(value)
             else:  # containment on one key: equality for scalars; every value is a bound parameter
-                clauses.append("metadata @> %s::jsonb")
-                params.append(json.dumps({key: value}, default=str))
-        return (f"WHERE {' AND '.join(clauses)} " if clauses else ""), params
+                condition += f"AND metadata @> %({name})s::jsonb "
+                params[name] = json.dumps({key: value}, default=str)
+        return condition, params
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         """The dense side of :meth:`query` alone."""
@@ -594,12 +584,9 @@ class PgVectorStore(BaseStore):
     capabilities = frozenset({"dense", "lexical", "hybrid"})
 
     def query(self, request: SearchRequest) -> list[Hit]:
-        """Rank chunks in the server: one SQL statement (HNSW + GIN, fused by weighted RRF); ``k`` rows come back.
+        """Rank chunks in the server: one SQL statement (see the module docstring); ``k`` rows come back.
 
-        The vector side reads ``pool`` rows from the HNSW index with ``hnsw.ef_search`` set from
-        the pool (:data:`EF_PER_CANDIDATE`); the lexical side scores rows matching the
-        question's rarer terms (see the module docstring); each side's score and the fused
-        score are in every hit's ``details``.
+        Each side's score and the fused score are in every hit's ``details``.
         """
         mode = request.mode
         if mode in ("dense", "hybrid") and request.vector is None:
@@ -611,8 +598,7 @@ class PgVectorStore(BaseStore):
         vector = _Vec(check_query(request.vector, self.dimension)) if request.vector is not None and mode != "lexical" \
             else None
         terms = list(dict.fromkeys(request.tokens))[:64] if mode != "dense" else []
-        clause, params = self._where(dict(request.filters) if request.filters else None)
-        condition = clause.replace("WHERE ", "AND ", 1)
+        condition, params = self._where(request.filters)
         exact = [_clean(t) for t in exact_terms(request.text, terms)] if mode == "hybrid" else []
         sql = self._query_sql(mode, condition, bool(exact))
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
@@ -620,9 +606,7 @@ class PgVectorStore(BaseStore):
                                 "terms": [tsquery_literal(t) for t in terms], "raw": [_clean(t) for t in terms],
                                 "exact": exact,
                                 "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool,
-                                "scan": LEXICAL_SCAN}
-        for i, value in enumerate(params):
-            args[f"f{i}"] = value
+                                "scan": LEXICAL_SCAN, **params}
         ef = min(1000, max(int(self.ef_search), EF_PER_CANDIDATE * request.pool))
 
         def read(conn: Any) -> list[Any]:
@@ -671,13 +655,8 @@ class PgVectorStore(BaseStore):
         passed as ``%(exact)s``) the first lexical row leads when it alone holds one of them.
         """
         t = self.table
-        named = condition  # the filter's %s placeholders, named so that every CTE can repeat them
-        index = 0
-        while "%s" in named:
-            named = named.replace("%s", f"%(f{index})s", 1)
-            index += 1
         dense = (f"dense AS (SELECT id, 1 - d AS score, row_number() OVER (ORDER BY d, id) AS rank FROM ("
-                 f"SELECT id, embedding <=> %(v)b AS d FROM {t} WHERE true {named} "
+                 f"SELECT id, embedding <=> %(v)b AS d FROM {t} WHERE true {condition} "
                  f"ORDER BY embedding <=> %(v)b LIMIT %(pool)s) nearest)")
         lexical = (
             # each term's IDF from its document frequency (counted up to df_cap rows by the GIN index)
@@ -692,7 +671,7 @@ class PgVectorStore(BaseStore):
             f"WITH ORDINALITY AS q0(raw, term, ord)) q CROSS JOIN total LEFT JOIN stats ON true "
             f"CROSS JOIN LATERAL (SELECT CASE WHEN array_position(stats.elems, q.raw) IS NOT NULL "
             f"THEN stats.freqs[array_position(stats.elems, q.raw)] * total.n "
-            f"ELSE (SELECT count(*) FROM (SELECT 1 FROM {t} WHERE lexical @@ q.query {named} "
+            f"ELSE (SELECT count(*) FROM (SELECT 1 FROM {t} WHERE lexical @@ q.query {condition} "
             f"LIMIT %(df_cap)s) hits) END AS df) d), "
             # candidates: rows holding one of the rarer terms; when every term is common, rows holding two of them
             f"rarest AS (SELECT query, df, sum(df) OVER (ORDER BY df, ord) - df AS before FROM terms "
@@ -705,7 +684,7 @@ class PgVectorStore(BaseStore):
             f"lexical AS (SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM ("
             f"SELECT c.id, (SELECT sum(terms.idf * ts_rank(c.lexical, terms.query, 1)) FROM terms "
             f"WHERE c.lexical @@ terms.query) AS score FROM (SELECT id, lexical FROM {t} "
-            f"WHERE lexical @@ (SELECT query FROM wanted) {named} LIMIT %(scan)s) c "
+            f"WHERE lexical @@ (SELECT query FROM wanted) {condition} LIMIT %(scan)s) c "
             f"ORDER BY score DESC, id LIMIT %(pool)s) matched)")
         if mode == "dense":
             ctes = dense
@@ -770,15 +749,15 @@ class PgVectorStore(BaseStore):
 
     # ------------------------------------------------------------- the state
     def _load_state(self, key: str) -> dict[str, Any] | None:
-        def read(conn: Any) -> dict[str, Any] | None:
-            if not self._state_ready and conn.execute("SELECT to_regclass(%s)",
-                                                      (f"{self.table}_state",)).fetchone()[0] is None:
-                return None
-            self._state_ready = True
-            row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (key,)).fetchone()
-            return None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
+        return self._run("reading the index state", lambda conn: self._state_row(conn, key))
 
-        return self._run("reading the index state", read)
+    def _state_row(self, conn: Any, key: str) -> dict[str, Any] | None:
+        if not self._state_ready and conn.execute("SELECT to_regclass(%s)",
+                                                  (f"{self.table}_state",)).fetchone()[0] is None:
+            return None
+        self._state_ready = True
+        row = conn.execute(f"SELECT state FROM {self.table}_state WHERE key = %s", (key,)).fetchone()
+        return None if row is None else (row[0] if isinstance(row[0], dict) else json.loads(row[0]))
 
     def _save_state(self, key: str, state: dict[str, Any]) -> None:
         self._run("committing the index state", lambda conn: self._save_state_row(conn, key, state))

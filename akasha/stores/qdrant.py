@@ -23,14 +23,14 @@ import logging
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
-from akasha.errors import ConfigError, IndexMismatchError, MissingExtraError
+from akasha.errors import ConfigError, MissingExtraError
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
@@ -246,20 +246,11 @@ class QdrantStore(BaseStore):
         width = int(vectors.size)
         self._has_lexical = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
         self._cosine = vectors.distance == m.Distance.COSINE
-        if self.dimension is not None and width != self.dimension:
-            raise IndexMismatchError(
-                f"Qdrant collection {self.collection!r} ({self.name}) holds {width}-dimensional vectors, not "
-                f"{self.dimension}-dimensional ones; use the embedder it was built with, or name another collection")
-        self.dimension = width
         points, _ = self._call("reading the collection", lambda: self.client.scroll(
             self.collection, limit=1, with_payload=["embedder"], with_vectors=False,
             scroll_filter=m.Filter(must_not=[m.IsEmptyCondition(is_empty=m.PayloadField(key="embedder"))])))
         recorded = (points[0].payload or {}).get("embedder") if points else None
-        if recorded and self._expected and recorded != self._expected:
-            raise IndexMismatchError(
-                f"Qdrant collection {self.collection!r} ({self.name}) holds vectors of {recorded!r}, not "
-                f"{self._expected!r}; open it with that embedder, or name another collection for this one")
-        self.embedder = str(recorded) if recorded else None
+        self._adopt(f"Qdrant collection {self.collection!r} ({self.name})", width, recorded, "collection")
         if not self._cosine:
             log.info("Qdrant collection %s uses %s distance: akasha re-scores its candidates by cosine",
                      self.collection, vectors.distance)
@@ -278,14 +269,10 @@ class QdrantStore(BaseStore):
         self.dimension = dimension
 
     # --------------------------------------------------------------- helpers
-    def _vector(self, row: np.ndarray) -> Any:
-        values = row.tolist()
-        return {self._vector_name: values} if self._vector_name else values
-
     def _point_vectors(self, row: np.ndarray, text: str, tokenize: Callable[[str], list[str]] | None) -> Any:
         """A point's dense vector, and its sparse lexical vector when the collection has one."""
         if tokenize is None:
-            return self._vector(row)
+            return {self._vector_name: row.tolist()} if self._vector_name else row.tolist()
         indices, values = term_weights(tokenize(text))
         sparse = self._models.SparseVector(indices=indices, values=values)
         return {self._vector_name or "": row.tolist(), LEXICAL_VECTOR: sparse}
@@ -296,16 +283,13 @@ class QdrantStore(BaseStore):
             vector = vector.get(self._vector_name or "", next(iter(vector.values())))
         return np.asarray(vector, dtype=np.float32)
 
-    def _condition(self, key: str, value: Any) -> Any:
-        m = self._models
-        if isinstance(value, float) and not isinstance(value, bool):
-            return m.FieldCondition(key=key, range=m.Range(gte=value, lte=value))
-        return m.FieldCondition(key=key, match=m.MatchValue(value=value))
-
-    def _filter(self, filters: dict[str, Any] | None) -> Any:
+    def _filter(self, filters: Mapping[str, Any] | None) -> Any:
+        """Qdrant's filter for equality on each key (a float as a one-point range: MatchValue takes no floats)."""
         if not filters:
             return None
-        return self._models.Filter(must=[self._condition(k, v) for k, v in filters.items()])
+        m = self._models
+        return m.Filter(must=[m.FieldCondition(key=k, range=m.Range(gte=v, lte=v)) if isinstance(v, float)
+                              else m.FieldCondition(key=k, match=m.MatchValue(value=v)) for k, v in filters.items()])
 
     def _point_ids(self, ids: list[str]) -> dict[str, str]:
         """Point id -> chunk id; a chunk id that is itself a UUID may also be a point of another tool."""
@@ -392,13 +376,13 @@ class QdrantStore(BaseStore):
                         self.collection, ids=part, with_payload=False,
                         with_vectors=[self._vector_name] if self._vector_name else True)):
                     out.setdefault(ids[point.id], self._row(point))
-            return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
-        for part in batches(hashes, 1000):
-            must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=part))]
-            if self.embedder != embedder:
-                must.append(m.FieldCondition(key="embedder", match=m.MatchValue(value=embedder)))
-            for point in self._scroll(m.Filter(must=must), vectors=True, payload=["content_hash"]):
-                out.setdefault(str(point.payload["content_hash"]), self._row(point))
+        else:
+            for part in batches(hashes, 1000):
+                must = [m.FieldCondition(key="content_hash", match=m.MatchAny(any=part))]
+                if self.embedder != embedder:
+                    must.append(m.FieldCondition(key="embedder", match=m.MatchValue(value=embedder)))
+                for point in self._scroll(m.Filter(must=must), vectors=True, payload=["content_hash"]):
+                    out.setdefault(str(point.payload["content_hash"]), self._row(point))
         return {h: normalize_rows(v.reshape(1, -1))[0] for h, v in out.items()}
 
     def _nearest(self, query: np.ndarray, k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
@@ -413,11 +397,7 @@ class QdrantStore(BaseStore):
         points = response.points
         if self._cosine:
             return [(_chunk(p), float(p.score)) for p in points]
-        if not points:
-            return []
-        cos = normalize_rows(np.stack([self._row(p) for p in points])) @ query
-        order = sorted(range(len(points)), key=lambda j: (-cos[j], j))[:k]
-        return [(_chunk(points[j]), float(cos[j])) for j in order]
+        return self._by_cosine([_chunk(p) for p in points], [self._row(p) for p in points], query, k)
 
     @property
     def capabilities(self) -> frozenset[str]:  # type: ignore[override]  # computed, where BaseStore has a plain attribute
@@ -433,7 +413,7 @@ class QdrantStore(BaseStore):
         if not self._ready():
             return []
         m = self._models
-        flt = self._filter(dict(request.filters)) if request.filters and scalar_filters(request.filters) else None
+        flt = self._filter(request.filters) if request.filters and scalar_filters(request.filters) else None
         if request.filters and flt is None:
             return super().query(request)  # filters Qdrant cannot evaluate: the scanning fallback
         searches, sides = [], []
@@ -442,15 +422,15 @@ class QdrantStore(BaseStore):
             searches.append(m.QueryRequest(query=vector.tolist(), using=self._vector_name, limit=request.pool,
                                            filter=flt, with_payload=True))
             sides.append("dense")
-        if request.mode in ("lexical", "hybrid") and request.tokens and not self._has_lexical and not self._warned:
-            self._warned = True
-            log.warning("Qdrant collection %s has no lexical vector (an earlier release created it): its searches "
-                        "rank by vectors alone; index into a new collection to get the lexical side", self.name)
-        if request.mode in ("lexical", "hybrid") and self._has_lexical and request.tokens:
+        if request.mode in ("lexical", "hybrid") and request.tokens and self._has_lexical:
             indices = sorted({term_index(t) for t in request.tokens})
             searches.append(m.QueryRequest(query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
                                            using=LEXICAL_VECTOR, limit=request.pool, filter=flt, with_payload=True))
             sides.append("lexical")
+        elif request.mode in ("lexical", "hybrid") and request.tokens and not self._warned:
+            self._warned = True
+            log.warning("Qdrant collection %s has no lexical vector (an earlier release created it): its searches "
+                        "rank by vectors alone; index into a new collection to get the lexical side", self.name)
         if not searches:
             return super().query(request)
         answers = self._call("searching", lambda: self.client.query_batch_points(self.collection, requests=searches))
@@ -493,11 +473,8 @@ class QdrantStore(BaseStore):
         return int(self._call("counting points", lambda: self.client.count(self.collection, exact=True)).count)
 
     # ------------------------------------------------------------- the state
-    def _state_name(self) -> str:
-        return f"{self.collection}{STATE_SUFFIX}"
-
     def _load_state(self, key: str) -> dict[str, Any] | None:
-        name = self._state_name()
+        name = f"{self.collection}{STATE_SUFFIX}"
         if not self._state_ready and not self._call("reading the index state",
                                                     lambda: self.client.collection_exists(name)):
             return None
@@ -508,7 +485,7 @@ class QdrantStore(BaseStore):
 
     def _save_state(self, key: str, state: dict[str, Any]) -> None:
         m = self._models
-        name = self._state_name()
+        name = f"{self.collection}{STATE_SUFFIX}"
         if not self._state_ready:
             if not self._call("opening the state collection", lambda: self.client.collection_exists(name)):
                 self._call("creating the state collection", lambda: self.client.create_collection(
