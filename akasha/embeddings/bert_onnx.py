@@ -314,9 +314,6 @@ class OnnxBertEncoder:
 
     def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
         """Sentence vectors of ``texts`` (batched by similar token length); ``passages`` as in ``BertFolder.encode``."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
         return self.folder.encode(texts, self._forward, BATCH, passages, max_tokens=BATCH_TOKENS,
                                   workers=self.workers)
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from akasha.embeddings.base import as_matrix
 from akasha.errors import MissingExtraError, ProviderError
-from akasha.providers.bounded import bounded_post
+from akasha.providers.bounded import bounded_request
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.providers.endpoints import endpoint_label, identity_suffix
 
@@ -67,7 +67,7 @@ class HFInferenceEmbedder:
             headers["Authorization"] = f"Bearer {self._api_key}"
         headers = with_credentials(headers, self._url_credentials)
         try:
-            response = bounded_post(self.url, json={"inputs": texts}, headers=headers, timeout=self._timeout)
+            response = bounded_request("POST", self.url, json={"inputs": texts}, headers=headers, timeout=self._timeout)
         except httpx.HTTPError as exc:
             raise ProviderError("hf", f"could not reach {self.url}: {exc}") from None
         if response.status_code >= 400:

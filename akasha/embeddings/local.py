@@ -254,12 +254,16 @@ class SentenceTransformerEmbedder:
                 self._bulk = self._adopt_bulk(*(early.result() if early else self._construct_bulk(self._folder)))
             return self._bulk or None
 
+    def _may_skip_torch(self) -> bool:
+        """Whether the device, precision and loading options allow a torch-free encoder at all."""
+        return requested_device(self.device) in ("cpu", AUTO) and not self._model_kwargs \
+            and self.precision in ("float32", "int8")
+
     def _read_folder(self) -> Any:
         """The model folder for the torch-free encoders, or False when they cannot run it."""
         from akasha.embeddings import bert_numpy
 
-        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs \
-                or self.precision not in ("float32", "int8") or not bert_numpy.supports(self._location):
+        if not self._may_skip_torch() or not bert_numpy.supports(self._location):
             return False
         try:
             return bert_numpy.BertFolder(self._location)
@@ -341,8 +345,7 @@ class SentenceTransformerEmbedder:
             return
         from akasha.embeddings import bert_onnx
 
-        if requested_device(self.device) not in ("cpu", AUTO) or self._model_kwargs \
-                or self.precision not in ("float32", "int8") or not bert_onnx.available() \
+        if not self._may_skip_torch() or not bert_onnx.available() \
                 or (self.precision == "float32" and resolve_device(self.device) != "cpu"):
             return  # no bulk encoder would be built for this model here
         with self._lock:  # the folder is read here, as the first embedding would; the encoder off the thread
@@ -371,7 +374,11 @@ class SentenceTransformerEmbedder:
                 normalize_embeddings=False,
                 show_progress_bar=False,
             )
-        matrix = as_matrix(vectors, len(texts), self.name)
+        return self._unit_rows(vectors, len(texts))
+
+    def _unit_rows(self, vectors: Any, count: int) -> np.ndarray:
+        """``vectors`` as a checked float32 matrix (normalised when asked); notes the dimension."""
+        matrix = as_matrix(vectors, count, self.name)
         if self.dimension is None:
             self.dimension = int(matrix.shape[1])
         return normalize_rows(matrix) if self.normalize else matrix
@@ -395,11 +402,7 @@ class SentenceTransformerEmbedder:
             vectors = self._encode_with_windows(texts, windows)
         else:  # CLS or last-token pooling: windows of its hidden states are not in the vectors' space
             return self.embed_documents(texts), [None] * len(texts)
-        matrix = as_matrix(vectors, len(texts), self.name)
-        if self.dimension is None:
-            self.dimension = int(matrix.shape[1])
-        return (normalize_rows(matrix) if self.normalize else matrix,
-                [pack(w) if w is not None and len(w) else None for w in windows])
+        return self._unit_rows(vectors, len(texts)), [pack(w) if w is not None and len(w) else None for w in windows]
 
     def _encode_with_windows(self, texts: list[str], windows: list[np.ndarray | None]) -> np.ndarray:
         """Sentence vectors through sentence-transformers, filling ``windows`` from the same pass's token states."""

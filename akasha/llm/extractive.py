@@ -340,14 +340,11 @@ def _scores(question: str, sentences: list[_Candidate], embedder: Any, cache: Se
             for i in pool if lexical[i] > 0 or cosine[i] >= settings.min_cosine}
 
 
-def _redundant(candidate: _Candidate, chosen: Iterable[_Candidate], overlap: float) -> bool:
-    """Whether ``candidate`` shares ``overlap`` of the shorter one's content words with a chosen quote."""
+def _redundant(candidate: _Candidate, chosen: Iterable[set[str]], overlap: float) -> bool:
+    """Whether ``candidate`` shares ``overlap`` of the shorter one's content words with a chosen pick's words."""
     words = set(candidate.terms)
-    for other in chosen:
-        theirs = set(other.terms)
-        if words and theirs and len(words & theirs) / min(len(words), len(theirs)) >= overlap:
-            return True
-    return False
+    return any(words and theirs and len(words & theirs) / min(len(words), len(theirs)) >= overlap
+               for theirs in chosen)
 
 
 def _follower(i: int, sentences: list[_Candidate]) -> int | None:
@@ -356,15 +353,6 @@ def _follower(i: int, sentences: list[_Candidate]) -> int | None:
     if j < len(sentences) and sentences[j].doc == sentences[i].doc and sentences[j].pos == sentences[i].pos + 1:
         return j
     return None
-
-
-def _join(run: list[_Candidate]) -> _Candidate:
-    """Consecutive sentences of one document as one candidate."""
-    first = run[0]
-    if len(run) == 1:
-        return first
-    return _Candidate(" ".join(s.text for s in run), first.doc, first.pos, first.source, first.page,
-                      [t for s in run for t in s.terms])
 
 
 def _quotes(indices: Iterable[int], sentences: list[_Candidate]) -> list[Quote]:
@@ -410,7 +398,7 @@ def best_sentences(question: str, documents: list[dict], n: int | None = None, *
         return []
     best = score[ranked[0]]
     picks: list[list[int]] = []  # each pick: a sentence and the follower it brought along
-    chosen: list[_Candidate] = []  # each pick joined into one candidate, for the redundancy check
+    chosen: list[set[str]] = []  # the content words of each pick, for the redundancy check
     taken: set[int] = set()
     for i in ranked:
         if len(picks) >= n or score[i] < settings.keep_fraction * best:
@@ -427,7 +415,7 @@ def best_sentences(question: str, documents: list[dict], n: int | None = None, *
         if picks and _reply_chars(_quotes([*taken, *pick], sentences)) > settings.budget:
             continue
         picks.append(pick)
-        chosen.append(_join([sentences[k] for k in pick]))
+        chosen.append({t for k in pick for t in sentences[k].terms})
         taken.update(pick)
     last = max(picks[0])
     while (follower := _follower(last, sentences)) is not None and follower not in taken:

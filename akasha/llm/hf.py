@@ -175,8 +175,7 @@ class TransformersChat:
         kwargs = self._generate_kwargs(options)
         with torch.no_grad():
             output = model.generate(**inputs, **kwargs)
-        prompt_length = inputs["input_ids"].shape[1]
-        new_tokens = output[0, prompt_length:]
+        new_tokens = output[0, inputs["input_ids"].shape[1]:]
         note_finish(self.name, options, self._finish_reason(new_tokens, kwargs["max_new_tokens"]))
         return tokenizer.decode(new_tokens, skip_special_tokens=True)
 

@@ -181,10 +181,5 @@ def bounded_request(method: str, url: str, **kwargs: Any) -> Any:
         return client.request(method, url, **kwargs)
 
 
-def bounded_post(url: str, **kwargs: Any) -> Any:
-    """``httpx.post``, bounded (see :func:`bounded_request`)."""
-    return bounded_request("POST", url, **kwargs)
-
-
-__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "Deadline", "ReplyLimitError", "bounded_post",
-           "bounded_request", "deadline_seconds", "reply_limits", "request_deadline", "transports"]
+__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_MAX_REPLY_MB", "Deadline", "ReplyLimitError", "bounded_request",
+           "deadline_seconds", "reply_limits", "request_deadline", "transports"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from akasha.errors import ConfigError, MissingAPIKeyError, MissingExtraError, ProviderError
-from akasha.providers.bounded import bounded_post
+from akasha.providers.bounded import bounded_request
 from akasha.providers.credentials import split_credentials, with_credentials
 from akasha.rerank import Ranking
 from akasha.types import Hit
@@ -75,7 +75,7 @@ class CohereReranker:
         headers = with_credentials({"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"},
                                    self._url_credentials)
         try:
-            response = bounded_post(self.url, json=body, headers=headers, timeout=self._timeout)
+            response = bounded_request("POST", self.url, json=body, headers=headers, timeout=self._timeout)
         except httpx.HTTPError as exc:
             raise ProviderError("cohere", f"could not reach {self.url}: {exc}") from None
         if response.status_code >= 400:
