@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from precision_fixtures import embedded_float32_other_float32
 
 from akasha.embeddings import bert_numpy, bert_onnx
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
@@ -65,19 +66,9 @@ def test_without_onnx_the_int8_build_names_the_package_to_install(tmp_path, monk
 def test_an_int8_embedder_embeds_everything_in_int8_and_keeps_its_cache_apart(models, tmp_path, monkeypatch):
     """Questions too go through the int8 graph (not the float32 numpy encoder), and an index cache
     written by the float32 embedder is not reused by int8 (nor the other way round)."""
-    from akasha.index import CorpusIndex
-
     monkeypatch.setenv("AKASHA_CACHE_DIR", str(models.parent))  # the model built by the fixture is found there
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i, text in enumerate(TEXTS[:3]):
-        (docs / f"d{i}.txt").write_text(text)
-    cache = tmp_path / "cache"
-    first = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=cache).sync(docs)
     int8 = SentenceTransformerEmbedder("all-MiniLM-L6-v2", precision="int8")
-    other = CorpusIndex(int8, cache_dir=cache).sync(docs)
-    again = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=cache).sync(docs)
-    assert (first.embedded, other.embedded, again.embedded) == (3, 3, 0)
+    assert embedded_float32_other_float32(tmp_path, TEXTS[:3], int8) == (3, 3, 0)
     question = int8.embed_query("seal wear")
     assert int8._numpy is None and isinstance(int8._bulk, bert_onnx.OnnxBertEncoder) and int8._model is None
     exact = SentenceTransformerEmbedder("all-MiniLM-L6-v2").embed_query("seal wear")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from precision_fixtures import embedded_float32_other_float32
 
 from akasha.embeddings import bert_numpy, bert_onnx, local
 from akasha.embeddings.local import SentenceTransformerEmbedder, packaged_model_dir
@@ -250,18 +251,9 @@ def test_a_bfloat16_embedder_does_not_reuse_a_float32_cache(tmp_path):
     """bfloat16 vectors are within cosine 0.9999 of float32's, close enough for the probe fingerprint to
     match, yet not the same vectors: the name keeps the caches apart (and a float32 run reuses its own)."""
     pytest.importorskip("sentence_transformers")
-    from akasha.index import CorpusIndex
-
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i in range(3):
-        (docs / f"d{i}.txt").write_text(f"Pump P-10{i} is inspected every {100 + i} hours for seal wear.")
-    cache = tmp_path / "cache"
-    first = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=cache).sync(docs)
+    texts = [f"Pump P-10{i} is inspected every {100 + i} hours for seal wear." for i in range(3)]
     bf16 = SentenceTransformerEmbedder("all-MiniLM-L6-v2", precision="bfloat16")
-    other = CorpusIndex(bf16, cache_dir=cache).sync(docs)
-    again = CorpusIndex(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), cache_dir=cache).sync(docs)
-    assert (first.embedded, other.embedded, again.embedded) == (3, 3, 0)
+    assert embedded_float32_other_float32(tmp_path, texts, bf16) == (3, 3, 0)
     fp32 = SentenceTransformerEmbedder("all-MiniLM-L6-v2").embed_documents(["seal wear"])
     reduced = bf16.embed_documents(["seal wear"])
     assert bf16._model is not None and bf16._numpy is None  # sentence-transformers in bfloat16, not numpy
