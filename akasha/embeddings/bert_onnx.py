@@ -246,7 +246,8 @@ def int8_model(folder: BertFolder, cache: Path) -> Path:
     import onnxruntime
 
     weights = folder.root / "model.safetensors"
-    stamp = f"{weights.resolve()}|{weights.stat().st_size}|{weights.stat().st_mtime_ns}|{onnxruntime.__version__}"
+    info = weights.stat()
+    stamp = f"{weights.resolve()}|{info.st_size}|{info.st_mtime_ns}|{onnxruntime.__version__}"
     key = hashlib.sha256(bert_graph(folder)[0] + stamp.encode()).hexdigest()[:16]
     path = cache / f"{folder.root.name}-{key}.int8.onnx"
     if path.is_file():
