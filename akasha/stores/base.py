@@ -450,7 +450,8 @@ class BaseStore:
         """
         chunks = list(chunks)
         check_upsert(chunks, vectors, self.dimension)
-        stray = [c.id for c in chunks if c.doc_id not in set(doc_ids)]
+        wanted = set(doc_ids)
+        stray = [c.id for c in chunks if c.doc_id not in wanted]
         if stray:
             raise ValueError(f"chunks {stray[:3]} do not belong to the documents being replaced")
         if not doc_ids:
