@@ -1,10 +1,8 @@
 """The SQLite manifest: what each file contained, and every vector ever computed.
 
-Why SQLite and not Chroma for the default store: it ships with Python (small
-base install), commits atomically (a ``kill -9`` at any point leaves the last
-committed state), needs no pickles, and reloads in milliseconds. Vectors are
-stored as float32 BLOBs. The database runs in WAL mode so readers never block
-the single writer (writers are serialised by the index's file lock).
+SQLite, not Chroma, by default: it ships with Python, commits atomically (a ``kill -9``
+leaves the last committed state), needs no pickles and reloads in milliseconds. Vectors
+are float32 BLOBs; WAL mode lets readers run beside the one writer (the index's file lock).
 
 Tables
     ``files``       stat cache: path -> (size, mtime_ns, sha256 of the bytes, ctime_ns, inode);
@@ -106,35 +104,6 @@ class Manifest:
             self._db.close()
 
     # ------------------------------------------------------------ transactions
-    class _Tx:
-        def __init__(self, manifest: Manifest) -> None:
-            self.m = manifest
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.m._lock.acquire()
-            try:
-                self.m._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                self.m._lock.release()
-                raise self.m._storage_error(exc) from exc
-            return self.m._db
-
-        def __exit__(self, exc_type: Any, exc: BaseException | None, *_: Any) -> None:
-            try:
-                try:
-                    self.m._db.execute("ROLLBACK" if exc_type else "COMMIT")
-                except sqlite3.Error as failure:
-                    # A failed ROLLBACK (sqlite already rolled back) must not hide the original error.
-                    if exc_type is None:
-                        if self.m._db.in_transaction:
-                            with contextlib.suppress(sqlite3.Error):
-                                self.m._db.execute("ROLLBACK")
-                        raise self.m._storage_error(failure) from failure
-            finally:
-                self.m._lock.release()
-            if isinstance(exc, sqlite3.Error):  # a write refused inside the transaction (read-only, disk full)
-                raise self.m._storage_error(exc) from exc
-
     def _storage_error(self, exc: BaseException) -> Exception:
         from pathlib import Path
 
@@ -142,9 +111,29 @@ class Manifest:
 
         return storage_error(Path(self.path).parent if self.path != ":memory:" else self.path, exc)
 
-    def transaction(self) -> Manifest._Tx:
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """``with manifest.transaction() as db:`` runs statements in one atomic commit."""
-        return Manifest._Tx(self)
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._storage_error(exc) from exc
+            try:
+                yield self._db
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):  # sqlite may have rolled back: the first error wins
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):  # a write refused inside the transaction (read-only, disk full)
+                    raise self._storage_error(exc) from exc
+                raise
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as failure:
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise self._storage_error(failure) from failure
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -332,16 +321,13 @@ class Manifest:
                        (source_key, namespace, state_key, json.dumps(files, ensure_ascii=False), snapshot))
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"last:{namespace}", source_key))
 
-
     # ----------------------------------------------------------------- pruning
     def prune(self, path_exists: Any) -> dict[str, int]:
-        """Forget what no committed corpus uses; returns the number of rows removed per kind.
+        """Forget what no committed corpus uses, in one transaction; returns the rows removed per kind.
 
-        Kept: the chunks of every file version some corpus (any data source, any
-        embedder or chunk settings) was last committed with, and every vector of a
-        text among those chunks. Removed: chunk rows and parse results of older
-        file versions, vectors of texts no kept chunk has, and stat-cache rows of
-        paths for which ``path_exists(path)`` is false. Runs in one transaction.
+        Kept: the chunks of every file version some corpus (any source, embedder or chunk settings)
+        was last committed with, and the vectors of their texts. Removed: older file versions' chunks
+        and parse results, other vectors, and stat-cache rows of paths ``path_exists`` says are gone.
         """
         keep = {h for (files,) in self._query("SELECT files FROM corpora") for h in json.loads(files).values()}
         gone_paths = [(p,) for (p,) in self._query("SELECT path FROM files") if not path_exists(p)]

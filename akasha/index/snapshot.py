@@ -9,35 +9,27 @@ a snapshot can never be applied to another corpus. Layout (all little-endian)::
     chunk records one ``[text, metadata]`` JSON document per chunk, back to back
     array parts   numpy arrays as raw bytes, each 64-byte aligned (incl. record ends)
 
-Why not ``.npz``: a zip archive costs a member lookup, a header parse and a copy
-per array, and string arrays are stored as fixed-width UTF-32, so a fresh
-process spent most of an unchanged re-run unpacking it. Here each JSON part
-comes back with one read and one ``json.loads``, the arrays with one
-``readinto`` into a single buffer that they then view without copying, and the
-chunk records are kept as bytes and parsed one by one when a search returns
-them (:class:`~akasha.index.lazy_chunks.LazyChunks`): a re-run of a 100,000-chunk corpus builds no chunk
-objects at all. Nothing is ever unpickled: the header is JSON, the arrays are
-plain numbers.
+Not ``.npz``: a zip archive costs a lookup, a parse and a copy per array and stores strings
+as UTF-32. Here each JSON part is one read and one ``json.loads``, the arrays one ``readinto``
+into a buffer they view without copying, and chunk records stay bytes until a search returns
+them (:class:`~akasha.index.lazy_chunks.LazyChunks`). Nothing is ever unpickled.
 
-A snapshot is a cache that akasha trusts only as far as it can check it: the
-header records the CRC-32 of every part and array, every size and offset is
-checked against the file's length before anything is allocated (a header that
-claims a 6 GB array is refused, not obeyed), and the shapes must match the
-byte counts. Any mismatch (a torn write, a flipped bit, a hand edit) makes
-:func:`read_snapshot` log one warning and return None, and the index rebuilds
-its structures from the SQLite manifest (nothing is re-embedded) and writes a
-fresh snapshot. CRC-32 finds damage, not a forger: someone who can write the
-cache folder can also rewrite the database (see docs/threat-model.md).
+A snapshot is a cache trusted only as far as it can be checked: the header records the
+CRC-32 of every part and array, every size and offset is checked against the file's length
+before anything is allocated (a header that claims a 6 GB array is refused, not obeyed), and
+shapes must match byte counts. Any mismatch makes :func:`read_snapshot` log one warning and
+return None; the index rebuilds from the SQLite manifest (nothing re-embedded). CRC-32 finds
+damage, not a forger (see docs/threat-model.md).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import re
 import struct
-import threading
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +37,7 @@ from typing import IO, Any, BinaryIO
 
 import numpy as np
 
+from akasha.background import Background
 from akasha.fs import atomic_write
 from akasha.index.lazy_chunks import LazyChunks
 from akasha.retrieval.bm25 import BM25Index
@@ -247,11 +240,10 @@ def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict
     # Sizes are checked against the file before anything is allocated: a header cannot make us allocate 6 GB.
     _check(start + total <= file_size, f"its arrays claim {total} bytes; the file has {max(file_size - start, 0)} "
                                        "after its header (truncated or edited)")
-    # The arrays (most of the bytes) are read and checksummed on a second thread while this one reads and
-    # parses the JSON parts: positional reads and zlib.crc32 release the GIL, so a re-run pays for the
-    # checksums (issue 14's tamper check) in parallel instead of on top of the reads.
-    pending = _ArrayReader(handle.fileno(), start, total, arrays_layout, checksums)
-    pending.begin(threaded=bool(parts))
+    # The arrays (most of the bytes) are read and checksummed on a second thread while this one parses the
+    # JSON parts: positional reads and zlib.crc32 release the GIL, so the checksums cost no extra time.
+    read_arrays = functools.partial(_read_arrays, handle.fileno(), start, total, arrays_layout, checksums)
+    pending = Background(read_arrays, "akasha-snapshot-read") if parts and hasattr(os, "preadv") else None
     try:
         texts: dict[str, Any] = {}
         expected = 0
@@ -262,57 +254,25 @@ def _read(handle: BinaryIO, state_key: str) -> tuple[dict[str, Any] | None, dict
             _check(len(blob) == size, "the file is shorter than its header says (truncated)")
             _check(zlib.crc32(blob) == checksums.get(name), f"part {name!r} fails its checksum (damaged or edited)")
             texts[name] = blob if is_raw else json.loads(blob)
-    finally:
-        arrays = pending.result()
+    finally:  # without a second thread the arrays are read now, after the parts (one file position)
+        arrays = pending.result() if pending is not None else read_arrays()
     return texts, arrays
 
 
-class _ArrayReader:
-    """Reads a snapshot's array section into one writable buffer and checks every array's CRC-32."""
-
-    def __init__(self, fd: int, start: int, total: int, layout: dict[str, Any], checksums: dict[str, Any]) -> None:
-        self._fd, self._start, self._total = fd, start, total
-        self._layout, self._checksums = layout, checksums
-        self._arrays: dict[str, np.ndarray] = {}
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-
-    def begin(self, *, threaded: bool) -> None:
-        """Start reading on a second thread where the platform has positional reads; else result() reads."""
-        if threaded and hasattr(os, "preadv"):
-            self._thread = threading.Thread(target=self._run, name="akasha-snapshot-read", daemon=True)
-            self._thread.start()
-
-    def result(self) -> dict[str, np.ndarray]:
-        """The arrays by name; raises what reading or checking raised."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        elif not self._arrays and self._error is None:
-            self._run()  # no second thread: read now, after the caller is done with the file position
-        if self._error is not None:
-            raise self._error
-        return self._arrays
-
-    def _run(self) -> None:
-        try:
-            self._arrays = self._read_and_check()
-        except BaseException as exc:  # handed to result(), re-raised on the caller's thread
-            self._error = exc
-
-    def _read_and_check(self) -> dict[str, np.ndarray]:
-        # np.empty, not bytearray: no zero-fill pass over memory the read overwrites anyway. The arrays stay
-        # writable, so the indexes can update them in place later.
-        buffer = np.empty(self._total, dtype=np.uint8)
-        view = buffer.data  # a memoryview over the array
-        _check(_read_at(self._fd, view, self._start) == self._total,
-               "the file is shorter than its header says (truncated)")
-        arrays = {}
-        for name, (kind, shape, offset, nbytes) in self._layout.items():
-            _check(zlib.crc32(view[offset : offset + nbytes]) == self._checksums.get(name),
-                   f"array {name!r} fails its checksum (damaged or edited)")
-            arrays[name] = buffer[offset : offset + nbytes].view(kind).reshape(shape)
-        return arrays
+def _read_arrays(fd: int, start: int, total: int, layout: dict[str, Any], checksums: dict[str, Any]
+                 ) -> dict[str, np.ndarray]:
+    """Read a snapshot's array section into one writable buffer and check every array's CRC-32."""
+    # np.empty, not bytearray: no zero-fill pass over memory the read overwrites anyway. The arrays stay
+    # writable, so the indexes can update them in place later.
+    buffer = np.empty(total, dtype=np.uint8)
+    view = buffer.data  # a memoryview over the array
+    _check(_read_at(fd, view, start) == total, "the file is shorter than its header says (truncated)")
+    arrays = {}
+    for name, (kind, shape, offset, nbytes) in layout.items():
+        _check(zlib.crc32(view[offset : offset + nbytes]) == checksums.get(name),
+               f"array {name!r} fails its checksum (damaged or edited)")
+        arrays[name] = buffer[offset : offset + nbytes].view(kind).reshape(shape)
+    return arrays
 
 
 def _read_at(fd: int, view: memoryview, offset: int) -> int:
