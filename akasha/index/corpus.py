@@ -1,26 +1,16 @@
 """CorpusIndex: a data source in, a persistent content-keyed hybrid index out, over any store.
 
-Everything is keyed by content, never by path or mtime:
+Everything is keyed by content, never by path or mtime: a file by the sha256 of its bytes
+plus its extension (:mod:`akasha.index.sources`), its chunks by (file hash, chunk settings),
+vectors by (embedder identity, chunk-text sha256). So a touched, copied or renamed file is
+never parsed or embedded again, two models never mix vectors, and an edit re-embeds only
+the chunks whose text changed.
 
-* a file is identified by the sha256 of its bytes (plus its extension, which
-  picks the loader); reading, hashing and parsing live in :mod:`akasha.index.sources`;
-* its chunks are stored per (file hash, chunk settings), so a touched, copied
-  or renamed file is never parsed or embedded again;
-* vectors are stored per (embedder identity, chunk-text sha256), so two models
-  never mix vectors and an edited file re-embeds only the chunks whose text changed.
-
-This class coordinates; each concern has its module: what changed
-(:mod:`akasha.index.changes`), the one ingest path and its rollback guard
-(:mod:`akasha.index.ingest`, :mod:`akasha.index.live`), commits and reloads
-(:mod:`akasha.index.persistence`, over the SQLite :mod:`akasha.index.manifest` and
-:mod:`akasha.index.snapshot` files), the embedder's identity (:mod:`akasha.index.identity`),
-and searches a store's engine answers (:mod:`akasha.index.store_search`). An external store
-(``vector_store=`` a URL or an :mod:`akasha.stores` object, or ``store="chroma"``) receives
-every chunk as a plain record with its vector and the committed corpus state, through
-:mod:`akasha.index.store_link`; another machine sharing it embeds nothing.
-
-Crash safety is the ingest's order (:mod:`akasha.index.ingest`); writers hold a file lock, and
-the store's lock where it has one.
+This class coordinates the sibling modules of :mod:`akasha.index`. An external store
+(``vector_store=`` a URL or Store, or ``store="chroma"``) receives every chunk as a plain
+record with its vector and the committed corpus state (:mod:`akasha.index.store_link`), so
+another machine sharing it embeds nothing. Crash safety is the ingest's order
+(:mod:`akasha.index.ingest`); writers hold a file lock, and the store's lock where it has one.
 """
 
 from __future__ import annotations
@@ -48,7 +38,7 @@ from akasha.index.lock import IndexLock
 from akasha.index.manifest import Manifest
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
 from akasha.index.persistence import DOCUMENTS_SOURCE, Persistence, lexical_state, shared_key
-from akasha.index.portable import check_corpus_name, portable_keys, source_root
+from akasha.index.portable import DataSource, check_corpus_name, portable_keys, source_root
 from akasha.index.reports import PruneReport, SyncReport
 from akasha.index.sources import SourceReader, digest
 from akasha.index.store_link import StoreLink
@@ -64,7 +54,6 @@ from akasha.types import Chunk, Document, Hit
 
 log = logging.getLogger(__name__)
 
-DataSource = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 STORES = ("sqlite", "chroma")
 #: What an external store object must offer (see akasha.stores.base.Store).
 _STORE_METHODS = ("upsert", "remove", "fetch", "vectors_for", "nearest", "ids_of_documents", "load_state",
@@ -303,12 +292,8 @@ class CorpusIndex:
         return self._store_search.answers("both")
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
-        """The hub scores of ``ids`` (chunk ids of this index) that ``auto`` discounts dense candidates by.
-
-        Computed over the in-memory vectors the first time, then kept up to date as chunks come
-        and go, and kept in the snapshot (:mod:`akasha.retrieval.hubness`); None above its size
-        limit or for unknown ids.
-        """
+        """The hub scores of chunk ``ids`` that ``auto`` discounts dense candidates by
+        (:mod:`akasha.retrieval.hubness`); None above its size limit or for unknown ids."""
         dense = self._live.dense
         if any(i not in dense for i in ids):
             return None
@@ -332,10 +317,9 @@ class CorpusIndex:
     def dense_reads(self, question: str) -> bool | None:
         """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.
 
-        ``auto`` gives the dense list no weight for a question its embedder cannot read
-        (:func:`akasha.retrieval.reading.reads_question` probes the embedder once; this index's
-        manifest keeps the verdict for later processes). ``SearchSettings.embedder_reads_cjk``,
-        when set, is the answer instead.
+        ``auto`` gives the dense list no weight for a question its embedder cannot read (probed once by
+        :func:`~akasha.retrieval.reading.reads_question`, the verdict kept in the manifest);
+        ``SearchSettings.embedder_reads_cjk``, when set, is the answer instead.
         """
         known = self.search_settings.embedder_reads_cjk
         if known is None:
@@ -376,11 +360,9 @@ class CorpusIndex:
     def add_documents(self, documents: Iterable[Document]) -> SyncReport:
         """Index in-memory documents (a YAML pipeline's ``ingest``), keyed by ``Document.id`` or text hash.
 
-        A document whose id was indexed before replaces its earlier version's
-        chunks; the other documents stay. Content-keyed like files: a document
-        with the same text and metadata is never chunked or embedded again, in
-        this process or a later one. The documents form their own corpus: a later
-        :meth:`sync` of a data source replaces it (and vice versa).
+        A document whose id was indexed before replaces its earlier version's chunks; the others stay.
+        Content-keyed like files: the same text and metadata is never chunked or embedded again. The
+        documents form their own corpus: a later :meth:`sync` of a data source replaces it (and vice versa).
         """
         from akasha.chunking import document_id
 
@@ -435,12 +417,8 @@ class CorpusIndex:
         return live.source == DOCUMENTS_SOURCE and not self._store_behind and not live.lexical_only
 
     def _apply_documents(self, upserts: Mapping[str, str], removals: Sequence[str], report: SyncReport) -> None:
-        """Apply a few documents' changes to the documents corpus in memory, at a cost that grows with
-        the change, not with the corpus (a YAML pipeline ingests ten documents at a time into thousands).
-
-        The same ingest path as a whole corpus's (:meth:`Ingest.run`). The manifest row and the
-        store's state still name every document; they are committed in batches (see :meth:`flush`).
-        """
+        """Apply a few documents' changes in memory, at a cost that grows with the change, not the corpus,
+        through :meth:`Ingest.run`; the manifest row and store state are committed in batches (:meth:`flush`)."""
         live = self._live
         change = documents_change(live, upserts, removals, self._manifest, self.settings_key)
         report.unchanged, report.indexed = len(upserts) - len(change.files), len(change.files)
@@ -455,11 +433,10 @@ class CorpusIndex:
     def flush(self) -> None:
         """Commit documents added or deleted since the last commit (``close()`` does it too).
 
-        Committing writes the whole corpus's file list (manifest row, store state), so a
-        stream of small ingests commits once a twentieth of the corpus changed, every
-        500 documents or every 2 seconds. Until then the documents are searchable in
-        this process, their chunks and vectors are already cached and in the store; a
-        crash before the commit only means the next run ingests them again, embedding nothing.
+        A commit writes the whole corpus's file list, so small ingests commit in batches
+        (:meth:`Persistence.documents_changed`). Until then the documents are searchable here and
+        their chunks and vectors cached and in the store: a crash only means they are ingested
+        again, embedding nothing.
         """
         if self._persist.pending:
             with self._write_lock():
@@ -478,12 +455,11 @@ class CorpusIndex:
         return dict(stored[1]) if stored is not None else {}
 
     def load_store(self) -> SyncReport:
-        """Serve every record already in the attached store as the corpus, embedding nothing.
+        """Serve every record already in the attached store (chromadb, LangChain, another akasha) as the
+        corpus, embedding nothing: BM25 from the stored texts, the dense side from the stored vectors.
 
-        For collections written elsewhere (plain chromadb, LangChain, another akasha):
-        BM25 is built from the stored texts, the dense side from the stored vectors.
-        Raises ConfigError without a store, IndexMismatchError when the vectors'
-        width differs from the embedder's, EmptySourceError for an empty store.
+        Raises ConfigError without a store, IndexMismatchError when the vectors' width differs
+        from the embedder's, EmptySourceError for an empty store.
         """
         if self._link is None:
             raise ConfigError("load_store() needs CorpusIndex(..., store=<a Store>) or vector_store=")
@@ -503,11 +479,8 @@ class CorpusIndex:
         return report
 
     def restore(self) -> bool:
-        """Load the corpus this index committed last (a new process querying before it ingests).
-
-        Returns False when nothing was ever committed in this cache for this
-        embedder and chunk settings. Nothing is embedded: vectors come from the cache.
-        """
+        """Load the corpus this index committed last (a new process querying before it ingests), embedding
+        nothing; False when nothing was ever committed in this cache for this embedder and chunk settings."""
         if self._live.state_key is not None:
             return True
         source_key = self._manifest.last_source(self.namespace)
@@ -530,12 +503,10 @@ class CorpusIndex:
                       passages: bool = False) -> list[tuple[Chunk, float]]:
         """The ``k`` chunks most cosine-similar to ``query`` (a question or its vector), best first.
 
-        ``filters`` keeps chunks whose metadata equals every given value (``doc_id``
-        is the document id). Searches the corpus in memory (restored if needed).
-        ``passages=True`` ranks as ``auto``'s dense list does when every chunk has passage
-        vectors: the best candidates re-scored by the better of their chunk and best passage
-        cosine, which is then the score (:func:`akasha.retrieval.passages.rescore`), as
-        :func:`akasha.retrieval.search.dense_candidates` does for ``auto``.
+        ``filters`` keeps chunks whose metadata equals every given value (``doc_id`` is the document
+        id). ``passages=True`` ranks as ``auto``'s dense list does when every chunk has passage vectors:
+        the best candidates re-scored by the better of their chunk and best passage cosine
+        (:func:`akasha.retrieval.passages.rescore`).
         """
         if k <= 0 or not self.restore():
             return []
@@ -565,14 +536,11 @@ class CorpusIndex:
     def prune(self, *, vacuum: bool = True) -> PruneReport:
         """Forget the history no committed corpus needs, so the cache stops growing with every edit.
 
-        An index keeps the chunks and vectors of every file version it has seen, so
-        undoing an edit or re-indexing an old copy embeds nothing. ``prune`` drops
-        what no corpus in this cache folder was last committed with (any data
-        source, embedder or chunk settings): older file versions, their chunks,
-        vectors of texts that no kept chunk has, stat-cache rows of vanished paths
-        and unused snapshots. ``vacuum=True`` then gives the space back to the file
-        system. Takes the write lock. An external store needs no pruning: every sync
-        already removes the records of edited and deleted files from it.
+        An index keeps every file version's chunks and vectors, so undoing an edit embeds nothing.
+        ``prune`` drops what no corpus in this cache folder was last committed with (any source,
+        embedder or chunk settings; :meth:`Manifest.prune`) and unused snapshots; ``vacuum=True``
+        gives the space back. Takes the write lock. An external store needs none: every sync
+        already removes the records of edited and deleted files.
         """
         report = PruneReport()
         with self._write_lock():
@@ -591,14 +559,15 @@ class CorpusIndex:
         return report
 
     # -------------------------------------------------------------- internals
-    def _write_lock(self) -> Any:
-        if self.cache_dir is None:
-            lock: Any = contextlib.nullcontext()
-        else:
-            lock = IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
-        if self._link is not None:  # writers on every machine sharing the store: its lock too
-            return _both(lock, self._link.store.lock(self.lock_timeout))
-        return lock
+    @contextlib.contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        """This machine's cache folder lock, then (writers on every machine sharing it) the store's."""
+        local: Any = contextlib.nullcontext()
+        if self.cache_dir is not None:
+            local = IndexLock(self.cache_dir / "index.lock", self.lock_timeout)
+        shared = self._link.store.lock(self.lock_timeout) if self._link is not None else contextlib.nullcontext()
+        with local, shared:
+            yield
 
     def _sync_locked(self, data_source: DataSource, paths: list[Path], progress: bool | None) -> SyncReport:
         report = SyncReport()
@@ -687,12 +656,8 @@ class CorpusIndex:
                  "with passages", live - have, live)
 
     def _apply(self, source_key: str, files: dict[str, str], report: SyncReport) -> None:
-        """Make ``files`` (path -> content key) the current corpus of ``source_key`` and commit it.
-
-        Loads the last committed structures first in a new process, embeds only
-        what no cache holds, writes the difference into the external store (if
-        any), and commits the manifest row last.
-        """
+        """Make ``files`` (path -> content key) the current corpus of ``source_key`` and commit it: a new
+        process loads the last committed structures first; only what no cache holds is embedded."""
         self._persist.commit_documents()  # documents waiting for their commit are committed before the corpus moves on
         live = self._live
         if live.lexical_only:  # a full sync starts as a new process would (a committed snapshot is reused)
@@ -747,9 +712,8 @@ class CorpusIndex:
                  stored_before: Mapping[str, str] | None = None) -> None:
         """Make ``files`` the corpus in memory through the one ingest path: embeds first, swaps state last.
 
-        ``stored_before`` is the corpus the external store last committed for this
-        source (a new process, or another machine): its files that are no longer in
-        ``files`` have their records removed from the store.
+        ``stored_before``: the corpus the external store last committed for this source; the
+        records of its files no longer in ``files`` are removed from the store.
         """
         change = corpus_change(self._live, files, self._manifest, self.settings_key)
         to_store: list[Chunk] = []
@@ -788,18 +752,8 @@ def _checked_store(store: Any) -> Any:
     return store
 
 
-@contextlib.contextmanager
-def _both(first: Any, second: Any) -> Iterator[None]:
-    """Hold two locks: this machine's cache folder lock, then the shared store's."""
-    with first, second:
-        yield
-
-
 def _describe_each(data_source: DataSource) -> list[str]:
-    if isinstance(data_source, (str, os.PathLike)):
-        items = [data_source]
-    else:
-        items = list(data_source)
+    items = [data_source] if isinstance(data_source, (str, os.PathLike)) else list(data_source)
     return [str(Path(os.fspath(p)).expanduser().resolve()) for p in items]
 
 

@@ -58,17 +58,13 @@ def file_digest(path: Path) -> str:
     return hasher.hexdigest()
 
 
-def _same_file(st: os.stat_result, now: os.stat_result) -> bool:
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (
-        now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_ino)
-
-
 def _unchanged_now(path: Path, st: os.stat_result) -> bool:
     """True when the file at ``path`` still has the stat ``st`` (False when it is gone)."""
     try:
-        return _same_file(st, path.stat())
+        now = path.stat()
     except OSError:
         return False
+    return _unchanged((now.st_size, now.st_mtime_ns, None, now.st_ctime_ns, now.st_ino), st)
 
 
 def _over_size(path: Path, size: int) -> str | None:
@@ -106,11 +102,8 @@ class SourceReader:
 
     def __init__(self, manifest: Manifest, settings_key: str, split: Callable[[list[Document]], list[Chunk]],
                  prepare: Callable[[int], None] | None = None) -> None:
-        """``prepare(size)``, when given, is told during each :meth:`read` that parses a file (before the first
-        one is loaded) the size in bytes of the files whose stat changed (new or edited files: they are
-        read, and most of them parsed and their chunks embedded). The index passes its embedder's
-        ``prepare_documents``, which can get ready to embed meanwhile
-        (:meth:`akasha.embeddings.local.SentenceTransformerEmbedder.prepare_documents`)."""
+        """``prepare(size)`` is told, before a :meth:`read` parses its first file, the bytes of the files
+        whose stat changed (the embedder's ``prepare_documents``, which gets ready to embed meanwhile)."""
         self.manifest = manifest
         self.settings_key = settings_key
         self.split = split
