@@ -1,18 +1,12 @@
 """A LangChain retriever over a :class:`akasha.RAG`: ``rag.as_langchain_retriever(data_source, k=4)``.
 
-The retriever indexes ``data_source`` on each call (an unchanged folder costs a
-stat check and embeds nothing), runs akasha's first stage (vector, BM25 or
-fusion, as configured) and its reranker when one is set, and returns the ``k``
-best chunks as ``langchain_core.documents.Document`` objects:
+Each call indexes ``data_source`` (an unchanged folder embeds nothing), runs akasha's retrieval
+and reranker as configured, and returns the ``k`` best chunks as LangChain ``Document`` objects:
+``page_content`` the chunk text; ``metadata`` the chunk's own (``source``, ``page`` for PDFs,
+``chunk_index``, ...) plus ``id`` (the chunk id), ``score`` (the last stage's score), ``scores``
+(every score collected: ``vector``, ``bm25``, ``rrf``, ``rerank``, ...) and ``retriever``.
 
-- ``page_content``: the chunk text;
-- ``metadata``: the chunk's own metadata (``source`` path, ``page`` for PDFs,
-  ``chunk_index``, ...) plus ``id`` (the chunk id), ``score`` (the last stage's
-  score), ``scores`` (every score collected: ``vector``, ``bm25``, ``rrf``,
-  ``rerank``, ...) and ``retriever`` (which first-stage retrievers found it).
-
-It is a real ``BaseRetriever``, so it works in LCEL chains (``retriever |
-format_docs``), with ``invoke``/``ainvoke``/``batch`` and LangChain callbacks.
+A real ``BaseRetriever``: LCEL chains, ``invoke``/``ainvoke``/``batch``, LangChain callbacks.
 Needs ``langchain-core`` (``pip install 'akasha-rag[langchain]'``).
 """
 

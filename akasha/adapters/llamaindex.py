@@ -1,28 +1,21 @@
 """A LlamaIndex retriever over a :class:`akasha.RAG`: ``rag.as_llamaindex_retriever(data_source, k=4)``.
 
-The retriever indexes ``data_source`` on each call (an unchanged folder costs a
-stat check and embeds nothing), runs akasha's first stage (vector, BM25 or
-fusion, as configured) and its reranker when one is set, and returns the ``k``
-best chunks as ``llama_index.core.schema.NodeWithScore`` objects:
+Each call indexes ``data_source`` (an unchanged folder embeds nothing), runs akasha's retrieval
+and reranker as configured, and returns the ``k`` best chunks as ``NodeWithScore`` objects:
 
-- ``node``: a ``TextNode`` whose ``id_`` is the chunk id, whose ``text`` is the chunk text and
-  whose ``ref_doc_id`` is its document (the source file, relative to the folder indexed);
+- ``node``: a ``TextNode`` (``id_`` the chunk id, ``text`` the chunk text, ``ref_doc_id`` its
+  document, the source file relative to the folder indexed);
 - ``node.metadata``: the names LlamaIndex's own readers use (``file_path``, ``file_name``,
-  ``file_type`` as a MIME type such as ``application/pdf``, ``page_label`` for a PDF page), the
-  chunk's own metadata (``source``, ``page``, ``chunk_index``, ...) plus ``score`` (the last
-  stage's raw score), ``scores`` (every score collected: ``vector``, ``bm25``, ``rrf``,
-  ``rerank``, ...) and ``retriever`` (which first-stage retrievers found it);
-- ``score``: the hit's relevance next to the call's best hit, in (0, 1] (1.0 for the first): a
-  raw fusion score (around 0.01-0.1) has no meaning of its own, a ratio to the best does, so a
+  ``file_type`` as a MIME type, ``page_label`` for a PDF page), the chunk's own metadata
+  (``source``, ``page``, ``chunk_index``, ...) plus ``score`` (the last stage's raw score),
+  ``scores`` (every score collected) and ``retriever`` (which first-stage retrievers found it);
+- ``score``: the hit's relevance next to the call's best hit, in (0, 1] (1.0 for the first): a raw
+  fusion score has no meaning of its own, a ratio to the best does, so a
   ``SimilarityPostprocessor(similarity_cutoff=0.5)`` keeps the hits at least half as good.
 
-akasha's bookkeeping keys (``scores``, ``retriever``, ``chunk_id``,
-``content_hash``, ``chunk_index``) are hidden from the text LlamaIndex puts in a
-prompt (``excluded_llm_metadata_keys``), so a query engine's prompt shows
-``source`` and ``page`` with each chunk, not score dictionaries.
-
-It is a real ``BaseRetriever``, so it works in ``RetrieverQueryEngine``,
-``retrieve``/``aretrieve`` and LlamaIndex callbacks and instrumentation.
+akasha's bookkeeping keys (:data:`HIDDEN_KEYS`) are hidden from the text LlamaIndex puts in a
+prompt (``excluded_llm_metadata_keys``), so a prompt shows ``source`` and ``page``, not scores.
+A real ``BaseRetriever`` (``RetrieverQueryEngine``, ``retrieve``/``aretrieve``, callbacks).
 Needs ``llama-index-core`` (``pip install 'akasha-rag[llamaindex]'``).
 """
 
@@ -54,9 +47,7 @@ def _import_llamaindex() -> tuple[Any, Any, Any]:
 
 
 def reader_metadata(hit: Hit) -> dict[str, Any]:
-    """The metadata names LlamaIndex's own readers give a file's nodes (``SimpleDirectoryReader``):
-    ``file_path`` and ``file_name`` (the source, relative to the folder indexed), ``file_type`` as a MIME
-    type, and ``page_label`` for a page of a PDF."""
+    """The metadata names LlamaIndex's ``SimpleDirectoryReader`` gives a file's nodes (see the module docstring)."""
     import mimetypes
     import posixpath
 
@@ -71,11 +62,8 @@ def reader_metadata(hit: Hit) -> dict[str, Any]:
 
 
 def hit_to_node(hit: Hit, best: float | None = None) -> Any:
-    """One akasha hit as a LlamaIndex ``NodeWithScore`` (see the module docstring for the metadata).
-
-    ``score`` is the hit's relevance next to the best hit of the same call (``best``): 1.0 for the
-    first, in (0, 1] for the rest; the raw score of the last stage stays in ``metadata["score"]``.
-    """
+    """One akasha hit as a LlamaIndex ``NodeWithScore`` whose ``score`` is relative to ``best``, the call's
+    best hit's score (see the module docstring); the raw score stays in ``metadata["score"]``."""
     _, node_with_score, text_node = _import_llamaindex()
     from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
 

@@ -1,11 +1,8 @@
 """The one ingest path: embed what a change adds, write it to the store, apply it in memory.
 
-Order is what makes a failure safe: vectors are embedded first (committed to the cache in
-batches of ``embedder.batch_size``, so a retry resumes from them), the external store
-receives its records next, and the corpus in memory changes last, under the one rollback
-guard of :meth:`~akasha.index.live.LiveCorpus.apply`. Until that last step nothing a search
-sees has changed; if it fails, the corpus in memory is emptied and reloaded from the last
-commit on the next use.
+Order makes a failure safe: vectors are embedded first (committed to the cache per batch, so
+a retry resumes from them), the store receives its records next, and the corpus in memory
+changes last, under the rollback guard of :meth:`~akasha.index.live.LiveCorpus.apply`.
 """
 
 from __future__ import annotations
@@ -68,11 +65,9 @@ class Ingest:
     def tokens_ahead(self, chunks: list[Chunk]) -> Background | None:
         """BM25's tokens of ``chunks``' texts, computed on a thread while they are embedded; None for none or many.
 
-        Tokenising (jieba's dictionary on the first Chinese text included) is Python work, while
-        the torch-free encoders spend the embedding in native code that releases the GIL: a first
-        build over the README's folder waited 0.3 s for it after the embedding. Up to
-        :data:`~akasha.retrieval.bm25.ADD_BATCH` chunks (more are tokenised batch by batch, as
-        ``BM25Index.add`` bounds the memory of token lists). Same tokens, same index.
+        Tokenising is Python work, while the encoders embed in native code that releases the GIL.
+        Up to :data:`~akasha.retrieval.bm25.ADD_BATCH` chunks (``BM25Index.add`` tokenises more
+        batch by batch, bounding the token lists' memory). Same tokens, same index.
         """
         if not chunks or len(chunks) > BM25_BATCH:
             return None
@@ -128,8 +123,7 @@ class Ingest:
 
     def embed_for_split(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for texts a splitter embeds (the ``semantic`` splitter's sentences), through the embeddings
-        cache like chunk vectors: a chunk whose text is one of them is not embedded again, nor is a
-        sentence when the documents are chunked again."""
+        cache like chunk vectors (a sentence or a chunk of the same text is never embedded twice)."""
         pieces = [Chunk(f"split#{n}", text, {"content_hash": digest(text)}) for n, text in enumerate(texts)]
         vectors = self.vectors_for(pieces, SyncReport())
         return np.stack([vectors[c.metadata["content_hash"]] for c in pieces]) if pieces else np.zeros((0, 0))

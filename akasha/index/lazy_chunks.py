@@ -1,17 +1,12 @@
 """A read-mostly chunk table that parses each chunk from its stored JSON record on first use.
 
-A snapshot stores every chunk as one ``[text, metadata]`` JSON record, back to
-back in one byte string with an array of record ends. :class:`LazyChunks` maps
-chunk ids to :class:`~akasha.types.Chunk` objects over those bytes: reloading
-an unchanged 100,000-chunk corpus builds no chunk objects at all, a search
-parses only the chunks it returns, and after an edit the untouched chunks keep
-pointing at their records (:meth:`LazyChunks.derive`), so the next snapshot
-copies their bytes instead of re-encoding them.
+A snapshot stores every chunk as one ``[text, metadata]`` JSON record, back to back, with an
+array of record ends. Reloading an unchanged corpus builds no chunk objects, a search parses
+only the chunks it returns, and after an edit untouched chunks keep their records
+(:meth:`LazyChunks.derive`), so the next snapshot copies their bytes.
 
-The snapshot's checksum covers the records, so a damaged file is refused
-before any record is read; should a record still fail to decode, the lookup
-raises :class:`DamagedRecordError` (an :class:`~akasha.errors.AkashaError`
-naming the chunk and the fix), never a bare ``JSONDecodeError``.
+The snapshot's checksum covers the records; should one still fail to decode, the lookup
+raises :class:`DamagedRecordError` naming the chunk and the fix, never a bare ``JSONDecodeError``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The cross-process write lock of a local index folder.
 
-One writer at a time per cache folder: a second process (or a second index
-object in the same process) waits up to ``timeout`` seconds, then gets an
-:class:`~akasha.errors.IndexLockError` that says what to do. On POSIX this is
-``fcntl.flock`` on ``index.lock`` (released by the kernel if the holder dies,
-even under ``kill -9``); elsewhere the ``filelock`` package does the same job.
-The stdlib path exists because importing ``filelock`` alone took about a fifth
-of an unchanged re-run.
+One writer at a time per cache folder: a second process (or index object) waits up to
+``timeout`` seconds, then gets an :class:`~akasha.errors.IndexLockError` that says what to do.
+On POSIX this is ``fcntl.flock`` on ``index.lock`` (released by the kernel if the holder dies,
+even under ``kill -9``), which spares an unchanged re-run the ``filelock`` import; elsewhere
+the ``filelock`` package does the same job.
 """
 
 from __future__ import annotations
@@ -38,7 +36,16 @@ class IndexLock:
 
     def __enter__(self) -> IndexLock:
         if fcntl is None:
-            self._enter_filelock()
+            from filelock import FileLock, Timeout
+
+            lock = FileLock(str(self._path), timeout=self._timeout)
+            try:
+                lock.acquire()
+            except Timeout:
+                raise self._busy() from None
+            except OSError as exc:
+                raise storage_error(self._path.parent, exc) from exc
+            self._fallback = lock
             return self
         try:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -70,18 +77,6 @@ class IndexLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
-
-    def _enter_filelock(self) -> None:
-        from filelock import FileLock, Timeout
-
-        lock = FileLock(str(self._path), timeout=self._timeout)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise self._busy() from None
-        except OSError as exc:
-            raise storage_error(self._path.parent, exc) from exc
-        self._fallback = lock
 
     def _busy(self) -> IndexLockError:
         return IndexLockError(

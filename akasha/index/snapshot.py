@@ -277,14 +277,11 @@ def _read_arrays(fd: int, start: int, total: int, layout: dict[str, Any], checks
 
 def _read_at(fd: int, view: memoryview, offset: int) -> int:
     """Fill ``view`` from ``fd`` at ``offset``; positional reads where the platform has them (threads share ``fd``)."""
-    done = 0
-    if not hasattr(os, "preadv"):
+    done, positional = 0, hasattr(os, "preadv")
+    if not positional:
         os.lseek(fd, offset, os.SEEK_SET)
     while done < len(view):
-        if hasattr(os, "preadv"):
-            got = os.preadv(fd, [view[done:]], offset + done)
-        else:
-            got = os.readv(fd, [view[done:]])
+        got = os.preadv(fd, [view[done:]], offset + done) if positional else os.readv(fd, [view[done:]])
         if got <= 0:
             break
         done += got

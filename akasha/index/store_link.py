@@ -1,17 +1,13 @@
 """Keeping a :class:`~akasha.stores.base.Store` in step with a content-keyed index.
 
-The index decides everything content-keyed (what changed, what to embed, when a
-state is committed); this link only carries the outcome into the store, in the
-form the store's own tools read: one record per chunk of the current corpus,
-with its text, its vector and metadata naming the source file, page, chunk
-index, content hash and embedder. The committed corpus state (which files,
-which content hashes) is saved in the store too, so another machine that shares
-the store finds the vectors there and embeds nothing.
+The index decides what changed, what to embed and when a state is committed; this link
+carries the outcome into the store in the form its own tools read: one record per chunk,
+with its text, vector and metadata (source, page, chunk index, content hash, embedder).
+The committed corpus state is saved there too, so another machine embeds nothing.
 
-Order matters for crash safety: records are written first, stale records are
-removed next, and the state naming the corpus is saved last, so a failure part
-way leaves the previous state readable and the next sync re-applies the same
-difference (writes are upserts by chunk id, removals are idempotent).
+Crash safety: records are written first, stale ones removed next, the state saved last, so a
+failure part way leaves the previous state readable and the next sync re-applies the same
+difference (upserts by chunk id, idempotent removals).
 """
 
 from __future__ import annotations
@@ -45,22 +41,11 @@ class StoreLink:
 
     def __init__(self, store: Any, embedder_name: Callable[[], str], namespace: Callable[[], str],
                  corpus: str = "") -> None:
-        """``embedder_name`` and ``namespace`` are called on use: the index resolves its embedder's identity on
-        first use, not when it is built."""
+        """``embedder_name`` and ``namespace`` are called on use (the identity is resolved on first use)."""
         self.store = store
-        self._embedder_name = embedder_name
-        self._namespace = namespace
+        self.embedder_name = embedder_name  # the identity of the vectors this link writes
+        self.namespace = namespace  # of the corpus states this link saves and reads
         self.corpus = corpus
-
-    @property
-    def embedder_name(self) -> str:
-        """The identity of the vectors this link writes (``embedder`` metadata of every record)."""
-        return self._embedder_name()
-
-    @property
-    def namespace(self) -> str:
-        """The namespace of the corpus states this link saves and reads."""
-        return self._namespace()
 
     @property
     def name(self) -> str:
@@ -71,12 +56,12 @@ class StoreLink:
         """Vectors the store already holds for these chunk texts (same embedder), by content hash."""
         if not content_hashes:
             return {}
-        return dict(self.store.vectors_for(list(content_hashes), self.embedder_name))
+        return dict(self.store.vectors_for(list(content_hashes), self.embedder_name()))
 
     def load_state(self, source_key: str) -> tuple[str, dict[str, str]] | None:
         """(state key, {path: content key}) the store last committed for this source, or None."""
-        state = self.store.load_state(state_key_for(self.namespace, source_key))
-        if not state or state.get("namespace") != self.namespace:
+        state = self.store.load_state(state_key_for(self.namespace(), source_key))
+        if not state or state.get("namespace") != self.namespace():
             return None
         files = state.get("files")
         if not isinstance(files, Mapping):
@@ -107,15 +92,16 @@ class StoreLink:
 
     def save_state(self, source_key: str, state_key: str, files: Mapping[str, str]) -> None:
         """Save one corpus's committed state, then point "the last committed corpus" at it."""
-        self.store.save_state(state_key_for(self.namespace, source_key),
-                              {"namespace": self.namespace, "source": source_key, "state": state_key,
-                               "embedder": self.embedder_name, "files": dict(files)})
-        self.store.save_state(state_key_for(self.namespace, LAST), {"namespace": self.namespace, "source": source_key})
+        namespace = self.namespace()
+        self.store.save_state(state_key_for(namespace, source_key),
+                              {"namespace": namespace, "source": source_key, "state": state_key,
+                               "embedder": self.embedder_name(), "files": dict(files)})
+        self.store.save_state(state_key_for(namespace, LAST), {"namespace": namespace, "source": source_key})
 
     def last_source(self) -> str | None:
         """The source key of the corpus committed last into the store (for this embedder and chunking)."""
-        pointer = self.store.load_state(state_key_for(self.namespace, LAST))
-        if not pointer or pointer.get("namespace") != self.namespace:
+        pointer = self.store.load_state(state_key_for(self.namespace(), LAST))
+        if not pointer or pointer.get("namespace") != self.namespace():
             return None
         return str(pointer.get("source") or "") or None
 
@@ -141,7 +127,7 @@ class StoreLink:
         meta = dict(chunk.metadata)
         meta.setdefault("source", chunk.doc_id)
         put_own(meta, "doc_id", chunk.doc_id)  # a document's own doc_id stays (akasha.metadata)
-        meta["embedder"] = self.embedder_name
+        meta["embedder"] = self.embedder_name()
         if self.corpus:
             meta["corpus"] = self.corpus
         return Chunk(chunk.id, chunk.text, meta)
@@ -157,7 +143,6 @@ class StoreLink:
                 if own(chunk.metadata, "doc_id") is not None:  # an earlier release's record lacks it: rewrite
                     stored[chunk.id] = str(own(chunk.metadata, "content_hash", ""))
         return [c for c in added if stored.get(c.id) != own(c.metadata, "content_hash")]
-
 
 
 __all__ = ["StoreLink", "state_key_for", "WRITE_BATCH"]
