@@ -1,8 +1,6 @@
 """The BM25 index as one JSON file (a RAGPipeline's ``retrieval.bm25_path``): written after every
 ingestion, read when the pipeline is built, so keyword search survives a restart without re-ingesting.
-
-The file holds what BM25 ranks, the chunks' texts, never their vectors (a persistent
-``vector_store`` or ``build(spec, cache_dir=...)`` keeps those). Layout, version 1::
+It holds the chunks' texts, never their vectors. Layout, version 1::
 
     {"format": "akasha-bm25", "version": 1,
      "source": "documents",              # the corpus: "documents" (ingest) or a folder's key
@@ -10,9 +8,8 @@ The file holds what BM25 ranks, the chunks' texts, never their vectors (a persis
      "documents": {"<doc id>": "<content key>", ...},
      "chunks": [{"id": "<doc id>#<n>", "text": "...", "metadata": {...}}, ...]}
 
-It is written to a temporary file beside it and moved over it (``os.replace``), so a
-crash leaves the previous file whole. Reading refuses a file over :data:`MAX_BYTES`
-or of another format or version, with a ConfigError naming the file and what to do.
+Written atomically (a crash leaves the previous file whole). Reading refuses a file over
+:data:`MAX_BYTES`, of another format or version, with a ConfigError naming the file and what to do.
 """
 
 from __future__ import annotations

@@ -36,11 +36,9 @@ def open_chroma_index(path: str | os.PathLike[str], embedder: Embedder, *, colle
                       tokenizer: str = "auto") -> Any:
     """Open an existing Chroma folder (or ``chroma://host:port/collection``) as a searchable index.
 
-    Picks the collection built with ``embedder.name`` (or the one named
-    ``collection``; a folder with a single collection of unknown origin is used
-    as it is). Raises SourceNotFoundError when ``path`` is not a Chroma folder
-    (nothing is written there) and IndexMismatchError when the collections hold
-    another embedding model's vectors (or vectors of another size).
+    Picks the collection built with ``embedder.name``, or ``collection`` (a lone collection of unknown
+    origin is used as it is). Raises SourceNotFoundError when ``path`` is not a Chroma folder (nothing
+    is written there), IndexMismatchError when the vectors are another model's (or another size).
     """
     from akasha.index.corpus import CorpusIndex
     from akasha.stores.chroma import MODEL_KEY, ChromaStore, import_chromadb, open_chroma_folder

@@ -329,17 +329,13 @@ class CorpusIndex:
     def sync(self, data_source: DataSource, *, progress: bool | None = False, lexical: bool = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.
 
-        ``lexical=True`` (a ``bm25`` search) reads and chunks what changed and builds BM25, but
-        embeds nothing and never builds the embedder: the vectors are computed (from the cache,
-        embedding only what it lacks) on the first search that needs them. Ignored with an
-        external store, which receives every chunk with its vector.
-
-        ``progress=True`` shows progress bars (``tqdm.auto``, so notebooks get a widget)
-        for reading files and for embedding; ``None`` shows them only when the work is
-        long (more than :data:`akasha.index.sources.LONG_FILES` files to read or
-        :data:`akasha.index.ingest.LONG_TEXTS` texts to embed), which is what ``RAG`` calls use.
-        Raises SourceNotFoundError for a path that does not exist and EmptySourceError when
-        nothing readable is found.
+        ``lexical=True`` (a ``bm25`` search) builds BM25 but embeds nothing and never builds the
+        embedder: the vectors come (from the cache where it has them) with the first search that
+        needs them. Ignored with an external store, which receives every chunk with its vector.
+        ``progress=True`` shows ``tqdm.auto`` bars for reading and embedding; ``None`` (``RAG``'s)
+        only for long work (:data:`akasha.index.sources.LONG_FILES`, :data:`akasha.index.ingest.LONG_TEXTS`).
+        Raises SourceNotFoundError for a path that does not exist, EmptySourceError when nothing
+        readable is found.
         """
         from akasha.loaders import discover
 
@@ -665,8 +661,7 @@ class CorpusIndex:
         state_key = digest(json.dumps([self.namespace, list(files.items())], ensure_ascii=False))
         if (state_key == live.state_key and source_key == live.source and not self._store_behind
                 and live.committed == (source_key, state_key)):
-            # The corpus in memory, already committed here and in the store: a question over an
-            # unchanged folder costs no database or store round trip.
+            # already committed here and in the store: an unchanged folder costs no database or store round trip
             report.unchanged, report.chunks = len(files), len(live.chunks)
             return
         fresh_process = live.state_key is None
@@ -677,8 +672,7 @@ class CorpusIndex:
             key = shared_key(source_key, self.corpus)
             stored = self._link.load_state(key)
             if stored is None and key != source_key:
-                # written by a release that keyed records by this machine's absolute paths: those
-                # records are replaced by portable ones (their vectors reused, nothing re-embedded)
+                # an earlier release keyed records by this machine's paths: replaced by portable ones, vectors reused
                 legacy = self._link.load_state(source_key)
         if fresh_process and committed is not None:
             previous = committed[1]
@@ -686,19 +680,17 @@ class CorpusIndex:
             previous = stored[1]  # another machine committed this corpus into the shared store
         count(report, portable_previous(previous, self._root, self.corpus), files)
         if fresh_process and committed is not None and committed[2]:
-            # A new process: start from the last committed structures (even when files changed since,
-            # so only the difference is tokenised and applied below).
+            # a new process starts from the last committed structures: only the difference is applied below
             last = committed[1]
             if self._persist.load_snapshot(committed[2], committed[0], last, lambda: materialise(
                     live, last, self._manifest, self.settings_key)[0]):
                 live.committed = (source_key, committed[0])
         store_files = None
         if self._link is not None:
-            # What the store holds for this source; None when it holds something else than this
-            # process's corpus (a new store, or another machine's commit): then write all of it.
-            in_step = stored is not None and stored[0] == live.state_key and stored[1] == live.files
             store_files = stored[1] if stored is not None else (legacy[1] if legacy is not None else {})
-            if not in_step:
+            # a store that holds anything else than this process's corpus (a new store, another machine's
+            # commit) is written in full
+            if not (stored is not None and stored[0] == live.state_key and stored[1] == live.files):
                 self._store_behind = True
         if state_key != live.state_key or self._store_behind:
             self._rebuild(source_key, state_key, files, report, store_files)

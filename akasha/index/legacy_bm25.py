@@ -1,12 +1,9 @@
 """Reading, once, the index folder an earlier akasha kept beside ``retrieval.bm25_path``.
 
-Releases before the BM25 JSON file kept the whole index (chunks, vectors, snapshots) in
-the folder ``<bm25_path minus .json>.index/``. When that folder exists and the JSON
-file does not, the last corpus committed there (for the same chunk settings) is written
-as the JSON file, so BM25 answers after the upgrade without re-ingesting. The folder is
-only read (opened read-only) and left as it is: akasha no longer uses it, and it holds the
-vectors, which ``build(spec, cache_dir=<that folder>)`` keeps reusing; delete it when you
-no longer need them.
+Earlier releases kept the whole index in ``<bm25_path minus .json>.index/``. When that folder
+exists and the JSON file does not, its last corpus (same chunk settings) is written as the
+JSON file, so BM25 answers after the upgrade without re-ingesting. The folder is only read
+and left as it is: its vectors stay reusable with ``build(spec, cache_dir=<that folder>)``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The corpus in memory: the chunks, files and search structures (BM25, dense) one process searches.
 
-Every ingest changes it through :meth:`LiveCorpus.apply`, under one rollback guard: the
-structures are edited in place (a cost that grows with the change, not with the corpus),
-so a failure part way leaves them half updated; the guard then empties the corpus in
-memory, which is never searched half built, and the index reloads the last committed
-corpus from the cache on its next use.
+Every ingest changes it through :meth:`LiveCorpus.apply`, which edits the structures in place
+(a cost that grows with the change, not the corpus) under one rollback guard: a failure part
+way empties the corpus in memory, never searched half built, and the next use reloads the
+last committed corpus.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Committing the corpus in memory and reading committed corpora back.
 
-A commit writes the snapshot file of the search structures first, then the store's state
-(with the embedder's identity on its first commit), then the manifest row naming the
-snapshot: a crash in between leaves the previous row, which names a complete snapshot.
-Documents ingested a few at a time are committed in batches (:meth:`Persistence.documents_changed`).
-A BM25 file (``CorpusIndex(bm25_file=...)``) is the lexical side of the last ingestion in a
-portable form, read at start and rewritten after each ingestion.
+A commit writes the snapshot first, then the store's state (with the embedder's identity on
+its first commit), then the manifest row naming the snapshot: a crash in between leaves the
+previous row, which names a complete snapshot. Documents are committed in batches
+(:meth:`Persistence.documents_changed`); a BM25 file (``CorpusIndex(bm25_file=...)``) is read
+at start and rewritten after each ingestion.
 """
 
 from __future__ import annotations
@@ -101,8 +100,8 @@ class Persistence:
             self.drop_stale_snapshots()
 
     def documents_changed(self, count: int) -> None:
-        """Count ``count`` documents ingested; commit them once a twentieth of the corpus, 500 documents or
-        2 seconds wait (a commit writes the whole corpus's file list)."""
+        """Count ``count`` documents ingested; commit once :data:`COMMIT_SHARE`, :data:`COMMIT_EVERY` or
+        :data:`COMMIT_SECONDS` is reached (a commit writes the whole corpus's file list)."""
         self.since_snapshot += count
         self.pending += count
         if (self.pending * COMMIT_SHARE >= len(self.live.files) or self.pending >= COMMIT_EVERY
@@ -189,12 +188,8 @@ class Persistence:
         return True
 
     def read_bm25_file(self, path: Path, settings_key: str, tokenizer: str) -> None:
-        """Make the BM25 file's corpus the lexical-only corpus in memory, when it exists.
-
-        Its chunks also go into the manifest under their documents' content keys, so a later
-        ingestion or dense search rebuilds from them without re-chunking (and, with a cache
-        holding their vectors, without embedding).
-        """
+        """Make the BM25 file's corpus, when it exists, the lexical-only corpus in memory; its chunks also go
+        into the manifest, so a later ingestion or dense search rebuilds from them without re-chunking."""
         self.bm25_path = path
         loaded = read_bm25_file(path)
         if loaded is None:

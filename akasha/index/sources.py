@@ -1,12 +1,10 @@
 """Reading a data source for the index: scan each file, hash it, and parse (load + chunk) what is new.
 
-A file is known by the sha256 of its bytes plus its extension (the *content
-key*); a ``(path, size, mtime, ctime, inode)`` stat cache only saves re-reading
-files whose stat is unchanged. Parsing stores a file's chunks in the manifest
-under (content key, chunk settings), so a touched, copied or renamed file is
-never parsed again. Format errors are remembered (the file is skipped until it
-changes); anything else (a loader bug, a MemoryError, a killed worker) is
-retried on the next sync.
+A file is known by the sha256 of its bytes plus its extension (the *content key*); a stat
+cache only saves re-reading files whose stat is unchanged. A file's chunks are stored under
+(content key, chunk settings), so a touched, copied or renamed file is never parsed again.
+Format errors are remembered (skipped until the file changes); anything else (a loader bug,
+a MemoryError, a killed worker) is retried on the next sync.
 """
 
 from __future__ import annotations
@@ -195,10 +193,8 @@ class SourceReader:
                   stats: dict[str, Any]) -> None:
         """Tell the loaders now, and ``prepare`` at the first file to parse, what the files whose stat changed hold.
 
-        The loaders start the worker process that PDF and .docx files need (it imports their
-        parsers meanwhile). ``prepare`` (the embedder's: it reads its model folder, then builds
-        its encoder on a thread) waits for the first file to parse, so the splitter import, the
-        longest wait of a first build, starts before it (see :meth:`parse_file`).
+        The loaders start the worker process PDF and .docx files need. ``prepare`` waits for the first
+        file to parse, so the splitter import, a first build's longest wait, starts before it.
         """
         changed = [(path, st) for path, st in zip(paths, stat_results, strict=True) if isinstance(st, os.stat_result)
                    and stat.S_ISREG(st.st_mode) and not _unchanged(stats.get(storable(str(path))), st)]
