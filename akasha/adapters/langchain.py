@@ -79,10 +79,8 @@ def _retriever_class() -> Any:
 
 
 def langchain_retriever(rag: RAG, data_source: Any, k: int = 4, overrides: Mapping[str, Any] | None = None) -> Any:
-    """A ``langchain_core`` ``BaseRetriever`` returning ``rag``'s ``k`` best chunks of ``data_source``.
-
-    ``overrides`` are checked by the caller (:meth:`akasha.RAG.as_langchain_retriever`).
-    """
+    """A ``langchain_core`` ``BaseRetriever`` returning ``rag``'s ``k`` best chunks of ``data_source``
+    (``overrides`` are checked by the caller, :meth:`akasha.RAG.as_langchain_retriever`)."""
     return _retriever_class()(rag=rag, data_source=data_source, k=positive_k(k, "documents"),
                               overrides=dict(overrides or {}), tags=["akasha"])
 

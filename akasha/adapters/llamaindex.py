@@ -120,11 +120,8 @@ def _retriever_class() -> Any:
 def llamaindex_retriever(
     rag: RAG, data_source: Any, k: int = 4, overrides: Mapping[str, Any] | None = None, **retriever_options: Any
 ) -> Any:
-    """A ``llama_index.core`` ``BaseRetriever`` returning ``rag``'s ``k`` best chunks of ``data_source``.
-
-    ``overrides`` are checked by the caller (:meth:`akasha.RAG.as_llamaindex_retriever`);
-    ``retriever_options`` go to ``BaseRetriever`` (``callback_manager``, ``verbose``).
-    """
+    """A ``llama_index.core`` ``BaseRetriever`` returning ``rag``'s ``k`` best chunks of ``data_source``;
+    ``overrides`` are checked by the caller, ``retriever_options`` go to ``BaseRetriever``."""
     return _retriever_class()(rag, data_source, positive_k(k, "nodes"), dict(overrides or {}), **retriever_options)
 
 

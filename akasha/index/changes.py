@@ -1,9 +1,8 @@
 """What changed between the corpus in memory and the files (or documents) an ingest brings.
 
-Everything is keyed by content: a file or document is its content key, its chunks come from
-the manifest under (content key, chunk settings), and a chunk counts as changed only when
-its text hash differs. The :class:`~akasha.index.live.Change` these functions return is
-what :meth:`~akasha.index.live.LiveCorpus.apply` carries out.
+A file or document is its content key, its chunks come from the manifest, and a chunk counts
+as changed only when its text hash differs; :meth:`~akasha.index.live.LiveCorpus.apply` carries
+out the :class:`~akasha.index.live.Change` these functions return.
 """
 
 from __future__ import annotations

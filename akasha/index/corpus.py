@@ -65,10 +65,9 @@ DOCUMENT_SUFFIX = ".doc"
 class CorpusIndex:
     """A persistent hybrid (BM25 + dense) index over a data source's files, or over documents.
 
-    ``cache_dir``: ``None`` -> :func:`~akasha.index.paths.default_cache_dir`,
-    ``":memory:"`` -> nothing written to disk (tests, notebooks).
-    ``store``: ``"sqlite"`` (the local cache only, default), ``"chroma"`` (also a
-    Chroma collection in ``<cache_dir>/chroma``), or a :class:`~akasha.stores.base.Store`.
+    ``cache_dir``: ``None`` -> :func:`~akasha.index.paths.default_cache_dir`, ``":memory:"`` -> nothing on disk.
+    ``store``: ``"sqlite"`` (the local cache only, default), ``"chroma"`` (also a Chroma collection in
+    ``<cache_dir>/chroma``), or a :class:`~akasha.stores.base.Store`.
     ``tokenizer``: BM25 tokenizer name (``"auto"``: jieba's words when rjieba is installed, else bigrams).
     ``lock_timeout``: seconds to wait for another writer before IndexLockError.
     ``vector_store``: a store every machine sharing it uses, as a URL
@@ -79,9 +78,8 @@ class CorpusIndex:
     searches with the store's ANN index instead of the exact local one.
     ``chunker``: an object with ``split_documents(documents)`` and a ``settings_key``
     string (default: the recursive splitter with ``chunk_size``/``chunk_overlap``).
-    ``bm25_file``: a JSON file holding the BM25 index (:mod:`akasha.index.bm25_file`), read now
-    when it exists (BM25 answers at once; vectors come with the first dense search) and
-    rewritten after every ingestion.
+    ``bm25_file``: a JSON file holding the BM25 index (:mod:`akasha.index.bm25_file`), read now when it
+    exists (vectors come with the first dense search), rewritten after every ingestion.
     """
 
     def __init__(
@@ -300,11 +298,8 @@ class CorpusIndex:
         return dense.hub_scores(ids)
 
     def passage_scores(self, ids: Sequence[str], query_vector: np.ndarray) -> np.ndarray | None:
-        """The best passage cosine of each of ``ids`` with ``query_vector`` (:mod:`akasha.retrieval.passages`).
-
-        None unless every chunk of the index has passage vectors (computed with its vector by the
-        ``hf:`` models that mean-pool): ``auto`` then ranks by chunk vectors alone.
-        """
+        """The best passage cosine of each of ``ids`` with ``query_vector`` (:mod:`akasha.retrieval.passages`);
+        None unless every chunk has passage vectors (``auto`` then ranks by chunk vectors alone)."""
         if not self._live.dense.has_passages():
             return None
         return self._live.dense.passage_scores(ids, query_vector)
@@ -596,11 +591,8 @@ class CorpusIndex:
             prepare(size)
 
     def _apply_lexical(self, source_key: str, files: dict[str, str], report: SyncReport) -> None:
-        """Make ``files`` the corpus in memory for BM25 alone: chunks from the manifest, no vectors, no commit.
-
-        Nothing here needs the embedder (not even its identity); :meth:`_ensure_dense` completes
-        the corpus with vectors when a search first needs them.
-        """
+        """Make ``files`` the corpus in memory for BM25 alone: chunks from the manifest, no vectors, no commit,
+        no embedder (not even its identity); :meth:`_ensure_dense` adds the vectors when a search needs them."""
         self._persist.commit_documents()
         live = self._live
         if live.state_key is not None and live.source == source_key and live.files == files:

@@ -1,9 +1,8 @@
 """Whose vectors an index holds: the embedder's identity, checked against the cache and the store.
 
-The identity (:mod:`akasha.embeddings.identity`: model name + a fingerprint of its vectors
-for a few probe texts) keys every cached vector, so a moved server reuses them and a
-different function never does. It is registered in the cache's manifest and, with the
-store's first commit, in the store, where another machine finds it.
+The identity (:mod:`akasha.embeddings.identity`: model name + a fingerprint of its vectors)
+keys every cached vector, so a moved server reuses them and a different function never does.
+It is registered in the manifest and, with the store's first commit, in the store.
 """
 
 from __future__ import annotations

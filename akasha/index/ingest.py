@@ -48,9 +48,8 @@ class Ingest:
             to_store: Sequence[Chunk] = (), touched: Iterable[str] = (), lexical: bool = False) -> None:
         """Apply ``change`` and name the corpus ``state_key``; ``lexical=True`` builds BM25 alone (no vectors).
 
-        With an external store, ``to_store`` chunks are written into it (besides the added
-        ones) and the records of the ``touched`` documents that the corpus no longer has
-        are removed.
+        An external store receives the ``to_store`` chunks and loses the records of ``touched``
+        documents that the corpus no longer has.
         """
         if lexical:
             self.live.apply(change, state_key, source, vectors=None)
@@ -91,7 +90,11 @@ class Ingest:
                 self.manifest.store_vectors(model, found, np.stack([shared[h] for h in found]))
                 missing = [h for h in missing if h not in shared]
         batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
-        bar = _embedding_bar(len(missing), self.progress)
+        bar: Any = None
+        if missing and (self.progress or (self.progress is None and len(missing) > LONG_TEXTS)):
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(missing), desc="embedding", unit="text")
         with_passages = getattr(self.embedder, "embed_documents_with_passages", None) \
             if self.settings.passage_fetch else None
         try:
@@ -135,12 +138,3 @@ class Ingest:
             return None
         stored = self.manifest.load_passages(self._embedder_id(), [own(c.metadata, "content_hash") for c in chunks])
         return [stored.get(own(c.metadata, "content_hash")) for c in chunks]
-
-
-def _embedding_bar(total: int, progress: bool | None) -> Any:
-    """A ``tqdm.auto`` bar over the texts to embed, when asked for (or, for ``None``, when long)."""
-    if not total or not (progress or (progress is None and total > LONG_TEXTS)):
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="embedding", unit="text")

@@ -27,11 +27,8 @@ def legacy_folder(bm25_file: Path) -> Path:
 
 
 def migrate_index_folder(bm25_file: Path, settings: str) -> bool:
-    """Write ``bm25_file`` from the earlier release's folder beside it, when there is one and no file yet.
-
-    Returns True when the file was written. A folder without a corpus for these chunk
-    ``settings``, or one that cannot be read, is logged and left alone (False).
-    """
+    """Write ``bm25_file`` from the earlier release's folder beside it, when there is one and no file yet;
+    True when it did. A folder without a corpus of these ``settings``, or unreadable, is logged (False)."""
     folder = legacy_folder(bm25_file)
     database = folder / "index.sqlite3"
     if bm25_file.exists() or not database.is_file():

@@ -28,11 +28,9 @@ def doc_of(chunk_id: str) -> str:
 class Change:
     """What one ingest does to the corpus in memory (made by :mod:`akasha.index.changes`).
 
-    ``added``: chunks whose text enters the search structures (new, or edited under the same
-    id); ``stale``: ids that leave them (gone, or replaced by an added chunk). With
-    ``partial=False`` ``chunks`` and ``files`` are the whole corpus afterwards; with
-    ``partial=True`` they are the documents that enter or change, and ``dropped`` names the
-    document keys that leave (their chunks are edited out of the corpus in place).
+    ``added``: chunks whose text enters the search structures; ``stale``: ids that leave them (gone, or
+    replaced by an added chunk). ``chunks`` and ``files`` are the whole corpus afterwards, or with
+    ``partial=True`` the documents that enter or change, ``dropped`` the document keys that leave.
     """
 
     added: list[Chunk]
@@ -87,9 +85,9 @@ class LiveCorpus:
               passages: Callable[[Sequence[Chunk]], list[bytes | None] | None] | None = None) -> None:
         """Apply ``change`` to the structures, the chunks and the files, then name the state ``state_key``.
 
-        ``vectors`` (content hash -> vector) for the added chunks, or None for a corpus with
-        BM25 alone (``lexical_only``); ``tokens``: the added texts' BM25 tokens when computed
-        ahead. The rollback guard: on any exception the corpus in memory is emptied.
+        ``vectors`` (content hash -> vector) for the added chunks, or None for BM25 alone
+        (``lexical_only``); ``tokens``: the added texts' BM25 tokens when computed ahead.
+        The rollback guard: on any exception the corpus in memory is emptied.
         """
         try:
             self.bm25.remove(change.stale)

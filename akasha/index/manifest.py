@@ -80,11 +80,10 @@ class Manifest:
                                "delete the cache folder to rebuild it")
 
     def _check_ours(self) -> None:
-        """Refuse a database akasha did not create: akasha only ever writes to (and prunes) its own.
+        """Refuse a database akasha did not create (ConfigError, nothing written): akasha only writes to its own.
 
         A new (empty) database is akasha's; an existing one is when its ``meta`` table holds the
-        ``schema`` row every akasha release writes first. Anything else, even with tables of the
-        same names, belongs to another program: ConfigError naming the file, and nothing written.
+        ``schema`` row every akasha release writes first, whatever tables it has.
         """
         tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables:
@@ -250,11 +249,8 @@ class Manifest:
             )
 
     def store_passages(self, model: str, text_hashes: Sequence[str], blobs: Sequence[bytes], dimension: int) -> None:
-        """Commit the packed passage vectors of texts (:func:`akasha.retrieval.passages.pack`).
-
-        They live in the ``embeddings`` table under ``passage_model(model)``, so pruning and
-        content keying treat them exactly as the texts' vectors.
-        """
+        """Commit the packed passage vectors of texts (:func:`akasha.retrieval.passages.pack`) under
+        ``passage_model(model)``, so pruning and content keying treat them as the texts' vectors."""
         with self.transaction() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)",
@@ -270,11 +266,8 @@ class Manifest:
 
     # ----------------------------------------------------------------- corpora
     def last_source(self, namespace: str) -> str | None:
-        """The source committed last in ``namespace`` (None when none was).
-
-        A cache written before that was recorded tells it by row order: every commit
-        is an INSERT OR REPLACE, which gives the committed row the largest rowid.
-        """
+        """The source committed last in ``namespace`` (None when none was); for a cache written before that
+        was recorded, the row with the largest rowid (every commit is an INSERT OR REPLACE)."""
         recorded = self.get_meta(f"last:{namespace}")
         if recorded is not None:
             return recorded
@@ -293,10 +286,8 @@ class Manifest:
     def adopt_namespace(self, earlier: str, namespace: str) -> bool:
         """Give ``namespace`` the corpora committed under ``earlier`` when it has none; True when it did.
 
-        Used when only the lexical rules changed between the two (the namespace ends with the
-        tokenizer id): the files, their chunks and vectors are the same, so the corpus is not read
-        again. The snapshots are not carried over: their BM25 terms follow the earlier rules, and the
-        index rebuilds its terms from the stored chunk texts.
+        For a change of lexical rules only (the namespace ends with the tokenizer id): files, chunks and
+        vectors are the same. Snapshots are not carried over: their BM25 terms follow the earlier rules.
         """
         has = "SELECT 1 FROM corpora WHERE namespace=? LIMIT 1"
         if self._query(has, (namespace,)) or not self._query(has, (earlier,)):

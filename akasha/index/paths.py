@@ -1,4 +1,4 @@
-"""Where the index lives: the default cache folder and atomic file writes."""
+"""Where the index lives: the default cache folder, and the error a cache folder that cannot be used raises."""
 
 from __future__ import annotations
 
@@ -28,12 +28,8 @@ def default_cache_dir() -> Path:
 
 
 def storage_error(folder: object, exc: BaseException) -> Exception:
-    """An :class:`~akasha.errors.IndexWriteError` naming the cache ``folder`` and what to do.
-
-    ``exc`` is the OSError or ``sqlite3`` error a write to the cache raised
-    (read-only folder or file system, disk full, a file where the folder should be) or
-    a read of a damaged database raised.
-    """
+    """An :class:`~akasha.errors.IndexWriteError` naming the cache ``folder`` and what to do about ``exc``,
+    the OSError or ``sqlite3`` error of a write to the cache (read-only, disk full) or a damaged database."""
     import errno
 
     from akasha.errors import IndexWriteError

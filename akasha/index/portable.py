@@ -38,11 +38,8 @@ def source_root(data_source: DataSource) -> Path:
 
 
 def document_key(path: str | os.PathLike[str], root: Path, corpus: str = "") -> str:
-    """The portable key of ``path`` (a file under ``root``): its relative POSIX path, after ``corpus/``.
-
-    A path outside ``root`` (a symlink's target, say) keeps its file name under ``_outside/``
-    with a short hash of where it was, so it still gets a key no machine path leaks into.
-    """
+    """The portable key of ``path`` (a file under ``root``): its relative POSIX path, after ``corpus/``; a path
+    outside ``root`` (a symlink's target) is ``_outside/<hash of its folder>/<file name>``."""
     absolute = os.path.abspath(os.fspath(path))
     try:
         relative = os.path.relpath(absolute, root)

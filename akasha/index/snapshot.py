@@ -64,9 +64,8 @@ _OWN_TEMP = re.compile(r"\.([A-Za-z0-9_.-]{1,40}-[0-9a-f]{32}\.(?:snap|npz))\.[A
 def is_own_file(path: Path) -> bool:
     """True only for a file akasha wrote into a snapshots folder: a snapshot or a temp file of one.
 
-    Names must match the pattern akasha writes, and a ``.snap`` file must start
-    with the snapshot magic, so a user's own ``*.npz`` or ``*.snap`` placed there
-    (or a cache folder pointed at the wrong place) is never deleted.
+    The name must match akasha's pattern and the file start with the snapshot magic (or a zip's), so a
+    user's own ``*.npz`` or ``*.snap`` there (a cache folder pointed at the wrong place) is never deleted.
     """
     name = path.name
     if _OWN_TEMP.fullmatch(name):

@@ -66,11 +66,8 @@ def _unchanged_now(path: Path, st: os.stat_result) -> bool:
 
 
 def _over_size(path: Path, size: int) -> str | None:
-    """Why a file of ``size`` bytes is over a loader limit before it is read (its size alone), or None.
-
-    The loaders' own check (:meth:`LoaderLimits.check_size`): ``max_file_mb`` for every file, ``max_chars``
-    for text formats.
-    """
+    """Why a file of ``size`` bytes is over a loader limit before it is read, or None
+    (:meth:`LoaderLimits.check_size`: ``max_file_mb`` for every file, ``max_chars`` for text formats)."""
     from akasha.loaders import ISOLATED
     from akasha.loaders.limits import LoaderLimitError, LoaderLimits
 
@@ -222,9 +219,8 @@ class SourceReader:
                    st: os.stat_result | None = None) -> ParseStatus:
         """Load and chunk one file, storing the result under its content key.
 
-        ``st``: the file's stat when ``content`` was computed. A large text file is loaded from disk a
-        block at a time (:data:`STREAM_BYTES`); if its stat changed meanwhile, its text may not be the
-        version ``content`` names, so nothing is stored and it is read again on the next sync.
+        ``st``: the file's stat when ``content`` was computed. A streamed file (:data:`STREAM_BYTES`) whose
+        stat changed meanwhile may not be the version ``content`` names: nothing is stored, it is read again.
         """
         from akasha.loaders import load_file
 

@@ -1,9 +1,8 @@
 """Searches an external store's engine answers itself (its ``query`` verb), not this process.
 
-A store names the sides its engine ranks in ``capabilities`` (dense, lexical); for those
-the index sends one :class:`~akasha.stores.query.SearchRequest` (the query vector, the
-question's lexical terms as the store's tokenizer splits them, the candidate pool, filters
-and fusion settings) and returns the store's hits, holding no copy of the corpus.
+A store names the sides its engine ranks in ``capabilities`` (dense, lexical); for those the
+index sends one :class:`~akasha.stores.query.SearchRequest` and returns the store's hits,
+holding no copy of the corpus.
 """
 
 from __future__ import annotations
@@ -84,12 +83,8 @@ class StoreSearch:
             text=query if isinstance(query, str) else "")))
 
     def tokenize(self) -> Callable[[str], list[str]]:
-        """The tokenizer of the store's lexical terms, resolved on the first search and kept.
-
-        Resolved again only when the store has adopted another id since (a PostgreSQL table
-        adopts the one its first writer recorded); ConfigError when this process cannot
-        reproduce it (see :func:`akasha.stores.query.lexical_tokenizer`).
-        """
+        """The tokenizer of the store's lexical terms, resolved again only when the store adopted another id
+        (a PostgreSQL table adopts its first writer's); ConfigError when this process cannot reproduce it."""
         from akasha.stores.query import lexical_tokenizer
 
         assert self.link is not None  # called only where answers() found a store
