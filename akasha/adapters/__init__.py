@@ -1,5 +1,4 @@
 """Adapters that hand akasha's retrieval to other frameworks (LangChain, LlamaIndex).
 
-Each adapter module imports its framework only when it is used, so
-``import akasha`` never imports LangChain or LlamaIndex.
+Each imports its framework only when used: ``import akasha`` never imports LangChain or LlamaIndex.
 """

@@ -1,8 +1,7 @@
 """The persistent, content-keyed corpus index (BM25 + dense) and its stores.
 
 ``CorpusIndex(embedder, cache_dir=...)`` syncs a data source and searches it;
-``open_chroma_index(path, embedder)`` searches an existing Chroma store.
-Chroma itself is imported only when a Chroma store is used.
+``open_chroma_index(path, embedder)`` searches an existing Chroma store (Chroma imported only then).
 """
 
 from __future__ import annotations

@@ -45,11 +45,8 @@ def _edited(old: Mapping[str, Chunk], fresh: Mapping[str, Chunk]) -> list[Chunk]
 
 def materialise(live: LiveCorpus, files: Mapping[str, str], manifest: Manifest, settings_key: str
                 ) -> tuple[Mapping[str, Chunk], dict[str, Chunk]]:
-    """The chunks of the corpus ``files``, and those of them read from the manifest.
-
-    Unchanged paths keep their in-memory chunks (by id: chunks still waiting in a
-    snapshot's records stay undecoded); other paths are read from the manifest.
-    """
+    """The chunks of the corpus ``files``, and those of them read from the manifest (unchanged paths keep
+    their in-memory chunks, by id, so chunks still in a snapshot's records stay undecoded)."""
     by_path = live.doc_chunk_ids()
     reused = {path for path, content in files.items() if live.files.get(path) == content and path in by_path}
     fresh = _stored_chunks(manifest, settings_key, {p: c for p, c in files.items() if p not in reused})

@@ -20,10 +20,8 @@ from akasha.index.manifest import Manifest
 
 
 def resolve_identity(embedder: Embedder, manifest: Manifest, store: Any) -> tuple[str, dict[str, Any] | None]:
-    """The embedder's identity, and the registry to save into ``store`` at its next commit (None: it has it).
-
-    IndexMismatchError when ``store`` holds another embedder's vectors.
-    """
+    """The embedder's identity, and the registry to save into ``store`` at its next commit (None: it has it);
+    IndexMismatchError when ``store`` holds another embedder's vectors."""
     from akasha.embeddings import identity as ids
 
     name = str(embedder.name)

@@ -46,10 +46,8 @@ class LazyChunks(Mapping[str, Chunk]):
         return cls(ids, records, ends, rows, {})
 
     def derive(self, order: list[str], fresh: Mapping[str, Chunk]) -> LazyChunks:
-        """A new table with ``order``: ids in ``fresh`` take those chunks, the others are kept from this one.
-
-        Kept chunks share this table's records (nothing is decoded or copied).
-        """
+        """A new table with ``order``: ids in ``fresh`` take those chunks, the others keep this table's
+        (sharing its records: nothing is decoded or copied)."""
         rows = {cid: self._rows[cid] for cid in order if cid not in fresh and cid in self._rows}
         parsed = {cid: self._parsed[cid] for cid in order if cid not in fresh and cid in self._parsed}
         missing = [cid for cid in order if cid not in fresh and cid not in rows and cid not in parsed]

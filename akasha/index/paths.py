@@ -10,12 +10,8 @@ MEMORY = ":memory:"
 
 
 def default_cache_dir() -> Path:
-    """``$AKASHA_CACHE_DIR``, else the platform's user cache folder + ``akasha``.
-
-    Linux ``$XDG_CACHE_HOME/akasha`` (``~/.cache/akasha``), macOS
-    ``~/Library/Caches/akasha``, Windows ``%LOCALAPPDATA%\\akasha\\Cache``.
-    Read at call time, never at import time.
-    """
+    """``$AKASHA_CACHE_DIR`` (read at call time), else the platform's user cache folder + ``akasha``: Linux
+    ``$XDG_CACHE_HOME/akasha``, macOS ``~/Library/Caches/akasha``, Windows ``%LOCALAPPDATA%\\akasha\\Cache``."""
     configured = os.environ.get("AKASHA_CACHE_DIR")
     if configured:
         return Path(configured).expanduser()

@@ -129,9 +129,7 @@ class Persistence:
     def load_snapshot(self, name: str, state_key: str, files: Mapping[str, str],
                       materialise: Callable[[], Mapping[str, Chunk]]) -> bool:
         """Make the snapshot ``name`` (of ``state_key``) the corpus in memory; False when it is unusable.
-
-        ``materialise`` gives the chunks of ``files`` for a snapshot that does not hold them.
-        """
+        ``materialise`` gives the chunks of ``files`` for a snapshot that does not hold them."""
         assert self.cache_dir is not None  # a snapshot name comes from a cache folder's manifest
         loaded = read_snapshot(self.cache_dir / "snapshots" / name, state_key)
         if loaded is None:

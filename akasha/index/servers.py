@@ -1,8 +1,5 @@
-"""``vector_store=`` URLs for a CorpusIndex: re-exported from :mod:`akasha.stores.urls`.
-
-The parsing, the redaction and :func:`~akasha.stores.urls.open_store` live in
-``akasha.stores``; this module keeps the names earlier releases imported from here.
-"""
+"""``vector_store=`` URLs for a CorpusIndex: the names earlier releases imported from here, now living
+in :mod:`akasha.stores.urls`."""
 
 from __future__ import annotations
 

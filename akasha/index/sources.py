@@ -108,10 +108,7 @@ class SourceReader:
 
     def read(self, paths: Sequence[Path], progress: bool | None, report: Any) -> dict[str, str]:
         """path -> content key of every readable file with text; the rest are counted in ``report`` as skipped.
-
-        ``progress=True`` shows a bar once a file must actually be read or parsed
-        (``None``: only for more than :data:`LONG_FILES` files); an unchanged check never draws one.
-        """
+        ``progress=True`` (``None``: over :data:`LONG_FILES` files) shows a bar once a file must be read."""
         stats = self.manifest.stat_cache()
         parsed = self.manifest.parsed_status(self.settings_key)
         files: dict[str, str] = {}
@@ -120,8 +117,7 @@ class SourceReader:
         show = bool(progress or (progress is None and len(paths) > LONG_FILES))
         bar: Any = None
 
-        def working(position: int) -> None:
-            """A file must be read or parsed: the bar shows from here on (never for an unchanged check)."""
+        def working(position: int) -> None:  # a file must be read or parsed: the bar shows from here on
             nonlocal bar
             if show and bar is None:
                 from tqdm.auto import tqdm
@@ -201,12 +197,6 @@ class SourceReader:
 
             prepare_loaders({path.suffix for path, _st in changed})
 
-    def _prepare_soon(self) -> None:
-        """Before a file is parsed: hand ``prepare`` the announced bytes (once)."""
-        if self._pending_bytes and self.prepare is not None:
-            size, self._pending_bytes = self._pending_bytes, 0
-            self.prepare(size)
-
     def skip(self, report: Any, path: str, reason: str) -> None:
         """Count a skipped file in ``report``; warn once per (file, reason) in this index's life."""
         report.skipped += 1
@@ -224,7 +214,9 @@ class SourceReader:
         """
         from akasha.loaders import load_file
 
-        self._prepare_soon()
+        if self._pending_bytes and self.prepare is not None:  # hand ``prepare`` the announced bytes, once
+            size, self._pending_bytes = self._pending_bytes, 0
+            self.prepare(size)
         changed = "error", "the file changed while it was read; it is read again on the next sync"
         streamed = False
         try:

@@ -71,11 +71,8 @@ class StoreLink:
     # ----------------------------------------------------------------- writes
     def publish(self, chunks: Sequence[Chunk], vectors: Mapping[str, np.ndarray], documents: Sequence[str],
                 keep: set[str]) -> None:
-        """Upsert ``chunks`` (vectors by content hash) the store lacks, then drop stale records of ``documents``.
-
-        A record of one of ``documents`` (files that changed or vanished) whose id is
-        not in ``keep`` (the ids of the current corpus) is stale: an older version's chunk.
-        """
+        """Upsert ``chunks`` (vectors by content hash) the store lacks, then drop the records of ``documents``
+        (files that changed or vanished) whose ids are not in ``keep``, the current corpus's."""
         fresh = self._not_yet_stored(chunks)
         for part in batches(fresh, WRITE_BATCH):
             records = [self.record(chunk) for chunk in part]
