@@ -1,9 +1,7 @@
 """Searching an existing Chroma folder, whoever wrote it (akasha, plain chromadb, LangChain).
 
-:func:`open_chroma_index` (the facade's ``use_chroma=True``) returns an index
-serving every search type over the folder's records: BM25 from the stored texts,
-cosine over the stored vectors, nothing embedded but the question. It never
-creates anything: a folder without ``chroma.sqlite3`` is refused.
+:func:`open_chroma_index` (the facade's ``use_chroma=True``) serves every search type over the
+folder's records, embedding nothing but the question; it never creates anything.
 """
 
 from __future__ import annotations

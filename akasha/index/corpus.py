@@ -310,12 +310,9 @@ class CorpusIndex:
         return bm25.sole_holder(exact_terms(question, bm25.tokenize(question)), chunk_id)
 
     def dense_reads(self, question: str) -> bool | None:
-        """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean.
-
-        ``auto`` gives the dense list no weight for a question its embedder cannot read (probed once by
-        :func:`~akasha.retrieval.reading.reads_question`, the verdict kept in the manifest);
-        ``SearchSettings.embedder_reads_cjk``, when set, is the answer instead.
-        """
+        """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean
+        (``auto`` then gives the dense list no weight). Probed once (:func:`~akasha.retrieval.reading.reads_question`,
+        kept in the manifest) unless ``SearchSettings.embedder_reads_cjk`` gives the answer."""
         known = self.search_settings.embedder_reads_cjk
         if known is None:
             return reads_question(self.embedder, question, CJK_SHARE, self._manifest)
@@ -422,13 +419,9 @@ class CorpusIndex:
         report.chunks = len(live.chunks)
 
     def flush(self) -> None:
-        """Commit documents added or deleted since the last commit (``close()`` does it too).
-
-        A commit writes the whole corpus's file list, so small ingests commit in batches
-        (:meth:`Persistence.documents_changed`). Until then the documents are searchable here and
-        their chunks and vectors cached and in the store: a crash only means they are ingested
-        again, embedding nothing.
-        """
+        """Commit documents added or deleted since the last commit (``close()`` does it too); small ingests
+        commit in batches (:meth:`Persistence.documents_changed`). Uncommitted documents are searchable here,
+        cached and in the store: a crash only means they are ingested again, embedding nothing."""
         if self._persist.pending:
             with self._write_lock():
                 self._persist.commit_documents()

@@ -62,12 +62,9 @@ class Ingest:
                         tokens=tokens.result() if tokens is not None else None, passages=self.passages_for)
 
     def tokens_ahead(self, chunks: list[Chunk]) -> Background | None:
-        """BM25's tokens of ``chunks``' texts, computed on a thread while they are embedded; None for none or many.
-
-        Tokenising is Python work, while the encoders embed in native code that releases the GIL.
-        Up to :data:`~akasha.retrieval.bm25.ADD_BATCH` chunks (``BM25Index.add`` tokenises more
-        batch by batch, bounding the token lists' memory). Same tokens, same index.
-        """
+        """BM25's tokens of ``chunks``' texts, computed on a thread while the encoder (native code, the GIL
+        released) embeds them; None for none or over :data:`~akasha.retrieval.bm25.ADD_BATCH` (``BM25Index.add``
+        then tokenises batch by batch, bounding memory). Same tokens, same index."""
         if not chunks or len(chunks) > BM25_BATCH:
             return None
         texts = [c.text for c in chunks]

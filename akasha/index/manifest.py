@@ -5,9 +5,8 @@ leaves the last committed state), needs no pickles and reloads in milliseconds. 
 are float32 BLOBs; WAL mode lets readers run beside the one writer (the index's file lock).
 
 Tables
-    ``files``       stat cache: path -> (size, mtime_ns, sha256 of the bytes, ctime_ns, inode);
-                    only used to avoid re-reading files whose stat is unchanged (ctime and
-                    inode catch a same-size edit whose mtime was put back, and a replaced file);
+    ``files``       stat cache: path -> (size, mtime_ns, sha256 of the bytes, ctime_ns, inode), only to
+                    skip re-reading files whose stat is unchanged;
     ``parsed``      per (file sha256, chunk settings): loaded fine or skipped (+ reason);
     ``chunks``      per (file sha256, chunk settings, seq): chunk text, its sha256 and metadata;
     ``embeddings``  per (embedder name, text sha256): the vector (namespaced by model);

@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 class SyncReport:
     """What one :meth:`CorpusIndex.sync` did.
 
-    ``indexed`` files whose chunks entered the index (new, edited, renamed or
-    copied), ``unchanged`` files already indexed at the same path with the same
-    content, ``skipped`` files that could not be read (``skipped_files`` lists
-    ``(path, reason)``), ``removed`` files gone since the last sync, ``embedded``
-    texts sent to the embedder, ``chunks`` in the index now; for
-    :meth:`CorpusIndex.add_documents`, ``written`` chunks the given documents have.
+    ``indexed`` files whose chunks entered the index (new, edited, renamed or copied), ``unchanged``
+    files already indexed at the same path with the same content, ``skipped`` files that could not be
+    read (``skipped_files``: ``(path, reason)``), ``removed`` files gone since the last sync, ``embedded``
+    texts sent to the embedder, ``chunks`` in the index now; ``written``: the chunks of the documents
+    given to :meth:`CorpusIndex.add_documents`.
     """
 
     indexed: int = 0
