@@ -241,21 +241,18 @@ class Manifest:
     def store_vectors(self, model: str, text_hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Commit one batch of vectors (so a later failure never loses them)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        with self.transaction() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)",
-                [(model, th, int(vec.shape[0]), vec.tobytes()) for th, vec in zip(text_hashes, vectors, strict=True)],
-            )
+        self._store_embeddings([(model, th, int(vec.shape[0]), vec.tobytes())
+                                for th, vec in zip(text_hashes, vectors, strict=True)])
 
     def store_passages(self, model: str, text_hashes: Sequence[str], blobs: Sequence[bytes], dimension: int) -> None:
         """Commit the packed passage vectors of texts (:func:`akasha.retrieval.passages.pack`) under
         ``passage_model(model)``, so pruning and content keying treat them as the texts' vectors."""
+        self._store_embeddings([(passage_model(model), th, int(dimension), blob)
+                                for th, blob in zip(text_hashes, blobs, strict=True) if blob])
+
+    def _store_embeddings(self, rows: list[tuple[str, str, int, bytes]]) -> None:
         with self.transaction() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)",
-                [(passage_model(model), th, int(dimension), blob)
-                 for th, blob in zip(text_hashes, blobs, strict=True) if blob],
-            )
+            db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
 
     def load_passages(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
         """The packed passage vectors stored for ``text_hashes`` (texts without any are left out)."""
