@@ -133,7 +133,7 @@ def _write(handle: IO[bytes], state_key: str, blobs: dict[str, bytes], raw: set[
         if kind is None:
             raise TypeError(f"snapshot array {name!r} has dtype {array.dtype}; expected one of {sorted(_DTYPES)}")
         layout["arrays"][name] = [kind, list(array.shape), array_offset, array.nbytes]
-        little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        little = arrays[name] = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))  # written below
         layout["crc32"][name] = zlib.crc32(little.reshape(-1).view(np.uint8).data)
         array_offset += _aligned(array.nbytes)
     header = json.dumps(layout).encode("utf-8")
@@ -144,8 +144,7 @@ def _write(handle: IO[bytes], state_key: str, blobs: dict[str, bytes], raw: set[
     for blob in blobs.values():
         handle.write(blob)
     handle.write(b"\0" * (start - layout_size))
-    for array in arrays.values():
-        little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    for little in arrays.values():
         handle.write(little.reshape(-1).view(np.uint8).data)  # a memoryview: no copy, even for a 1.5 GB matrix
         handle.write(b"\0" * (_aligned(little.nbytes) - little.nbytes))
 
