@@ -4,9 +4,6 @@ Two machines that index the same folder write the same records (ids ``<relative 
 so a shared store holds one copy of a corpus and citations never show a machine's home folder.
 An optional corpus name (``vector_store_options={"corpus": "handbook"}``) prefixes the keys
 (``handbook/guide.md``), so several folders share one store without colliding.
-
-The root of a data source: the folder itself; for a single file, the folder holding it;
-for a list of paths, the deepest folder that holds them all.
 """
 
 from __future__ import annotations
@@ -28,7 +25,8 @@ def source_items(data_source: DataSource) -> list[Path]:
 
 
 def source_root(data_source: DataSource) -> Path:
-    """The folder document keys are relative to (see the module docstring)."""
+    """The folder document keys are relative to: the folder itself, the folder holding a single file, or
+    the deepest folder holding every path of a list."""
     folders = [p if p.is_dir() else p.parent for p in source_items(data_source)]
     if not folders:
         return Path(os.getcwd())
