@@ -202,7 +202,8 @@ class Pipeline:
     syncs_source: bool = True
     #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
     stage_errors: bool = False
-    _loaded: bool = field(default=False, init=False)
+    #: Set once the corpus is loaded; shared by :meth:`derive`'s copies, which share the index.
+    _loaded: threading.Event = field(default_factory=threading.Event, init=False)
 
     def __post_init__(self) -> None:
         self.top_k = positive_int("top_k", self.top_k)
@@ -221,8 +222,11 @@ class Pipeline:
         return getattr(self.index, "embedder", None)
 
     def derive(self, **changes: Any) -> Pipeline:
-        """A copy sharing the index (and its lock) with some settings changed, e.g. one call's generation."""
-        return replace(self, **changes)
+        """A copy sharing the index (its lock and loaded corpus) with some settings changed, e.g. one call's
+        generation."""
+        derived = replace(self, **changes)
+        derived._loaded = self._loaded
+        return derived
 
     def locked(self) -> threading.RLock:
         """The index's lock: hold it for a sequence of reads that must see one corpus (see :func:`index_lock`)."""
@@ -256,7 +260,7 @@ class Pipeline:
         name = f"index({getattr(self.embedder, 'name', '?')})"
         with self.locked(), Trace().stage("index", name, len(docs)) as entry:
             report = self.index.add_documents(docs)
-            self._loaded = True
+            self._loaded.set()
             entry["out"] = getattr(report, "chunks", None)
             return int(report.written)
 
@@ -278,7 +282,7 @@ class Pipeline:
         lexical = getattr(self.pattern, "search_type", None) == "bm25"  # no vectors needed: none computed
         with self.locked(), trace.stage("index", name, describe_source(data_source)) as entry:
             report = self.index.sync(data_source, progress=progress, **({"lexical": True} if lexical else {}))
-            self._loaded = True
+            self._loaded.set()
             entry["out"] = getattr(report, "chunks", None)
             entry["files"] = {"indexed": report.indexed, "unchanged": report.unchanged,
                               "skipped": report.skipped, "removed": report.removed}
@@ -287,9 +291,9 @@ class Pipeline:
 
     def _ensure_corpus(self) -> None:
         """Before the first read: the corpus this index committed last, else the store's records (a restart)."""
-        if self._loaded:
+        if self._loaded.is_set():
             return
-        self._loaded = True
+        self._loaded.set()
         restore = getattr(self.index, "restore", None)
         if restore is None or restore():
             return
