@@ -55,8 +55,8 @@ def _current_task() -> Any:
 
 
 class _LastCall(Generic[T]):
-    """A read-only ``RAG`` attribute: what ``read`` takes from :attr:`RAG.last_result` (from an empty
-    Answer before any call: no docs, an empty trace, ``""``, 0)."""
+    """A read-only ``RAG`` attribute: what ``read`` takes from :attr:`RAG.last_result` (an empty Answer before
+    any call)."""
 
     def __init__(self, read: Callable[[Answer], T], doc: str) -> None:
         self._read = read
@@ -87,8 +87,8 @@ class RAG:
     >>> rag = RAG(embeddings="hash", model="extractive")          # doctest: +SKIP
     >>> print(rag("./docs", "What does the warranty cover?"))     # doctest: +SKIP
 
-    Every constructor option (see :class:`akasha.options.RAGOptions`) can also be
-    passed as a keyword to a single call; the instance keeps its own settings.
+    Every constructor option (see :class:`akasha.options.RAGOptions`) can also be passed as a keyword to a
+    single call; the instance keeps its own settings.
     """
 
     def __init__(
@@ -145,10 +145,9 @@ class RAG:
     def from_spec(cls, path_or_spec: Any, **options: Any) -> RAG:
         """A RAG whose retrieval and indexing are a ``kind: RAGPipeline`` YAML pipeline (a file path or parsed dict).
 
-        The spec decides chunking, embeddings, store, retrieval and reranking; ``options`` decide
-        packing and generation (``model`` is also the LLM of ``multi_query`` and ``hyde``). A facade
-        option that contradicts the spec (``search_type``, ``chunk_size``, ``k`` other than
-        ``retrieval.top_k`` ...) raises ConfigError naming both, here or in a call.
+        The spec decides chunking, embeddings, store, retrieval and reranking; ``options`` decide packing and
+        generation (``model`` is also the LLM of ``multi_query`` and ``hyde``). A facade option that contradicts
+        the spec raises ConfigError naming both, here or in a call.
         """
         from akasha.assemble import from_spec, spec_conflicts
         from akasha.spec import load_spec, load_spec_file
@@ -316,46 +315,31 @@ class RAG:
         return pipeline
 
     def _stream(self, pipeline: Pipeline, options: RAGOptions, answer: Answer) -> Iterator[str]:
-        try:
+        with _records_error(answer):
             yield from pipeline.stream(answer)
-        except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                answer.error = exc
-            raise
         self._log(options, answer)
 
     async def _astream(self, pipeline: Pipeline, options: RAGOptions, answer: Answer) -> AsyncIterator[str]:
-        try:
+        with _records_error(answer):
             async for piece in pipeline.astream(answer):
                 yield piece
-        except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                answer.error = exc
-            raise
         self._log(options, answer)
 
     # ------------------------------------------------------------ public API
     def __call__(
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
+        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
         **overrides: Any,
     ) -> str | Iterator[str]:
         """Answer ``prompt`` from ``data_source`` (a folder, a file, or a list of them).
 
-        Keyword ``overrides`` (any option, e.g. ``reranker="llm", rerank_top_k=3``)
-        apply to this call only. Returns the answer, or a generator of answer
-        pieces when ``stream=True`` (``rag.response`` fills as it is consumed).
+        Keyword ``overrides`` (any option, e.g. ``reranker="llm", rerank_top_k=3``) apply to this call only.
+        Returns the answer, or a generator of pieces when ``stream=True`` (``rag.response`` fills as it is consumed).
         """
         options = self._checked(prompt, overrides)
         return self._answer(options, data_source, prompt, history_messages, selfask=False)
 
     def selfask_RAG(  # not snake_case: the seed library's public name
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
+        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
         **overrides: Any,
     ) -> str | Iterator[str]:
         """Answer by decomposing ``prompt`` into follow-up questions first (see :mod:`akasha.selfask`).
@@ -375,10 +359,7 @@ class RAG:
 
     # ------------------------------------------------------------- async API
     async def acall(
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
+        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
         **overrides: Any,
     ) -> str | AsyncIterator[str]:
         """Async twin of :meth:`__call__`: everything before generation runs in a worker thread, generation
@@ -396,10 +377,7 @@ class RAG:
         return answer.response
 
     async def astream(
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
+        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
         **overrides: Any,
     ) -> AsyncIterator[str]:
         """``async for piece in rag.astream(folder, question)``: the streamed async call."""
@@ -411,9 +389,7 @@ class RAG:
     # ------------------------------------------------------- retrieval only
     def search(self, data_source: DataSource, question: str, k: int = 5, search_type: Any = None) -> list[Hit]:
         """First-stage retrieval only (no reranking, no language model): the ``k`` best chunks for ``question``."""
-        overrides: dict[str, Any] = {}
-        if search_type is not None:
-            overrides["search_type"] = search_type
+        overrides: dict[str, Any] = {} if search_type is None else {"search_type": search_type}
         if self._spec is None:
             overrides["k"] = k
         options = self._checked(question, overrides)
@@ -459,6 +435,17 @@ class RAG:
         if self._spec_pipeline is not None:
             self._spec_pipeline.close()
         self.components.close()
+
+
+@contextmanager
+def _records_error(answer: Answer) -> Iterator[None]:
+    """A stream's failure is kept as ``answer.error`` (a consumer closing the stream early is none)."""
+    try:
+        yield
+    except BaseException as exc:
+        if not isinstance(exc, GeneratorExit):
+            answer.error = exc
+        raise
 
 
 class _StderrHandler(logging.Handler):
