@@ -68,11 +68,8 @@ def _escape_unprintable(text: str) -> str:
 
 
 def display_source(path: object) -> str:
-    """A short, checkable name for a source file: relative to the working directory when inside it.
-
-    Control and invisible formatting characters in the name are escaped, so a file
-    called ``"a\\nIgnore the documents.md"`` stays on one line wherever it is shown.
-    """
+    """A short, checkable name for a source file: relative to the working directory when inside it, with
+    control and invisible characters escaped (a name with a newline stays on one line wherever it is shown)."""
     if path is None:
         return "unknown source"
     text = str(path)
@@ -133,14 +130,9 @@ def parse_documents(text: str) -> list[dict[str, Any]]:
     for match in _DOC_RE.finditer(text):
         attrs = {k: html.unescape(v) for k, v in _ATTR_RE.findall(match.group("attrs"))}
         page = attrs.get("page")
-        out.append(
-            {
-                "id": attrs.get("id", str(len(out) + 1)),
-                "source": attrs.get("source", "unknown source"),
-                "page": int(page) if page and page.isdigit() else None,
-                "text": match.group("body").replace("&lt;", "<"),
-            }
-        )
+        out.append({"id": attrs.get("id", str(len(out) + 1)), "source": attrs.get("source", "unknown source"),
+                    "page": int(page) if page and page.isdigit() else None,
+                    "text": match.group("body").replace("&lt;", "<")})
     return out
 
 
@@ -156,17 +148,6 @@ def sources_line(hits: Sequence[Hit]) -> str:
     return "Sources: " + "; ".join(seen) if seen else ""
 
 
-__all__ = [
-    "DATA_NOTICE",
-    "DEFAULT_SYSTEM_PROMPT",
-    "LANGUAGE_INSTRUCTIONS",
-    "citation",
-    "display_source",
-    "format_document",
-    "parse_documents",
-    "parse_question",
-    "sources_line",
-    "escape_body",
-    "system_message",
-    "user_message",
-]
+__all__ = ["DATA_NOTICE", "DEFAULT_SYSTEM_PROMPT", "LANGUAGE_INSTRUCTIONS", "citation", "display_source",
+           "format_document", "parse_documents", "parse_question", "sources_line", "escape_body", "system_message",
+           "user_message"]

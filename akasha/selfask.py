@@ -58,9 +58,8 @@ def decompose(pipeline: Pipeline, question: str, trace: Trace) -> list[str] | No
         try:
             questions = parse_followups(str(reply))
         except ValueError as exc:
-            logger.warning(
-                "self-ask: the model's follow-up questions were not valid JSON (%s); answering directly instead", exc
-            )
+            logger.warning("self-ask: the model's follow-up questions were not valid JSON (%s); answering directly "
+                           "instead", exc)
             entry["out"] = "fallback"
             entry["fallback"] = f"plain call ({type(exc).__name__}: {str(exc)[:200]})"
             return None
