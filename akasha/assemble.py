@@ -4,9 +4,8 @@
 :class:`~akasha.retrieval.patterns.IndexSearch` pattern), :func:`from_spec` a checked
 ``kind: RAGPipeline`` spec (every name resolved through :mod:`akasha.registry`); both build over a
 :class:`~akasha.index.CorpusIndex`. :func:`spec_conflicts` refuses a facade option that contradicts
-the spec. Built parts are cached in :class:`Components`, so a second call with the same settings
-reuses the index in memory and re-embeds nothing.
-"""
+the spec. Built parts are cached in :class:`Components`: a second call with the same settings
+re-embeds nothing."""
 
 from __future__ import annotations
 
@@ -59,10 +58,6 @@ class BuildContext:
 
 
 # ============================================================ the facade's parts
-def _spec_key(spec: Any) -> Any:
-    return spec if isinstance(spec, (str, type(None))) else ("object", id(spec))
-
-
 def display_name(spec: Any) -> str:
     """A model, embedder or search type's name for messages and logs (a password in an ``@address`` as ``***``)."""
     if isinstance(spec, str):
@@ -87,9 +82,12 @@ class Components:
         self._lock = threading.RLock()
 
     def _remember(self, spec: Any) -> Any:
-        if not isinstance(spec, (str, type(None))) and not any(spec is x for x in self._keep):
+        """The cache key of ``spec``: itself for a string or None, else its id (the object is kept alive)."""
+        if isinstance(spec, (str, type(None))):
+            return spec
+        if not any(spec is x for x in self._keep):
             self._keep.append(spec)
-        return _spec_key(spec)
+        return ("object", id(spec))
 
     def _built(self, cache: dict[Any, Any], option: str, spec: Any, device: str, build: Callable[..., Any]) -> Any:
         """``build(spec)`` once per spec; a local model (``option``: "embeddings" or "model") is built

@@ -84,12 +84,9 @@ def _with_endpoint(spec: str, url: str | None, flag: str) -> str:
 
 
 def answer_server(model: str | None, base_url: str | None) -> Server | None:
-    """The server to ask for models the user did not name, or None (hosted or offline defaults).
-
-    ``--base-url`` first (an OpenAI-compatible server unless ``--model`` names another
-    provider); else, for ``--model ollama:...``, Ollama at ``OLLAMA_HOST`` or its default
-    address; else ``OPENAI_BASE_URL`` when it is not api.openai.com; else ``OLLAMA_HOST``.
-    """
+    """The server to ask for models the user did not name, or None (hosted or offline defaults): ``--base-url``
+    (OpenAI-compatible unless ``--model`` names another provider); else, for ``--model ollama:...``, Ollama at
+    ``OLLAMA_HOST`` or its default; else ``OPENAI_BASE_URL`` when not api.openai.com; else ``OLLAMA_HOST``."""
     from akasha.providers.endpoints import is_public_endpoint
     from akasha.providers.env import env_value
     from akasha.providers.ollama_conn import normalize_host

@@ -1,16 +1,13 @@
 """One pipeline of stages over the content-keyed index: what every door runs.
 
 ``akasha.RAG``, a ``kind: RAGPipeline`` file, ``akasha ask`` and ``akasha eval`` all get a
-:class:`Pipeline` from :mod:`akasha.assemble`; none keeps an engine of its own. What changed and
-what must be embedded is the :class:`~akasha.index.CorpusIndex`'s business, so a restart embeds
-nothing and a retry after a failure resumes from what committed. A question runs the stages, each
-one entry in the trace (:mod:`akasha.trace`)::
+:class:`Pipeline` from :mod:`akasha.assemble`; what must be embedded is the
+:class:`~akasha.index.CorpusIndex`'s business. A question runs the stages, each one trace entry::
 
     [index] -> transform -> retrieve -> fuse -> rerank -> (context | pack -> generate)
 
-The core is synchronous; the ``async`` methods run it in a worker thread. Reads and writes of one
-index are serialised by one re-entrant lock per index (:func:`index_lock`), so threads and tasks
-sharing a pipeline never see another call's corpus half-way.
+The core is synchronous (the ``async`` methods run it in a worker thread); one re-entrant lock per
+index (:func:`index_lock`) serialises its reads and writes, so no call sees another's corpus half-way.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The RAG facade: ``rag(data_source, prompt)`` -> an answer that names its sources.
 
-This module only holds the options, the calls and the publishing of each call's
-:class:`~akasha.pipeline.Answer`; the engine is the pipeline :mod:`akasha.assemble` builds.
-Results (``rag.docs``, ``rag.trace`` ...) are published per thread and per asyncio task, so a
-``RAG`` shared by threads or tasks shows each the results of its own last call; a failed call
+The engine is the pipeline :mod:`akasha.assemble` builds; this module holds the calls and the
+publishing of each call's :class:`~akasha.pipeline.Answer`. Results (``rag.docs``, ``rag.trace`` ...)
+are published per thread and per asyncio task, so each sees its own last call; a failed call
 publishes its trace (with the error) and empty docs and response, never the previous call's.
-Construction only validates names and numbers; parts are built on first use and cached.
 """
 
 from __future__ import annotations
@@ -117,15 +115,8 @@ class RAG:
         vector_store_options: dict[str, Any] | None = None,
         device: str = "auto",
     ) -> None:
-        self.options = RAGOptions(
-            model=model, embeddings=embeddings, chunk_size=chunk_size, search_type=search_type,
-            reranker=reranker, reranker_model=reranker_model, rerank_top_k=rerank_top_k,
-            max_input_tokens=max_input_tokens, use_chroma=use_chroma, stream=stream,
-            max_output_tokens=max_output_tokens, temperature=temperature, system_prompt=system_prompt,
-            language=language, verbose=verbose, keep_logs=keep_logs, cache_dir=cache_dir,
-            chunk_overlap=chunk_overlap, k=k, vector_store=vector_store,
-            vector_store_options=vector_store_options, device=device,
-        )
+        # every parameter is the option of the same name
+        self.options = RAGOptions(**{name: value for name, value in locals().items() if name != "self"})
         #: One record per finished call when ``keep_logs=True``.
         self.logs: list[dict[str, Any]] = []
         #: The parts built for this instance (embedders, indexes, models, rerankers), shared by its calls.

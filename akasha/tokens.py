@@ -1,15 +1,13 @@
 """Offline token counting for ``max_input_tokens`` packing.
 
-Counts come from ``tiktoken`` with OpenAI's own encodings (``o200k_base`` for the GPT-4o/4.1/5 and
-o-series names, ``cl100k_base`` for the rest), read from the two gzipped files akasha ships in
-``akasha/tokenize_data/`` (tiktoken would download them; each is checked against tiktoken's sha256).
-Without tiktoken or the files, counts are estimated at four characters a token (logged).
+Counts come from ``tiktoken`` with OpenAI's encodings (``o200k_base`` for the GPT-4o/4.1/5 and o-series
+names, ``cl100k_base`` for the rest), read from the gzipped files shipped in ``akasha/tokenize_data/``
+(checked against tiktoken's sha256); without them, four characters a token (logged).
 
 :func:`counter_for` picks a model's counter: tiktoken for OpenAI names; the character estimate for
-``extractive`` (so an offline question never builds tiktoken); the model's own tokenizer for
-``llama-cpp:``, ``hf:`` and servers with ``/tokenize`` (:mod:`akasha.model_tokens`); else cl100k times
-a safety margin, 1.25 plus the share of non-ASCII characters (up to 1.75), measured against
-SmolLM2's tokenizer (docs/local-servers.md, "Token counts and cut answers").
+``extractive``; the model's own tokenizer for ``llama-cpp:``, ``hf:`` and servers with ``/tokenize``
+(:mod:`akasha.model_tokens`); else cl100k times a safety margin, 1.25 plus the non-ASCII share (up to
+1.75; docs/local-servers.md, "Token counts and cut answers").
 """
 
 from __future__ import annotations
@@ -234,7 +232,16 @@ def counter_for(model: object) -> Any:
     if prefix in ("", "openai") and is_openai_model_name(rest):
         return TokenCounter(encoding_name_for(model))
     if prefix == "llama-cpp":
-        counter = _gguf_counter_for(rest)
+        from akasha.errors import AkashaError
+        from akasha.model_tokens import gguf_counter
+
+        try:
+            from akasha.llm.llamacpp import resolve_gguf
+
+            path = resolve_gguf(rest)
+        except AkashaError:
+            path = None  # the model itself will report the missing file when it runs
+        counter = None if path is None else gguf_counter(path)
         if counter is not None:
             return counter
     if prefix == "hf" and rest.strip():
@@ -244,20 +251,6 @@ def counter_for(model: object) -> Any:
         if counter is not None:
             return counter
     return fallback_counter(model)
-
-
-def _gguf_counter_for(rest: str) -> Any:
-    """The GGUF vocabulary counter for a ``llama-cpp:`` model, or None when the file or vocabulary is missing."""
-    from akasha.errors import AkashaError
-    from akasha.model_tokens import gguf_counter
-
-    try:
-        from akasha.llm.llamacpp import resolve_gguf
-
-        path = resolve_gguf(rest)
-    except AkashaError:
-        return None  # the model itself will report the missing file when it runs
-    return gguf_counter(path)
 
 
 def count_tokens(text: str, model: object = None) -> int:
