@@ -113,14 +113,8 @@ def _served(server: Server) -> list[Any]:
     return list_models(server.provider, server.url)
 
 
-def choose_stack(
-    model: str | None,
-    embeddings: str | None,
-    *,
-    offline: bool = False,
-    base_url: str | None = None,
-    embeddings_base_url: str | None = None,
-) -> tuple[str, str, str]:
+def choose_stack(model: str | None, embeddings: str | None, *, offline: bool = False, base_url: str | None = None,
+                 embeddings_base_url: str | None = None) -> tuple[str, str, str]:
     """Fill in the models the user did not name: ``(model, embeddings, why)``.
 
     In order: a server of the user's own (``--base-url``, ``OPENAI_BASE_URL``, ``OLLAMA_HOST``: the
@@ -154,15 +148,14 @@ def choose_stack(
             skip = "" if server.explicit else f", unset {server.origin}, or pass --offline"
             raise ConfigError(f"{server.origin} {server.label}: {exc}. Is the server running? Or name the "
                               f"models: --model {server.provider}:<name> --embeddings <model>{skip}") from None
-    if not model:
+    if not model and server is not None:
         from akasha.providers.discovery import chat_model_of
 
-        name = chat_model_of(served) if server is not None and served is not None else None
-        if server is not None and name is None:
+        name = chat_model_of(served) if served is not None else None
+        if name is None:
             raise ConfigError(f"{server.origin} {server.label} lists no chat model; name one with --model")
-        if server is not None and name is not None:
-            model = server.model_string(name)
-            reasons.append(f"{server.origin}: answer model from the server at {server.label}")
+        model = server.model_string(name)
+        reasons.append(f"{server.origin}: answer model from the server at {server.label}")
     embed_server = server
     if not embeddings and embeddings_base_url:
         provider = server.provider if server is not None else "openai"
@@ -195,10 +188,7 @@ def choose_stack(
             if found == "OPENAI_API_KEY" and custom_openai:
                 continue  # OpenAI's model names mean nothing to the server OPENAI_BASE_URL names
             if found:
-                if not model:
-                    model = hosted_model
-                if not embeddings:
-                    embeddings = hosted_embeddings
+                model, embeddings = model or hosted_model, embeddings or hosted_embeddings
                 reasons.append(f"{found} is set")
                 break
     if not model or not embeddings:

@@ -317,10 +317,8 @@ class RAG:
         self._log(options, answer)
 
     # ------------------------------------------------------------ public API
-    def __call__(
-        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> str | Iterator[str]:
+    def __call__(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                 **overrides: Any) -> str | Iterator[str]:
         """Answer ``prompt`` from ``data_source`` (a folder, a file, or a list of them).
 
         Keyword ``overrides`` (any option, e.g. ``reranker="llm", rerank_top_k=3``) apply to this call only.
@@ -329,10 +327,8 @@ class RAG:
         options = self._checked(prompt, overrides)
         return self._answer(options, data_source, prompt, history_messages, selfask=False)
 
-    def selfask_RAG(  # not snake_case: the seed library's public name
-        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> str | Iterator[str]:
+    def selfask_RAG(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                    **overrides: Any) -> str | Iterator[str]:  # not snake_case: the seed library's public name
         """Answer by decomposing ``prompt`` into follow-up questions first (see :mod:`akasha.selfask`).
 
         ``rag.docs`` holds the union of documents used; ``rag.followups`` the follow-ups and answers.
@@ -349,10 +345,8 @@ class RAG:
             return options
 
     # ------------------------------------------------------------- async API
-    async def acall(
-        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> str | AsyncIterator[str]:
+    async def acall(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                    **overrides: Any) -> str | AsyncIterator[str]:
         """Async twin of :meth:`__call__`: everything before generation runs in a worker thread, generation
         uses the provider's async client where it has one. ``stream=True`` returns an async iterator."""
         options = self._checked(prompt, overrides)
@@ -367,10 +361,8 @@ class RAG:
         self._log(options, answer)
         return answer.response
 
-    async def astream(
-        self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> AsyncIterator[str]:
+    async def astream(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                      **overrides: Any) -> AsyncIterator[str]:
         """``async for piece in rag.astream(folder, question)``: the streamed async call."""
         pieces = await self.acall(data_source, prompt, history_messages, **{**overrides, "stream": True})
         assert not isinstance(pieces, str)
