@@ -129,7 +129,6 @@ class Components:
                     embedder = DeferredEmbedder(lambda: self.embedder(spec, device), spec)
                 else:
                     embedder = self.embedder(options.embeddings, options.device)
-
                 self.indexes[key] = CorpusIndex(
                     embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap,
                     cache_dir=options.cache_dir, vector_store=options.vector_store,
@@ -461,8 +460,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
                                   or threshold != threshold or threshold in (float("inf"), float("-inf"))):
         raise SpecError(f"{at}retrieval.similarity_threshold must be a finite number, got {threshold!r}")
 
-    reranker = None
-    rerank_top_k = None
+    reranker = rerank_top_k = None
     reranking = spec.reranking
     enabled = reranking.get("enabled", False)
     if not isinstance(enabled, bool):  # YAML "false" (quoted) is a string, and a truthy one

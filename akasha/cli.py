@@ -375,14 +375,12 @@ def run_ask(args: argparse.Namespace) -> int:
     if rag.sources:
         print(f"\n{rag.sources}")
     if args.show_docs:
-        for rank, hit in enumerate(rag.docs, 1):
-            from akasha.prompts import citation
+        from akasha.prompts import citation
 
+        for rank, hit in enumerate(rag.docs, 1):
             _say(f"  [{rank}] {citation(hit)}  score={hit.score:.4g}  {hit.id}")
-    _say(
-        f"{len(rag.docs)} documents, {rag.prompt_tokens} prompt tokens, {rag.response_tokens} answer tokens, "
-        f"{sum(s['ms'] for s in rag.trace) / 1000:.2f} s"
-    )
+    _say(f"{len(rag.docs)} documents, {rag.prompt_tokens} prompt tokens, {rag.response_tokens} answer tokens, "
+         f"{sum(s['ms'] for s in rag.trace) / 1000:.2f} s")
     return 0
 
 
@@ -479,16 +477,12 @@ def run_index(args: argparse.Namespace) -> int:
                                  "bytes_after": pruned.bytes_after}
         _print_json(summary)
         return 0
-    print(
-        f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.skipped} skipped, "
-        f"{report.removed} removed; embedded {report.embedded} chunks; {report.chunks} chunks in the index "
-        f"({report.seconds:.2f} s)"
-    )
+    print(f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.skipped} skipped, "
+          f"{report.removed} removed; embedded {report.embedded} chunks; {report.chunks} chunks in the index "
+          f"({report.seconds:.2f} s)")
     if pruned is not None:
-        print(
-            f"pruned {pruned.file_versions} old file versions, {pruned.chunks} chunks, {pruned.vectors} vectors; "
-            f"index database {pruned.bytes_before / 1e6:.1f} MB -> {pruned.bytes_after / 1e6:.1f} MB"
-        )
+        print(f"pruned {pruned.file_versions} old file versions, {pruned.chunks} chunks, {pruned.vectors} vectors; "
+              f"index database {pruned.bytes_before / 1e6:.1f} MB -> {pruned.bytes_after / 1e6:.1f} MB")
     return 0
 
 

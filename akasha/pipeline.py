@@ -229,10 +229,8 @@ class Pipeline:
 
     def _generation(self) -> Generation:
         if self.generation is None:
-            raise ConfigError(
-                f"pipeline {self.name!r} has no answer model; build it with one (akasha.RAG, or "
-                "akasha.assemble.from_spec(spec, model=...)) to pack and generate"
-            )
+            raise ConfigError(f"pipeline {self.name!r} has no answer model; build it with one (akasha.RAG, or "
+                              "akasha.assemble.from_spec(spec, model=...)) to pack and generate")
         return self.generation
 
     # ----------------------------------------------------------------- ingest

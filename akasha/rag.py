@@ -190,13 +190,10 @@ class RAG:
     def last_result(self) -> Answer | None:
         """The :class:`~akasha.pipeline.Answer` of this thread's or asyncio task's last call, else the instance's
         most recent call (None before any). ``rag.docs``, ``rag.trace`` ... read from it."""
-        task = _current_task()
-        published = self._published
+        task, published = _current_task(), self._published
         if task is not None and task in published.tasks:
             return published.tasks[task]
-        if published.last is not None:
-            return published.last
-        return self._latest
+        return published.last if published.last is not None else self._latest
 
     docs = _LastCall(lambda a: DocList(a.docs),
                      "The hits that reached the answer model in the last call, in order, with source/page/scores.")
@@ -329,10 +326,8 @@ class RAG:
 
     def selfask_RAG(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
                     **overrides: Any) -> str | Iterator[str]:  # not snake_case: the seed library's public name
-        """Answer by decomposing ``prompt`` into follow-up questions first (see :mod:`akasha.selfask`).
-
-        ``rag.docs`` holds the union of documents used; ``rag.followups`` the follow-ups and answers.
-        """
+        """Answer by decomposing ``prompt`` into follow-up questions first (see :mod:`akasha.selfask`); ``rag.docs``
+        holds the union of documents used, ``rag.followups`` the follow-ups and answers."""
         options = self._checked(prompt, overrides)
         return self._answer(options, data_source, prompt, history_messages, selfask=True)
 
