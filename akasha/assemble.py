@@ -550,10 +550,8 @@ def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
             continue
         if name in ("vector_store", "vector_store_options", "reranker", "reranker_model") and value is None:
             continue
-        if implied is not _ANY and value == implied:
-            continue
-        if (name == "search_type" and isinstance(value, str) and implied is not _ANY
-                and value.strip().lower() == implied):
+        if implied is not _ANY and (value == implied or (
+                name == "search_type" and isinstance(value, str) and value.strip().lower() == implied)):
             continue
         raise ConfigError(
             f"{name}={display_name(value)!r} conflicts with {says} in {where}: the spec decides retrieval and "

@@ -90,13 +90,9 @@ class RetryPolicy:
         """Pop ``max_retries``, ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``,
         ``retry_max_wait`` from a provider's keyword options (``retry=RetryPolicy(...)`` wins)."""
         given = options.pop("retry", None)
-        fields = {
-            "max_retries": options.pop("max_retries", None),
-            "initial_delay": options.pop("retry_initial_delay", None),
-            "max_delay": options.pop("retry_max_delay", None),
-            "jitter": options.pop("retry_jitter", None),
-            "max_retry_after": options.pop("retry_max_wait", None),
-        }
+        names = {"max_retries": "max_retries", "initial_delay": "retry_initial_delay", "max_delay": "retry_max_delay",
+                 "jitter": "retry_jitter", "max_retry_after": "retry_max_wait"}  # field -> option
+        fields = {field: options.pop(option, None) for field, option in names.items()}
         if isinstance(given, RetryPolicy):
             return given
         return cls(**{k: v for k, v in fields.items() if v is not None})

@@ -113,13 +113,8 @@ def load_spec(body: Any, *, source: str | None = None) -> PipelineSpec:
             raise SpecError(f"{at}spec.{section} must be a mapping, got {type(value).__name__}")
         sections[section] = copy.deepcopy(dict(value))
     api_version = body.get("apiVersion")  # recorded, deliberately not checked
-    return PipelineSpec(
-        name=name,
-        api_version=None if api_version is None else str(api_version),
-        source=source,
-        raw=copy.deepcopy(dict(body)),
-        **sections,
-    )
+    return PipelineSpec(name=name, api_version=None if api_version is None else str(api_version), source=source,
+                        raw=copy.deepcopy(dict(body)), **sections)
 
 
 def load_spec_file(path: str | Path) -> PipelineSpec:
