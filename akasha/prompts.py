@@ -56,15 +56,12 @@ def system_message(system_prompt: str | None, language: str | None) -> str:
 #: (Cf: bidi overrides, zero-width ...), line and paragraph separators, and lone surrogates.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
                           "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape_unprintable(text: str) -> str:
     """``text`` with every character of :data:`_UNPRINTABLE` written as an escape (``\\n``, ``\\u202e``)."""
-    def escape(match: re.Match[str]) -> str:
-        char = match.group(0)
-        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or f"\\u{ord(char):04x}"
-
-    return _UNPRINTABLE.sub(escape, text)
+    return _UNPRINTABLE.sub(lambda m: _ESCAPES.get(m.group(0)) or f"\\u{ord(m.group(0)):04x}", text)
 
 
 def display_source(path: object) -> str:

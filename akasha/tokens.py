@@ -137,8 +137,6 @@ def _encoding(name: str) -> Any:
 
 def estimate_tokens(text: str) -> int:
     """The fallback estimate: ceil(chars / 4), and never fewer tokens than words."""
-    if not text:
-        return 0
     return max(math.ceil(len(text) / 4), len(_WORD_RE.findall(text)))
 
 
