@@ -131,9 +131,7 @@ class Components:
                     embedder = self.embedder(options.embeddings, options.device)
                 self.indexes[key] = CorpusIndex(
                     embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap,
-                    cache_dir=options.cache_dir, vector_store=options.vector_store,
-                    vector_store_options=store_options,
-                )
+                    cache_dir=options.cache_dir, vector_store=options.vector_store, vector_store_options=store_options)
             return self.indexes[key]
 
     def chat_model(self, spec: Any, device: str = "auto") -> Any:
@@ -181,19 +179,16 @@ class Components:
         cache, budgeted by its own context window); a local one (``"local"``, ``"bge"``) loads on ``device``."""
         if spec is None:
             return None
+        from akasha.device import device_options
         from akasha.rerank import is_llm, resolve_reranker
 
         with self._lock:
             llm = is_llm(spec)
-            from akasha.device import device_options
-
             local = {} if llm else device_options("reranker", spec, device)
             key = ("llm", self._remember(reranker_model)) if llm else (self._remember(spec), local.get("device"))
             if key not in self.rerankers:
-                if llm:
-                    self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self)
-                else:
-                    self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model, **local)
+                self.rerankers[key] = (_SharedModelLLMReranker(reranker_model, self) if llm
+                                       else resolve_reranker(spec, reranker_model=reranker_model, **local))
             return self.rerankers[key]
 
     def close(self) -> None:

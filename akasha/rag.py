@@ -141,17 +141,14 @@ class RAG:
         the spec raises ConfigError naming both, here or in a call.
         """
         from akasha.assemble import from_spec, spec_conflicts
+        from akasha.index.paths import default_cache_dir
         from akasha.spec import load_spec, load_spec_file
 
         spec = load_spec_file(path_or_spec) if isinstance(path_or_spec, (str, Path)) else load_spec(path_or_spec)
         spec_conflicts(spec, options)
         rag = cls(**options)
         needs_llm = spec.retrieval.get("pattern") in ("multi_query", "hyde")
-        cache_dir = rag.options.cache_dir
-        if cache_dir is None:
-            from akasha.index.paths import default_cache_dir
-
-            cache_dir = default_cache_dir()
+        cache_dir = rag.options.cache_dir if rag.options.cache_dir is not None else default_cache_dir()
         llm = rag.components.chat_model(rag.options.model, rag.options.device) if needs_llm else None
         rag._spec = spec
         rag._spec_pipeline = from_spec(spec, llm=llm, cache_dir=cache_dir)
