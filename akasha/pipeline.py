@@ -552,10 +552,8 @@ class Pipeline:
         model = generation.chat_model
         options, report = generation.request_options()
         with answer.trace.stage("generate", model.name, answer.prompt_tokens) as entry:
-            if hasattr(model, "agenerate"):
-                text = await model.agenerate(answer.messages, options)
-            else:
-                text = await asyncio.to_thread(model.generate, answer.messages, options)
+            text = await (model.agenerate(answer.messages, options) if hasattr(model, "agenerate")
+                          else asyncio.to_thread(model.generate, answer.messages, options))
             entry["out"] = len(text)
             _record_finish(entry, report)
         return self.finish(answer, text)
