@@ -13,6 +13,7 @@ index (:func:`index_lock`) serialises its reads and writes, so no call sees anot
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
@@ -111,8 +112,8 @@ class Generation:
                                  report=report), report
 
     def counter(self) -> Any:
-        """The token counter of the answer model: its own tokenizer where akasha can have it, else
-        tiktoken with a safety margin (:func:`akasha.tokens.counter_for`)."""
+        """The answer model's token counter: its own tokenizer where akasha can have it (see
+        :func:`akasha.tokens.counter_for`)."""
         from akasha.tokens import counter_for
 
         return counter_for(self.chat_model if not isinstance(self.model, str) or ":" in self.model else self.model)
@@ -280,10 +281,8 @@ class Pipeline:
         if restore is None or restore():
             return
         if self.store is not None and hasattr(self.index, "load_store"):
-            try:
+            with contextlib.suppress(EmptySourceError):
                 self.index.load_store()
-            except EmptySourceError:
-                pass
 
     # ------------------------------------------------------------------ query
     def candidates_for(self, k: int) -> int:
