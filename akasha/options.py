@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, overload
@@ -137,8 +138,6 @@ def validate_options(options: RAGOptions) -> None:
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 2.0:
         raise ConfigError(f"temperature must be a number between 0 and 2, got {options.temperature!r}")
     if options.cache_dir is not None:
-        import os
-
         if isinstance(options.cache_dir, bool) or not isinstance(options.cache_dir, (str, os.PathLike)):
             raise ConfigError(f"cache_dir must be a folder path, ':memory:' or None (the default cache folder), "
                               f"got {type(options.cache_dir).__name__} {options.cache_dir!r}")
