@@ -1,10 +1,4 @@
-"""Plain data objects that flow between the pipeline stages.
-
-``Document`` is what a loader returns (one per file, or one per PDF page),
-``Chunk`` is a piece of a document that gets embedded and indexed, ``Hit`` is a
-chunk ranked for a question together with every score it collected, and
-``QueryResult`` is what a retrieval pipeline returns.
-"""
+"""Plain data objects that flow between the pipeline stages: Document -> Chunk -> Hit -> QueryResult."""
 
 from __future__ import annotations
 
