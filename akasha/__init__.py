@@ -29,24 +29,9 @@ _LAZY: dict[str, str] = {
 
 # Written out (not built from _LAZY) so linters and type checkers see the public names;
 # tests/test_package_metadata.py checks that it lists exactly the lazy names.
-__all__ = [
-    "__version__",
-    "RAG",
-    "Document",
-    "Chunk",
-    "Hit",
-    "QueryResult",
-    "load_spec",
-    "load_spec_file",
-    "build",
-    "AkashaError",
-    "RAGError",
-    "SpecError",
-    "MissingExtraError",
-    "StageError",
-    "MissingAPIKeyError",
-    "ProviderError",
-]
+__all__ = ["__version__", "RAG", "Document", "Chunk", "Hit", "QueryResult", "load_spec", "load_spec_file", "build",
+           "AkashaError", "RAGError", "SpecError", "MissingExtraError", "StageError", "MissingAPIKeyError",
+           "ProviderError"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from akasha.errors import (

@@ -4,9 +4,8 @@
 :class:`~akasha.retrieval.patterns.IndexSearch` pattern), :func:`from_spec` a checked
 ``kind: RAGPipeline`` spec (every name resolved through :mod:`akasha.registry`); both build over a
 :class:`~akasha.index.CorpusIndex`. :func:`spec_conflicts` refuses a facade option that contradicts
-the spec. Built parts are cached in :class:`Components`, so a second call with the same settings
-reuses the index in memory and re-embeds nothing.
-"""
+the spec. Built parts are cached in :class:`Components`: a second call with the same settings
+re-embeds nothing."""
 
 from __future__ import annotations
 
@@ -59,14 +58,8 @@ class BuildContext:
 
 
 # ============================================================ the facade's parts
-def _spec_key(spec: Any) -> Any:
-    return spec if isinstance(spec, (str, type(None))) else ("object", id(spec))
-
-
 def display_name(spec: Any) -> str:
-    """A model, embedder or search type's name for messages and logs.
-
-    A password in an ``@address`` is shown as ``***``."""
+    """A model, embedder or search type's name for messages and logs (a password in an ``@address`` as ``***``)."""
     if isinstance(spec, str):
         if "://" in spec:
             from akasha.stores.redact import redact_url
@@ -77,10 +70,8 @@ def display_name(spec: Any) -> str:
 
 
 class Components:
-    """The parts a ``RAG`` instance built, by their settings, shared by its calls (thread-safe).
-
-    Each part is built on first use: a call without reranking never builds the reranker's model.
-    """
+    """The parts a ``RAG`` instance built, by their settings, shared by its calls (thread-safe); each is built
+    on first use, so a call without reranking never builds the reranker's model."""
 
     def __init__(self) -> None:
         self.embedders: dict[Any, Any] = {}
@@ -91,9 +82,12 @@ class Components:
         self._lock = threading.RLock()
 
     def _remember(self, spec: Any) -> Any:
-        if not isinstance(spec, (str, type(None))) and not any(spec is x for x in self._keep):
+        """The cache key of ``spec``: itself for a string or None, else its id (the object is kept alive)."""
+        if isinstance(spec, (str, type(None))):
+            return spec
+        if not any(spec is x for x in self._keep):
             self._keep.append(spec)
-        return _spec_key(spec)
+        return ("object", id(spec))
 
     def _built(self, cache: dict[Any, Any], option: str, spec: Any, device: str, build: Callable[..., Any]) -> Any:
         """``build(spec)`` once per spec; a local model (``option``: "embeddings" or "model") is built
@@ -135,12 +129,9 @@ class Components:
                     embedder = DeferredEmbedder(lambda: self.embedder(spec, device), spec)
                 else:
                     embedder = self.embedder(options.embeddings, options.device)
-
                 self.indexes[key] = CorpusIndex(
                     embedder, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap,
-                    cache_dir=options.cache_dir, vector_store=options.vector_store,
-                    vector_store_options=store_options,
-                )
+                    cache_dir=options.cache_dir, vector_store=options.vector_store, vector_store_options=store_options)
             return self.indexes[key]
 
     def chat_model(self, spec: Any, device: str = "auto") -> Any:
@@ -150,12 +141,9 @@ class Components:
         return self._built(self.models, "model", spec, device, resolve_chat_model)
 
     def answer_model(self, spec: Any, options: RAGOptions) -> Any:
-        """The answer model of a call with ``options``: :meth:`chat_model`, except the offline ``"extractive"``.
-
-        The extractive answerer ranks sentences with the packaged MiniLM (the index's own when the
-        call embeds with it: one model in the process) and keeps their vectors in the call's cache
-        folder, so a re-ask in a new process embeds only the question.
-        """
+        """The answer model of a call with ``options``: :meth:`chat_model`, except the offline ``"extractive"``,
+        which ranks sentences with the packaged MiniLM (the index's own when the call embeds with it) and keeps
+        their vectors in the call's cache folder, so a re-ask in a new process embeds only the question."""
         if not (isinstance(spec, str) and spec.partition(":")[0].strip().lower() == "extractive"):
             return self.chat_model(spec, options.device)
         from akasha.index.paths import MEMORY, default_cache_dir
@@ -171,19 +159,15 @@ class Components:
             return self.models[key]
 
     def _answer_embedder(self, options: RAGOptions) -> Any:
-        """The packaged MiniLM for the extractive answerer, or False when it is not installed (BM25 alone).
-
-        A MiniLM this instance already built is reused, and so is an embedder the user gave as an
-        object (except the toy hash embedder, which ranks nothing); never the call's own model
-        string (a hosted model would need its key).
-        """
+        """The packaged MiniLM for the extractive answerer (one this instance built is reused), or False when it
+        is not installed (BM25 alone). An embedder object the user gave is used too, except the toy hash
+        embedder; never the call's own model string (a hosted model would need its key)."""
         from akasha.embeddings.hash import HashEmbedder
         from akasha.embeddings.local import packaged_model_dir
         from akasha.llm.extractive import DEFAULT_EMBEDDINGS
 
-        if not isinstance(options.embeddings, str) and not isinstance(options.embeddings, HashEmbedder):
+        if not isinstance(options.embeddings, (str, HashEmbedder)):
             return self.embedder(options.embeddings, options.device)
-
         folder = packaged_model_dir()
         if folder is None:
             return False  # as the answerer does by itself without the package
@@ -195,19 +179,16 @@ class Components:
         cache, budgeted by its own context window); a local one (``"local"``, ``"bge"``) loads on ``device``."""
         if spec is None:
             return None
+        from akasha.device import device_options
         from akasha.rerank import is_llm, resolve_reranker
 
         with self._lock:
             llm = is_llm(spec)
-            from akasha.device import device_options
-
             local = {} if llm else device_options("reranker", spec, device)
             key = ("llm", self._remember(reranker_model)) if llm else (self._remember(spec), local.get("device"))
             if key not in self.rerankers:
-                if llm:
-                    self.rerankers[key] = _SharedModelLLMReranker(reranker_model, self)
-                else:
-                    self.rerankers[key] = resolve_reranker(spec, reranker_model=reranker_model, **local)
+                self.rerankers[key] = (_SharedModelLLMReranker(reranker_model, self) if llm
+                                       else resolve_reranker(spec, reranker_model=reranker_model, **local))
             return self.rerankers[key]
 
     def close(self) -> None:
@@ -218,11 +199,8 @@ class Components:
         close_all([*indexes, *answerers])
 
     def chroma(self, options: RAGOptions, data_source: DataSource) -> Any:
-        """Existing Chroma-backed stores named by ``data_source`` (``use_chroma=True``), each opened once.
-
-        Each path is a Chroma directory, an akasha cache folder built with ``store="chroma"``, or a
-        ``chroma://host:port/collection`` URL (see :mod:`akasha.index.chroma`).
-        """
+        """Existing Chroma-backed stores named by ``data_source`` (``use_chroma=True``), each opened once: Chroma
+        directories, akasha cache folders built with ``store="chroma"``, or ``chroma://`` URLs."""
         from akasha.index.chroma import chroma_folder_of, is_chroma_url, open_chroma_index
 
         with self._lock:
@@ -298,11 +276,7 @@ def generation_for(options: RAGOptions, components: Components) -> Generation:
 
 def from_options(options: RAGOptions, components: Components, *, data_source: DataSource | None = None) -> Pipeline:
     """The pipeline for one ``RAG`` call: index (or ``use_chroma`` stores), search type, reranker, answer settings.
-
-    ``k`` candidates are retrieved; with a reranker, ``rerank_top_k`` of them are
-    kept after the validated ordering; packing then fits what it can under
-    ``max_input_tokens``.
-    """
+    ``k`` candidates are retrieved; a reranker keeps ``rerank_top_k``; packing fits what it can."""
     from akasha.retrieval.patterns import search_type_pattern
 
     if options.use_chroma:
@@ -312,15 +286,10 @@ def from_options(options: RAGOptions, components: Components, *, data_source: Da
     else:
         index = components.index(options)
     return Pipeline(
-        index,
-        name="rag",
-        pattern=search_type_pattern(options.search_type),
+        index, name="rag", pattern=search_type_pattern(options.search_type),
         reranker=components.reranker(options.reranker, options.reranker_model, options.device),
-        rerank_top_k=options.rerank_top_k,
-        top_k=options.k,
-        candidates=options.k,
-        generation=generation_for(options, components),
-        syncs_source=not options.use_chroma,
+        rerank_top_k=options.rerank_top_k, top_k=options.k, candidates=options.k,
+        generation=generation_for(options, components), syncs_source=not options.use_chroma,
     )
 
 
@@ -415,11 +384,8 @@ def as_llm(llm: Any) -> Any:
 
 
 class SpecChunker:
-    """A spec's splitter as the index's chunker: ``split_documents`` plus the settings key chunks are cached under.
-
-    The key hashes the chunking section (and the embedder of a ``semantic`` splitter): a changed
-    section re-chunks, an unchanged one reuses what the index stored.
-    """
+    """A spec's splitter as the index's chunker: ``split_documents`` plus the settings key chunks are cached under
+    (a hash of the chunking section and a ``semantic`` splitter's embedder: a changed section re-chunks)."""
 
     def __init__(self, splitter: Any, chunking: Mapping[str, Any], strategy: str, embedder_name: str | None) -> None:
         self.splitter = splitter
@@ -461,9 +427,7 @@ def _bm25_file(spec: Any) -> Path | None:
 
 def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> Pipeline:
     """Resolve every component named in a checked ``spec`` and return its :class:`Pipeline`.
-
-    Arguments and errors as :func:`akasha.spec.build`; ``cache_dir`` None keeps the index in memory.
-    """
+    Arguments and errors as :func:`akasha.spec.build`; ``cache_dir`` None keeps the index in memory."""
     at = _where(spec.source)
     llm = as_llm(llm)
     context = BuildContext(spec=spec, llm=llm)
@@ -491,8 +455,7 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
                                   or threshold != threshold or threshold in (float("inf"), float("-inf"))):
         raise SpecError(f"{at}retrieval.similarity_threshold must be a finite number, got {threshold!r}")
 
-    reranker = None
-    rerank_top_k = None
+    reranker = rerank_top_k = None
     reranking = spec.reranking
     enabled = reranking.get("enabled", False)
     if not isinstance(enabled, bool):  # YAML "false" (quoted) is a string, and a truthy one
@@ -530,19 +493,9 @@ def from_spec(spec: PipelineSpec, *, llm: Any = None, cache_dir: Any = None) -> 
                         store=store if _is_store(store) else "sqlite",
                         vector_store_options={"corpus": corpus} if corpus else None, bm25_file=bm25_file)
     return Pipeline(
-        index,
-        stage_errors=True,
-        name=spec.name,
-        pattern=pattern,
-        reranker=reranker,
-        rerank_top_k=rerank_top_k,
-        top_k=top_k,
-        candidates=candidates,
-        similarity_threshold=None if threshold is None else float(threshold),
-        llm=llm,
-        store=store,
-        splitter=splitter,
-        dimension=dimension,
+        index, stage_errors=True, name=spec.name, pattern=pattern, reranker=reranker, rerank_top_k=rerank_top_k,
+        top_k=top_k, candidates=candidates, similarity_threshold=None if threshold is None else float(threshold),
+        llm=llm, store=store, splitter=splitter, dimension=dimension,
     )
 
 
@@ -581,11 +534,8 @@ def spec_values(spec: PipelineSpec) -> dict[str, tuple[Any, str]]:
 
 
 def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
-    """Raise ConfigError naming both sides when an explicitly ``given`` facade option contradicts ``spec``.
-
-    The spec governs retrieval and indexing (:func:`spec_values`); a given value equal to the
-    spec's (``k=3`` with ``retrieval.top_k: 3``) is accepted.
-    """
+    """Raise ConfigError naming both sides when an explicitly ``given`` facade option contradicts ``spec``
+    (:func:`spec_values`); a value equal to the spec's (``k=3`` with ``retrieval.top_k: 3``) is accepted."""
     where = spec.source or f"the RAGPipeline {spec.name!r}"
     for name, (implied, says) in spec_values(spec).items():
         if name not in given:
@@ -595,10 +545,8 @@ def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
             continue
         if name in ("vector_store", "vector_store_options", "reranker", "reranker_model") and value is None:
             continue
-        if implied is not _ANY and value == implied:
-            continue
-        if (name == "search_type" and isinstance(value, str) and implied is not _ANY
-                and value.strip().lower() == implied):
+        if implied is not _ANY and (value == implied or (
+                name == "search_type" and isinstance(value, str) and value.strip().lower() == implied)):
             continue
         raise ConfigError(
             f"{name}={display_name(value)!r} conflicts with {says} in {where}: the spec decides retrieval and "
@@ -606,8 +554,6 @@ def spec_conflicts(spec: PipelineSpec, given: Mapping[str, Any]) -> None:
         )
 
 
-__all__ = [
-    "BuildContext", "Components", "FALLBACK_DIMENSION", "MergedStores", "as_llm",
-    "display_name", "from_options", "from_spec", "generation_for", "make_hash_embedder", "make_ollama_embedder",
-    "make_sentence_transformers_embedder", "spec_conflicts", "spec_values",
-]
+__all__ = ["BuildContext", "Components", "FALLBACK_DIMENSION", "MergedStores", "as_llm", "display_name", "from_options",
+           "from_spec", "generation_for", "make_hash_embedder", "make_ollama_embedder",
+           "make_sentence_transformers_embedder", "spec_conflicts", "spec_values"]

@@ -9,10 +9,7 @@ from typing import Any
 
 class Background:
     """``function()`` on its own thread; :meth:`result` waits for it and returns its value or raises its exception.
-
-    A plain (non-daemon) thread: a process that ends while it runs waits for it rather than
-    stopping it half way (an import, an encoder build, a batch of tokenising).
-    """
+    A plain (non-daemon) thread: a process that ends while it runs waits for it, not stopping it half way."""
 
     def __init__(self, function: Callable[[], Any], name: str) -> None:
         self._function = function

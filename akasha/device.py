@@ -5,11 +5,9 @@ Local models (``hf:``/``sentence_transformers:`` embeddings, the ``"local"``/``"
 ``"cpu"``, ``"cuda"``, ``"cuda:<n>"``, ``"mps"``, ``"xpu"`` or ``"xpu:<n>"``. First match wins:
 an explicit device other than ``"auto"``; the ``AKASHA_DEVICE`` environment variable; detection.
 
-Detection looks at the machine before it imports torch (the NVIDIA driver or ``nvidia-smi``,
-ROCm's ``/dev/kfd``, macOS on arm64; ``CUDA_VISIBLE_DEVICES`` set to ``""`` or ``-1`` counts as
-no CUDA) and asks torch only on such a hint, so CPU-only runs keep torch out of the process. The
-answer is computed once per process. The device never changes an embedder's name: the same model
-gives the same vectors on any device.
+Detection asks torch only when the machine hints at an accelerator (an NVIDIA or ROCm driver, macOS
+on arm64; ``CUDA_VISIBLE_DEVICES`` of ``""`` or ``-1`` counts as none), so CPU-only runs keep torch
+out of the process. The device never changes an embedder's name (same model, same vectors).
 """
 
 from __future__ import annotations
@@ -71,9 +69,7 @@ LOCAL_MODEL_PREFIXES: dict[str, tuple[str, ...]] = {
 
 def device_options(option: str, spec: object, device: str | None) -> dict[str, str]:
     """``{"device": device}`` for a model string of a local model (``option``: "embeddings", "model" or
-    "reranker") when ``device`` is not ``"auto"``, else ``{}`` (the model's own default, "auto", applies).
-
-    Remote models and objects get nothing: the device concerns only models akasha loads itself.
+    "reranker") when ``device`` is not ``"auto"``, else ``{}`` (remote models and objects, or "auto").
     A wrapped embeddings string (``"prefixed:e5:hf:<model>"``) gets what its inner string gets.
     """
     if device is None or validate_device(device) == AUTO or not isinstance(spec, str):

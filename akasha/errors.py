@@ -1,8 +1,7 @@
 """One hierarchy for every error akasha raises on purpose.
 
-Catch :class:`AkashaError` to handle anything akasha reports; the subclasses say
-what went wrong and their messages say what to do next. Several also derive from
-the built-in exception a user would naturally catch (``ValueError``,
+Catch :class:`AkashaError` to handle anything akasha reports; the messages say what to do next.
+Several also derive from the built-in exception a user would naturally catch (``ValueError``,
 ``ImportError``, ``FileNotFoundError``) so existing ``except`` clauses keep working.
 """
 
@@ -72,14 +71,9 @@ class MissingAPIKeyError(AkashaError):
         names = list(variables)
         self.provider = provider
         self.variables = names
-        hint = offline_hint or (
-            "or use the offline stack: embeddings='hf:all-MiniLM-L6-v2' and "
-            "model='extractive' (or 'llama-cpp:smollm2')"
-        )
-        super().__init__(
-            f"{provider} needs an API key: set the environment variable "
-            f"{' or '.join(names)}, {hint}"
-        )
+        hint = offline_hint or ("or use the offline stack: embeddings='hf:all-MiniLM-L6-v2' and "
+                                "model='extractive' (or 'llama-cpp:smollm2')")
+        super().__init__(f"{provider} needs an API key: set the environment variable {' or '.join(names)}, {hint}")
 
 
 class ProviderError(AkashaError):

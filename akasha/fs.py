@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -10,11 +11,8 @@ from typing import IO
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Write ``path`` via a temp file in the same folder + fsync + ``os.replace``.
-
-    ``write`` receives the open binary temp file (what it returns is ignored). A crash at any moment leaves either
-    the old file or the complete new one, never a torn one.
-    """
+    """Write ``path`` via a temp file in the same folder + fsync + ``os.replace``: ``write`` receives the open
+    binary temp file. A crash at any moment leaves either the old file or the complete new one, never a torn one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -24,10 +22,8 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

@@ -27,10 +27,8 @@ def own(metadata: Mapping[str, Any], key: str, default: Any = None) -> Any:
 
 
 def put_own(metadata: dict[str, Any], key: str, value: Any) -> None:
-    """Write akasha's ``value`` of ``key`` into ``metadata`` without overwriting a document's own value.
-
-    A different value already under ``key`` is the document's: akasha's goes under ``PREFIX + key``.
-    """
+    """Write akasha's ``value`` of ``key`` into ``metadata`` without overwriting a document's own value (a
+    different value already under ``key`` is the document's: akasha's goes under ``PREFIX + key``)."""
     if key in metadata and metadata[key] != value:
         metadata[PREFIX + key] = value
     else:

@@ -1,14 +1,14 @@
 """Token counters that use the answer model's own tokenizer, read without the network.
 
 * a GGUF file (``llama-cpp:``): its vocabulary is read from the header (no llama.cpp load) and
-  rebuilt as a ``tokenizers`` byte-level BPE for the families whose pre-tokenizer is known
-  (gpt2, smollm, llama3, qwen2, ...); an embedded ``tokenizer.huggingface.json`` is used as is;
+  rebuilt as a ``tokenizers`` byte-level BPE for the families whose pre-tokenizer is known; an
+  embedded ``tokenizer.huggingface.json`` is used as is;
 * a Hugging Face model (``hf:``) whose ``tokenizer.json`` is in a local folder or the HF cache;
 * an OpenAI-compatible server with ``POST /tokenize`` (llama.cpp's ``llama-server``, vLLM).
 
-Builders return ``None`` when the tokenizer cannot be had; :func:`akasha.tokens.counter_for`
-then falls back to tiktoken with a safety margin. What every counter shares lives here too (and
-:mod:`akasha.tokens` imports it): :func:`truncate` and the per-tokenizer count cache :func:`count_many`.
+Builders return ``None`` when the tokenizer cannot be had (:func:`akasha.tokens.counter_for` then
+falls back to tiktoken with a margin). :func:`truncate` and the count cache :func:`count_many` serve
+every counter.
 """
 
 from __future__ import annotations
@@ -66,11 +66,8 @@ class _Reader:
 
 
 def read_gguf_metadata(path: str | Path, keys: Callable[[str], bool] = lambda key: True) -> dict[str, Any]:
-    """The key/value metadata of a GGUF file (only the keys ``keys`` accepts are decoded).
-
-    Reads the header only (the tensors are not touched); ValueError names a file
-    that is not GGUF.
-    """
+    """The key/value metadata of a GGUF file (only the keys ``keys`` accepts are decoded), from the header
+    alone; ValueError names a file that is not GGUF."""
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if data[:4] != _GGUF_MAGIC:
             raise ValueError(f"{path} is not a GGUF file (no GGUF magic bytes)")
@@ -100,18 +97,10 @@ _GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 _QWEN2_REGEX = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 PRE_TOKENIZER_REGEXES: dict[str, tuple[str, ...]] = {
-    "default": (_GPT2_REGEX,),
-    "gpt2": (_GPT2_REGEX,),
-    "gpt-2": (_GPT2_REGEX,),
-    "smollm": (r"\p{N}", _GPT2_REGEX),
-    "starcoder": (r"\p{N}", _GPT2_REGEX),
-    "refact": (r"\p{N}", _GPT2_REGEX),
-    "llama3": (_LLAMA3_REGEX,),
-    "llama-bpe": (_LLAMA3_REGEX,),
-    "dbrx": (_LLAMA3_REGEX,),
-    "smaug-bpe": (_LLAMA3_REGEX,),
-    "qwen2": (_QWEN2_REGEX,),
-    "deepseek-r1-qwen": (_QWEN2_REGEX,),
+    **dict.fromkeys(("default", "gpt2", "gpt-2"), (_GPT2_REGEX,)),
+    **dict.fromkeys(("smollm", "starcoder", "refact"), (r"\p{N}", _GPT2_REGEX)),
+    **dict.fromkeys(("llama3", "llama-bpe", "dbrx", "smaug-bpe"), (_LLAMA3_REGEX,)),
+    **dict.fromkeys(("qwen2", "deepseek-r1-qwen"), (_QWEN2_REGEX,)),
 }
 
 
@@ -132,11 +121,9 @@ def _bpe_tokenizer(tokens: list[str], merges: list[str], regexes: tuple[str, ...
 
 @functools.lru_cache(maxsize=8)
 def gguf_tokenizer(path: str) -> Any:
-    """The ``tokenizers.Tokenizer`` of the GGUF at ``path``, or None (logged) when it cannot be built.
-
-    Byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``) with a known
-    pre-tokenizer are rebuilt; SentencePiece vocabularies (``"llama"``) are not.
-    """
+    """The ``tokenizers.Tokenizer`` of the GGUF at ``path``, or None (logged) when it cannot be built: byte-level
+    BPE vocabularies (``tokenizer.ggml.model == "gpt2"``) with a known pre-tokenizer are rebuilt, SentencePiece
+    ones (``"llama"``) are not."""
     try:
         import tokenizers  # noqa: F401
     except ImportError:
@@ -213,11 +200,8 @@ _counts_lock = threading.Lock()
 
 
 def tokenizer_identity(counter: Any) -> str | None:
-    """What makes two counters count alike: the counter's type, ``source`` and ``model``;
-    None when it has no ``source``.
-
-    A server's counter that fell back to tiktoken reports the fallback's source, so its later counts
-    are kept apart from the server's exact ones."""
+    """What makes two counters count alike: the counter's type, ``source`` and ``model`` (None without a
+    ``source``). A server's counter that fell back reports the fallback's source, so its counts stay apart."""
     source = getattr(counter, "source", None)
     if not isinstance(source, str):
         return None
@@ -225,12 +209,11 @@ def tokenizer_identity(counter: Any) -> str | None:
 
 
 def count_many(counter: Any, texts: Sequence[str]) -> list[int]:
-    """``counter.count`` of each text, each distinct text counted once per tokenizer identity in this process.
+    """``counter.count`` of each text, each distinct text counted once per tokenizer identity in this process
+    (the packer counts the same chunks question after question, with a server a request each).
 
-    The packer counts the same chunks question after question; with a llama.cpp server each count is a
-    ``/tokenize`` request carrying the chunk's text. Counts are kept by (tokenizer identity, SHA-256 of
-    the text), and the texts not yet counted go to ``counter.count_batch`` in one call when the counter
-    has it (a local tokenizer encodes them as a batch), else to ``count`` one by one."""
+    Counts are kept by (tokenizer identity, SHA-256 of the text); the texts not yet counted go to
+    ``counter.count_batch`` in one call when the counter has it, else to ``count`` one by one."""
     identity = tokenizer_identity(counter)
     if identity is None:
         return [int(counter.count(text)) for text in texts]
@@ -296,11 +279,8 @@ def hf_counter(name_or_path: str) -> TokenizerCounter | None:
 
 
 class ServerTokenCounter:
-    """Counts by asking an OpenAI-compatible server's ``POST /tokenize`` (llama.cpp, vLLM).
-
-    ``fallback`` counts when the endpoint fails (logged once): a server without the
-    endpoint, or one that went away. Each text is asked once (:func:`count_many` keeps the counts).
-    """
+    """Counts by asking an OpenAI-compatible server's ``POST /tokenize`` (llama.cpp, vLLM); ``fallback`` counts
+    once the endpoint failed (logged once). Each text is asked once (:func:`count_many` keeps the counts)."""
 
     def __init__(self, url: str, model: str, fallback: Any, *, timeout: float = 10.0,
                  headers: dict[str, str] | None = None, secrets: tuple[str, ...] = ()) -> None:

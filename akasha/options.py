@@ -2,15 +2,14 @@
 
 :class:`RAGOptions` is frozen, so a per-call override builds a new, validated copy
 (:meth:`RAGOptions.merged`) and can never leak into the instance. Validation only checks names
-and numbers: it imports no provider, loads no model and creates no client. ``language`` defaults
-to ``"en"`` (the seed library's was ``"ch"``); it only sets the answer-language instruction
-(:data:`akasha.prompts.LANGUAGE_INSTRUCTIONS`).
+and numbers: it imports no provider, loads no model and creates no client.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, overload
@@ -123,15 +122,11 @@ def validate_options(options: RAGOptions) -> None:
     validate_model(options.reranker_model)
     validate_top_k(options.rerank_top_k)
     positive_int("chunk_size", options.chunk_size)
-    if options.chunk_overlap is not None and (
-        isinstance(options.chunk_overlap, bool) or not isinstance(options.chunk_overlap, int)
-    ):
+    overlap = options.chunk_overlap
+    if overlap is not None and (isinstance(overlap, bool) or not isinstance(overlap, int)):
         raise ConfigError(f"chunk_overlap must be an integer or None, got {options.chunk_overlap!r}")
     try:
-        validate_chunking(
-            options.chunk_size,
-            default_overlap(options.chunk_size) if options.chunk_overlap is None else options.chunk_overlap,
-        )
+        validate_chunking(options.chunk_size, default_overlap(options.chunk_size) if overlap is None else overlap)
     except ConfigError:
         raise
     except ValueError as exc:
@@ -139,13 +134,10 @@ def validate_options(options: RAGOptions) -> None:
     positive_int("k", options.k)
     positive_int("max_input_tokens", options.max_input_tokens)
     positive_int("max_output_tokens", options.max_output_tokens, allow_none=True)
-    if isinstance(options.temperature, bool) or not isinstance(options.temperature, (int, float)) or not (
-        0.0 <= float(options.temperature) <= 2.0
-    ):
+    temperature = options.temperature
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 2.0:
         raise ConfigError(f"temperature must be a number between 0 and 2, got {options.temperature!r}")
     if options.cache_dir is not None:
-        import os
-
         if isinstance(options.cache_dir, bool) or not isinstance(options.cache_dir, (str, os.PathLike)):
             raise ConfigError(f"cache_dir must be a folder path, ':memory:' or None (the default cache folder), "
                               f"got {type(options.cache_dir).__name__} {options.cache_dir!r}")
@@ -161,12 +153,10 @@ def validate_options(options: RAGOptions) -> None:
 
         parse_vector_store(options.vector_store)  # ConfigError for a bad URL; no I/O
     elif options.vector_store is not None and not all(
-        hasattr(options.vector_store, method) for method in ("upsert", "remove", "fetch", "nearest", "load_state")
-    ):
+            hasattr(options.vector_store, method) for method in ("upsert", "remove", "fetch", "nearest", "load_state")):
         raise ConfigError(
             f"vector_store must be a URL (chroma://host:port/collection, postgresql://user:pass@host/db?table=name, "
-            f"qdrant://host:port/collection) or a Store from akasha.stores, got {type(options.vector_store).__name__}"
-        )
+            f"qdrant://host:port/collection) or a Store from akasha.stores, got {type(options.vector_store).__name__}")
     from akasha.stores.urls import check_store_options
 
     check_store_options(options.vector_store, options.vector_store_options)

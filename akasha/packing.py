@@ -56,21 +56,10 @@ def _normalise_history(history: Sequence[object] | None) -> list[Message]:
     return out
 
 
-def pack(
-    *,
-    system: str,
-    question: str,
-    hits: Sequence[Hit],
-    max_input_tokens: int,
-    counter: TokenCounter,
-    history: Sequence[object] | None = None,
-    budget_name: str | None = None,
-) -> PackResult:
-    """Build the chat messages for ``question`` with as many ``hits`` as fit ``max_input_tokens``.
-
-    ``budget_name`` says where the budget came from in error messages when it is not the
-    ``max_input_tokens`` option itself (a model context less the reply).
-    """
+def pack(*, system: str, question: str, hits: Sequence[Hit], max_input_tokens: int, counter: TokenCounter,
+         history: Sequence[object] | None = None, budget_name: str | None = None) -> PackResult:
+    """Build the chat messages for ``question`` with as many ``hits`` as fit ``max_input_tokens``; ``budget_name``
+    names the budget in error messages when it is not that option itself (a model context less the reply)."""
     limit = f"max_input_tokens is {max_input_tokens}" if budget_name is None else (
         f"{budget_name} is {max_input_tokens}")
     head: list[Message] = [{"role": "system", "content": system}] if system else []

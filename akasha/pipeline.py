@@ -1,21 +1,19 @@
 """One pipeline of stages over the content-keyed index: what every door runs.
 
 ``akasha.RAG``, a ``kind: RAGPipeline`` file, ``akasha ask`` and ``akasha eval`` all get a
-:class:`Pipeline` from :mod:`akasha.assemble`; none keeps an engine of its own. What changed and
-what must be embedded is the :class:`~akasha.index.CorpusIndex`'s business, so a restart embeds
-nothing and a retry after a failure resumes from what committed. A question runs the stages, each
-one entry in the trace (:mod:`akasha.trace`)::
+:class:`Pipeline` from :mod:`akasha.assemble`; what must be embedded is the
+:class:`~akasha.index.CorpusIndex`'s business. A question runs the stages, each one trace entry::
 
     [index] -> transform -> retrieve -> fuse -> rerank -> (context | pack -> generate)
 
-The core is synchronous; the ``async`` methods run it in a worker thread. Reads and writes of one
-index are serialised by one re-entrant lock per index (:func:`index_lock`), so threads and tasks
-sharing a pipeline never see another call's corpus half-way.
+The core is synchronous (the ``async`` methods run it in a worker thread); one re-entrant lock per
+index (:func:`index_lock`) serialises its reads and writes, so no call sees another's corpus half-way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
@@ -91,11 +89,8 @@ def describe_source(data_source: DataSource) -> str:
 # ----------------------------------------------------------------- answering
 @dataclass
 class Generation:
-    """How the answer is written: the chat model and the prompt budget.
-
-    ``resolve(model)`` builds the :class:`~akasha.llm.base.ChatModel` on first use, so a
-    pipeline that only retrieves never builds a model.
-    """
+    """How the answer is written: the chat model (built by ``resolve(model)`` on first use, so a pipeline that
+    only retrieves never builds one) and the prompt budget."""
 
     model: Any
     resolve: Callable[[Any], ChatModel]
@@ -117,8 +112,8 @@ class Generation:
                                  report=report), report
 
     def counter(self) -> Any:
-        """The token counter of the answer model: its own tokenizer where akasha can have it, else
-        tiktoken with a safety margin (:func:`akasha.tokens.counter_for`)."""
+        """The answer model's token counter: its own tokenizer where akasha can have it (see
+        :func:`akasha.tokens.counter_for`)."""
         from akasha.tokens import counter_for
 
         return counter_for(self.chat_model if not isinstance(self.model, str) or ":" in self.model else self.model)
@@ -142,11 +137,9 @@ class Generation:
 
 @dataclass
 class Answer:
-    """Everything one answering call produced; ``akasha.RAG`` publishes it as ``rag.docs``, ``rag.trace`` ...
-
-    ``docs`` are the hits that reached the model, ``response`` the answer (it grows while a stream
-    is consumed), ``sync`` the index's report, ``error`` the exception that ended a failed call.
-    """
+    """Everything one answering call produced (``akasha.RAG`` publishes it as ``rag.docs``, ``rag.trace`` ...):
+    ``docs`` reached the model, ``response`` grows while a stream is consumed, ``sync`` is the index's
+    report, ``error`` the exception that ended a failed call."""
 
     question: str
     trace: Trace = field(default_factory=Trace)
@@ -176,12 +169,10 @@ class Answer:
 # ------------------------------------------------------------------ pipeline
 @dataclass(eq=False, repr=False)
 class Pipeline:
-    """Ingest into a content-keyed index and answer questions from it, as a list of stages.
-
-    Made by :mod:`akasha.assemble`. ``pattern`` decides the queries, retrievers and fusion (a
-    YAML ``retrieval.pattern``, or an :class:`~akasha.retrieval.patterns.IndexSearch` for a
-    facade ``search_type``); ``generation`` is needed only to answer.
-    """
+    """Ingest into a content-keyed index and answer questions from it, as a list of stages (made by
+    :mod:`akasha.assemble`). ``pattern`` decides the queries, retrievers and fusion (a YAML
+    ``retrieval.pattern``, or an ``IndexSearch`` for a facade ``search_type``); ``generation`` is needed
+    only to answer."""
 
     index: Any
     _: KW_ONLY
@@ -202,7 +193,8 @@ class Pipeline:
     syncs_source: bool = True
     #: A reranker's invalid ordering raises StageError("rerank", name, cause) (the YAML door), not the ValueError.
     stage_errors: bool = False
-    _loaded: bool = field(default=False, init=False)
+    #: Set once the corpus is loaded; shared by :meth:`derive`'s copies, which share the index.
+    _loaded: threading.Event = field(default_factory=threading.Event, init=False)
 
     def __post_init__(self) -> None:
         self.top_k = positive_int("top_k", self.top_k)
@@ -221,8 +213,11 @@ class Pipeline:
         return getattr(self.index, "embedder", None)
 
     def derive(self, **changes: Any) -> Pipeline:
-        """A copy sharing the index (and its lock) with some settings changed, e.g. one call's generation."""
-        return replace(self, **changes)
+        """A copy sharing the index (its lock and loaded corpus) with some settings changed, e.g. one call's
+        generation."""
+        derived = replace(self, **changes)
+        derived._loaded = self._loaded
+        return derived
 
     def locked(self) -> threading.RLock:
         """The index's lock: hold it for a sequence of reads that must see one corpus (see :func:`index_lock`)."""
@@ -235,19 +230,14 @@ class Pipeline:
 
     def _generation(self) -> Generation:
         if self.generation is None:
-            raise ConfigError(
-                f"pipeline {self.name!r} has no answer model; build it with one (akasha.RAG, or "
-                "akasha.assemble.from_spec(spec, model=...)) to pack and generate"
-            )
+            raise ConfigError(f"pipeline {self.name!r} has no answer model; build it with one (akasha.RAG, or "
+                              "akasha.assemble.from_spec(spec, model=...)) to pack and generate")
         return self.generation
 
     # ----------------------------------------------------------------- ingest
     def ingest_sync(self, documents: Iterable[Any] | Any) -> int:
-        """Chunk, embed and index ``documents``; returns how many chunks they have in the index.
-
-        A document re-ingested (same ``id``, or same text) replaces its previous chunks; unchanged
-        ones are not embedded again; a failure leaves the previous version in place.
-        """
+        """Chunk, embed and index ``documents``; returns how many chunks they have in the index. A document
+        re-ingested (same ``id``, or same text) replaces its previous chunks; a failure leaves them in place."""
         if isinstance(documents, (str, Document, Mapping)):
             documents = [documents]
         docs = [as_document(item) for item in documents]
@@ -256,7 +246,7 @@ class Pipeline:
         name = f"index({getattr(self.embedder, 'name', '?')})"
         with self.locked(), Trace().stage("index", name, len(docs)) as entry:
             report = self.index.add_documents(docs)
-            self._loaded = True
+            self._loaded.set()
             entry["out"] = getattr(report, "chunks", None)
             return int(report.written)
 
@@ -266,11 +256,8 @@ class Pipeline:
             return int(self.index.delete_documents(list(doc_ids)))
 
     def sync(self, data_source: DataSource, *, trace: Trace | None = None, progress: bool | None = None) -> Any:
-        """Bring the index in line with the files of ``data_source`` (the ``index`` stage); returns the SyncReport.
-
-        See :meth:`akasha.index.CorpusIndex.sync`: unchanged files cost nothing, a retry after a
-        failure re-embeds exactly what is missing.
-        """
+        """Bring the index in line with the files of ``data_source`` (the ``index`` stage); returns the SyncReport
+        (see :meth:`akasha.index.CorpusIndex.sync`)."""
         trace = Trace() if trace is None else trace
         embedder = self.embedder
         label = getattr(embedder, "display_name", None) if hasattr(embedder, "built") else None
@@ -278,7 +265,7 @@ class Pipeline:
         lexical = getattr(self.pattern, "search_type", None) == "bm25"  # no vectors needed: none computed
         with self.locked(), trace.stage("index", name, describe_source(data_source)) as entry:
             report = self.index.sync(data_source, progress=progress, **({"lexical": True} if lexical else {}))
-            self._loaded = True
+            self._loaded.set()
             entry["out"] = getattr(report, "chunks", None)
             entry["files"] = {"indexed": report.indexed, "unchanged": report.unchanged,
                               "skipped": report.skipped, "removed": report.removed}
@@ -287,17 +274,15 @@ class Pipeline:
 
     def _ensure_corpus(self) -> None:
         """Before the first read: the corpus this index committed last, else the store's records (a restart)."""
-        if self._loaded:
+        if self._loaded.is_set():
             return
-        self._loaded = True
+        self._loaded.set()
         restore = getattr(self.index, "restore", None)
         if restore is None or restore():
             return
         if self.store is not None and hasattr(self.index, "load_store"):
-            try:
+            with contextlib.suppress(EmptySourceError):
                 self.index.load_store()
-            except EmptySourceError:
-                pass
 
     # ------------------------------------------------------------------ query
     def candidates_for(self, k: int) -> int:
@@ -311,21 +296,12 @@ class Pipeline:
             return max(self.candidates, k)
         return 2 * max(self.top_k, k)
 
-    def first_stage(
-        self,
-        question: str,
-        k: int | None = None,
-        *,
-        data_source: DataSource | None = None,
-        filters: Filters | None = None,
-        trace: Trace | None = None,
-        answer: Answer | None = None,
-    ) -> list[Hit]:
+    def first_stage(self, question: str, k: int | None = None, *, data_source: DataSource | None = None,
+                    filters: Filters | None = None, trace: Trace | None = None, answer: Answer | None = None,
+                    ) -> list[Hit]:
         """Index ``data_source`` (when given), transform, retrieve and fuse: the candidates, best first.
-
-        Holds the index lock throughout, so the candidates come from this call's corpus; the index's
-        report goes to ``answer.sync``.
-        """
+        Holds the index lock throughout, so they come from this call's corpus; the sync report goes to
+        ``answer.sync``."""
         k = self.top_k if k is None else positive_int("k", k)
         trace = Trace() if trace is None else trace
         with self.locked():
@@ -356,10 +332,8 @@ class Pipeline:
 
     def query_sync(self, query: str, k: int | None = None, *, filters: Filters | None = None) -> QueryResult:
         """Retrieve the ``k`` best hits for ``query`` (default ``retrieval.top_k``) with a per-stage trace.
-
-        ``filters`` keeps chunks whose metadata equals every given value (``doc_id``: the document id).
-        An empty or blank query returns an empty result without calling anything.
-        """
+        ``filters`` keeps chunks whose metadata equals every given value (``doc_id``: the document id); a
+        blank query returns an empty result without calling anything."""
         k = self.top_k if k is None else positive_int("k", k)
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, got {type(query).__name__}")
@@ -532,12 +506,8 @@ class Pipeline:
             if context is not None:
                 entry["budget"], entry["context"] = budget, context
             packed = pack(
-                system=system_message(generation.system_prompt, generation.language),
-                question=question,
-                hits=list(hits),
-                max_input_tokens=budget,
-                counter=counter,
-                history=history,
+                system=system_message(generation.system_prompt, generation.language), question=question,
+                hits=list(hits), max_input_tokens=budget, counter=counter, history=history,
                 budget_name=None if budget == generation.max_input_tokens else (
                     f"the prompt budget ({context}-token context less max_output_tokens="
                     f"{generation.max_output_tokens} and {TEMPLATE_RESERVE} for the chat template)"),
@@ -548,10 +518,8 @@ class Pipeline:
 
     def prepare(self, question: str, *, data_source: DataSource | None = None,
                 history: Sequence[object] | None = None, answer: Answer | None = None) -> Answer:
-        """Everything before :meth:`generate` or :meth:`stream`: index, retrieve, rerank, pack.
-
-        Fills ``answer`` when given (so a caller keeps the trace of a call that fails part way).
-        """
+        """Everything before :meth:`generate` or :meth:`stream`: index, retrieve, rerank, pack. Fills ``answer``
+        when given (so a caller keeps the trace of a call that fails part way)."""
         answer = Answer(question) if answer is None else answer
         hits = self.first_stage(question, data_source=data_source, trace=answer.trace, answer=answer)
         hits = self.second_stage(question, hits, trace=answer.trace)
@@ -583,10 +551,8 @@ class Pipeline:
         model = generation.chat_model
         options, report = generation.request_options()
         with answer.trace.stage("generate", model.name, answer.prompt_tokens) as entry:
-            if hasattr(model, "agenerate"):
-                text = await model.agenerate(answer.messages, options)
-            else:
-                text = await asyncio.to_thread(model.generate, answer.messages, options)
+            text = await (model.agenerate(answer.messages, options) if hasattr(model, "agenerate")
+                          else asyncio.to_thread(model.generate, answer.messages, options))
             entry["out"] = len(text)
             _record_finish(entry, report)
         return self.finish(answer, text)
@@ -694,28 +660,20 @@ class _StreamRecorder:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        """Close the trace entry; a stream that broke off raises :meth:`failed` (GeneratorExit passes)."""
-        error = self.failed(exc) if isinstance(exc, Exception) else None
-        self.close()
-        if error is not None and error is not exc:
-            raise error from exc
-
-    def failed(self, exc: BaseException) -> BaseException:
-        """The error to raise for a stream that broke off (recorded in the trace)."""
-        self.entry["error"] = describe(exc)
-        if isinstance(exc, StreamInterruptedError) or (keeps_type(exc) and not isinstance(exc, StageError)):
-            return exc
-        return StreamInterruptedError(self.model_name, describe(exc), partial="".join(self.pieces))
-
-    def close(self) -> None:
+        """Close the trace entry; a stream that broke off is recorded and raised as a StreamInterruptedError
+        (unless its error keeps its type; GeneratorExit passes)."""
+        if isinstance(exc, Exception):
+            self.entry["error"] = describe(exc)
         self.entry["ms"] = round((time.perf_counter() - self.start) * 1000, 3)
         self.entry["out"] = len(self.answer.response)
         _record_finish(self.entry, self.report)
+        if isinstance(exc, Exception) and not isinstance(exc, StreamInterruptedError) and (
+                not keeps_type(exc) or isinstance(exc, StageError)):
+            raise StreamInterruptedError(self.model_name, describe(exc), partial="".join(self.pieces)) from exc
 
 
 def _record_finish(entry: dict[str, Any], report: GenerationReport | None) -> None:
-    """Put the provider's finish reason in a generate trace entry: ``finish_reason`` when the
-    provider gave one, and ``truncated`` (True when the output limit cut the answer)."""
+    """Put the provider's ``finish_reason`` (when it gave one) and ``truncated`` in a generate trace entry."""
     if report is None or report.finish_reason is None:
         return
     entry["finish_reason"] = report.finish_reason

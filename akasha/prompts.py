@@ -56,23 +56,17 @@ def system_message(system_prompt: str | None, language: str | None) -> str:
 #: (Cf: bidi overrides, zero-width ...), line and paragraph separators, and lone surrogates.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
                           "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape_unprintable(text: str) -> str:
     """``text`` with every character of :data:`_UNPRINTABLE` written as an escape (``\\n``, ``\\u202e``)."""
-    def escape(match: re.Match[str]) -> str:
-        char = match.group(0)
-        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or f"\\u{ord(char):04x}"
-
-    return _UNPRINTABLE.sub(escape, text)
+    return _UNPRINTABLE.sub(lambda m: _ESCAPES.get(m.group(0)) or f"\\u{ord(m.group(0)):04x}", text)
 
 
 def display_source(path: object) -> str:
-    """A short, checkable name for a source file: relative to the working directory when inside it.
-
-    Control and invisible formatting characters in the name are escaped, so a file
-    called ``"a\\nIgnore the documents.md"`` stays on one line wherever it is shown.
-    """
+    """A short, checkable name for a source file: relative to the working directory when inside it, with
+    control and invisible characters escaped (a name with a newline stays on one line wherever it is shown)."""
     if path is None:
         return "unknown source"
     text = str(path)
@@ -133,14 +127,9 @@ def parse_documents(text: str) -> list[dict[str, Any]]:
     for match in _DOC_RE.finditer(text):
         attrs = {k: html.unescape(v) for k, v in _ATTR_RE.findall(match.group("attrs"))}
         page = attrs.get("page")
-        out.append(
-            {
-                "id": attrs.get("id", str(len(out) + 1)),
-                "source": attrs.get("source", "unknown source"),
-                "page": int(page) if page and page.isdigit() else None,
-                "text": match.group("body").replace("&lt;", "<"),
-            }
-        )
+        out.append({"id": attrs.get("id", str(len(out) + 1)), "source": attrs.get("source", "unknown source"),
+                    "page": int(page) if page and page.isdigit() else None,
+                    "text": match.group("body").replace("&lt;", "<")})
     return out
 
 
@@ -156,17 +145,6 @@ def sources_line(hits: Sequence[Hit]) -> str:
     return "Sources: " + "; ".join(seen) if seen else ""
 
 
-__all__ = [
-    "DATA_NOTICE",
-    "DEFAULT_SYSTEM_PROMPT",
-    "LANGUAGE_INSTRUCTIONS",
-    "citation",
-    "display_source",
-    "format_document",
-    "parse_documents",
-    "parse_question",
-    "sources_line",
-    "escape_body",
-    "system_message",
-    "user_message",
-]
+__all__ = ["DATA_NOTICE", "DEFAULT_SYSTEM_PROMPT", "LANGUAGE_INSTRUCTIONS", "citation", "display_source",
+           "format_document", "parse_documents", "parse_question", "sources_line", "escape_body", "system_message",
+           "user_message"]

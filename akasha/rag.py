@@ -1,11 +1,9 @@
 """The RAG facade: ``rag(data_source, prompt)`` -> an answer that names its sources.
 
-This module only holds the options, the calls and the publishing of each call's
-:class:`~akasha.pipeline.Answer`; the engine is the pipeline :mod:`akasha.assemble` builds.
-Results (``rag.docs``, ``rag.trace`` ...) are published per thread and per asyncio task, so a
-``RAG`` shared by threads or tasks shows each the results of its own last call; a failed call
+The engine is the pipeline :mod:`akasha.assemble` builds; this module holds the calls and the
+publishing of each call's :class:`~akasha.pipeline.Answer`. Results (``rag.docs``, ``rag.trace`` ...)
+are published per thread and per asyncio task, so each sees its own last call; a failed call
 publishes its trace (with the error) and empty docs and response, never the previous call's.
-Construction only validates names and numbers; parts are built on first use and cached.
 """
 
 from __future__ import annotations
@@ -55,8 +53,8 @@ def _current_task() -> Any:
 
 
 class _LastCall(Generic[T]):
-    """A read-only ``RAG`` attribute: what ``read`` takes from :attr:`RAG.last_result` (from an empty
-    Answer before any call: no docs, an empty trace, ``""``, 0)."""
+    """A read-only ``RAG`` attribute: what ``read`` takes from :attr:`RAG.last_result` (an empty Answer before
+    any call)."""
 
     def __init__(self, read: Callable[[Answer], T], doc: str) -> None:
         self._read = read
@@ -87,8 +85,8 @@ class RAG:
     >>> rag = RAG(embeddings="hash", model="extractive")          # doctest: +SKIP
     >>> print(rag("./docs", "What does the warranty cover?"))     # doctest: +SKIP
 
-    Every constructor option (see :class:`akasha.options.RAGOptions`) can also be
-    passed as a keyword to a single call; the instance keeps its own settings.
+    Every constructor option (see :class:`akasha.options.RAGOptions`) can also be passed as a keyword to a
+    single call; the instance keeps its own settings.
     """
 
     def __init__(
@@ -117,15 +115,8 @@ class RAG:
         vector_store_options: dict[str, Any] | None = None,
         device: str = "auto",
     ) -> None:
-        self.options = RAGOptions(
-            model=model, embeddings=embeddings, chunk_size=chunk_size, search_type=search_type,
-            reranker=reranker, reranker_model=reranker_model, rerank_top_k=rerank_top_k,
-            max_input_tokens=max_input_tokens, use_chroma=use_chroma, stream=stream,
-            max_output_tokens=max_output_tokens, temperature=temperature, system_prompt=system_prompt,
-            language=language, verbose=verbose, keep_logs=keep_logs, cache_dir=cache_dir,
-            chunk_overlap=chunk_overlap, k=k, vector_store=vector_store,
-            vector_store_options=vector_store_options, device=device,
-        )
+        # every parameter is the option of the same name
+        self.options = RAGOptions(**{name: value for name, value in locals().items() if name != "self"})
         #: One record per finished call when ``keep_logs=True``.
         self.logs: list[dict[str, Any]] = []
         #: The parts built for this instance (embedders, indexes, models, rerankers), shared by its calls.
@@ -145,23 +136,19 @@ class RAG:
     def from_spec(cls, path_or_spec: Any, **options: Any) -> RAG:
         """A RAG whose retrieval and indexing are a ``kind: RAGPipeline`` YAML pipeline (a file path or parsed dict).
 
-        The spec decides chunking, embeddings, store, retrieval and reranking; ``options`` decide
-        packing and generation (``model`` is also the LLM of ``multi_query`` and ``hyde``). A facade
-        option that contradicts the spec (``search_type``, ``chunk_size``, ``k`` other than
-        ``retrieval.top_k`` ...) raises ConfigError naming both, here or in a call.
+        The spec decides chunking, embeddings, store, retrieval and reranking; ``options`` decide packing and
+        generation (``model`` is also the LLM of ``multi_query`` and ``hyde``). A facade option that contradicts
+        the spec raises ConfigError naming both, here or in a call.
         """
         from akasha.assemble import from_spec, spec_conflicts
+        from akasha.index.paths import default_cache_dir
         from akasha.spec import load_spec, load_spec_file
 
         spec = load_spec_file(path_or_spec) if isinstance(path_or_spec, (str, Path)) else load_spec(path_or_spec)
         spec_conflicts(spec, options)
         rag = cls(**options)
         needs_llm = spec.retrieval.get("pattern") in ("multi_query", "hyde")
-        cache_dir = rag.options.cache_dir
-        if cache_dir is None:
-            from akasha.index.paths import default_cache_dir
-
-            cache_dir = default_cache_dir()
+        cache_dir = rag.options.cache_dir if rag.options.cache_dir is not None else default_cache_dir()
         llm = rag.components.chat_model(rag.options.model, rag.options.device) if needs_llm else None
         rag._spec = spec
         rag._spec_pipeline = from_spec(spec, llm=llm, cache_dir=cache_dir)
@@ -200,13 +187,10 @@ class RAG:
     def last_result(self) -> Answer | None:
         """The :class:`~akasha.pipeline.Answer` of this thread's or asyncio task's last call, else the instance's
         most recent call (None before any). ``rag.docs``, ``rag.trace`` ... read from it."""
-        task = _current_task()
-        published = self._published
+        task, published = _current_task(), self._published
         if task is not None and task in published.tasks:
             return published.tasks[task]
-        if published.last is not None:
-            return published.last
-        return self._latest
+        return published.last if published.last is not None else self._latest
 
     docs = _LastCall(lambda a: DocList(a.docs),
                      "The hits that reached the answer model in the last call, in order, with source/page/scores.")
@@ -316,52 +300,31 @@ class RAG:
         return pipeline
 
     def _stream(self, pipeline: Pipeline, options: RAGOptions, answer: Answer) -> Iterator[str]:
-        try:
+        with _records_error(answer):
             yield from pipeline.stream(answer)
-        except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                answer.error = exc
-            raise
         self._log(options, answer)
 
     async def _astream(self, pipeline: Pipeline, options: RAGOptions, answer: Answer) -> AsyncIterator[str]:
-        try:
+        with _records_error(answer):
             async for piece in pipeline.astream(answer):
                 yield piece
-        except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                answer.error = exc
-            raise
         self._log(options, answer)
 
     # ------------------------------------------------------------ public API
-    def __call__(
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> str | Iterator[str]:
+    def __call__(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                 **overrides: Any) -> str | Iterator[str]:
         """Answer ``prompt`` from ``data_source`` (a folder, a file, or a list of them).
 
-        Keyword ``overrides`` (any option, e.g. ``reranker="llm", rerank_top_k=3``)
-        apply to this call only. Returns the answer, or a generator of answer
-        pieces when ``stream=True`` (``rag.response`` fills as it is consumed).
+        Keyword ``overrides`` (any option, e.g. ``reranker="llm", rerank_top_k=3``) apply to this call only.
+        Returns the answer, or a generator of pieces when ``stream=True`` (``rag.response`` fills as it is consumed).
         """
         options = self._checked(prompt, overrides)
         return self._answer(options, data_source, prompt, history_messages, selfask=False)
 
-    def selfask_RAG(  # not snake_case: the seed library's public name
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> str | Iterator[str]:
-        """Answer by decomposing ``prompt`` into follow-up questions first (see :mod:`akasha.selfask`).
-
-        ``rag.docs`` holds the union of documents used; ``rag.followups`` the follow-ups and answers.
-        """
+    def selfask_RAG(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                    **overrides: Any) -> str | Iterator[str]:  # not snake_case: the seed library's public name
+        """Answer by decomposing ``prompt`` into follow-up questions first (see :mod:`akasha.selfask`); ``rag.docs``
+        holds the union of documents used, ``rag.followups`` the follow-ups and answers."""
         options = self._checked(prompt, overrides)
         return self._answer(options, data_source, prompt, history_messages, selfask=True)
 
@@ -374,13 +337,8 @@ class RAG:
             return options
 
     # ------------------------------------------------------------- async API
-    async def acall(
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> str | AsyncIterator[str]:
+    async def acall(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                    **overrides: Any) -> str | AsyncIterator[str]:
         """Async twin of :meth:`__call__`: everything before generation runs in a worker thread, generation
         uses the provider's async client where it has one. ``stream=True`` returns an async iterator."""
         options = self._checked(prompt, overrides)
@@ -395,13 +353,8 @@ class RAG:
         self._log(options, answer)
         return answer.response
 
-    async def astream(
-        self,
-        data_source: DataSource,
-        prompt: str,
-        history_messages: Sequence[object] | None = None,
-        **overrides: Any,
-    ) -> AsyncIterator[str]:
+    async def astream(self, data_source: DataSource, prompt: str, history_messages: Sequence[object] | None = None,
+                      **overrides: Any) -> AsyncIterator[str]:
         """``async for piece in rag.astream(folder, question)``: the streamed async call."""
         pieces = await self.acall(data_source, prompt, history_messages, **{**overrides, "stream": True})
         assert not isinstance(pieces, str)
@@ -411,9 +364,7 @@ class RAG:
     # ------------------------------------------------------- retrieval only
     def search(self, data_source: DataSource, question: str, k: int = 5, search_type: Any = None) -> list[Hit]:
         """First-stage retrieval only (no reranking, no language model): the ``k`` best chunks for ``question``."""
-        overrides: dict[str, Any] = {}
-        if search_type is not None:
-            overrides["search_type"] = search_type
+        overrides: dict[str, Any] = {} if search_type is None else {"search_type": search_type}
         if self._spec is None:
             overrides["k"] = k
         options = self._checked(question, overrides)
@@ -459,6 +410,17 @@ class RAG:
         if self._spec_pipeline is not None:
             self._spec_pipeline.close()
         self.components.close()
+
+
+@contextmanager
+def _records_error(answer: Answer) -> Iterator[None]:
+    """A stream's failure is kept as ``answer.error`` (a consumer closing the stream early is none)."""
+    try:
+        yield
+    except BaseException as exc:
+        if not isinstance(exc, GeneratorExit):
+            answer.error = exc
+        raise
 
 
 class _StderrHandler(logging.Handler):

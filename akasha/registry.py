@@ -74,12 +74,9 @@ def _check_kind(kind: str) -> None:
 
 
 def register(kind: str, name: str, factory: Factory | str, *, replace: bool = False) -> None:
-    """Make ``name`` usable in a spec for ``kind``; ``factory(config, context)`` builds it.
-
-    ``factory`` may also be a ``"module:attribute"`` string, imported on first use.
-    Registering a name twice raises ``ValueError`` unless ``replace=True``; a
-    registered name shadows a built-in or entry-point one of the same name.
-    """
+    """Make ``name`` usable in a spec for ``kind``; ``factory(config, context)`` (or a ``"module:attribute"``
+    string, imported on first use) builds it. Registering a name twice raises ``ValueError`` unless
+    ``replace=True``; a registered name shadows a built-in or entry-point one."""
     _check_kind(kind)
     if not isinstance(name, str) or not name:
         raise ValueError(f"component name must be a non-empty string, got {name!r}")
@@ -124,10 +121,8 @@ def _load(target: Factory | str) -> Factory:
 
 
 def get(kind: str, name: str) -> Factory:
-    """Return the factory for ``name``; ``KeyError`` listing the known names if there is none.
-
-    Lookup order: :func:`register`, then entry points, then built-ins.
-    """
+    """The factory for ``name`` (:func:`register`, then entry points, then built-ins); KeyError listing the
+    known names if there is none."""
     _check_kind(kind)
     if name in _registered[kind]:
         return _load(_registered[kind][name])

@@ -2,18 +2,13 @@
 
 :func:`retry_calls` is the loop (:func:`aretry_calls` its async twin). Providers
 (:func:`call_with_retry`, :class:`RetryPolicy`, :class:`Fault`) retry HTTP faults and end as
-:class:`~akasha.errors.ProviderError` with the key redacted; store servers (:class:`Retry`)
-retry connection failures and end as :class:`~akasha.errors.ServerUnavailableError` or
-:class:`~akasha.errors.ServerAuthError`.
+:class:`~akasha.errors.ProviderError` with the key redacted; store servers (:class:`Retry`) retry
+connection failures and end as ``ServerUnavailableError`` or ``ServerAuthError``.
 
-The openai and google-genai clients' own retries are switched off (``max_retries=0``, no
-``retry_options``), so every provider retries the same faults (HTTP 408/409/429, 5xx,
-timeouts, dropped connections) the same bounded number of times and waits at least the
-server's ``Retry-After``. Deterministic answers (other 4xx, 501, 505, and messages saying the
-operation is unsupported or the input too large) fail at once with the server's own message.
-One deadline covers a whole call and its retries (:mod:`akasha.providers.bounded`): a retry
-whose backoff would end past it is not made. An embedding batch's timeout scales with its size
-(:func:`scaled_timeout`).
+The openai and google-genai clients' own retries are off, so every provider retries the same faults
+(HTTP 408/409/429, 5xx, timeouts, dropped connections) the same bounded number of times, waiting at
+least the server's ``Retry-After``; deterministic answers (other 4xx, 501, 505, "unsupported", input
+too large) fail at once. One deadline covers a call and its retries (:mod:`akasha.providers.bounded`).
 """
 
 from __future__ import annotations
@@ -72,10 +67,9 @@ class Fault:
 class RetryPolicy:
     """How often and how long to wait between attempts.
 
-    The n-th retry waits ``initial_delay * multiplier**n`` (capped at ``max_delay``)
-    plus up to ``jitter`` times that at random, and never less than the server's
-    ``Retry-After``. A ``Retry-After`` longer than ``max_retry_after`` is not waited
-    for: the error is raised at once so a caller is never parked for minutes.
+    The n-th retry waits ``initial_delay * multiplier**n`` (capped at ``max_delay``) plus up to ``jitter``
+    times that at random, and never less than the server's ``Retry-After``. A ``Retry-After`` longer than
+    ``max_retry_after`` is not waited for: the error is raised at once.
     """
 
     max_retries: int = 3
@@ -96,13 +90,9 @@ class RetryPolicy:
         """Pop ``max_retries``, ``retry_initial_delay``, ``retry_max_delay``, ``retry_jitter``,
         ``retry_max_wait`` from a provider's keyword options (``retry=RetryPolicy(...)`` wins)."""
         given = options.pop("retry", None)
-        fields = {
-            "max_retries": options.pop("max_retries", None),
-            "initial_delay": options.pop("retry_initial_delay", None),
-            "max_delay": options.pop("retry_max_delay", None),
-            "jitter": options.pop("retry_jitter", None),
-            "max_retry_after": options.pop("retry_max_wait", None),
-        }
+        names = {"max_retries": "max_retries", "initial_delay": "retry_initial_delay", "max_delay": "retry_max_delay",
+                 "jitter": "retry_jitter", "max_retry_after": "retry_max_wait"}  # field -> option
+        fields = {field: options.pop(option, None) for field, option in names.items()}
         if isinstance(given, RetryPolicy):
             return given
         return cls(**{k: v for k, v in fields.items() if v is not None})
@@ -143,11 +133,7 @@ def is_retryable(status: int | None, message: str | None = None) -> bool:
 
 
 def scaled_timeout(timeout: float, items: int, per_item: float = DEFAULT_TIMEOUT_PER_TEXT) -> float:
-    """Seconds one request carrying ``items`` texts may take: ``timeout + per_item * items``.
-
-    ``timeout`` is what a one-text request needs (connection, model load, queueing);
-    ``per_item`` is the extra time each further text may cost on a slow server.
-    """
+    """Seconds one request carrying ``items`` texts may take: ``timeout + per_item * items``."""
     if timeout <= 0 or per_item < 0:
         raise ValueError(f"timeout must be > 0 and timeout_per_text >= 0, got {timeout} and {per_item}")
     return float(timeout) + float(per_item) * max(0, int(items))
@@ -160,12 +146,10 @@ WaitOrRaise = Callable[[Exception, int], "float | BaseException"]
 def retry_calls(fn: Callable[[], T], wait_after: WaitOrRaise, on_retry: Callable[[], None] | None = None) -> T:
     """The retry loop: call ``fn`` until it returns or ``wait_after`` says to give up.
 
-    After attempt ``n`` (0-based) fails with ``exc``, ``wait_after(exc, n)`` returns the
-    seconds to sleep before the next attempt, or the exception to raise. It is raised
-    *outside* the ``except`` block, so a client's exception (whose text may echo an API
-    key) is not kept as ``__context__``; set ``__cause__`` on it to chain deliberately.
-    ``on_retry`` runs after each wait, before the next attempt (a store reconnects there); its own
-    failure is ignored: the next attempt reports the outage.
+    After attempt ``n`` (0-based) fails with ``exc``, ``wait_after(exc, n)`` returns the seconds to sleep
+    before the next attempt, or the exception to raise. It is raised *outside* the ``except`` block, so a
+    client's exception (whose text may echo an API key) is not kept as ``__context__``. ``on_retry`` runs
+    after each wait (a store reconnects there); its own failure is ignored: the next attempt reports it.
     """
     retry_number = 0
     while True:
@@ -199,12 +183,9 @@ async def aretry_calls(fn: Callable[[], Awaitable[T]], wait_after: WaitOrRaise) 
 def _provider_wait(exc: Exception, retry_number: int, provider: str, policy: RetryPolicy,
                    translate: Callable[[BaseException], Fault | None], secrets: tuple[str | None, ...],
                    deadline: Deadline) -> float | BaseException:
-    """Seconds to wait before retrying after ``exc``, or the exception the caller must raise.
-
-    akasha's own errors and exceptions ``translate`` does not recognise come back unchanged; a
-    fault that may not be retried, has no retries left, asks for a ``Retry-After`` longer than
-    ``retry_max_wait`` or would wait past ``deadline`` becomes a :class:`ProviderError`.
-    """
+    """Seconds to wait before retrying after ``exc``, or the exception the caller must raise: ``exc`` itself
+    when akasha's own or not recognised by ``translate``; a :class:`ProviderError` for a fault that may not be
+    retried, has no retries left, asks for too long a ``Retry-After`` or would wait past ``deadline``."""
     if isinstance(exc, AkashaError):
         return exc
     fault = translate(exc)
@@ -231,34 +212,21 @@ def _provider_wait(exc: Exception, retry_number: int, provider: str, policy: Ret
     return ProviderError(provider, message + note, fault.status)
 
 
-def call_with_retry(
-    fn: Callable[[], T],
-    *,
-    provider: str,
-    policy: RetryPolicy,
-    translate: Callable[[BaseException], Fault | None],
-    secrets: Iterable[str | None] = (),
-) -> T:
+def call_with_retry(fn: Callable[[], T], *, provider: str, policy: RetryPolicy,
+                    translate: Callable[[BaseException], Fault | None], secrets: Iterable[str | None] = ()) -> T:
     """Call ``fn`` until it succeeds, a fault is not retryable, or retries run out.
 
-    Exceptions ``translate`` does not recognise (returns None) propagate unchanged;
-    recognised ones end as :class:`ProviderError` with the key redacted and no
-    chained cause (the cause could carry the key in its text). All attempts and
-    sleeps share one request deadline.
+    Exceptions ``translate`` does not recognise (returns None) propagate unchanged; recognised ones end as
+    :class:`ProviderError` with the key redacted and no chained cause (its text could carry the key). All
+    attempts and sleeps share one request deadline.
     """
     secrets = tuple(secrets)
     with request_deadline() as deadline:
         return retry_calls(fn, lambda exc, n: _provider_wait(exc, n, provider, policy, translate, secrets, deadline))
 
 
-async def acall_with_retry(
-    fn: Callable[[], Awaitable[T]],
-    *,
-    provider: str,
-    policy: RetryPolicy,
-    translate: Callable[[BaseException], Fault | None],
-    secrets: Iterable[str | None] = (),
-) -> T:
+async def acall_with_retry(fn: Callable[[], Awaitable[T]], *, provider: str, policy: RetryPolicy,
+                           translate: Callable[[BaseException], Fault | None], secrets: Iterable[str | None] = ()) -> T:
     """Async twin of :func:`call_with_retry` (sleeps with ``asyncio.sleep``)."""
     secrets = tuple(secrets)
     with request_deadline() as deadline:
@@ -269,11 +237,8 @@ async def acall_with_retry(
 @dataclass
 class Retry:
     """Bounded retries with exponential backoff (and a little jitter) for the calls of server-backed stores
-    (Chroma over HTTP, PostgreSQL, Qdrant).
-
-    ``attempts`` counts the first try; the waits are ``base * 2**i`` capped at ``max_delay``
-    seconds, so the defaults give up after about 15 s of outage.
-    """
+    (Chroma over HTTP, PostgreSQL, Qdrant). ``attempts`` counts the first try; the waits are ``base * 2**i``
+    capped at ``max_delay`` seconds, so the defaults give up after about 15 s of outage."""
 
     attempts: int = 6
     base: float = 0.5
@@ -288,14 +253,9 @@ class Retry:
             transient: tuple[type[BaseException], ...] | Callable[[BaseException], bool],
             auth: Callable[[BaseException], bool] = lambda exc: False, on_retry: Callable[[], None] | None = None,
             hint: str = "", lock: AbstractContextManager[Any] | None = None) -> T:
-        """Call ``fn``; retry on ``transient`` errors, raise ServerAuthError / ServerUnavailableError.
-
-        ``transient`` is a tuple of exception types, or a test of the exception (a server error
-        that is transient only with a certain message).
-
-        ``lock`` (a client that one thread at a time may use) is held during each
-        attempt and released while waiting, so other threads are not held up by an outage wait.
-        ``on_retry`` (a reconnect) runs after each wait.
+        """Call ``fn``; retry on ``transient`` errors (exception types, or a test of the exception), raise
+        ServerAuthError / ServerUnavailableError. ``lock`` (a client one thread at a time may use) is held
+        during each attempt, not while waiting; ``on_retry`` (a reconnect) runs after each wait.
         """
         delays = self.delays()
         is_transient = transient if callable(transient) else (lambda exc: isinstance(exc, transient))
@@ -338,18 +298,6 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "DEFAULT_TIMEOUT_PER_TEXT",
-    "Fault",
-    "Retry",
-    "RetryPolicy",
-    "acall_with_retry",
-    "aretry_calls",
-    "call_with_retry",
-    "first_line",
-    "is_retryable",
-    "parse_retry_after",
-    "retry_calls",
-    "scaled_timeout",
-]
+__all__ = ["DEFAULT_TIMEOUT", "DEFAULT_TIMEOUT_PER_TEXT", "Fault", "Retry", "RetryPolicy", "acall_with_retry",
+           "aretry_calls", "call_with_retry", "first_line", "is_retryable", "parse_retry_after", "retry_calls",
+           "scaled_timeout"]

@@ -2,10 +2,9 @@
 
 The answer model is asked for ``{"questions": [...]}`` (at most ``MAX_FOLLOWUPS``); each follow-up
 is answered with retrieval; the original is answered from those answers plus the union of all the
-documents retrieved, packed under ``max_input_tokens``. It uses the public
-:class:`~akasha.pipeline.Pipeline` API only. A decomposition that is not valid JSON of that shape
-(the offline extractive model never writes one) degrades to a plain call by design: logged at
-WARNING, the ``decompose`` trace entry says ``"out": "fallback"``.
+documents retrieved. A decomposition that is not valid JSON of that shape (the offline extractive
+model never writes one) degrades to a plain call by design: logged at WARNING, the ``decompose``
+trace entry says ``"out": "fallback"``.
 """
 
 from __future__ import annotations
@@ -58,9 +57,8 @@ def decompose(pipeline: Pipeline, question: str, trace: Trace) -> list[str] | No
         try:
             questions = parse_followups(str(reply))
         except ValueError as exc:
-            logger.warning(
-                "self-ask: the model's follow-up questions were not valid JSON (%s); answering directly instead", exc
-            )
+            logger.warning("self-ask: the model's follow-up questions were not valid JSON (%s); answering directly "
+                           "instead", exc)
             entry["out"] = "fallback"
             entry["fallback"] = f"plain call ({type(exc).__name__}: {str(exc)[:200]})"
             return None

@@ -58,11 +58,8 @@ def _short(value: Any) -> str:
 
 
 def _check_expansion(body: Any, at: str) -> None:
-    """Refuse a document that is huge once its YAML aliases are expanded, or that contains itself.
-
-    Shared values count every time they are reached, as anything copying the document would, so
-    an alias bomb is refused in milliseconds instead of expanding for minutes into a MemoryError.
-    """
+    """Refuse a document that is huge once its YAML aliases are expanded, or that contains itself (shared values
+    count every time they are reached, so an alias bomb is refused in milliseconds, not expanded)."""
     values = chars = 0
     stack: list[tuple[Any, tuple[int, ...]]] = [(body, ())]
     while stack:
@@ -116,13 +113,8 @@ def load_spec(body: Any, *, source: str | None = None) -> PipelineSpec:
             raise SpecError(f"{at}spec.{section} must be a mapping, got {type(value).__name__}")
         sections[section] = copy.deepcopy(dict(value))
     api_version = body.get("apiVersion")  # recorded, deliberately not checked
-    return PipelineSpec(
-        name=name,
-        api_version=None if api_version is None else str(api_version),
-        source=source,
-        raw=copy.deepcopy(dict(body)),
-        **sections,
-    )
+    return PipelineSpec(name=name, api_version=None if api_version is None else str(api_version), source=source,
+                        raw=copy.deepcopy(dict(body)), **sections)
 
 
 def load_spec_file(path: str | Path) -> PipelineSpec:
@@ -150,9 +142,9 @@ def build(spec: Any, llm: Any = None, *, cache_dir: str | Path | None = None) ->
     """Resolve every component named in ``spec`` (a :func:`load_spec` result, mapping or path) into a Pipeline.
 
     ``llm`` (a chat model, model string or callable) is required by the ``multi_query`` and ``hyde``
-    patterns. ``cache_dir`` is where the index keeps its chunks and vectors (default: in memory); a
-    persistent store keeps the state itself. Raises SpecError for unknown names, bad chunking windows,
-    a bad pgvector table name, or a missing ``llm``; MissingExtraError for a missing package.
+    patterns; ``cache_dir`` is where the index keeps its chunks and vectors (default: in memory).
+    Raises SpecError for unknown names, bad chunking windows, a bad pgvector table name, or a missing
+    ``llm``; MissingExtraError for a missing package.
     """
     from akasha.assemble import from_spec
 

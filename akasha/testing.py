@@ -13,9 +13,9 @@ from akasha.llm.base import GenerationOptions, Message
 class FakeLLM:
     """A deterministic :class:`~akasha.llm.base.ChatModel` with ``agenerate``/``astream`` too.
 
-    ``replies`` may be a string (always that answer), a sequence of strings (one
-    per call, cycling), or ``fn(messages) -> str``. Without it the reply echoes the
-    last user message. ``error`` makes every call raise it (for failure tests).
+    ``replies`` may be a string (always that answer), a sequence of strings (one per call, cycling), or
+    ``fn(messages) -> str``; without it the reply echoes the last user message. ``error`` makes every call
+    raise it (for failure tests).
     """
 
     def __init__(self, replies: str | Sequence[str] | Callable[[list[Message]], str] | None = None,

@@ -1,15 +1,13 @@
 """Offline token counting for ``max_input_tokens`` packing.
 
-Counts come from ``tiktoken`` with OpenAI's own encodings (``o200k_base`` for the GPT-4o/4.1/5 and
-o-series names, ``cl100k_base`` for the rest), read from the two gzipped files akasha ships in
-``akasha/tokenize_data/`` (tiktoken would download them; each is checked against tiktoken's sha256).
-Without tiktoken or the files, counts are estimated at four characters a token (logged).
+Counts come from ``tiktoken`` with OpenAI's encodings (``o200k_base`` for the GPT-4o/4.1/5 and o-series
+names, ``cl100k_base`` for the rest), read from the gzipped files shipped in ``akasha/tokenize_data/``
+(checked against tiktoken's sha256); without them, four characters a token (logged).
 
 :func:`counter_for` picks a model's counter: tiktoken for OpenAI names; the character estimate for
-``extractive`` (so an offline question never builds tiktoken); the model's own tokenizer for
-``llama-cpp:``, ``hf:`` and servers with ``/tokenize`` (:mod:`akasha.model_tokens`); else cl100k times
-a safety margin, 1.25 plus the share of non-ASCII characters (up to 1.75), measured against
-SmolLM2's tokenizer (docs/local-servers.md, "Token counts and cut answers").
+``extractive``; the model's own tokenizer for ``llama-cpp:``, ``hf:`` and servers with ``/tokenize``
+(:mod:`akasha.model_tokens`); else cl100k times a safety margin, 1.25 plus the non-ASCII share (up to
+1.75; docs/local-servers.md, "Token counts and cut answers").
 """
 
 from __future__ import annotations
@@ -46,27 +44,20 @@ class _EncodingDefinition(NamedTuple):
 ENCODINGS: dict[str, _EncodingDefinition] = {
     "cl100k_base": _EncodingDefinition(
         pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501 - tiktoken's pattern, verbatim
-        special_tokens={
-            "<|endoftext|>": 100257,
-            "<|fim_prefix|>": 100258,
-            "<|fim_middle|>": 100259,
-            "<|fim_suffix|>": 100260,
-            "<|endofprompt|>": 100276,
-        },
+        special_tokens={"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                        "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
         sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     ),
     "o200k_base": _EncodingDefinition(
-        pat_str="|".join(
-            [
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""\p{N}{1,3}""",
-                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-                r"""\s*[\r\n]+""",
-                r"""\s+(?!\S)""",
-                r"""\s+""",
-            ]
-        ),
+        pat_str="|".join([
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]),
         special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
         sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
     ),
@@ -99,10 +90,8 @@ def encoding_file(name: str) -> Path | None:
 
 
 def read_mergeable_ranks(path: Path, sha256: str | None = None) -> dict[bytes, int]:
-    """The ``token bytes -> rank`` table of a gzipped ``.tiktoken`` file (base64 token, space, rank per line).
-
-    With ``sha256``, the uncompressed file must have that digest (ValueError otherwise).
-    """
+    """The ``token bytes -> rank`` table of a gzipped ``.tiktoken`` file (base64 token, space, rank per line);
+    with ``sha256``, the uncompressed file must have that digest (ValueError otherwise)."""
     import binascii
 
     data = gzip.decompress(path.read_bytes())
@@ -123,10 +112,8 @@ ESTIMATE = "estimate"
 
 @functools.lru_cache(maxsize=4)
 def _encoding(name: str) -> Any:
-    """The ``tiktoken.Encoding`` called ``name``, or ``None`` (logged) when it cannot be built offline.
-
-    :data:`ESTIMATE` is ``None`` on purpose: tiktoken is not even imported.
-    """
+    """The ``tiktoken.Encoding`` called ``name``, or ``None`` (logged) when it cannot be built offline
+    (:data:`ESTIMATE` on purpose: tiktoken is not even imported)."""
     if name == ESTIMATE:
         return None
     import tiktoken
@@ -148,8 +135,6 @@ def _encoding(name: str) -> Any:
 
 def estimate_tokens(text: str) -> int:
     """The fallback estimate: ceil(chars / 4), and never fewer tokens than words."""
-    if not text:
-        return 0
     return max(math.ceil(len(text) / 4), len(_WORD_RE.findall(text)))
 
 
@@ -167,9 +152,8 @@ _OPENAI_FAMILIES = ("gpt-", "gpt4", "o1", "o3", "o4", "chatgpt", "text-davinci",
 class TokenCounter:
     """Counts and truncates text in tokens of one encoding (``exact`` False means estimated).
 
-    ``margin`` and ``non_ascii_margin`` turn the count into a safe upper estimate for
-    another model's tokenizer: ``ceil(count * (margin + non_ascii_margin * min(share of
-    non-ASCII characters, 0.5)))``. Both at their defaults (1.0 and 0.0) count exactly.
+    ``margin`` and ``non_ascii_margin`` make the count a safe upper estimate for another model's tokenizer:
+    ``ceil(count * (margin + non_ascii_margin * min(non-ASCII share, 0.5)))``; the defaults count exactly.
     """
 
     encoding_name: str = "cl100k_base"
@@ -221,10 +205,8 @@ def is_openai_model_name(name: str) -> bool:
 
 
 def counter_for(model: object) -> Any:
-    """The token counter for an answer model: a model string, a chat model object or a callable.
-
-    See the module docstring for the choice; ``None`` counts plain cl100k. Every counter
-    has ``count``, ``truncate``, ``exact`` and ``source``.
+    """The token counter for an answer model (a model string, a chat model object or a callable; the choice:
+    module docstring; ``None`` counts plain cl100k): every counter has ``count``, ``truncate``, ``exact``, ``source``.
     """
     if model is None:
         return TokenCounter()
@@ -241,13 +223,21 @@ def counter_for(model: object) -> Any:
     prefix, _, rest = model.partition(":") if ":" in model else ("", "", model)
     prefix = prefix.strip().lower()
     if prefix == "extractive" or model.strip().lower() == "extractive":
-        # It quotes text: no tokenizer and no context window, so building cl100k (~0.27 s, most of an
-        # offline re-ask) buys nothing; the estimate packs the same answers (answer@80 measured equal).
+        # It quotes text: no tokenizer and no context window, so building cl100k buys nothing.
         return TokenCounter(ESTIMATE)
     if prefix in ("", "openai") and is_openai_model_name(rest):
         return TokenCounter(encoding_name_for(model))
     if prefix == "llama-cpp":
-        counter = _gguf_counter_for(rest)
+        from akasha.errors import AkashaError
+        from akasha.model_tokens import gguf_counter
+
+        try:
+            from akasha.llm.llamacpp import resolve_gguf
+
+            path = resolve_gguf(rest)
+        except AkashaError:
+            path = None  # the model itself will report the missing file when it runs
+        counter = None if path is None else gguf_counter(path)
         if counter is not None:
             return counter
     if prefix == "hf" and rest.strip():
@@ -259,26 +249,11 @@ def counter_for(model: object) -> Any:
     return fallback_counter(model)
 
 
-def _gguf_counter_for(rest: str) -> Any:
-    """The GGUF vocabulary counter for a ``llama-cpp:`` model, or None when the file or vocabulary is missing."""
-    from akasha.errors import AkashaError
-    from akasha.model_tokens import gguf_counter
-
-    try:
-        from akasha.llm.llamacpp import resolve_gguf
-
-        path = resolve_gguf(rest)
-    except AkashaError:
-        return None  # the model itself will report the missing file when it runs
-    return gguf_counter(path)
-
-
 def count_tokens(text: str, model: object = None) -> int:
     """Count ``text``'s tokens as ``model`` would (see :func:`counter_for`; None: plain cl100k)."""
     return counter_for(model).count(text)
 
 
 __all__ = ["DATA_DIR", "ENCODINGS", "FALLBACK_MARGIN", "NON_ASCII_MARGIN", "TokenCounter", "count_many", "count_tokens",
-           "counter_for", "tokenizer_identity", "truncate",
-           "encoding_file", "encoding_name_for", "estimate_tokens", "fallback_counter", "is_openai_model_name",
-           "read_mergeable_ranks"]
+           "counter_for", "tokenizer_identity", "truncate", "encoding_file", "encoding_name_for", "estimate_tokens",
+           "fallback_counter", "is_openai_model_name", "read_mergeable_ranks"]

@@ -3,11 +3,9 @@
 Each stage appends one entry to a :class:`Trace`: ``{"stage", "name", "ms", "in", "out"}`` plus
 ``"error"`` when it failed and any stage-specific extras. The error policy (:func:`stage_failure`):
 akasha's own errors and ``ImportError`` keep their type (they already say what to change), and so
-does :class:`~akasha.errors.StreamInterruptedError` (it carries the partial answer); anything else,
-a provider's :class:`~akasha.errors.ProviderError` included, is raised as
-:class:`~akasha.errors.StageError` naming the stage and the component, with the original as
-``cause`` (docs/troubleshooting.md, "StageError"). Every failure is written into the failing
-stage's entry first.
+does ``StreamInterruptedError`` (it carries the partial answer); anything else, a provider's
+``ProviderError`` included, is raised as :class:`~akasha.errors.StageError` naming the stage and the
+component, with the original as ``cause`` (docs/troubleshooting.md, "StageError").
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""Plain data objects that flow between the pipeline stages.
-
-``Document`` is what a loader returns (one per file, or one per PDF page),
-``Chunk`` is a piece of a document that gets embedded and indexed, ``Hit`` is a
-chunk ranked for a question together with every score it collected, and
-``QueryResult`` is what a retrieval pipeline returns.
-"""
+"""Plain data objects that flow between the pipeline stages: Document -> Chunk -> Hit -> QueryResult."""
 
 from __future__ import annotations
 
@@ -15,10 +9,8 @@ from typing import Any
 
 @dataclass
 class Document:
-    """Text with metadata, as produced by a loader or passed in by a user.
-
-    ``id`` identifies the document for re-ingestion (a new version replaces the
-    old one); when it is ``None`` the chunker derives ``sha256:<16 hex>`` from the text.
+    """Text with metadata, as produced by a loader or passed in by a user. ``id`` identifies the document for
+    re-ingestion (a new version replaces the old one); None: the chunker derives ``sha256:<16 hex>`` from the text.
     """
 
     text: str
@@ -33,12 +25,9 @@ class Document:
 
 @dataclass
 class Chunk:
-    """A piece of a document: the unit that is embedded, indexed and retrieved.
-
-    ``metadata`` carries the document's metadata plus at least ``chunk_index``;
-    chunks from files also carry ``source`` (path), ``page`` (PDF, 1-based),
-    ``chunk_id`` and ``content_hash`` (sha256 of ``text``).
-    """
+    """A piece of a document: the unit that is embedded, indexed and retrieved. ``metadata`` carries the
+    document's plus at least ``chunk_index``; chunks from files also carry ``source`` (path), ``page`` (PDF,
+    1-based), ``chunk_id`` and ``content_hash`` (sha256 of ``text``)."""
 
     id: str
     text: str
@@ -57,13 +46,9 @@ class Chunk:
 
 @dataclass
 class Hit:
-    """A chunk ranked for a question.
-
-    ``score`` is the score of the last stage that ranked it (fusion or rerank),
-    ``source`` says which retrievers found it (``vector``, ``bm25`` or
-    ``bm25+vector``), and ``details`` keeps every score collected on the way
-    (``vector``, ``bm25``, ``rrf``/``fused``, ``rerank``).
-    """
+    """A chunk ranked for a question: ``score`` from the last stage that ranked it (fusion or rerank),
+    ``source`` the retrievers that found it (``vector``, ``bm25`` or ``bm25+vector``), ``details`` every score
+    collected on the way (``vector``, ``bm25``, ``rrf``/``fused``, ``rerank``)."""
 
     chunk: Chunk
     score: float
@@ -117,16 +102,8 @@ class QueryResult:
 
     def to_list(self) -> list[dict[str, Any]]:
         """The Astromesh runtime shape: doc_id (the chunk id), content, metadata, score, source."""
-        return [
-            {
-                "doc_id": hit.chunk.id,
-                "content": hit.chunk.text,
-                "metadata": dict(hit.chunk.metadata),
-                "score": hit.score,
-                "source": hit.source,
-            }
-            for hit in self.hits
-        ]
+        return [{"doc_id": hit.chunk.id, "content": hit.chunk.text, "metadata": dict(hit.chunk.metadata),
+                 "score": hit.score, "source": hit.source} for hit in self.hits]
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -143,13 +120,8 @@ def hits_to_html(hits: list[Hit], snippet_chars: int = 160) -> str:
         snippet = hit.chunk.text[:snippet_chars].replace("\n", " ")
         if len(hit.chunk.text) > snippet_chars:
             snippet += "…"
-        rows.append(
-            "<tr>"
-            f"<td>{rank}</td><td>{html.escape(str(hit.path or hit.chunk.doc_id))}</td>"
-            f"<td>{'' if hit.page is None else hit.page}</td>"
-            f"<td>{hit.score:.4g}</td><td>{html.escape(scores)}</td>"
-            f"<td>{html.escape(snippet)}</td>"
-            "</tr>"
-        )
+        rows.append(f"<tr><td>{rank}</td><td>{html.escape(str(hit.path or hit.chunk.doc_id))}</td>"
+                    f"<td>{'' if hit.page is None else hit.page}</td><td>{hit.score:.4g}</td>"
+                    f"<td>{html.escape(scores)}</td><td>{html.escape(snippet)}</td></tr>")
     head = "<tr><th>#</th><th>source</th><th>page</th><th>score</th><th>scores</th><th>snippet</th></tr>"
     return f"<table>{head}{''.join(rows)}</table>"

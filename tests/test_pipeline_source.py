@@ -69,3 +69,17 @@ def test_a_restarted_pipeline_embeds_nothing(folder, tmp_path_factory):
     assert counts.embedded == 0 and counts.unchanged == 2
     assert again.query_sync("coolant five years", k=1).hits[0].path.endswith("b.md")
     again.close()
+
+
+def test_derived_copies_share_the_loaded_corpus(folder):
+    """derive() (each facade call's pipeline) shares the loaded state: an empty store is asked once, not per call."""
+    pipeline = build(load_spec(body()))
+    loads = []
+    load_store = pipeline.index.load_store
+    pipeline.index.load_store = lambda: loads.append(1) or load_store()
+    for _ in range(3):
+        assert pipeline.derive(top_k=2).query_sync("air filter").hits == []
+    assert loads == [1]
+    pipeline.derive(top_k=2).sync(folder)
+    assert pipeline.query_sync("air filter").hits and loads == [1]
+    pipeline.close()
