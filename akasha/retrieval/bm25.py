@@ -1,32 +1,23 @@
 """Okapi BM25 over sparse postings held in numpy, updated incrementally.
 
-Why this shape (the bm25s habit): a query touches only the postings of its own
-terms, and all the arithmetic on them is vectorised numpy; there is no Python
-loop over the corpus and nothing is rebuilt per query.
+A query touches only the postings of its own terms, with vectorised numpy arithmetic; nothing
+loops over the corpus or is rebuilt per query.
 
 Layout
     * every document gets an integer *slot*; ``_alive[slot]`` masks deletions;
     * the *main* segment is a CSC-style postings list: for term ``t`` the slots
       ``_doc[_indptr[t]:_indptr[t+1]]`` with term frequencies ``_tf[...]``;
-    * new documents go to a small *delta* segment (unsorted ``(term, slot, tf)``
-      arrays, matched per query with one ``np.isin``) that is merged into main
-      when it grows past max(50,000 postings, main / 8); a merge also drops
-      deleted documents and renumbers slots. Removals only mask and lower the
-      document frequencies; main is compacted once dead documents outnumber live ones.
+    * new documents go to a small *delta* segment (unsorted ``(term, slot, tf)`` arrays) merged
+      into main past max(50,000 postings, main / 8); a merge also drops deleted documents and
+      renumbers slots. Removals only mask and lower the document frequencies.
 
-``stem=True`` stems English words (:mod:`akasha.retrieval.stem`: "modules" and
-"installing" match "module" and "installed"); the tokenizer id then carries
-``+en-stem<version>`` (``"words-v3+en-stem1+jieba"``), so statistics built with other
-rules are never mixed with these. It is off by default: on the four question sets of
-docs/quality.md it raised MRR@10 on three and lowered it on the Python FAQ (0.602 -> 0.598).
+``stem=True`` stems English words (:mod:`akasha.retrieval.stem`); the tokenizer id then carries
+``+en-stem<version>`` (``"words-v3+en-stem1+jieba"``), so statistics built with other rules never
+mix. Off by default (docs/quality.md).
 
-Scoring is Okapi BM25 with ``k1=1.5``, ``b=0.75`` and the non-negative
-Lucene idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, so every matching
-document scores above zero. Document frequencies, ``N`` and the average
-length count live documents only, and are maintained on add/remove.
-
-``to_parts``/``from_parts`` give the state as numpy arrays and plain lists (no pickle) for
-snapshots, with the tokenizer id, so statistics from different tokenizers never mix.
+Scoring: Okapi BM25 (``k1=1.5``, ``b=0.75``) with the non-negative :func:`idf`, so every matching
+document scores above zero; statistics count live documents only. ``to_parts``/``from_parts`` give
+the state as numpy arrays and plain lists (no pickle) for snapshots, with the tokenizer id.
 """
 
 from __future__ import annotations
@@ -163,9 +154,7 @@ class BM25Index:
     def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
         """Index ``texts`` under ``ids``; an id already present is replaced.
 
-        Texts are tokenised :data:`ADD_BATCH` at a time and their postings merged once at
-        the end, so peak memory holds one batch of token lists, not the whole corpus's
-        (100,000 chunks: about 1 GB less).
+        Tokenised :data:`ADD_BATCH` at a time: memory holds one batch of token lists, not the corpus's.
         """
         if len(ids) != len(texts):
             raise ValueError(f"add() needs one id per text: {len(ids)} ids, {len(texts)} texts")
@@ -313,22 +302,13 @@ class BM25Index:
     def score_tokens(self, tokens: Iterable[str]) -> dict[str, float]:
         """Id -> BM25 score of every live document matching the already tokenised query ``tokens``.
 
-        For callers that tokenise themselves (the extractive answerer scores sentences for a set
-        of stemmed question terms): a token repeated in ``tokens`` weighs as often as it occurs.
+        A token repeated in ``tokens`` weighs as often as it occurs.
         """
-        pairs = sorted((self._vocab[t], c) for t, c in Counter(tokens).items() if t in self._vocab)
-        if not pairs:
-            return {}
-        tids, qtf = zip(*pairs, strict=True)
-        slots, scores = self._score_terms(np.asarray(tids, dtype=np.int64), np.asarray(qtf, dtype=np.float32))
+        slots, scores = self._score_terms(*self._query_terms(list(tokens)))
         return dict(zip(self.slot_ids(slots.tolist()), scores.tolist(), strict=True))
 
     def sole_holder(self, query: str | Sequence[str], doc_id: str) -> bool:
-        """True when ``doc_id`` is the only live document holding one of ``query``'s terms.
-
-        Such a document holds an exact match nothing else holds: the error code, option or
-        function name the question is about (:func:`akasha.retrieval.fusion.exact_match_first`).
-        """
+        """True when ``doc_id`` is the only live document holding one of ``query``'s terms (an exact match)."""
         if doc_id not in self._slot:
             return False
         tokens = self._tokenize(query) if isinstance(query, str) else list(query)
@@ -384,11 +364,8 @@ class BM25Index:
     def _main_saturation(self) -> np.ndarray | None:
         """:meth:`_saturate` for every main posting, cached until the corpus statistics change, or None.
 
-        With it a query costs one multiply per posting: at 1,000,000 chunks a question made of
-        common words touches millions of postings, and this removes the per-posting length
-        gather and four arithmetic passes from every such query. It is built on the second
-        query at unchanged statistics (None on the first), so alternating updates and queries
-        never pay for a table they would throw away.
+        A query then costs one multiply per posting. Built on the second query at unchanged statistics
+        (None on the first), so alternating updates and queries never build a table in vain.
         """
         key = (self._total_len, self._n_live, id(self._doc), len(self._doc))
         if getattr(self, "_sat_key", None) == key:
@@ -416,12 +393,10 @@ class BM25Index:
     def _search_pruned(self, tids: np.ndarray, qtf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Exact top-``k`` candidates without touching the long postings of common terms, or None.
 
-        MaxScore-style: a term adds at most ``idf (k1 + 1)`` to any score. Documents of the
-        query's rarest terms (the *essential* ones) are scored completely, the common terms'
-        frequencies looked up by binary search in their slot-sorted postings; every delta
-        document is scored completely too. If the k-th best score then beats the most any
-        other main document could get from the common terms alone, the top-k is exact.
-        Returns None (use the full scan) when the query's postings are short or no split works.
+        MaxScore-style: a term adds at most ``idf (k1 + 1)`` to any score. Documents of the rarest
+        (*essential*) terms and every delta document are scored completely, the common terms looked up
+        by binary search in their slot-sorted postings. If the k-th best score beats the most the common
+        terms alone could add, the top-k is exact. None (full scan) for short postings or no split.
         """
         n_main = len(self._indptr) - 1
         n = self._n_live
@@ -503,8 +478,7 @@ class BM25Index:
     def to_parts(self) -> dict[str, Any]:
         """The state for snapshots: numeric numpy arrays plus JSON-ready lists (no object arrays).
 
-        The delta segment and the deletion mask are saved as they are: writing a
-        snapshot after a one-file edit must not pay for a merge of every posting.
+        Delta segment and deletion mask are saved unmerged: a one-file edit must not merge every posting.
         """
         d_terms, d_docs, d_tfs = self._delta()
         return {
