@@ -1,19 +1,15 @@
 """Hub scores: how close each chunk lies to its nearest neighbours, so ``auto`` can discount generic chunks.
 
-In a corpus embedded by a small sentence model, some chunks (a table of contents, an
-introduction, boilerplate) sit near the middle of everything and push the chunk that answers a
-question out of the top five. The fix comes from cross-lingual word retrieval (CSLS, Conneau et
-al. 2018): a chunk's hub score is its mean cosine with its :data:`HUB_NEIGHBOURS` nearest other
-chunks, and ``auto`` re-sorts the dense candidates by ``cosine - SearchSettings.hub_weight * hub
-score`` (:func:`discount`; the reported ``vector`` score stays the raw cosine), except for a
-question mostly in Chinese, Japanese or Korean (with multilingual-e5 the discount lowered a
-Chinese set, recall@5 0.840 -> 0.790). Measured with and without: docs/quality.md, "Every
-heuristic, with and without".
+Some chunks (a table of contents, boilerplate) sit near the middle of everything and push the
+answer out of the top five. As in CSLS (Conneau et al. 2018), a chunk's hub score is its mean
+cosine with its :data:`HUB_NEIGHBOURS` nearest other chunks, and ``auto`` re-sorts the dense
+candidates by ``cosine - SearchSettings.hub_weight * hub score`` (:func:`discount`; the reported
+``vector`` score stays the raw cosine), except for a question mostly in Chinese, Japanese or
+Korean (docs/quality.md).
 
-Cost: the first time, one pass over all pairs of chunks (about 3 s for 20,000 chunks of 384
-dimensions on 2 cores); the index then keeps each chunk's nearest neighbours up to date
-(:class:`~akasha.retrieval.dense.DenseIndex`) and the snapshot keeps them for the next process.
-Above :data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw cosine.
+The first pass covers all pairs of chunks; the index then keeps each chunk's nearest neighbours
+up to date (:class:`~akasha.retrieval.dense.DenseIndex`) and the snapshot keeps them. Above
+:data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw cosine.
 """
 
 from __future__ import annotations
@@ -68,9 +64,7 @@ def nearest(queries: np.ndarray, matrix: np.ndarray, own: np.ndarray | None = No
 
 def merge(cosines: np.ndarray, rows: np.ndarray, more_cosines: np.ndarray, more_rows: np.ndarray
           ) -> tuple[np.ndarray, np.ndarray]:
-    """The largest ``cosines.shape[1]`` of each row's two candidate sets.
-
-    The two sets are ``cosines``/``rows`` and the ``more_`` pair."""
+    """The largest ``cosines.shape[1]`` of each row's two candidate sets (``cosines``/``rows``, ``more_`` pair)."""
     width = cosines.shape[1]
     both = np.concatenate([cosines, more_cosines], axis=1)
     which = np.concatenate([rows, more_rows], axis=1)
@@ -102,9 +96,7 @@ def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float
 
     The first pair keeps its place when the ``lexical`` list (BM25's, best first) holds it among
     its first :data:`AGREE_DEPTH`: a chunk both retrievers put at the top is the match, not generic
-    text near everything. Without that, moving such a chunk down cost debian-faq-en 0.008 MRR@10
-    (docs/quality.md, "Every heuristic, with and without"). The pairs keep their raw cosines: only
-    the order changes. Ties keep their input order.
+    text. The pairs keep their raw cosines; ties keep their input order.
     """
     if ranked and ranked[0][0] in {item for item, _ in lexical[:AGREE_DEPTH]}:
         return [ranked[0], *discount(ranked[1:], hubs, weight)]

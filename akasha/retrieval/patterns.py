@@ -13,8 +13,7 @@
   ``mmr``, ``hybrid`` or a callable): one retriever, the index's own search, which
   fuses inside (so the pipeline has no separate ``fuse`` stage for it).
 
-A pattern's :meth:`Pattern.transform` is the pipeline's ``transform`` stage. It
-may be a plain method or a coroutine (a plugin's); the pipeline runs either.
+A pattern's :meth:`Pattern.transform` (a method or a plugin's coroutine) is the pipeline's ``transform`` stage.
 """
 
 from __future__ import annotations

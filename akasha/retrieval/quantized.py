@@ -1,19 +1,13 @@
 """Binary-quantised candidate search: one sign bit per dimension, Hamming distance by popcount.
 
-Why: exact cosine over a million 384-dimensional float32 rows reads 1.5 GB per
-question, which is memory-bandwidth bound (hundreds of ms on a busy 2-core
-machine). The sign bits of the *centred* vectors are 48 bytes per row (32x
-smaller); the Hamming distance between two codes tracks the angle between
-the vectors, so the rows with the smallest distances are a candidate set that
-usually holds the exact top-k (recall@10 0.95 at 1 % of 4,800 MiniLM vectors,
-rising with corpus size; see :data:`akasha.retrieval.dense.RESCORE_FRACTION`).
-:class:`~akasha.retrieval.dense.DenseIndex`
-rescores those candidates exactly with the float32 rows, so returned scores
-are true cosines and only recall (not score accuracy) depends on the codes.
+Exact cosine over a million float32 rows is memory-bandwidth bound. The sign bits of the
+*centred* vectors are 32x smaller, and their Hamming distance tracks the angle, so the nearest
+codes are a candidate set that usually holds the exact top-k;
+:class:`~akasha.retrieval.dense.DenseIndex` rescores them with the float32 rows, so only recall
+depends on the codes.
 
-Codes are stored word-major (``(words, rows)`` uint64) so the distance is a
-handful of vectorised XOR + ``np.bitwise_count`` passes over contiguous
-arrays, processed in cache-sized blocks. Pure numpy (needs numpy >= 2.0).
+Codes are stored word-major (``(words, rows)`` uint64): the distance is a few vectorised XOR +
+``np.bitwise_count`` passes over contiguous arrays, in cache-sized blocks (numpy >= 2.0).
 """
 
 from __future__ import annotations
@@ -58,9 +52,7 @@ class BinaryCodes:
 
     @classmethod
     def build(cls, matrix: np.ndarray, n: int, block: int = 65_536) -> BinaryCodes:
-        """Codes for ``matrix[:n]``, centred on its mean.
-
-        Computed and encoded in blocks, so a memory map stays lazy."""
+        """Codes for ``matrix[:n]``, centred on its mean (in blocks, so a memory map stays lazy)."""
         total = np.zeros(matrix.shape[1], dtype=np.float64)
         for start in range(0, n, block):
             total += matrix[start : min(n, start + block)].sum(axis=0, dtype=np.float64)
@@ -113,8 +105,7 @@ class BinaryCodes:
 def nearest(distances: np.ndarray, count: int) -> np.ndarray:
     """Slots of (about) the ``count`` smallest distances, ascending slot order.
 
-    A histogram of the small integer distances finds the cut-off in one pass
-    (cheaper than ``argpartition`` over a million entries); ties at the cut-off
+    A histogram of the small integer distances finds the cut-off in one pass; ties at the cut-off
     are kept unless they would more than double the set.
     """
     if count >= len(distances):

@@ -31,12 +31,8 @@ _JOINT_RE = re.compile(r"[._][a-z0-9]")
 def _jieba() -> Callable[[str], list[str]] | None:
     """jieba's search-mode cut (``cut_for_search`` of rjieba, jieba-rs's Python binding), or None.
 
-    Imported on the first Chinese or Japanese text only: ASCII text never imports it. rjieba
-    carries jieba's dictionary and cuts as jieba does: measured (docs/results.md),
-    the same tokens as jieba 0.42's ``lcut_for_search`` on every one of about 56,000 CJK runs
-    (the Debian FAQ and Reference in Simplified and Traditional Chinese and in Japanese), about
-    20 times as fast once loaded, and a first text in a new process in 0.28 s against 1.96 s
-    for jieba's own public API (which also writes a cache file into the temp folder).
+    Imported on the first Chinese or Japanese text only. rjieba gives the same tokens as jieba 0.42's
+    ``lcut_for_search``, faster (docs/results.md).
     """
     try:
         import rjieba
@@ -86,10 +82,8 @@ def tokenize(text: str, *, use_jieba: bool = False) -> list[str]:
 def with_compounds(text: str, *, use_jieba: bool = False) -> list[str]:
     """:func:`tokenize`'s tokens followed by the compound words of ``text`` kept whole (lowercased).
 
-    Measured on identifier lookups (bench/identifier_lookup.py): a question that is one
-    ``snake_case`` or dotted name is split into common words by :func:`tokenize`, and BM25 then
-    ranks every chunk holding those words about alike; the whole compound is a rare term that
-    only the chunk holding it matches.
+    Split into common words, a ``snake_case`` or dotted name matches many chunks about alike; the whole
+    compound is a rare term only the chunk holding it matches (bench/identifier_lookup.py).
     """
     words = tokenize(text, use_jieba=use_jieba)
     tokens = Terms(words)
@@ -120,11 +114,7 @@ TOKENIZER_NAMES = ("auto", "jieba", "bigram")
 
 @functools.lru_cache(maxsize=1)
 def jieba_available() -> bool:
-    """True when rjieba (jieba's segmenter, see :func:`_jieba`) is installed (decides what ``"auto"`` means).
-
-    Looks the package up without importing it: importing it loads jieba's dictionary
-    (about 0.25 s) and only text with Chinese or Japanese characters needs it.
-    """
+    """True when rjieba (:func:`_jieba`) is installed; looked up without importing it (that loads a dictionary)."""
     import importlib.util
 
     return importlib.util.find_spec("rjieba") is not None
@@ -134,9 +124,7 @@ def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str
     """Return ``(tokenizer_id, fn)`` for ``name``.
 
     ``"auto"`` means jieba's words when rjieba is installed, else character bigrams; the
-    returned id names what was actually chosen (``"words-v3+jieba"`` or ``"words-v3+bigram"``).
-    The id stayed ``+jieba`` when rjieba replaced jieba 0.42 because the tokens are the same
-    (docs/results.md), so indexes built with jieba stay valid.
+    returned id names what was chosen (``"words-v3+jieba"`` or ``"words-v3+bigram"``).
     """
     if name not in TOKENIZER_NAMES:
         raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZER_NAMES)}")
