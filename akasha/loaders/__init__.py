@@ -1,15 +1,12 @@
 """Loaders: files in, :class:`~akasha.types.Document` objects out.
 
-:func:`discover` lists the files of a data_source; :func:`load_file` picks the loader for a
-file's extension (one module per file type). A loader returns Documents with
-``metadata["source"]`` (the path), ``["file_type"]`` and, for PDF pages, ``["page"]`` (1-based),
-with ids ``"<source>"`` (``"<source>:p<page>"`` for a PDF page; chunk ids append ``#<n>``), or
-raises :class:`~akasha.errors.LoaderError` naming the file and the reason, so the indexer can
-report the file and carry on.
+:func:`discover` lists the files of a data_source; :func:`load_file` picks the loader for a file's
+extension. A loader returns Documents with ``metadata["source"]`` (the path), ``["file_type"]`` and,
+for PDF pages, ``["page"]`` (1-based), with ids ``"<source>"`` (``"<source>:p<page>"`` for a PDF
+page), or raises :class:`~akasha.errors.LoaderError` naming the file and the reason.
 
 Documents are untrusted input: every load runs inside :class:`~akasha.loaders.limits.LoaderLimits`,
-and PDF and .docx files, whose parsers are native code, are read in a child process
-(:mod:`akasha.loaders.guard`).
+and PDF and .docx files (native parsers) are read in a child process (:mod:`akasha.loaders.guard`).
 """
 
 from __future__ import annotations
@@ -50,16 +47,14 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
               **options: Any) -> list[Document]:
     """Load one file into Documents (one per file, one per page for PDFs).
 
-    ``data``: the file's bytes when the caller already read them (else it is read here).
-    ``limits`` (default :meth:`LoaderLimits.from_env`) bound what the file may cost, its size
-    checked before it is read; with ``limits.isolate`` PDFs and .docx files are read in a child
-    process. ``options`` go to the format's loader (``engine=`` for PDFs).
+    ``data``: the file's bytes when the caller already read them. ``limits`` (default
+    :meth:`LoaderLimits.from_env`) bound what the file may cost, its size checked before it is read.
+    ``options`` go to the format's loader (``engine=`` for PDFs).
 
-    Raises :class:`~akasha.errors.LoaderError` for a file that cannot be turned into text
-    (unsupported, corrupt, encrypted, binary, empty, unreadable), its subclass
-    :class:`~akasha.loaders.limits.LoaderLimitError` for a file over a limit, and
-    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed from
-    outside. ``MemoryError`` in this process propagates: it is not the file's fault.
+    Raises :class:`~akasha.errors.LoaderError` for a file that cannot be turned into text, its
+    subclass :class:`~akasha.loaders.limits.LoaderLimitError` for a file over a limit, and
+    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed from outside.
+    ``MemoryError`` in this process propagates: it is not the file's fault.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -98,9 +93,7 @@ def valid_text(documents: list[Document]) -> list[Document]:
 def prepare_loaders(suffixes: Iterable[str], limits: LoaderLimits | None = None) -> None:
     """Hint: files with these suffixes are about to be loaded (with ``limits``, as :func:`load_file` takes them).
 
-    When some are read in a worker process (PDF, .docx), one is started now and imports their
-    parsers while this process does other work (0.3-0.5 s a first index used to wait for).
-    Loading is unchanged; a worker that cannot start is left to :func:`load_file` to report.
+    A worker for PDF and .docx starts now and imports their parsers while this process does other work.
     """
     limits = limits or LoaderLimits.from_env()
     isolated = sorted({s.lower() for s in suffixes} & ISOLATED)

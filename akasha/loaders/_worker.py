@@ -1,16 +1,14 @@
 """The loader worker process: ``python -m akasha.loaders._worker`` (started by :mod:`akasha.loaders.guard`).
 
-Protocol on stdin/stdout, every frame an 8-byte little-endian length then that
-many bytes: the parent sends a JSON header ``{"path", "suffix", "limits",
-"options"}`` and a frame with the file's bytes; the worker answers one JSON
-frame, ``{"documents": [[text, metadata, id], ...], "logs": [...], "rss_mb"}``
-or ``{"error": "loader" | "limit" | "memory" | "value" | "other", ...}``.
+Protocol on stdin/stdout, every frame an 8-byte little-endian length then that many bytes: the
+parent sends a JSON header ``{"path", "suffix", "limits", "options"}`` and a frame with the file's
+bytes; the worker answers one JSON frame, ``{"documents": [[text, metadata, id], ...], "logs": [...],
+"rss_mb"}`` or ``{"error": "loader" | "limit" | "memory" | "value" | "other", ...}``.
 
-Before reading anything the worker caps its own memory (``RLIMIT_DATA`` on Linux,
-``RLIMIT_AS`` elsewhere; ``AKASHA_WORKER_MEMORY_MB``), turns off core dumps and
-ignores SIGINT (the parent decides when to stop it). Each request also arms an
-alarm a little past its timeout, so a worker stuck in native code ends itself
-even if the parent is gone. End of input means exit.
+Before reading anything the worker caps its own memory (``RLIMIT_DATA`` on Linux, ``RLIMIT_AS``
+elsewhere; ``AKASHA_WORKER_MEMORY_MB``), turns off core dumps and ignores SIGINT (the parent decides
+when to stop it). Each request arms an alarm a little past its timeout, so a worker stuck in native
+code ends itself even if the parent is gone. End of input means exit.
 """
 
 from __future__ import annotations
@@ -82,11 +80,7 @@ def _write_frame(stream: BinaryIO, payload: dict[str, Any]) -> None:
 
 
 def _rss_mb() -> float:
-    """This worker's peak resident memory in MB, since it started.
-
-    On Linux from ``VmHWM``: ``ru_maxrss`` there keeps the parent's high-water mark across fork and
-    exec, so a parent holding more than half of ``max_memory_mb`` made every file get a new worker.
-    """
+    """This worker's peak resident memory in MB (on Linux ``VmHWM``: ``ru_maxrss`` keeps the parent's across exec)."""
     try:
         with open("/proc/self/status", encoding="ascii", errors="replace") as status:
             for line in status:
@@ -127,8 +121,7 @@ def handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
 
 
 def _warm(suffixes: list[str]) -> None:
-    """Import the parsers of ``suffixes`` before the first request; one that fails to import fails the
-    request that needs it, with the loader's own error, as it would without this."""
+    """Import the parsers of ``suffixes`` before the first request (a failure is left to the request that needs it)."""
     from akasha.loaders import LOADERS, warm_loader
 
     for suffix in suffixes:
@@ -184,7 +177,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    # Every reply was flushed as it was written and nothing else is buffered: leave without the
-    # interpreter's teardown (freeing the parsers' modules, about 20-30 ms), which the parent
-    # waits for when it closes the worker at its own exit.
+    # Every reply was flushed and nothing else is buffered: skip the interpreter's teardown, which
+    # the parent waits for when it closes the worker at its own exit.
     os._exit(0)

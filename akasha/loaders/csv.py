@@ -1,18 +1,14 @@
 """Comma/semicolon/tab separated tables (.csv): one readable line per row.
 
-The first row is taken as the header and each following row becomes
-``"header: value; header: value"`` so a row retrieved on its own still says
-what its numbers mean. The dialect (delimiter, quoting) is sniffed from the
+The first row is the header and each following row becomes ``"header: value; header: value"``,
+so a row retrieved on its own still says what its numbers mean. The dialect is sniffed from the
 start of the file; the encoding is detected like a text file's.
 
-Hostile tables stay cheap: the standard library's sniffer is quadratic in the
-length of its sample (a crafted 63 KB line took 14 s), so it sees at most
-:data:`SNIFF_CHARS` characters, cut at a line end; a row the csv module refuses
-(a cell over its 131,072-character field limit, say) is dropped with one warning
-naming the file and the rows, and every other row is kept. The text is read within
-``max_chars`` (:func:`akasha.loaders.text.read_text`) and the rendering is counted a row at a
-time against the same limit, so a long header repeated into every row cannot multiply a small
-file into gigabytes of text.
+Hostile tables stay cheap: the sniffer is quadratic in its sample, so it sees at most
+:data:`SNIFF_CHARS` characters, cut at a line end; a row the csv module refuses is dropped with
+one warning and every other row kept. The text is read within ``max_chars`` and the rendering is
+counted a row at a time against the same limit, so a long header repeated into every row cannot
+multiply a small file into gigabytes of text.
 """
 
 from __future__ import annotations
@@ -65,10 +61,7 @@ def _rows(reader: Iterator[list[str]], bad: list[tuple[int, str]]) -> Iterator[l
 
 
 def render_rows(rows: Iterable[list[str]]) -> Iterator[str]:
-    """Rows (the first non-empty one the header) as ``header: value`` lines, one at a time.
-
-    A table that is only a header renders as that header, ``" | "``-joined.
-    """
+    """Rows (the first non-empty one the header) as ``header: value`` lines; a lone header ``" | "``-joined."""
     header: list[str] | None = None
     rendered = False
     for row in rows:

@@ -1,15 +1,14 @@
 """Turn a data_source (folder, file, or a list mixing both) into the files to load.
 
-The order is stable: list order, and each folder walked depth-first with its entries sorted by
-name. Hidden files and folders and the ``exclude`` folders (the index's own cache) are skipped;
-files no loader handles are skipped with one log line each. Entries with a supported extension
-that are not regular files (a FIFO, a broken or looping symlink) are listed: loading them raises a
-:class:`~akasha.errors.LoaderError` that names them.
+The order is stable: list order, each folder walked depth-first with entries sorted by name.
+Hidden entries and the ``exclude`` folders (the index's own cache) are skipped; files no loader
+handles are skipped with a log line each. Supported entries that are not regular files (a FIFO,
+a broken link) are listed: loading them raises a :class:`~akasha.errors.LoaderError` naming them.
 
-Symbolic links stay inside the folder (docs/threat-model.md): a link whose target lies outside it
-is not followed, with one warning, unless ``follow_links=True`` or
-``AKASHA_FOLLOW_EXTERNAL_LINKS=1``; a path named explicitly is read wherever it points. Each real
-file is listed once and each real folder walked once, so symlink loops end.
+Symbolic links stay inside the folder (docs/threat-model.md): a link leaving it is not followed,
+with one warning, unless ``follow_links=True`` or ``AKASHA_FOLLOW_EXTERNAL_LINKS=1``; a path named
+explicitly is read wherever it points. Each real file is listed once and each real folder walked
+once, so symlink loops end.
 """
 
 from __future__ import annotations
@@ -201,14 +200,12 @@ def discover(
 ) -> list[Path]:
     """List the loadable files of ``data_source`` as absolute paths in a stable order.
 
-    ``follow_links``: follow symbolic links whose target lies outside the data
-    folder (default: the ``AKASHA_FOLLOW_EXTERNAL_LINKS`` environment variable, else no).
-    Raises :class:`~akasha.errors.SourceNotFoundError` naming the first path
-    that does not exist, and :class:`~akasha.errors.ConfigError` when
-    ``data_source`` is not a path or a list of paths, or is one of the
-    ``exclude`` folders (an index whose cache folder is the data folder). A file
-    named explicitly is listed even when hidden, unless its extension is
-    unsupported (then it is skipped with a log line).
+    ``follow_links``: follow symbolic links that leave the data folder (default: the
+    ``AKASHA_FOLLOW_EXTERNAL_LINKS`` environment variable, else no). Raises
+    :class:`~akasha.errors.SourceNotFoundError` naming the first path that does not exist, and
+    :class:`~akasha.errors.ConfigError` when ``data_source`` is not a path or a list of paths, or is
+    one of the ``exclude`` folders. A file named explicitly is listed even when hidden, unless its
+    extension is unsupported.
     """
     sources = _sources(data_source)
     if follow_links is None:

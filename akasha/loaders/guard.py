@@ -1,18 +1,16 @@
 """Read risky formats (PDF, .docx) in a child process, so a hostile file cannot end the program.
 
-PDFium, lxml and zlib run native code on untrusted bytes; a PDF whose stream inflates to
-gigabytes makes PDFium abort (SIGABRT: no exception, the process is gone). :func:`guarded_load`
-hands the file's bytes to a worker (``python -m akasha.loaders._worker``) that runs the ordinary
-loader under a memory limit and answers in JSON within ``timeout`` seconds; a worker that crashes
-or runs out of memory or time is killed and replaced, and the file is reported with a
-:class:`~akasha.loaders.limits.LoaderLimitError` naming the limit to raise (docs/threat-model.md).
+PDFium, lxml and zlib run native code on untrusted bytes (a PDF stream inflating to gigabytes makes
+PDFium abort: no exception, the process is gone). :func:`guarded_load` hands the file's bytes to a
+worker (``python -m akasha.loaders._worker``) that runs the ordinary loader under a memory limit and
+answers in JSON within ``timeout`` seconds; a worker that crashes or runs out of memory or time is
+killed and replaced, and the file is reported with a :class:`~akasha.loaders.limits.LoaderLimitError`
+naming the limit to raise (docs/threat-model.md).
 
-A plain subprocess, not :mod:`multiprocessing`: its ``spawn`` and ``forkserver`` starts re-import
-the user's ``__main__`` (an unguarded script would run again), and ``fork`` is unsafe in a
-threaded program; nothing is pickled either way. Workers are reused (a start costs about 0.2 s,
-a PDF handed to a warm one about 1 ms more than in-process) and exit after :data:`IDLE_SECONDS`
-idle or when this process exits. If none can start (no ``sys.executable``), files are read
-in-process, with one warning.
+A plain subprocess, not :mod:`multiprocessing`: ``spawn``/``forkserver`` re-import the user's
+``__main__`` and ``fork`` is unsafe in a threaded program. Workers are reused and exit after
+:data:`IDLE_SECONDS` idle or with this process. If none can start, files are read in-process, with
+one warning.
 """
 
 from __future__ import annotations
@@ -168,8 +166,7 @@ def _take(memory_mb: float) -> _Worker:
 def warm_up(suffixes: Sequence[str], memory_mb: float) -> None:
     """Start a worker now, importing the parsers of ``suffixes``, unless one is idle (see ``prepare_loaders``).
 
-    It waits in the idle pool for the first :func:`guarded_load` with this memory limit. A worker
-    that cannot start is not reported here: the first load reports it, as without this.
+    A worker that cannot start is not reported here: the first load reports it.
     """
     if _unavailable is not None:
         return
@@ -257,12 +254,10 @@ def guarded_load(path: Path, suffix: str, data: bytes, limits: LoaderLimits,
                  options: dict[str, Any] | None = None) -> list[Document]:
     """Load ``data`` (the bytes of ``path``) with the loader for ``suffix`` in a worker process.
 
-    Raises what the loader raises (LoaderError and its limit subclass), a
-    :class:`~akasha.loaders.limits.LoaderLimitError` for ``timeout`` and
-    ``max_memory_mb`` (a native crash counts as running out of memory, the usual
-    cause), :class:`~akasha.loaders.limits.TransientLoaderError` when the
-    operating system killed the worker, and :class:`WorkerStartError` when no
-    worker can be started.
+    Raises what the loader raises, a :class:`~akasha.loaders.limits.LoaderLimitError` for ``timeout``
+    and ``max_memory_mb`` (a native crash counts as running out of memory, the usual cause),
+    :class:`~akasha.loaders.limits.TransientLoaderError` when the operating system killed the worker,
+    and :class:`WorkerStartError` when no worker can be started.
     """
     global _unavailable
     if _unavailable is not None:

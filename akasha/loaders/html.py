@@ -1,15 +1,11 @@
 """Web pages (.html, .htm): visible text only, via the standard library's html.parser.
 
-Scripts, styles and other non-visible elements are dropped; block elements
-(paragraphs, headings, list items, table rows, ``<br>``) become line breaks
+Scripts, styles and other non-visible elements are dropped; block elements become line breaks
 and whitespace inside a line is collapsed.
 
-The encoding follows the HTML standard: a byte-order mark wins, then a
-``<meta charset>`` naming an ASCII-compatible encoding; a page that declares
-UTF-16 in an ASCII ``<meta>`` is read as UTF-8 (the standard's rule: the
-declaration could not have been read if it were true), Latin-1 and ASCII labels
-mean windows-1252, and labels that are not ASCII-compatible (EBCDIC ``cp037``,
-UTF-7, UTF-32) are ignored. A declared decoding that yields mostly control
+The encoding follows the HTML standard: a byte-order mark wins, then a ``<meta charset>`` naming an
+ASCII-compatible encoding (UTF-16 declared in ASCII means UTF-8, Latin-1 and ASCII mean
+windows-1252, EBCDIC, UTF-7 and UTF-32 are ignored). A declared decoding that yields mostly control
 characters is dropped for detection, which refuses binary content.
 """
 
