@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +36,6 @@ LOADERS: dict[str, str] = {
 
 #: Formats whose parsers are native code fed untrusted bytes: read in a child process (``isolate``).
 ISOLATED: frozenset[str] = frozenset({".pdf", ".docx"})
-
-
-def _loader(suffix: str) -> Callable[..., list[Document]]:
-    module, _, function = LOADERS[suffix].partition(":")
-    return getattr(importlib.import_module(module), function)
 
 
 def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimits | None = None,
@@ -72,8 +67,9 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
             return valid_text(guard.guarded_load(path, suffix, data, limits, options))
         except guard.WorkerStartError as exc:
             guard.warn_in_process_once(str(exc))
+    module, _, function = LOADERS[suffix].partition(":")
     try:
-        return valid_text(_loader(suffix)(path, data, limits=limits, **options))
+        return valid_text(getattr(importlib.import_module(module), function)(path, data, limits=limits, **options))
     except UnicodeError as exc:  # a decoder's failure is the file's: a LoaderError naming it
         raise LoaderError(path, f"its text cannot be decoded ({type(exc).__name__}: {exc})") from None
 

@@ -40,13 +40,6 @@ def sniff_sample(text: str) -> str:
     return sample[: end + 1] if end > 0 else sample
 
 
-def _dialect(sample: str) -> type[csv.Dialect] | csv.Dialect:
-    try:
-        return csv.Sniffer().sniff(sniff_sample(sample), delimiters=",;\t|")
-    except csv.Error:
-        return csv.excel
-
-
 def _rows(reader: Iterator[list[str]], bad: list[tuple[int, str]]) -> Iterator[list[str]]:
     """The rows ``reader`` can parse; for each one it refuses, ``(line, reason)`` goes to ``bad``."""
     while True:
@@ -102,9 +95,14 @@ def load_csv(path: Path, data: bytes | None = None, *, limits: LoaderLimits | No
     limits = limits or LoaderLimits.from_env()
     text, _encoding = read_text(path, data, limits)
     require_text(path, text)
+    dialect: type[csv.Dialect] | csv.Dialect
+    try:
+        dialect = csv.Sniffer().sniff(sniff_sample(text), delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
     bad: list[tuple[int, str]] = []
     try:
-        reader = csv.reader(io.StringIO(text, newline=""), _dialect(text))
+        reader = csv.reader(io.StringIO(text, newline=""), dialect)
         body = _bounded_text(path, render_rows(_rows(reader, bad)), limits)
     except csv.Error as exc:
         raise LoaderError(path, f"malformed CSV: {exc}") from None

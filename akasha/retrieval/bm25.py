@@ -83,12 +83,6 @@ def _stemming(tokenize: Callable[[str], list[str]]) -> Callable[[str], list[str]
     return run
 
 
-def _stemmed_id(tokenizer_id: str) -> str:
-    """The id of the stemmed form of a tokenizer ("words-v3+jieba" -> "words-v3+en-stem1+jieba")."""
-    head, plus, tail = tokenizer_id.partition("+")
-    return f"{head}{STEM_MARK}{plus}{tail}"
-
-
 class _Vocab(dict):
     """term -> id; looking up an unknown term gives it the next id (first-seen order, one dict pass per token)."""
 
@@ -113,8 +107,9 @@ class BM25Index:
         self.k1 = float(k1)
         self.b = float(b)
         self.tokenizer_id, self._tokenize = resolve_tokenizer(tokenizer)
-        if stem:
-            self.tokenizer_id, self._tokenize = _stemmed_id(self.tokenizer_id), _stemming(self._tokenize)
+        if stem:  # "words-v3+jieba" -> "words-v3+en-stem1+jieba"
+            head, plus, tail = self.tokenizer_id.partition("+")
+            self.tokenizer_id, self._tokenize = f"{head}{STEM_MARK}{plus}{tail}", _stemming(self._tokenize)
         self._init_empty()
 
     # ------------------------------------------------------------------ state

@@ -199,10 +199,8 @@ class DenseIndex:
         The first call computes every row's nearest neighbours (``n^2 * d`` work); the index then keeps
         them up to date as rows come and go. None above :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows.
         """
-        if not self._refresh_neighbours():
-            return None
-        assert self._near is not None
-        return hubness.mean_cosine(self._near[0][: self._n][self._alive[: self._n]])
+        near = self._neighbours()
+        return None if near is None else hubness.mean_cosine(near[0][: self._n][self._alive[: self._n]])
 
     def has_hubs(self) -> bool:
         """True when the hub scores are up to date without any computing (a snapshot can then keep them)."""
@@ -210,31 +208,29 @@ class DenseIndex:
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
         """Hub scores of ``ids`` (known ids only), or None where :meth:`hubs` gives none."""
-        if not self._refresh_neighbours():
-            return None
-        assert self._near is not None
-        return hubness.mean_cosine(self._near[0][[self._slot[i] for i in ids]])
+        near = self._neighbours()
+        return None if near is None else hubness.mean_cosine(near[0][[self._slot[i] for i in ids]])
 
     def neighbour_state(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(cosines, rows)`` of every live row's nearest neighbours (rows as in :meth:`matrix`) for a snapshot.
 
         None when :meth:`hubs` gives none.
         """
-        if not self._refresh_neighbours():
+        near = self._neighbours()
+        if near is None:
             return None
-        assert self._near is not None
         live = np.flatnonzero(self._alive[: self._n])
         row_of = self._live_rows(live)
-        slots = self._near[1][live]
-        return self._near[0][live].copy(), np.where(slots >= 0, row_of[np.maximum(slots, 0)], -1)
+        slots = near[1][live]
+        return near[0][live].copy(), np.where(slots >= 0, row_of[np.maximum(slots, 0)], -1)
 
-    def _refresh_neighbours(self) -> bool:
-        """Bring every live row's nearest neighbours up to date (see :meth:`hubs`); False above the size limit."""
+    def _neighbours(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every row's nearest neighbours ``(cosines, slots)``, brought up to date (see :meth:`hubs`), or None."""
         if self._n_live > hubness.HUB_MAX_ROWS:
             self._near = None
-            return False
+            return None
         if self._near is not None and not self._stale.any():
-            return True
+            return self._near
         live = np.flatnonzero(self._alive[: self._n])
         if self._near is None:
             width = hubness.HUB_NEIGHBOURS
@@ -245,7 +241,7 @@ class DenseIndex:
         else:
             self._find_nearest(live[self._stale[live]], live, self._near)
             self._stale = np.zeros(self._n, dtype=bool)
-        return True
+        return self._near
 
     def _live_rows(self, live: np.ndarray) -> np.ndarray:
         """Slot -> its row among the live rows ``live`` (-1 for a dead slot)."""

@@ -17,14 +17,6 @@ import numpy as np
 _BLOCK = 32_768  # rows per pass: the scratch arrays stay in L2 cache
 
 
-def _require_bitwise_count() -> None:
-    if not hasattr(np, "bitwise_count"):
-        raise RuntimeError(
-            f"binary-quantised search needs numpy >= 2.0 (np.bitwise_count); numpy {np.__version__} is installed. "
-            "Upgrade numpy, or raise DenseIndex(quantize_above=...) to keep exact search."
-        )
-
-
 def n_words(dimension: int) -> int:
     """uint64 words needed for one sign bit per dimension."""
     return (dimension + 63) // 64
@@ -45,7 +37,11 @@ class BinaryCodes:
     """Growable word-major sign codes for row slots ``0..n-1`` of a dense matrix."""
 
     def __init__(self, center: np.ndarray) -> None:
-        _require_bitwise_count()
+        if not hasattr(np, "bitwise_count"):
+            raise RuntimeError(
+                f"binary-quantised search needs numpy >= 2.0 (np.bitwise_count); numpy {np.__version__} is "
+                "installed. Upgrade numpy, or raise DenseIndex(quantize_above=...) to keep exact search."
+            )
         self.center = np.asarray(center, dtype=np.float32).reshape(-1)
         self._codes = np.zeros((n_words(self.center.shape[0]), 0), dtype=np.uint64)
         self.n = 0
