@@ -87,10 +87,7 @@ def valid_text(documents: list[Document]) -> list[Document]:
 
 
 def prepare_loaders(suffixes: Iterable[str], limits: LoaderLimits | None = None) -> None:
-    """Hint: files with these suffixes are about to be loaded (with ``limits``, as :func:`load_file` takes them).
-
-    A worker for PDF and .docx starts now and imports their parsers while this process does other work.
-    """
+    """Hint: files with these suffixes are about to be loaded (with ``limits``): a PDF/.docx worker starts now."""
     limits = limits or LoaderLimits.from_env()
     isolated = sorted({s.lower() for s in suffixes} & ISOLATED)
     if isolated and limits.isolate:

@@ -164,10 +164,7 @@ def _take(memory_mb: float) -> _Worker:
 
 
 def warm_up(suffixes: Sequence[str], memory_mb: float) -> None:
-    """Start a worker now, importing the parsers of ``suffixes``, unless one is idle (see ``prepare_loaders``).
-
-    A worker that cannot start is not reported here: the first load reports it.
-    """
+    """Start a worker importing the parsers of ``suffixes`` unless one is idle (the first load reports a failure)."""
     if _unavailable is not None:
         return
     with _lock:

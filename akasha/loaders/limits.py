@@ -56,10 +56,7 @@ class LoaderLimits:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LoaderLimits:
-        """The defaults, overridden by the ``AKASHA_LOADER_*`` variables, then by ``overrides``.
-
-        Raises :class:`~akasha.errors.ConfigError` naming a variable whose value is not a number.
-        """
+        """Defaults, overridden by ``AKASHA_LOADER_*`` variables (ConfigError names a bad one), then ``overrides``."""
         source = os.environ if environ is None else environ
         # Parsed once per distinct setting (a load is called per file; this stays a few microseconds).
         limits = _parse(tuple(map(source.get, ENVIRONMENT.values())))
@@ -123,10 +120,7 @@ def _shown(value: float) -> str:
 
 
 class LoaderLimitError(LoaderError):
-    """A file is over one of the :class:`LoaderLimits`; the message says which and how to raise it.
-
-    ``limit``: the field name, ``value`` its value, ``variable`` its environment variable, ``what`` what was over.
-    """
+    """A file is over the :class:`LoaderLimits` field ``limit`` (``value``, set by ``variable``): how to raise it."""
 
     transient = False
 

@@ -6,11 +6,10 @@ reported, never guessed. A PDF with no text layer (a scan) is reported as such: 
 Two engines: pypdfium2 (PDFium, faster, recovers more truncated files) when installed, else pypdf.
 PDFium is not thread-safe: its calls are serialised with a lock.
 
-Hostile files (:class:`~akasha.loaders.limits.LoaderLimits`): before either engine sees the bytes,
-the Flate streams text extraction would decode are inflated into a counter and a file past
-``max_inflated_mb`` is refused; a page count over ``max_pages`` is refused before any page is
-read; text over ``max_chars`` stops the extraction. :func:`akasha.loaders.load_file` runs this
-loader in a child process (:mod:`akasha.loaders.guard`), so a native crash ends that child only.
+Hostile files (:class:`~akasha.loaders.limits.LoaderLimits`): before an engine sees the bytes, the
+Flate streams are inflated into a counter and a file past ``max_inflated_mb`` refused; a page count
+over ``max_pages`` is refused before any page is read; text over ``max_chars`` stops the extraction.
+:func:`akasha.loaders.load_file` runs this loader in a child process (:mod:`akasha.loaders.guard`).
 """
 
 from __future__ import annotations
@@ -212,10 +211,7 @@ def _pages_pypdf(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
 
 def load_pdf(path: Path, data: bytes | None = None, *, engine: str | None = None,
              limits: LoaderLimits | None = None) -> list[Document]:
-    """Load a PDF as one Document per page with extractable text, in this process, within ``limits``.
-
-    ``engine`` is "pypdfium2" or "pypdf"; None picks the first installed of :data:`PDF_ENGINES`.
-    """
+    """One Document per page with text, in this process; ``engine``: "pypdfium2", "pypdf" or None (first installed)."""
     if engine is None:
         engine = available_engines()[0]
     elif engine not in PDF_ENGINES:

@@ -111,10 +111,7 @@ def _choose(path: Path, head: bytes) -> tuple[str, str]:
 
 
 def _decode_stream(path: Path, source: BinaryIO, encoding: str, errors: str, limits: LoaderLimits | None) -> str:
-    """Decode ``source`` from its start a block at a time, stopping as soon as the text passes ``max_chars``.
-
-    What is held is never more than the limit plus one block.
-    """
+    """Decode ``source`` a block at a time, stopping once the text passes ``max_chars`` (holding one block more)."""
     try:
         decoder = codecs.getincrementaldecoder(encoding)(errors)
     except LookupError:  # pragma: no cover - charset-normalizer only names Python codecs

@@ -50,18 +50,12 @@ B = 0.75
 
 
 def idf(documents: Any, frequency: Any) -> Any:
-    """BM25's non-negative (Lucene) inverse document frequency ``log(1 + (N - df + 0.5) / (df + 0.5))``.
-
-    ``documents`` is N, ``frequency`` the term's document frequency: numbers or numpy arrays.
-    """
+    """BM25's non-negative (Lucene) idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, N ``documents``, df ``frequency``."""
     return np.log1p((documents - frequency + 0.5) / (frequency + 0.5))
 
 
 def saturation(tf: Any, length: Any, average_length: float, k1: float = K1, b: float = B) -> Any:
-    """BM25's length-normalised term-frequency factor ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``.
-
-    ``tf`` is the term's count in a document of ``length`` tokens: numbers or numpy arrays.
-    """
+    """BM25's term-frequency factor ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``; dl: ``length`` (or arrays)."""
     norm = k1 * (1.0 - b + b * length / average_length)
     return tf * (k1 + 1.0) / (tf + norm)
 
@@ -147,10 +141,7 @@ class BM25Index:
         return self._tokenize(text)
 
     def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
-        """Index ``texts`` under ``ids``; an id already present is replaced.
-
-        Tokenised :data:`ADD_BATCH` at a time: memory holds one batch of token lists, not the corpus's.
-        """
+        """Index ``texts`` under ``ids`` (replacing ids present), tokenised :data:`ADD_BATCH` at a time."""
         if len(ids) != len(texts):
             raise ValueError(f"add() needs one id per text: {len(ids)} ids, {len(texts)} texts")
         ids = _unique_ids(ids)
@@ -295,10 +286,7 @@ class BM25Index:
         return self._score_terms(*self._query_terms(query))
 
     def score_tokens(self, tokens: Iterable[str]) -> dict[str, float]:
-        """Id -> BM25 score of every live document matching the already tokenised query ``tokens``.
-
-        A token repeated in ``tokens`` weighs as often as it occurs.
-        """
+        """Id -> BM25 score of every live document matching the tokenised query ``tokens`` (repeats weigh each time)."""
         slots, scores = self._score_terms(*self._query_terms(list(tokens)))
         return dict(zip(self.slot_ids(slots.tolist()), scores.tolist(), strict=True))
 
@@ -471,10 +459,7 @@ class BM25Index:
         return index
 
     def to_parts(self) -> dict[str, Any]:
-        """The state for snapshots: numeric numpy arrays plus JSON-ready lists (no object arrays).
-
-        Delta segment and deletion mask are saved unmerged: a one-file edit must not merge every posting.
-        """
+        """Snapshot state: numeric arrays and JSON-ready lists; delta and deletions kept unmerged (edits stay cheap)."""
         d_terms, d_docs, d_tfs = self._delta()
         return {
             "bm25_meta": [FORMAT, FORMAT_VERSION, self.tokenizer_id, self.k1, self.b],

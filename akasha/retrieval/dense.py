@@ -114,10 +114,7 @@ class DenseIndex:
         return [i for i in self._ids if i is not None]
 
     def add(self, ids: Sequence[str], vectors: np.ndarray, passages: Sequence[bytes | None] | None = None) -> None:
-        """Add (or replace) rows; ``vectors`` is ``(len(ids), d)`` and gets normalised.
-
-        ``passages``: each row's :func:`akasha.retrieval.passages.pack` (None for a row without any).
-        """
+        """Add (or replace) rows: ``vectors`` ``(len(ids), d)``, normalised; ``passages``: each ``pack()`` or None."""
         ids = list(ids)
         if not ids:
             return
@@ -212,10 +209,7 @@ class DenseIndex:
         return None if near is None else hubness.mean_cosine(near[0][[self._slot[i] for i in ids]])
 
     def neighbour_state(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(cosines, rows)`` of every live row's nearest neighbours (rows as in :meth:`matrix`) for a snapshot.
-
-        None when :meth:`hubs` gives none.
-        """
+        """Snapshot of the live rows' nearest neighbours: ``(cosines, rows)`` (rows as in :meth:`matrix`), or None."""
         near = self._neighbours()
         if near is None:
             return None

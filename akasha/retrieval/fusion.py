@@ -167,10 +167,7 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
 def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k: int = ADAPTIVE_K,
              weights: Sequence[float] = ADAPTIVE_WEIGHTS, dense_reads: bool | None = None
              ) -> list[tuple[Hashable, float]]:
-    """:func:`fuse_ranked` of a dense and a BM25 list with the question's :func:`adaptive_weights`.
-
-    ``population`` is the number of chunks searched. Returns (id, fused score), best first.
-    """
+    """:func:`fuse_ranked` of a dense and a BM25 list with the question's :func:`adaptive_weights`; best first."""
     w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, dense_reads=dense_reads)
     return fuse_ranked(vector, lexical, (w_vec, w_lex), k)
 

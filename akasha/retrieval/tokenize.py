@@ -1,12 +1,10 @@
 """Word tokenizer shared by BM25 and the hash embedder.
 
-Latin-script text is lowercased with accents folded; Chinese and Japanese runs are cut into
-jieba's search-mode words ("北京大学" also yields "北京" and "大学") when rjieba is installed, else
-into overlapping character bigrams. :func:`resolve_tokenizer` turns a name (``"auto"``,
-``"jieba"``, ``"bigram"``) into a function plus a stable id that indexes persist, so term
-statistics from different tokenizers never mix. The lexical tokenizer also keeps every compound
-word whole beside its parts (:func:`with_compounds`: ``retry_max_delay``, ``setup.md``, ``3.11``),
-so a question that is one identifier finds the chunk holding it exactly.
+Latin-script text is lowercased with accents folded; Chinese and Japanese runs are cut into jieba's
+search-mode words when rjieba is installed, else into overlapping character bigrams.
+:func:`resolve_tokenizer` turns a name into a function plus a stable id that indexes persist, so term
+statistics from different tokenizers never mix. The lexical tokenizer also keeps compound words whole
+beside their parts (:func:`with_compounds`).
 """
 
 from __future__ import annotations
@@ -95,10 +93,7 @@ def with_compounds(text: str, *, use_jieba: bool = False) -> list[str]:
 
 
 class Terms(list):
-    """Tokens whose first :attr:`words` are words and the rest compound words (:func:`with_compounds`).
-
-    BM25 counts a chunk's length in words: a compound kept beside its parts adds none.
-    """
+    """Tokens whose first :attr:`words` are words (BM25's length), the rest compounds (:func:`with_compounds`)."""
 
     __slots__ = ("words",)
     words: int
