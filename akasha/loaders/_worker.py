@@ -5,10 +5,9 @@ parent sends a JSON header ``{"path", "suffix", "limits", "options"}`` and a fra
 bytes; the worker answers one JSON frame, ``{"documents": [[text, metadata, id], ...], "logs": [...],
 "rss_mb"}`` or ``{"error": "loader" | "limit" | "memory" | "value" | "other", ...}``.
 
-Before reading anything the worker caps its own memory (``RLIMIT_DATA`` on Linux, ``RLIMIT_AS``
-elsewhere; ``AKASHA_WORKER_MEMORY_MB``), turns off core dumps and ignores SIGINT (the parent decides
-when to stop it). Each request arms an alarm a little past its timeout, so a worker stuck in native
-code ends itself even if the parent is gone. End of input means exit.
+The worker caps its own memory first (``RLIMIT_DATA`` on Linux, else ``RLIMIT_AS``), turns off core
+dumps and ignores SIGINT (the parent stops it). Each request arms an alarm past its timeout, so a
+worker stuck in native code ends itself even if the parent is gone. End of input means exit.
 """
 
 from __future__ import annotations

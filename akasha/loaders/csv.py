@@ -4,10 +4,9 @@ The first row is the header and each following row becomes ``"header: value; hea
 so a row retrieved on its own still says what its numbers mean. The dialect is sniffed from the
 start of the file; the encoding is detected like a text file's.
 
-Hostile tables stay cheap: the sniffer is quadratic in its sample, so it sees at most
-:data:`SNIFF_CHARS` characters, cut at a line end; a row the csv module refuses is dropped with
-one warning and every other row kept. The text is read within ``max_chars`` and the rendering is
-counted a row at a time against the same limit, so a long header repeated into every row cannot
+Hostile tables stay cheap: the (quadratic) sniffer sees at most :data:`SNIFF_CHARS` characters; a
+row the csv module refuses is dropped with one warning. The text is read within ``max_chars`` and
+the rendering counted a row at a time against it, so a long header repeated into every row cannot
 multiply a small file into gigabytes of text.
 """
 

@@ -3,10 +3,10 @@
 Table rows become one line each, cells joined by `` | `` (merged cells once). A ``.docx`` that is
 not a Word package is refused with a :class:`~akasha.errors.LoaderError`.
 
-A package whose parts expand past ``max_inflated_mb`` (the sizes a zip declares are also the most
-it will inflate) or whose text is over ``max_chars`` is refused with a
-:class:`~akasha.loaders.limits.LoaderLimitError`; python-docx is slow on large XML, so
-:func:`akasha.loaders.load_file` runs this loader in a child process with a time and memory limit.
+A package whose parts expand past ``max_inflated_mb`` (a zip's declared sizes are also the most it
+will inflate) or whose text is over ``max_chars`` is refused with a
+:class:`~akasha.loaders.limits.LoaderLimitError`; :func:`akasha.loaders.load_file` runs this loader
+in a child process with a time and memory limit.
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ answers in JSON within ``timeout`` seconds; a worker that crashes or runs out of
 killed and replaced, and the file is reported with a :class:`~akasha.loaders.limits.LoaderLimitError`
 naming the limit to raise (docs/threat-model.md).
 
-A plain subprocess, not :mod:`multiprocessing`: ``spawn``/``forkserver`` re-import the user's
-``__main__`` and ``fork`` is unsafe in a threaded program. Workers are reused and exit after
-:data:`IDLE_SECONDS` idle or with this process. If none can start, files are read in-process, with
-one warning.
+A plain subprocess, not :mod:`multiprocessing` (which re-imports the user's ``__main__`` or forks a
+threaded program). Workers are reused and exit after :data:`IDLE_SECONDS` idle or with this process;
+if none can start, files are read in-process, with one warning.
 """
 
 from __future__ import annotations
@@ -52,8 +51,7 @@ class WorkerStartError(RuntimeError):
     """The worker process could not be started (the caller falls back to in-process loading)."""
 
 
-#: Signals another process sends (a shutdown, a kill, an operator): the file is not at fault, so a reader ended
-#: by one is retried on the next run, never remembered as a skip. SIGSEGV, SIGABRT, SIGBUS ... are the parser's.
+#: Signals another process sends: the file is not at fault, so a reader ended by one is retried on the next run.
 _SENT_FROM_OUTSIDE = frozenset(int(getattr(signal, name)) for name in
                                ("SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
                                if hasattr(signal, name))

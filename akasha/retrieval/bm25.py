@@ -11,9 +11,8 @@ Layout
       into main past max(50,000 postings, main / 8); a merge also drops deleted documents and
       renumbers slots. Removals only mask and lower the document frequencies.
 
-``stem=True`` stems English words (:mod:`akasha.retrieval.stem`); the tokenizer id then carries
-``+en-stem<version>`` (``"words-v3+en-stem1+jieba"``), so statistics built with other rules never
-mix. Off by default (docs/quality.md).
+``stem=True`` (off by default) stems English words (:mod:`akasha.retrieval.stem`); the tokenizer id
+then carries ``+en-stem<version>``, so statistics built with other rules never mix.
 
 Scoring: Okapi BM25 (``k1=1.5``, ``b=0.75``) with the non-negative :func:`idf`, so every matching
 document scores above zero; statistics count live documents only. ``to_parts``/``from_parts`` give

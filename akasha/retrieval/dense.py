@@ -1,14 +1,12 @@
 """Cosine search over one float32 matrix: exact below a size threshold, binary-quantised above it.
 
-Vectors are normalised once when added, so an exact query is one matrix-vector product
-(:func:`_matvec`) plus ``argpartition``. Rows live in a buffer that grows by doubling; removals are
-masked and compacted away when dead rows outnumber live ones. A read-only memory-mapped ``.npy``
-can be passed to :meth:`DenseIndex.from_matrix`.
+Vectors are normalised once when added, so an exact query is one matrix-vector product plus
+``argpartition``. Rows live in a buffer that grows by doubling; removals are masked and compacted
+away when dead rows outnumber live ones. :meth:`DenseIndex.from_matrix` takes a memory-mapped ``.npy``.
 
-From ``quantize_above`` live rows a query first ranks every row by the Hamming distance of sign
-codes (:mod:`akasha.retrieval.quantized`) and rescores only the nearest :meth:`~DenseIndex.rescore_count`
-exactly. Returned scores are always exact cosines; below the threshold results are those of the
-brute-force scan.
+From ``quantize_above`` live rows a query ranks every row by the Hamming distance of sign codes
+(:mod:`akasha.retrieval.quantized`) and rescores the nearest :meth:`~DenseIndex.rescore_count`
+exactly. Returned scores are always exact cosines.
 """
 
 from __future__ import annotations

@@ -61,8 +61,7 @@ def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any,
     return sorted(fused, key=lambda pair: (-pair[1], str(pair[0])))
 
 
-#: A question of at most this many words (split at whitespace) may be a name: an identifier, an
-#: error code, an option, or a Chinese or Japanese phrase (written without spaces).
+#: A question of at most this many words may be a name: an identifier, an error code, an option, a CJK phrase.
 EXACT_MAX_WORDS = 3
 
 
@@ -111,12 +110,10 @@ def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tup
 ADAPTIVE_K = 10
 #: Weights (vector, bm25) when both lists are informative: the dense list leads.
 ADAPTIVE_WEIGHTS = (0.6, 0.4)
-#: A question with at least this share of Chinese/Japanese/Korean characters among its
-#: letters and digits is checked for coverage.
+#: A question with at least this share of CJK characters among its letters and digits is checked ...
 CJK_SHARE = 0.1
-#: ... and, when nobody has asked the embedder whether it reads the language (``dense_reads``
-#: None), its dense list counts only when the two top-``AGREEMENT_DEPTH`` lists share at
-#: least this many times the items two random lists would share.
+#: ... and, with ``dense_reads`` None, its dense list counts only when the two top-``AGREEMENT_DEPTH``
+#: lists share at least this many times the items two random lists would.
 MIN_LIFT = 5.0
 AGREEMENT_DEPTH = 50
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -172,8 +169,7 @@ def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k:
     return fuse_ranked(vector, lexical, (w_vec, w_lex), k)
 
 
-#: Share of a chunk's best neighbour's fused score that ``auto`` adds to the chunk's own
-#: (:func:`smooth_neighbours`); 0 switches the smoothing off.
+#: Share of its best neighbour's fused score ``auto`` adds to a chunk's (:func:`smooth_neighbours`); 0: off.
 NEIGHBOUR_WEIGHT = 0.1
 
 

@@ -1,15 +1,12 @@
 """Hub scores: how close each chunk lies to its nearest neighbours, so ``auto`` can discount generic chunks.
 
-Some chunks (a table of contents, boilerplate) sit near the middle of everything and push the
-answer out of the top five. As in CSLS (Conneau et al. 2018), a chunk's hub score is its mean
-cosine with its :data:`HUB_NEIGHBOURS` nearest other chunks, and ``auto`` re-sorts the dense
-candidates by ``cosine - SearchSettings.hub_weight * hub score`` (:func:`discount`; the reported
-``vector`` score stays the raw cosine), except for a question mostly in Chinese, Japanese or
-Korean (docs/quality.md).
+Some chunks (a table of contents, boilerplate) sit near everything and push the answer out of the
+top five. As in CSLS (Conneau et al. 2018), a chunk's hub score is its mean cosine with its
+:data:`HUB_NEIGHBOURS` nearest other chunks; ``auto`` re-sorts the dense candidates by
+``cosine - SearchSettings.hub_weight * hub score`` (:func:`discount`), except for a CJK question.
 
-The first pass covers all pairs of chunks; the index then keeps each chunk's nearest neighbours
-up to date (:class:`~akasha.retrieval.dense.DenseIndex`) and the snapshot keeps them. Above
-:data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw cosine.
+:class:`~akasha.retrieval.dense.DenseIndex` keeps each chunk's nearest neighbours up to date after
+a first pass over all pairs; above :data:`HUB_MAX_ROWS` chunks nothing is computed.
 """
 
 from __future__ import annotations

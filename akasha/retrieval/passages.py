@@ -1,14 +1,12 @@
 """Passage vectors: the encoder's own view of each short stretch of a chunk, for ``auto``'s dense ranking.
 
-A chunk's vector is the mean of its token states, diluted by everything around the sentence that
-answers a question. The means of those states over windows of :data:`PASSAGE_TOKENS` tokens every
-:data:`PASSAGE_STRIDE` give a vector per short passage, for no extra encoder work. ``auto`` scores
-each of the :data:`PASSAGE_FETCH` best dense candidates by the better of its chunk cosine and its
-best passage cosine (docs/quality.md).
+A chunk's vector (the mean of its token states) is diluted by everything around the sentence that
+answers a question; means over windows of :data:`PASSAGE_TOKENS` tokens every :data:`PASSAGE_STRIDE`
+give a vector per short passage, for no extra encoder work. ``auto`` scores each of the
+:data:`PASSAGE_FETCH` best dense candidates by the better of its chunk and best passage cosine.
 
-Stored as int8 with one float32 scale per vector (:func:`pack`). Only local models whose vector is
-the mean of their token states give them; otherwise, or where some chunk has none, ``auto`` ranks
-by chunk vectors alone.
+Stored as int8 with one float32 scale per vector (:func:`pack`). Only local mean-pooling models give
+them; otherwise, or where some chunk has none, ``auto`` ranks by chunk vectors alone.
 """
 
 from __future__ import annotations

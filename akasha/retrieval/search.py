@@ -11,13 +11,11 @@
 * ``"mmr"``    maximal marginal relevance over the dense candidates;
 * ``"hybrid"`` weighted fusion of min-max normalised BM25 and dense scores
   (``weights=(vector, bm25)``, default 0.5/0.5);
-* a callable ``fn(query, query_vector, chunks, vectors, k) -> list[(index, score)]``
-  where ``chunks`` is the list of live chunks, ``vectors`` the aligned
-  normalised ``(n, d)`` float32 matrix and ``index`` a position in both.
+* a callable ``fn(query, query_vector, chunks, vectors, k) -> list[(index, score)]`` over the live
+  chunks and their aligned normalised ``(n, d)`` float32 matrix (``index``: a position in both).
 
-Every :class:`~akasha.types.Hit` carries ``details`` with every score collected
-(``vector``, ``bm25``, ``rrf`` or ``fused``, ``mmr``) and ``source`` saying which
-retriever found it (``vector``, ``bm25`` or ``bm25+vector``).
+Every :class:`~akasha.types.Hit` carries ``details`` with every score collected (``vector``, ``bm25``,
+``rrf`` or ``fused``, ``mmr``) and ``source``, the retrievers that found it (``bm25+vector`` ...).
 """
 
 from __future__ import annotations
@@ -66,11 +64,9 @@ class SearchSettings:
     adaptive_weights: tuple[float, float] = fusion.ADAPTIVE_WEIGHTS  # (vector, bm25) before the signals
     neighbour_weight: float = fusion.NEIGHBOUR_WEIGHT  # auto: share of the best neighbour's fused score; 0 = off
     hub_weight: float = hubness.HUB_WEIGHT  # auto: dense candidates ranked by cosine - this * hub score; 0 = off
-    #: auto: the best dense candidates re-scored by their best passage vector (akasha.retrieval.passages);
-    #: 0 turns passages off (an index then neither computes nor stores them).
+    #: auto: dense candidates re-scored by their best passage vector; 0: off (none computed or stored).
     passage_fetch: int = passages_module.PASSAGE_FETCH
-    #: auto on a Chinese/Japanese/Korean question: whether the embedder reads it. None asks the
-    #: embedder (akasha.retrieval.reading's probe); True or False says what you know instead.
+    #: auto on a CJK question: whether the embedder reads it; None asks it (akasha.retrieval.reading's probe).
     embedder_reads_cjk: bool | None = None
     hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25); also auto's, on a CJK question read
     mmr_lambda: float = 0.5
