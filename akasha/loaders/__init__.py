@@ -78,8 +78,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def valid_text(documents: list[Document]) -> list[Document]:
-    """``documents`` with any lone surrogate (a decoder's artefact, never a character) as U+FFFD: what a
-    loader returns is always valid UTF-8, so storing it can never fail later."""
+    """``documents`` with lone surrogates (a decoder's artefact) as U+FFFD: always valid UTF-8, always storable."""
     for document in documents:
         if _SURROGATE.search(document.text):
             document.text = _SURROGATE.sub("\ufffd", document.text)

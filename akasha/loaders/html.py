@@ -1,7 +1,6 @@
 """Web pages (.html, .htm): visible text only, via the standard library's html.parser.
 
-Scripts, styles and other non-visible elements are dropped; block elements become line breaks
-and whitespace inside a line is collapsed.
+Non-visible elements are dropped, block elements become line breaks, whitespace in a line collapses.
 
 The encoding follows the HTML standard: a byte-order mark wins, then a ``<meta charset>`` naming an
 ASCII-compatible encoding (UTF-16 declared in ASCII means UTF-8, Latin-1 and ASCII mean

@@ -3,8 +3,7 @@
 A document is untrusted input (a 1 KB PDF can claim a million pages, a small .docx expand to
 hundreds of MB of XML). Every loader works inside a :class:`LoaderLimits`; a file over a limit is
 skipped with a :class:`LoaderLimitError` naming the limit, its value and the ``AKASHA_LOADER_*``
-variable that raises it (docs/threat-model.md, "Loader limits"). The variables are read each time
-a file is loaded, so a running program picks up a change.
+variable that raises it (docs/threat-model.md), read each time a file is loaded.
 
 An index remembers a file over a limit only while that limit keeps its value (:func:`limit_changed`);
 failures that say nothing about the file are :class:`TransientLoaderError`, retried on the next sync.

@@ -19,8 +19,7 @@ def storable(path: str) -> str:
 
 
 def shown(path: object) -> str:
-    """A path safe to log: undecodable bytes (see :func:`storable`) and control characters escaped,
-    other characters as they are."""
+    """A path safe to log: undecodable bytes (see :func:`storable`) and control characters escaped."""
     text = storable(str(path))
     return text if text.isprintable() else repr(text)[1:-1]
 

@@ -14,9 +14,8 @@ Layout
 ``stem=True`` (off by default) stems English words (:mod:`akasha.retrieval.stem`); the tokenizer id
 then carries ``+en-stem<version>``, so statistics built with other rules never mix.
 
-Scoring: Okapi BM25 (``k1=1.5``, ``b=0.75``) with the non-negative :func:`idf`, so every matching
-document scores above zero; statistics count live documents only. ``to_parts``/``from_parts`` give
-the state as numpy arrays and plain lists (no pickle) for snapshots, with the tokenizer id.
+Okapi BM25 (``k1=1.5``, ``b=0.75``) with the non-negative :func:`idf`, over live documents only.
+``to_parts``/``from_parts``: the snapshot state as numpy arrays and plain lists (no pickle).
 """
 
 from __future__ import annotations
@@ -360,8 +359,7 @@ class BM25Index:
         return self._sat
 
     def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` best ``(id, score)`` pairs for ``query`` (a text, or its tokens), best first (ties by
-        insertion order)."""
+        """The ``k`` best ``(id, score)`` pairs for ``query`` (a text or its tokens), best first, ties by insertion."""
         if k <= 0:
             return []
         tids, qtf = self._query_terms(query)  # tokenised once for both paths

@@ -54,8 +54,7 @@ def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any,
                 weights: Sequence[float], rrf_k: int) -> list[tuple[Any, float]]:
     """:func:`rrf` of a dense and a lexical list of ``(id, score)`` with ``weights``, best first, ties by id.
 
-    The fusion of ``auto`` (:func:`adaptive`), of the stores' hybrid queries (PostgreSQL's statement
-    computes the same) and of a YAML ``fusion: adaptive`` pattern.
+    The fusion of ``auto``, of a YAML ``fusion: adaptive`` pattern and of the stores' hybrid queries.
     """
     fused = rrf([dense, lexical], rrf_k, (float(weights[0]), float(weights[1])))
     return sorted(fused, key=lambda pair: (-pair[1], str(pair[0])))
@@ -127,10 +126,9 @@ def cjk_share(text: str) -> float:
 
 
 def agreement_lift(a: Ranked, b: Ranked, population: int, depth: int = AGREEMENT_DEPTH) -> float:
-    """How many times more items the two top-``depth`` lists share than two random lists would.
+    """How many times more items the two top-``depth`` lists share than two random lists of ``population`` would.
 
-    A dense list from a model that cannot read the question agrees with BM25 about as often as
-    chance. ``population`` is the number of items ranked (the corpus size).
+    (A dense list from a model that cannot read the question agrees with BM25 about as often as chance.)
     """
     top_a = {item for item, _ in a[:depth]}
     top_b = {item for item, _ in b[:depth]}

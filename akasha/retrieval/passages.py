@@ -181,8 +181,7 @@ def rescore(ranked: Sequence[tuple[str, float]], query: np.ndarray, scores: Pass
             ) -> tuple[list[tuple[str, float]], dict[str, float]] | None:
     """``ranked`` (id, chunk cosine) re-sorted by the better of the chunk and its best passage cosine.
 
-    Returns the re-sorted list and each id's best passage cosine, or None when ``scores`` has no
-    passages for one of the ids. Ties keep ``ranked``'s order.
+    Returns that list (ties in ``ranked``'s order) and each id's best passage cosine; None if one has none.
     """
     ids = [i for i, _ in ranked]
     best = scores(ids, query)

@@ -120,9 +120,8 @@ _lock = threading.Lock()
 def reads_script(embedder: Embedder, script: str, store: VerdictStore | None = None) -> bool | None:
     """Whether ``embedder`` reads ``script`` (a key of :data:`PROBES`); None when the probe failed to run.
 
-    Measured once per process for each embedder ``name`` and script, and kept in ``store`` (the
-    index's manifest) for later processes. An embedder that raises during the probe (a server that
-    is down) gets None and is asked again next time.
+    Measured once per process for each embedder ``name`` and script and kept in ``store`` (the index's
+    manifest); an embedder that raises during the probe (a server down) gets None and is asked again.
     """
     key = (embedder.name, script, PROBE_VERSION)
     stored_as = f"reads:{PROBE_VERSION}:{script}:{embedder.name}"

@@ -9,8 +9,7 @@
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
 * ``"mmr"``    maximal marginal relevance over the dense candidates;
-* ``"hybrid"`` weighted fusion of min-max normalised BM25 and dense scores
-  (``weights=(vector, bm25)``, default 0.5/0.5);
+* ``"hybrid"`` weighted fusion of min-max normalised scores (``hybrid_weights``: vector, bm25; 0.5/0.5);
 * a callable ``fn(query, query_vector, chunks, vectors, k) -> list[(index, score)]`` over the live
   chunks and their aligned normalised ``(n, d)`` float32 matrix (``index``: a position in both).
 

@@ -27,11 +27,7 @@ _JOINT_RE = re.compile(r"[._][a-z0-9]")
 
 @functools.lru_cache(maxsize=1)
 def _jieba() -> Callable[[str], list[str]] | None:
-    """jieba's search-mode cut (``cut_for_search`` of rjieba, jieba-rs's Python binding), or None.
-
-    Imported on the first Chinese or Japanese text only. rjieba gives the same tokens as jieba 0.42's
-    ``lcut_for_search``, faster (docs/results.md).
-    """
+    """rjieba's ``cut_for_search`` (jieba 0.42's tokens, docs/results.md), imported on the first CJK text; or None."""
     try:
         import rjieba
     except ImportError:
@@ -80,8 +76,7 @@ def tokenize(text: str, *, use_jieba: bool = False) -> list[str]:
 def with_compounds(text: str, *, use_jieba: bool = False) -> list[str]:
     """:func:`tokenize`'s tokens followed by the compound words of ``text`` kept whole (lowercased).
 
-    Split into common words, a ``snake_case`` or dotted name matches many chunks about alike; the whole
-    compound is a rare term only the chunk holding it matches (bench/identifier_lookup.py).
+    A whole ``snake_case`` or dotted name is a rare term only the chunk holding it matches.
     """
     words = tokenize(text, use_jieba=use_jieba)
     tokens = Terms(words)
