@@ -22,14 +22,9 @@ from akasha.loaders.text import _BOMS, _MAX_BAD_RATIO, _bad_ratio, read_text
 from akasha.types import Document
 
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
-_BLOCK = frozenset(
-    {
-        "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt",
-        "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
-        "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table",
-        "tbody", "thead", "tfoot", "tr", "ul", "title",
-    }
-)
+_BLOCK = frozenset({"address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
+                    "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main",
+                    "nav", "ol", "p", "pre", "section", "table", "tbody", "thead", "tfoot", "tr", "ul", "title"})
 _CELL = frozenset({"td", "th"})
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 

@@ -438,23 +438,6 @@ class BM25Index:
         return [self._ids[s] for s in slots]  # type: ignore[misc]  # live slots only: their ids are never None
 
     # ---------------------------------------------------------- persistence
-    @classmethod
-    def _with_tokenizer_id(cls, tokenizer_id: str, k1: float, b: float) -> BM25Index:
-        stemmed = STEM_MARK + "+" in tokenizer_id
-        fn = tokenizer_from_id(tokenizer_id.replace(STEM_MARK, "", 1) if stemmed else tokenizer_id)
-        if fn is not None and stemmed:
-            fn = _stemming(fn)
-        if fn is None:
-            raise IndexMismatchError(
-                f"this BM25 index was built with tokenizer {tokenizer_id!r}, which this installation "
-                "cannot reproduce (install rjieba for jieba's words, or rebuild the index)"
-            )
-        index = cls.__new__(cls)
-        index.k1, index.b = float(k1), float(b)
-        index.tokenizer_id, index._tokenize = tokenizer_id, fn
-        index._init_empty()
-        return index
-
     def to_parts(self) -> dict[str, Any]:
         """Snapshot state: numeric arrays and JSON-ready lists; delta and deletions kept unmerged (edits stay cheap)."""
         d_terms, d_docs, d_tfs = self._delta()
@@ -479,7 +462,17 @@ class BM25Index:
         fmt, version, tokenizer_id, k1, b = parts["bm25_meta"]
         if fmt != FORMAT or int(version) != FORMAT_VERSION:
             raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} snapshot: {[fmt, version]}")
-        index = cls._with_tokenizer_id(tokenizer_id, float(k1), float(b))
+        stemmed = STEM_MARK + "+" in tokenizer_id
+        fn = tokenizer_from_id(tokenizer_id.replace(STEM_MARK, "", 1) if stemmed else tokenizer_id)
+        if fn is None:
+            raise IndexMismatchError(
+                f"this BM25 index was built with tokenizer {tokenizer_id!r}, which this installation "
+                "cannot reproduce (install rjieba for jieba's words, or rebuild the index)"
+            )
+        index = cls.__new__(cls)
+        index.k1, index.b = float(k1), float(b)
+        index.tokenizer_id, index._tokenize = tokenizer_id, _stemming(fn) if stemmed else fn
+        index._init_empty()
         ids = list(parts["bm25_ids"])
         vocab = parts["bm25_vocab"]
         index._vocab = _Vocab(zip(vocab, range(len(vocab)), strict=True))
