@@ -200,12 +200,10 @@ def discover(
 ) -> list[Path]:
     """List the loadable files of ``data_source`` as absolute paths in a stable order.
 
-    ``follow_links``: follow symbolic links that leave the data folder (default: the
-    ``AKASHA_FOLLOW_EXTERNAL_LINKS`` environment variable, else no). Raises
-    :class:`~akasha.errors.SourceNotFoundError` naming the first path that does not exist, and
-    :class:`~akasha.errors.ConfigError` when ``data_source`` is not a path or a list of paths, or is
-    one of the ``exclude`` folders. A file named explicitly is listed even when hidden, unless its
-    extension is unsupported.
+    ``follow_links``: follow links that leave the data folder (default: ``AKASHA_FOLLOW_EXTERNAL_LINKS``).
+    Raises :class:`~akasha.errors.SourceNotFoundError` naming the first missing path, and
+    :class:`~akasha.errors.ConfigError` when ``data_source`` is not a path or a list of paths, or is an
+    ``exclude`` folder. A supported file named explicitly is listed even when hidden.
     """
     sources = _sources(data_source)
     if follow_links is None:

@@ -62,10 +62,8 @@ def warm() -> None:
 def inflated_size(data: bytes, stop_after: int | None = None) -> int:
     """Bytes that the Flate streams of a PDF inflate to (image streams not counted).
 
-    Every ``stream`` keyword is tried as the start of zlib data, fed through a decompressor whose
-    output is counted and dropped (a stream claiming gigabytes costs no memory); counting stops past
-    ``stop_after``. Other encodings fail the zlib header check and count 0; image streams are skipped
-    (text extraction never decodes them).
+    Each ``stream`` is fed through a zlib decompressor whose output is counted and dropped (gigabytes
+    cost no memory), stopping past ``stop_after``; other encodings count 0, image streams are skipped.
     """
     total = 0
     view = memoryview(data)

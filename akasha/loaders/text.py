@@ -93,11 +93,7 @@ _BLOCK = 1 << 20
 
 
 def _choose(path: Path, head: bytes) -> tuple[str, str]:
-    """``(encoding, errors)`` for a file that starts with ``head``.
-
-    ``errors="strict"`` means "try it": a byte-order mark's codec (a failure is the file's) or UTF-8
-    (a failure means detecting the encoding and decoding again).
-    """
+    """``(encoding, errors)`` for a file starting with ``head``; "strict": a BOM's codec or UTF-8 to try."""
     for bom, encoding in _BOMS:
         if head.startswith(bom):
             return encoding, "strict"
@@ -156,9 +152,8 @@ def _decode(path: Path, source: BinaryIO, limits: LoaderLimits | None) -> tuple[
 def read_text(path: Path, data: bytes | None = None, limits: LoaderLimits | None = None) -> tuple[str, str]:
     """``(text, encoding)`` of ``data``, or of the file at ``path`` read a block at a time (never whole).
 
-    The size is checked first (:meth:`LoaderLimits.check_size`), then the text against ``max_chars``
-    after every block. Raises ``LoaderError`` for empty or binary input and undetectable encodings;
-    the text may still be whitespace only.
+    The size is checked first, then the text against ``max_chars`` after every block. ``LoaderError``
+    for empty or binary input and undetectable encodings; the text may still be whitespace only.
     """
     if limits is not None:
         limits.check_size(path, file_size(path) if data is None else len(data), text=True)

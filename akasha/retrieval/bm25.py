@@ -373,10 +373,9 @@ class BM25Index:
     def _search_pruned(self, tids: np.ndarray, qtf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Exact top-``k`` candidates without touching the long postings of common terms, or None.
 
-        MaxScore-style: a term adds at most ``idf (k1 + 1)`` to any score. Documents of the rarest
-        (*essential*) terms and every delta document are scored completely, the common terms looked up
-        by binary search in their slot-sorted postings. If the k-th best score beats the most the common
-        terms alone could add, the top-k is exact. None (full scan) for short postings or no split.
+        MaxScore: documents of the rarest terms and of the delta are scored completely (common terms by
+        binary search); if the k-th best beats the most (``idf (k1 + 1)`` each) the common terms alone could
+        add, the top-k is exact. None (full scan) for short postings or no split.
         """
         n_main = len(self._indptr) - 1
         n = self._n_live

@@ -191,8 +191,8 @@ class DenseIndex:
     def hubs(self) -> np.ndarray | None:
         """The live rows' hub scores, aligned with :meth:`matrix` (:func:`akasha.retrieval.hubness.hub_scores`).
 
-        The first call computes every row's nearest neighbours (``n^2 * d`` work); the index then keeps
-        them up to date as rows come and go. None above :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows.
+        The first call finds every row's nearest neighbours (``n^2 * d`` work), kept up to date after; None
+        above :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows.
         """
         near = self._neighbours()
         return None if near is None else hubness.mean_cosine(near[0][: self._n][self._alive[: self._n]])

@@ -84,11 +84,10 @@ def identifier_shaped(term: str) -> bool:
 
 
 def exact_terms(question: str, terms: Sequence[str]) -> list[str]:
-    """The terms (``terms``: the question's, as the index tokenized them) the exact-match rule looks up.
+    """The ``terms`` (as the index tokenized ``question``) the exact-match rule looks up.
 
-    Every term of a short question (:func:`names_one_thing`); in a longer one only the
-    identifier-shaped ones (:func:`identifier_shaped`): a plain word that happens to occur in one
-    chunk says little about the answer (docs/quality.md).
+    All of a short question's (:func:`names_one_thing`); else only :func:`identifier_shaped` ones: a plain
+    word that happens to occur in one chunk says little about the answer.
     """
     if names_one_thing(question):
         return list(terms)
@@ -96,11 +95,7 @@ def exact_terms(question: str, terms: Sequence[str]) -> list[str]:
 
 
 def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tuple[Any, float]]:
-    """``fused`` with ``item`` moved to the front, scored just above the best: the chunk holding the exact match.
-
-    ``auto`` calls it when the lexical list's first chunk alone holds one of the question's
-    :func:`exact_terms` (:meth:`akasha.retrieval.bm25.BM25Index.sole_holder`; docs/quality.md).
-    """
+    """``fused`` with ``item`` (the chunk alone holding an :func:`exact_terms` term) first, just above the best."""
     rest = [pair for pair in fused if pair[0] != item]
     top = max((score for _, score in fused), default=0.0)
     return [(item, top + 1e-9), *rest]
@@ -143,9 +138,8 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
                      ) -> tuple[float, float]:
     """(vector, bm25) weights for one question: ``weights``, or the dense list's at 0 where it is blind.
 
-    Only a question mostly in Chinese, Japanese or Korean is checked. ``dense_reads`` says whether
-    the embedder reads it (:func:`akasha.retrieval.reading.reads_question`); when None, the dense list
-    is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance (docs/quality.md).
+    Only a mostly CJK question is checked: ``dense_reads`` says whether the embedder reads it; when
+    None, the dense list is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance.
     """
     if not vector or not lexical:
         return (1.0, 0.0) if vector else (0.0, 1.0)

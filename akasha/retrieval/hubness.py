@@ -35,9 +35,8 @@ def nearest(queries: np.ndarray, matrix: np.ndarray, own: np.ndarray | None = No
             neighbours: int = HUB_NEIGHBOURS) -> tuple[np.ndarray, np.ndarray]:
     """``(cosines, rows)``: each query row's ``neighbours`` largest cosines with ``matrix``'s rows, and which rows.
 
-    ``own[i]`` is the row of ``matrix`` that query ``i`` is (not its own neighbour), or -1.
-    Both arrays are ``(len(queries), neighbours)``, unsorted; where ``matrix`` has too few other
-    rows the spare places hold cosine ``-inf`` and row -1. Computed in blocks of :data:`BLOCK` queries.
+    ``own[i]``: the row of ``matrix`` that query ``i`` is (not its own neighbour), or -1. Both arrays are
+    ``(len(queries), neighbours)``, unsorted; spare places hold cosine ``-inf`` and row -1.
     """
     count, n = int(queries.shape[0]), int(matrix.shape[0])
     cosines = np.full((count, neighbours), -np.inf, dtype=np.float32)
@@ -80,8 +79,7 @@ def mean_cosine(cosines: np.ndarray) -> np.ndarray:
 def hub_scores(matrix: np.ndarray, neighbours: int = HUB_NEIGHBOURS) -> np.ndarray:
     """Each row's mean cosine with its ``neighbours`` nearest other rows; ``matrix`` is ``(n, d)``, unit rows.
 
-    Exact duplicates count as neighbours (a chunk repeated across files is a hub too). With
-    ``neighbours`` or fewer other rows, the mean is over all of them; a single row scores 0.
+    Exact duplicates count as neighbours; with fewer other rows the mean is over all; a single row scores 0.
     """
     cosines, _rows = nearest(matrix, matrix, np.arange(matrix.shape[0]), neighbours)
     return mean_cosine(cosines)
@@ -91,9 +89,8 @@ def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float
              lexical: Sequence[tuple[Any, float]] = ()) -> list[tuple[str, float]]:
     """``ranked`` (id, cosine) re-sorted by ``cosine - weight * hub score``; unchanged when there are no scores.
 
-    The first pair keeps its place when the ``lexical`` list (BM25's, best first) holds it among
-    its first :data:`AGREE_DEPTH`: a chunk both retrievers put at the top is the match, not generic
-    text. The pairs keep their raw cosines; ties keep their input order.
+    The first pair keeps its place when BM25's ``lexical`` list holds it among its first
+    :data:`AGREE_DEPTH` (then it is the match). Pairs keep their raw cosines; ties their input order.
     """
     if ranked and ranked[0][0] in {item for item, _ in lexical[:AGREE_DEPTH]}:
         return [ranked[0], *discount(ranked[1:], hubs, weight)]

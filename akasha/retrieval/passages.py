@@ -28,8 +28,7 @@ PassageScores = Callable[[Sequence[str], np.ndarray], "np.ndarray | None"]
 def window_vectors(states: np.ndarray, tokens: int = PASSAGE_TOKENS, stride: int = PASSAGE_STRIDE) -> np.ndarray:
     """Unit vectors of the mean of ``states`` (one row per real token) over windows of ``tokens``, every ``stride``.
 
-    The last window ends at the last token, so every token is covered; a text shorter than a
-    window gets one vector, the mean of all its tokens.
+    The last window ends at the last token; a text shorter than a window gets one vector, its mean.
     """
     states = np.asarray(states, dtype=np.float32)
     n = states.shape[0]

@@ -99,11 +99,8 @@ class BinaryCodes:
 
 
 def nearest(distances: np.ndarray, count: int) -> np.ndarray:
-    """Slots of (about) the ``count`` smallest distances, ascending slot order.
-
-    A histogram of the small integer distances finds the cut-off in one pass; ties at the cut-off
-    are kept unless they would more than double the set.
-    """
+    """Slots of (about) the ``count`` smallest distances, ascending: ties at the cut-off (found by a
+    histogram) are kept unless they would more than double the set."""
     if count >= len(distances):
         return np.arange(len(distances))
     hist = np.bincount(distances)

@@ -81,8 +81,7 @@ PROBES: dict[str, tuple[tuple[str, str], ...]] = {
 def script_of(text: str) -> str | None:
     """``"zh"``, ``"ja"`` or ``"ko"`` for text written in Chinese, Japanese or Korean, else None.
 
-    Korean when Hangul outnumbers Han characters and kana; Japanese when kana make up at
-    least a tenth of them (Japanese prose always has kana; Chinese never does); else Chinese.
+    Korean when Hangul outnumbers Han and kana; Japanese when kana are at least a tenth; else Chinese.
     """
     han, kana, hangul = len(_HAN.findall(text)), len(_KANA.findall(text)), len(_HANGUL.findall(text))
     total = han + kana + hangul

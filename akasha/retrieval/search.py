@@ -88,10 +88,8 @@ def search(
 ) -> list[Hit]:
     """Rank chunks for ``query``; ``chunks`` maps the ids held by both indexes to chunks.
 
-    For ``auto`` only: ``dense_reads`` whether the embedder reads the question's language
-    (:func:`akasha.retrieval.reading.reads_question`; None: the lists' agreement decides), ``hubs`` the
-    chunks' hub scores (None: ``dense``'s own), ``passages`` their best passage cosines (None: chunk
-    vectors alone).
+    For ``auto`` only: ``dense_reads`` whether the embedder reads the question (None: the lists'
+    agreement decides), ``hubs`` the hub scores (None: ``dense``'s own), ``passages`` best passage cosines.
     """
     search_type = validate_search_type(search_type)
     settings = settings or SearchSettings()
@@ -168,11 +166,9 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
                   hubs: hubness.HubLookup | None = None) -> list[tuple[Any, float]]:
     """``auto``'s fusion of a dense and a BM25 list: hub discount, adaptive weighted RRF, neighbour smoothing.
 
-    Used by the ``auto`` search type and a YAML pattern's ``fusion: adaptive``. ``population`` is the
-    number of chunks searched; ``dense_reads`` as in :func:`search`; ``hubs`` gives the dense ids' hub
-    scores (:func:`akasha.retrieval.hubness.discount`; None or ``hub_weight=0``: no discount). A
-    Chinese, Japanese or Korean question the embedder reads is fused by score, as ``hybrid`` fuses
-    (docs/quality.md).
+    Also a YAML pattern's ``fusion: adaptive``. ``population``: the chunks searched; ``dense_reads``
+    as in :func:`search`; ``hubs``: the dense ids' hub scores (None: no discount). A CJK question the
+    embedder reads is fused by score, as ``hybrid`` fuses.
     """
     if vector and lexical and _fused_by_scores(query, dense_reads):
         return fusion.weighted([vector, lexical], list(settings.hybrid_weights))

@@ -111,11 +111,7 @@ def jieba_available() -> bool:
 
 
 def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str]]]:
-    """Return ``(tokenizer_id, fn)`` for ``name``.
-
-    ``"auto"`` means jieba's words when rjieba is installed, else character bigrams; the
-    returned id names what was chosen (``"words-v3+jieba"`` or ``"words-v3+bigram"``).
-    """
+    """``(tokenizer_id, fn)`` for ``name``; ``"auto"``: jieba's words with rjieba, else bigrams (the id says which)."""
     if name not in TOKENIZER_NAMES:
         raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZER_NAMES)}")
     use_jieba = name == "jieba" or (name == "auto" and jieba_available())
@@ -129,10 +125,9 @@ def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str
 
 
 def earlier_rules_id(tokenizer_id: str) -> str | None:
-    """The id the same tokenizer had under the earlier word rules (``words-v3+jieba`` -> ``words-v2+jieba``).
+    """The id the same tokenizer had under the earlier word rules (``words-v3+jieba`` -> ``words-v2+jieba``), or None.
 
-    An index committed under the earlier rules is adopted by the current ones without reading
-    its files again (:meth:`akasha.index.manifest.Manifest.adopt_namespace`). None for other ids.
+    (:meth:`akasha.index.manifest.Manifest.adopt_namespace` adopts such an index without reading its files.)
     """
     current = f"words-v{_RULES_VERSION}+"
     return f"words-v{_EARLIER_RULES_VERSION}+{tokenizer_id[len(current):]}" if tokenizer_id.startswith(current) \
