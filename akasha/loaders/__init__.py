@@ -42,14 +42,12 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
               **options: Any) -> list[Document]:
     """Load one file into Documents (one per file, one per page for PDFs).
 
-    ``data``: the file's bytes when the caller already read them. ``limits`` (default
-    :meth:`LoaderLimits.from_env`) bound what the file may cost, its size checked before it is read.
-    ``options`` go to the format's loader (``engine=`` for PDFs).
-
-    Raises :class:`~akasha.errors.LoaderError` for a file that cannot be turned into text, its
-    subclass :class:`~akasha.loaders.limits.LoaderLimitError` for a file over a limit, and
-    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed from outside.
-    ``MemoryError`` in this process propagates: it is not the file's fault.
+    ``data``: the file's bytes if already read; ``limits`` (default :meth:`LoaderLimits.from_env`) bound
+    what it may cost; ``options`` go to the format's loader (``engine=`` for PDFs). Raises
+    :class:`~akasha.errors.LoaderError` for a file that cannot be turned into text, its subclass
+    :class:`~akasha.loaders.limits.LoaderLimitError` for one over a limit, and
+    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed from outside;
+    ``MemoryError`` in this process propagates (not the file's fault).
     """
     path = Path(path)
     suffix = path.suffix.lower()

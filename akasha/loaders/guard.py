@@ -249,10 +249,9 @@ def guarded_load(path: Path, suffix: str, data: bytes, limits: LoaderLimits,
                  options: dict[str, Any] | None = None) -> list[Document]:
     """Load ``data`` (the bytes of ``path``) with the loader for ``suffix`` in a worker process.
 
-    Raises what the loader raises, a :class:`~akasha.loaders.limits.LoaderLimitError` for ``timeout``
-    and ``max_memory_mb`` (a native crash counts as running out of memory, the usual cause),
-    :class:`~akasha.loaders.limits.TransientLoaderError` when the operating system killed the worker,
-    and :class:`WorkerStartError` when no worker can be started.
+    Raises what the loader raises, a :class:`~akasha.loaders.limits.LoaderLimitError` for ``timeout`` and
+    ``max_memory_mb`` (a native crash counts as the latter), :class:`~akasha.loaders.limits.TransientLoaderError`
+    when the system killed the worker, and :class:`WorkerStartError` when none can start.
     """
     global _unavailable
     if _unavailable is not None:

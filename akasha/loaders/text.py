@@ -1,11 +1,9 @@
 """Plain text and Markdown (.txt, .md): bytes -> one Document.
 
 A byte-order mark selects UTF-8-SIG / UTF-16 / UTF-32; else UTF-8 is tried, then charset-normalizer
-detects the encoding. Binary content posing as text (NUL bytes, or mostly control characters after
-decoding) is refused with a :class:`~akasha.errors.LoaderError` rather than indexed as garbage.
-
-Memory stays bounded: the size is checked before any byte is read, then the file is decoded a block
-at a time and reading stops as soon as the text passes ``max_chars``.
+detects the encoding. Binary content posing as text (NUL bytes, mostly control characters) is refused
+with a :class:`~akasha.errors.LoaderError`. Memory stays bounded: the size is checked before any
+byte is read, then the file is decoded a block at a time until the text passes ``max_chars``.
 """
 
 from __future__ import annotations

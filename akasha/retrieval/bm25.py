@@ -343,11 +343,10 @@ class BM25Index:
         return saturation(tf, self._dl[docs], avgdl, self.k1, self.b).astype(np.float32)
 
     def _main_saturation(self) -> np.ndarray | None:
-        """:meth:`_saturate` for every main posting, cached until the corpus statistics change, or None.
+        """:meth:`_saturate` for every main posting, cached while the corpus statistics stay, or None.
 
-        A query then costs one multiply per posting. Built on the second query at unchanged statistics
-        (None on the first), so alternating updates and queries never build a table in vain.
-        """
+        Built on the second query at unchanged statistics (None on the first): alternating updates and
+        queries never build a table in vain."""
         key = (self._total_len, self._n_live, id(self._doc), len(self._doc))
         if getattr(self, "_sat_key", None) == key:
             return self._sat

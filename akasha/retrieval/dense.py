@@ -79,10 +79,9 @@ class DenseIndex:
                     neighbours: tuple[np.ndarray, np.ndarray] | None = None,
                     passages: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                     **options: Any) -> DenseIndex:
-        """Wrap an existing ``(n, d)`` matrix (memory-mapped is fine) without copying it when normalised.
+        """Wrap an ``(n, d)`` matrix (memory-mapped is fine), uncopied when normalised; ``options``: the constructor's.
 
-        ``options`` are the constructor's keywords. ``neighbours`` and ``passages`` are what
-        :meth:`neighbour_state` and :meth:`passage_state` gave for these rows (a snapshot); ignored unless they fit.
+        ``neighbours``/``passages``: :meth:`neighbour_state`/:meth:`passage_state` of these rows, ignored if unfit.
         """
         index = cls(int(matrix.shape[1]), **options)
         matrix = matrix if normalized and matrix.dtype == np.float32 else normalize_rows(matrix)

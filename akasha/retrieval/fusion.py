@@ -180,9 +180,8 @@ def smooth_neighbours(fused: Ranked, weight: float = NEIGHBOUR_WEIGHT,
                       ) -> list[tuple[Hashable, float]]:
     """Add ``weight`` times the best fused score among each item's neighbours to its own; returns best first.
 
-    An answer often spans two chunks, so a chunk next to a well-ranked one likely holds the rest
-    (docs/quality.md). ``position(item)`` gives ``(group, n)`` (neighbours: ``n - 1`` and ``n + 1``
-    in the same group) or None. Only items in ``fused`` count as neighbours; ties keep its order.
+    An answer often spans two chunks. ``position(item)`` gives ``(group, n)`` (neighbours: ``n - 1`` and
+    ``n + 1`` in the same group) or None. Only items in ``fused`` count as neighbours; ties keep its order.
     """
     if weight == 0 or not fused:
         return list(fused)

@@ -66,8 +66,8 @@ def unpack(blob: bytes, dimension: int) -> tuple[np.ndarray, np.ndarray]:
 class PassageTable:
     """Each chunk id's passage vectors (int8 codes and scales), for scoring a few candidates at a time.
 
-    All codes lie in one growing int8 matrix (a snapshot's arrays used without a copy). The arrays and
-    the id -> rows map are swapped together, as one tuple, so a search beside an edit reads a consistent pair.
+    All codes lie in one growing int8 matrix; arrays and the id -> rows map are swapped together, as one
+    tuple, so a search beside an edit reads a consistent pair.
     """
 
     def __init__(self, dimension: int) -> None:

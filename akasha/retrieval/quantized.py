@@ -1,12 +1,10 @@
 """Binary-quantised candidate search: one sign bit per dimension, Hamming distance by popcount.
 
-Exact cosine over a million float32 rows is memory-bandwidth bound. The sign bits of the
-*centred* vectors are 32x smaller, and their Hamming distance tracks the angle, so the nearest
-codes are a candidate set that usually holds the exact top-k;
-:class:`~akasha.retrieval.dense.DenseIndex` rescores them with the float32 rows, so only recall
-depends on the codes.
+Exact cosine over a million float32 rows is memory-bandwidth bound. The sign bits of the *centred*
+vectors are 32x smaller and their Hamming distance tracks the angle, so the nearest codes usually
+hold the exact top-k; :class:`~akasha.retrieval.dense.DenseIndex` rescores them exactly.
 
-Codes are stored word-major (``(words, rows)`` uint64): the distance is a few vectorised XOR +
+Codes are stored word-major (``(words, rows)`` uint64): the distance is a few XOR +
 ``np.bitwise_count`` passes over contiguous arrays, in cache-sized blocks (numpy >= 2.0).
 """
 

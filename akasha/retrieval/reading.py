@@ -167,11 +167,9 @@ def _remember(store: VerdictStore | None, key: str, verdict: bool) -> None:
 
 def reads_question(embedder: Embedder, question: str, min_share: float,
                    store: VerdictStore | None = None) -> bool | None:
-    """Whether ``embedder`` reads the script ``question`` is written in (``store`` as in :func:`reads_script`).
+    """Whether ``embedder`` reads ``question``'s script (``store`` as in :func:`reads_script`).
 
-    None when less than ``min_share`` of its letters and digits are Chinese, Japanese or Korean, or
-    the probe failed.
-    """
+    None when less than ``min_share`` of its letters and digits are CJK, or the probe failed."""
     if cjk_share(question) < min_share:
         return None
     script = script_of(question)
