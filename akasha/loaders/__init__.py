@@ -1,9 +1,8 @@
 """Loaders: files in, :class:`~akasha.types.Document` objects out.
 
-:func:`discover` lists the files of a data_source; :func:`load_file` picks the loader for a file's
-extension. A loader returns Documents with ``metadata["source"]`` (the path), ``["file_type"]`` and,
-for PDF pages, ``["page"]`` (1-based), with ids ``"<source>"`` (``"<source>:p<page>"`` for a PDF
-page), or raises :class:`~akasha.errors.LoaderError` naming the file and the reason.
+:func:`discover` lists the files of a data_source; :func:`load_file` picks the loader by extension.
+Documents carry ``metadata["source"]`` (the path), ``["file_type"]`` and, for PDF pages, ``["page"]``
+(1-based), ids ``"<source>"`` (``"<source>:p<page>"``); a failure is a :class:`~akasha.errors.LoaderError`.
 
 Documents are untrusted input: every load runs inside :class:`~akasha.loaders.limits.LoaderLimits`,
 and PDF and .docx files (native parsers) are read in a child process (:mod:`akasha.loaders.guard`).

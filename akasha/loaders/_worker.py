@@ -1,9 +1,8 @@
 """The loader worker process: ``python -m akasha.loaders._worker`` (started by :mod:`akasha.loaders.guard`).
 
-Protocol on stdin/stdout, every frame an 8-byte little-endian length then that many bytes: the
-parent sends a JSON header ``{"path", "suffix", "limits", "options"}`` and a frame with the file's
-bytes; the worker answers one JSON frame, ``{"documents": [[text, metadata, id], ...], "logs": [...],
-"rss_mb"}`` or ``{"error": "loader" | "limit" | "memory" | "value" | "other", ...}``.
+Frames on stdin/stdout: an 8-byte little-endian length, then the bytes. In: a JSON header ``{"path",
+"suffix", "limits", "options"}``, then the file's bytes. Out: one JSON frame, ``{"documents": [[text,
+metadata, id], ...], "logs", "rss_mb"}`` or ``{"error": kind, ...}`` (loader, limit, memory, value, other).
 
 The worker caps its own memory first (``RLIMIT_DATA`` on Linux, else ``RLIMIT_AS``), turns off core
 dumps and ignores SIGINT (the parent stops it). Each request arms an alarm past its timeout, so a

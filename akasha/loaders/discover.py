@@ -1,9 +1,8 @@
 """Turn a data_source (folder, file, or a list mixing both) into the files to load.
 
-The order is stable: list order, each folder walked depth-first with entries sorted by name.
-Hidden entries and the ``exclude`` folders (the index's own cache) are skipped; files no loader
-handles are skipped with a log line each. Supported entries that are not regular files (a FIFO,
-a broken link) are listed: loading them raises a :class:`~akasha.errors.LoaderError` naming them.
+The order is stable: list order, each folder walked depth-first by name. Hidden entries, ``exclude``
+folders (the index's cache) and unsupported files (a log line each) are skipped; supported entries
+that are not regular files are listed (loading them raises a :class:`~akasha.errors.LoaderError`).
 
 Symbolic links stay inside the folder (docs/threat-model.md): a link leaving it is not followed,
 with one warning, unless ``follow_links=True`` or ``AKASHA_FOLLOW_EXTERNAL_LINKS=1``; a path named

@@ -1,9 +1,8 @@
 """Per-file limits on what reading one document may cost, and the errors that report them.
 
-A document is untrusted input (a 1 KB PDF can claim a million pages, a small .docx expand to
-hundreds of MB of XML). Every loader works inside a :class:`LoaderLimits`; a file over a limit is
-skipped with a :class:`LoaderLimitError` naming the limit, its value and the ``AKASHA_LOADER_*``
-variable that raises it (docs/threat-model.md), read each time a file is loaded.
+A document is untrusted input (a 1 KB PDF can claim a million pages). Every loader works inside a
+:class:`LoaderLimits`; a file over a limit is skipped with a :class:`LoaderLimitError` naming the
+limit, its value and the ``AKASHA_LOADER_*`` variable (read per file) that raises it (docs/threat-model.md).
 
 An index remembers a file over a limit only while that limit keeps its value (:func:`limit_changed`);
 failures that say nothing about the file are :class:`TransientLoaderError`, retried on the next sync.
