@@ -139,8 +139,7 @@ class _Walk:
                 is_dir = entry.is_dir()  # follows symlinks; False for broken or looping links
             except OSError:
                 is_dir = False
-            # Not a link: its real path is the folder's plus its name (no realpath() per entry,
-            # which costs a system call per path component).
+            # not a link: the folder's real path plus its name (realpath() costs a system call per component)
             real_path = target if link else os.path.join(real, entry.name)
             if is_dir:
                 if real_path in self.excluded:

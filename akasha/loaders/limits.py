@@ -118,7 +118,7 @@ def _shown(value: float) -> str:
 
 
 class LoaderLimitError(LoaderError):
-    """A file is over the :class:`LoaderLimits` field ``limit`` (``value``, set by ``variable``): how to raise it."""
+    """Over the limit ``limit`` (``value``, env ``variable``; ``what`` was over); the message says how to raise it."""
 
     transient = False
 

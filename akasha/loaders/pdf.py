@@ -209,7 +209,10 @@ def _pages_pypdf(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
 
 def load_pdf(path: Path, data: bytes | None = None, *, engine: str | None = None,
              limits: LoaderLimits | None = None) -> list[Document]:
-    """One Document per page with text, in this process; ``engine``: "pypdfium2", "pypdf" or None (first installed)."""
+    """One Document per page with text, in this process; ``engine``: "pypdfium2", "pypdf" or None (first installed).
+
+    ``limits`` (default :meth:`LoaderLimits.from_env`): a :class:`LoaderLimitError` names the one exceeded.
+    """
     if engine is None:
         engine = available_engines()[0]
     elif engine not in PDF_ENGINES:

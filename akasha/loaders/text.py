@@ -91,7 +91,7 @@ _BLOCK = 1 << 20
 
 
 def _choose(path: Path, head: bytes) -> tuple[str, str]:
-    """``(encoding, errors)`` for a file starting with ``head``; "strict": a BOM's codec or UTF-8 to try."""
+    """``(encoding, errors)`` for a file starting with ``head``; ``"strict"``: a BOM's codec, or UTF-8 to try."""
     for bom, encoding in _BOMS:
         if head.startswith(bom):
             return encoding, "strict"

@@ -250,9 +250,8 @@ class BM25Index:
             remap = np.full(len(self._alive), -1, dtype=np.int32)
             remap[live_slots] = np.arange(len(live_slots))
             docs = remap[docs]
-        # Main postings are sorted by (term, slot), each delta part too, and every part's slots are newer
-        # than those before it: a stable sort on the term alone gives (term, slot) order, and timsort
-        # only has to merge those sorted runs.
+        # Main and each delta part are sorted by (term, slot), each part's slots newer than those before:
+        # a stable sort on the term alone gives (term, slot) order, timsort merging those sorted runs.
         order = np.argsort(terms, kind="stable")
         terms, docs, tfs = terms[order], docs[order], tfs[order]
         self._indptr = np.zeros(n_terms + 1, dtype=np.int64)

@@ -65,7 +65,7 @@ class SearchSettings:
     hub_weight: float = hubness.HUB_WEIGHT  # auto: dense candidates ranked by cosine - this * hub score; 0 = off
     #: auto: dense candidates re-scored by their best passage vector; 0: off (none computed or stored).
     passage_fetch: int = passages_module.PASSAGE_FETCH
-    #: auto on a CJK question: whether the embedder reads it; None asks it (akasha.retrieval.reading's probe).
+    #: auto on a CJK question: does the embedder read it? None asks it (akasha.retrieval.reading); a bool tells.
     embedder_reads_cjk: bool | None = None
     hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25); also auto's, on a CJK question read
     mmr_lambda: float = 0.5

@@ -49,9 +49,8 @@ def _cjk_tokens(run: str, use_jieba: bool) -> list[str]:
         cut = _jieba()
         if cut is not None:
             words = [t for t in cut(run) if t.strip()]
-            # jieba's dictionary is simplified Chinese; on traditional text it can cut
-            # words apart (潤滑 -> 小時潤 / 滑軸承). Character pairs alongside the words
-            # keep every exact substring of two or more characters matchable.
+            # jieba's simplified-Chinese dictionary can cut traditional words apart (潤滑 -> 小時潤 / 滑軸承):
+            # character pairs beside the words keep every exact substring of two or more characters matchable.
             pairs = [run[i : i + 2] for i in range(len(run) - 1)]
             return words + [p for p in pairs if p not in words]
     if len(run) == 1:
