@@ -11,6 +11,7 @@ worker stuck in native code ends itself even if the parent is gone. End of input
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -43,22 +44,18 @@ def _limit_memory() -> None:
         megabytes = float(os.environ.get("AKASHA_WORKER_MEMORY_MB", "0"))
     except ValueError:
         megabytes = 0.0
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError):
-        pass
     if megabytes > 0:
         limit = int(megabytes * 2**20)
         # RLIMIT_DATA counts heap and anonymous mappings but not reserved address space, which
         # PDFium's allocator takes a lot of; elsewhere RLIMIT_AS is the closest there is.
         which = resource.RLIMIT_DATA if sys.platform.startswith("linux") else resource.RLIMIT_AS
-        try:
+        with contextlib.suppress(ValueError, OSError):
             _soft, hard = resource.getrlimit(which)
             if hard != resource.RLIM_INFINITY:
                 limit = min(limit, hard)
             resource.setrlimit(which, (limit, hard))
-        except (ValueError, OSError):
-            pass
 
 
 def read_frame(stream: IO[bytes]) -> bytes | None:
@@ -79,13 +76,11 @@ def _write_frame(stream: BinaryIO, payload: dict[str, Any]) -> None:
 
 def _rss_mb() -> float:
     """This worker's peak resident memory in MB (on Linux ``VmHWM``: ``ru_maxrss`` keeps the parent's across exec)."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with (contextlib.suppress(OSError, ValueError, IndexError),
+          open("/proc/self/status", encoding="ascii", errors="replace") as status):
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     try:
         import resource
 
@@ -124,10 +119,8 @@ def _warm(suffixes: list[str]) -> None:
 
     for suffix in suffixes:
         if suffix in LOADERS:
-            try:
+            with contextlib.suppress(Exception):  # reported by the request that needs this loader
                 warm_loader(suffix)
-            except Exception:  # reported by the request that needs this loader
-                pass
 
 
 def main() -> None:

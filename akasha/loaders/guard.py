@@ -15,6 +15,7 @@ if none can start, files are read in-process, with one warning.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -103,11 +104,9 @@ class _Worker:
     def _read_replies(self) -> None:
         stream = self.process.stdout
         assert stream is not None
-        try:
+        with contextlib.suppress(OSError, ValueError):
             while (body := read_frame(stream)) is not None:
                 self.replies.put(body)
-        except (OSError, ValueError):
-            pass
         self.replies.put(_EOF)
 
     def alive(self) -> bool:
@@ -127,27 +126,21 @@ class _Worker:
         return body if body is _EOF else json.loads(body)
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.process.kill()
-        except OSError:
-            pass
         self.close(wait=1.0)
 
     def close(self, wait: float = 2.0) -> None:
         for stream in (self.process.stdin, self.process.stdout):
-            try:
-                if stream is not None:
+            if stream is not None:
+                with contextlib.suppress(OSError):
                     stream.close()
-            except OSError:
-                pass
         try:
             self.process.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # a process that ignores SIGKILL
                 self.process.wait(timeout=wait)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a process that ignores SIGKILL
-                pass
 
 
 def _take(memory_mb: float) -> _Worker:
