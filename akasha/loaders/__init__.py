@@ -1,22 +1,18 @@
 """Loaders: files in, :class:`~akasha.types.Document` objects out.
 
-:func:`discover` lists the files of a data_source; :func:`load_file` picks the loader for a
-file's extension (one module per file type). A loader returns Documents with
-``metadata["source"]`` (the path), ``["file_type"]`` and, for PDF pages, ``["page"]`` (1-based),
-with ids ``"<source>"`` (``"<source>:p<page>"`` for a PDF page; chunk ids append ``#<n>``), or
-raises :class:`~akasha.errors.LoaderError` naming the file and the reason, so the indexer can
-report the file and carry on.
+:func:`discover` lists the files of a data_source; :func:`load_file` picks the loader by extension.
+Documents carry ``metadata["source"]`` (the path), ``["file_type"]`` and, for PDF pages, ``["page"]``
+(1-based), ids ``"<source>"`` (``"<source>:p<page>"``); a failure is a :class:`~akasha.errors.LoaderError`.
 
 Documents are untrusted input: every load runs inside :class:`~akasha.loaders.limits.LoaderLimits`,
-and PDF and .docx files, whose parsers are native code, are read in a child process
-(:mod:`akasha.loaders.guard`).
+and PDF and .docx files (native parsers) are read in a child process (:mod:`akasha.loaders.guard`).
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -41,25 +37,16 @@ LOADERS: dict[str, str] = {
 ISOLATED: frozenset[str] = frozenset({".pdf", ".docx"})
 
 
-def _loader(suffix: str) -> Callable[..., list[Document]]:
-    module, _, function = LOADERS[suffix].partition(":")
-    return getattr(importlib.import_module(module), function)
-
-
 def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimits | None = None,
               **options: Any) -> list[Document]:
     """Load one file into Documents (one per file, one per page for PDFs).
 
-    ``data``: the file's bytes when the caller already read them (else it is read here).
-    ``limits`` (default :meth:`LoaderLimits.from_env`) bound what the file may cost, its size
-    checked before it is read; with ``limits.isolate`` PDFs and .docx files are read in a child
-    process. ``options`` go to the format's loader (``engine=`` for PDFs).
-
-    Raises :class:`~akasha.errors.LoaderError` for a file that cannot be turned into text
-    (unsupported, corrupt, encrypted, binary, empty, unreadable), its subclass
-    :class:`~akasha.loaders.limits.LoaderLimitError` for a file over a limit, and
-    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed from
-    outside. ``MemoryError`` in this process propagates: it is not the file's fault.
+    ``data``: the file's bytes if already read; ``limits`` (default :meth:`LoaderLimits.from_env`) bound
+    what it may cost; ``options`` go to the format's loader (``engine=`` for PDFs). Raises
+    :class:`~akasha.errors.LoaderError` for a file that cannot be turned into text, its subclass
+    :class:`~akasha.loaders.limits.LoaderLimitError` for one over a limit, and
+    :class:`~akasha.loaders.limits.TransientLoaderError` when the reader was killed from outside;
+    ``MemoryError`` in this process propagates (not the file's fault).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -77,8 +64,9 @@ def load_file(path: str | Path, data: bytes | None = None, *, limits: LoaderLimi
             return valid_text(guard.guarded_load(path, suffix, data, limits, options))
         except guard.WorkerStartError as exc:
             guard.warn_in_process_once(str(exc))
+    module, _, function = LOADERS[suffix].partition(":")
     try:
-        return valid_text(_loader(suffix)(path, data, limits=limits, **options))
+        return valid_text(getattr(importlib.import_module(module), function)(path, data, limits=limits, **options))
     except UnicodeError as exc:  # a decoder's failure is the file's: a LoaderError naming it
         raise LoaderError(path, f"its text cannot be decoded ({type(exc).__name__}: {exc})") from None
 
@@ -87,8 +75,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def valid_text(documents: list[Document]) -> list[Document]:
-    """``documents`` with any lone surrogate (a decoder's artefact, never a character) as U+FFFD: what a
-    loader returns is always valid UTF-8, so storing it can never fail later."""
+    """``documents`` with lone surrogates (a decoder's artefact) as U+FFFD: always valid UTF-8, always storable."""
     for document in documents:
         if _SURROGATE.search(document.text):
             document.text = _SURROGATE.sub("\ufffd", document.text)
@@ -96,12 +83,7 @@ def valid_text(documents: list[Document]) -> list[Document]:
 
 
 def prepare_loaders(suffixes: Iterable[str], limits: LoaderLimits | None = None) -> None:
-    """Hint: files with these suffixes are about to be loaded (with ``limits``, as :func:`load_file` takes them).
-
-    When some are read in a worker process (PDF, .docx), one is started now and imports their
-    parsers while this process does other work (0.3-0.5 s a first index used to wait for).
-    Loading is unchanged; a worker that cannot start is left to :func:`load_file` to report.
-    """
+    """Hint: files with these suffixes are about to be loaded (with ``limits``): a PDF/.docx worker starts now."""
     limits = limits or LoaderLimits.from_env()
     isolated = sorted({s.lower() for s in suffixes} & ISOLATED)
     if isolated and limits.isolate:

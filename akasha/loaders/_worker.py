@@ -1,20 +1,17 @@
 """The loader worker process: ``python -m akasha.loaders._worker`` (started by :mod:`akasha.loaders.guard`).
 
-Protocol on stdin/stdout, every frame an 8-byte little-endian length then that
-many bytes: the parent sends a JSON header ``{"path", "suffix", "limits",
-"options"}`` and a frame with the file's bytes; the worker answers one JSON
-frame, ``{"documents": [[text, metadata, id], ...], "logs": [...], "rss_mb"}``
-or ``{"error": "loader" | "limit" | "memory" | "value" | "other", ...}``.
+Frames on stdin/stdout: an 8-byte little-endian length, then the bytes. In: a JSON header ``{"path",
+"suffix", "limits", "options"}``, then the file's bytes. Out: one JSON frame, ``{"documents": [[text,
+metadata, id], ...], "logs", "rss_mb"}`` or ``{"error": kind, ...}`` (loader, limit, memory, value, other).
 
-Before reading anything the worker caps its own memory (``RLIMIT_DATA`` on Linux,
-``RLIMIT_AS`` elsewhere; ``AKASHA_WORKER_MEMORY_MB``), turns off core dumps and
-ignores SIGINT (the parent decides when to stop it). Each request also arms an
-alarm a little past its timeout, so a worker stuck in native code ends itself
-even if the parent is gone. End of input means exit.
+The worker caps its own memory first (``RLIMIT_DATA`` on Linux, else ``RLIMIT_AS``), turns off core
+dumps and ignores SIGINT (the parent stops it). Each request arms an alarm past its timeout, so a
+worker stuck in native code ends itself even if the parent is gone. End of input means exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -47,22 +44,18 @@ def _limit_memory() -> None:
         megabytes = float(os.environ.get("AKASHA_WORKER_MEMORY_MB", "0"))
     except ValueError:
         megabytes = 0.0
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError):
-        pass
     if megabytes > 0:
         limit = int(megabytes * 2**20)
         # RLIMIT_DATA counts heap and anonymous mappings but not reserved address space, which
         # PDFium's allocator takes a lot of; elsewhere RLIMIT_AS is the closest there is.
         which = resource.RLIMIT_DATA if sys.platform.startswith("linux") else resource.RLIMIT_AS
-        try:
+        with contextlib.suppress(ValueError, OSError):
             _soft, hard = resource.getrlimit(which)
             if hard != resource.RLIM_INFINITY:
                 limit = min(limit, hard)
             resource.setrlimit(which, (limit, hard))
-        except (ValueError, OSError):
-            pass
 
 
 def read_frame(stream: IO[bytes]) -> bytes | None:
@@ -82,18 +75,12 @@ def _write_frame(stream: BinaryIO, payload: dict[str, Any]) -> None:
 
 
 def _rss_mb() -> float:
-    """This worker's peak resident memory in MB, since it started.
-
-    On Linux from ``VmHWM``: ``ru_maxrss`` there keeps the parent's high-water mark across fork and
-    exec, so a parent holding more than half of ``max_memory_mb`` made every file get a new worker.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    """This worker's peak resident memory in MB (on Linux ``VmHWM``: ``ru_maxrss`` keeps the parent's across exec)."""
+    with (contextlib.suppress(OSError, ValueError, IndexError),
+          open("/proc/self/status", encoding="ascii", errors="replace") as status):
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     try:
         import resource
 
@@ -127,16 +114,13 @@ def handle(header: dict[str, Any], data: bytes) -> dict[str, Any]:
 
 
 def _warm(suffixes: list[str]) -> None:
-    """Import the parsers of ``suffixes`` before the first request; one that fails to import fails the
-    request that needs it, with the loader's own error, as it would without this."""
+    """Import the parsers of ``suffixes`` before the first request (a failure is left to the request that needs it)."""
     from akasha.loaders import LOADERS, warm_loader
 
     for suffix in suffixes:
         if suffix in LOADERS:
-            try:
+            with contextlib.suppress(Exception):  # reported by the request that needs this loader
                 warm_loader(suffix)
-            except Exception:  # reported by the request that needs this loader
-                pass
 
 
 def main() -> None:
@@ -184,7 +168,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    # Every reply was flushed as it was written and nothing else is buffered: leave without the
-    # interpreter's teardown (freeing the parsers' modules, about 20-30 ms), which the parent
-    # waits for when it closes the worker at its own exit.
+    # Every reply was flushed and nothing else is buffered: skip the interpreter's teardown, which
+    # the parent waits for when it closes the worker at its own exit.
     os._exit(0)

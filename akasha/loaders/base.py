@@ -1,9 +1,7 @@
 """What every loader shares: reading a file's bytes safely and refusing empty text.
 
-Reading goes through :func:`read_bytes` so that every way a file can fail to
-be read (deleted since it was listed, permission denied, a FIFO or device that
-would block forever, a broken or looping symlink) becomes a
-:class:`~akasha.errors.LoaderError` naming the file.
+Every way a file can fail to be read (deleted since listed, permission denied, a FIFO or device that
+would block forever, a broken or looping symlink) becomes a :class:`~akasha.errors.LoaderError` naming it.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """Comma/semicolon/tab separated tables (.csv): one readable line per row.
 
-The first row is taken as the header and each following row becomes
-``"header: value; header: value"`` so a row retrieved on its own still says
-what its numbers mean. The dialect (delimiter, quoting) is sniffed from the
+The first row is the header and each following row becomes ``"header: value; header: value"``,
+so a row retrieved on its own still says what its numbers mean. The dialect is sniffed from the
 start of the file; the encoding is detected like a text file's.
 
-Hostile tables stay cheap: the standard library's sniffer is quadratic in the
-length of its sample (a crafted 63 KB line took 14 s), so it sees at most
-:data:`SNIFF_CHARS` characters, cut at a line end; a row the csv module refuses
-(a cell over its 131,072-character field limit, say) is dropped with one warning
-naming the file and the rows, and every other row is kept. The text is read within
-``max_chars`` (:func:`akasha.loaders.text.read_text`) and the rendering is counted a row at a
-time against the same limit, so a long header repeated into every row cannot multiply a small
-file into gigabytes of text.
+Hostile tables stay cheap: the (quadratic) sniffer sees at most :data:`SNIFF_CHARS` characters; a
+row the csv module refuses is dropped with one warning. The text is read within ``max_chars`` and
+the rendering counted a row at a time against it, so a long header repeated into every row cannot
+multiply a small file into gigabytes of text.
 """
 
 from __future__ import annotations
@@ -44,13 +39,6 @@ def sniff_sample(text: str) -> str:
     return sample[: end + 1] if end > 0 else sample
 
 
-def _dialect(sample: str) -> type[csv.Dialect] | csv.Dialect:
-    try:
-        return csv.Sniffer().sniff(sniff_sample(sample), delimiters=",;\t|")
-    except csv.Error:
-        return csv.excel
-
-
 def _rows(reader: Iterator[list[str]], bad: list[tuple[int, str]]) -> Iterator[list[str]]:
     """The rows ``reader`` can parse; for each one it refuses, ``(line, reason)`` goes to ``bad``."""
     while True:
@@ -65,10 +53,7 @@ def _rows(reader: Iterator[list[str]], bad: list[tuple[int, str]]) -> Iterator[l
 
 
 def render_rows(rows: Iterable[list[str]]) -> Iterator[str]:
-    """Rows (the first non-empty one the header) as ``header: value`` lines, one at a time.
-
-    A table that is only a header renders as that header, ``" | "``-joined.
-    """
+    """Rows (the first non-empty one the header) as ``header: value`` lines; a lone header ``" | "``-joined."""
     header: list[str] | None = None
     rendered = False
     for row in rows:
@@ -109,9 +94,14 @@ def load_csv(path: Path, data: bytes | None = None, *, limits: LoaderLimits | No
     limits = limits or LoaderLimits.from_env()
     text, _encoding = read_text(path, data, limits)
     require_text(path, text)
+    dialect: type[csv.Dialect] | csv.Dialect
+    try:
+        dialect = csv.Sniffer().sniff(sniff_sample(text), delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
     bad: list[tuple[int, str]] = []
     try:
-        reader = csv.reader(io.StringIO(text, newline=""), _dialect(text))
+        reader = csv.reader(io.StringIO(text, newline=""), dialect)
         body = _bounded_text(path, render_rows(_rows(reader, bad)), limits)
     except csv.Error as exc:
         raise LoaderError(path, f"malformed CSV: {exc}") from None

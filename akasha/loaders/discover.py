@@ -1,15 +1,13 @@
 """Turn a data_source (folder, file, or a list mixing both) into the files to load.
 
-The order is stable: list order, and each folder walked depth-first with its entries sorted by
-name. Hidden files and folders and the ``exclude`` folders (the index's own cache) are skipped;
-files no loader handles are skipped with one log line each. Entries with a supported extension
-that are not regular files (a FIFO, a broken or looping symlink) are listed: loading them raises a
-:class:`~akasha.errors.LoaderError` that names them.
+The order is stable: list order, each folder walked depth-first by name. Hidden entries, ``exclude``
+folders (the index's cache) and unsupported files (a log line each) are skipped; supported entries
+that are not regular files are listed (loading them raises a :class:`~akasha.errors.LoaderError`).
 
-Symbolic links stay inside the folder (docs/threat-model.md): a link whose target lies outside it
-is not followed, with one warning, unless ``follow_links=True`` or
-``AKASHA_FOLLOW_EXTERNAL_LINKS=1``; a path named explicitly is read wherever it points. Each real
-file is listed once and each real folder walked once, so symlink loops end.
+Symbolic links stay inside the folder (docs/threat-model.md): a link leaving it is not followed,
+with one warning, unless ``follow_links=True`` or ``AKASHA_FOLLOW_EXTERNAL_LINKS=1``; a path named
+explicitly is read wherever it points. Each real file is listed once and each real folder walked
+once, so symlink loops end.
 """
 
 from __future__ import annotations
@@ -141,8 +139,7 @@ class _Walk:
                 is_dir = entry.is_dir()  # follows symlinks; False for broken or looping links
             except OSError:
                 is_dir = False
-            # Not a link: its real path is the folder's plus its name (no realpath() per entry,
-            # which costs a system call per path component).
+            # not a link: the folder's real path plus its name (realpath() costs a system call per component)
             real_path = target if link else os.path.join(real, entry.name)
             if is_dir:
                 if real_path in self.excluded:
@@ -201,14 +198,10 @@ def discover(
 ) -> list[Path]:
     """List the loadable files of ``data_source`` as absolute paths in a stable order.
 
-    ``follow_links``: follow symbolic links whose target lies outside the data
-    folder (default: the ``AKASHA_FOLLOW_EXTERNAL_LINKS`` environment variable, else no).
-    Raises :class:`~akasha.errors.SourceNotFoundError` naming the first path
-    that does not exist, and :class:`~akasha.errors.ConfigError` when
-    ``data_source`` is not a path or a list of paths, or is one of the
-    ``exclude`` folders (an index whose cache folder is the data folder). A file
-    named explicitly is listed even when hidden, unless its extension is
-    unsupported (then it is skipped with a log line).
+    ``follow_links``: follow links that leave the data folder (default: ``AKASHA_FOLLOW_EXTERNAL_LINKS``).
+    Raises :class:`~akasha.errors.SourceNotFoundError` naming the first missing path, and
+    :class:`~akasha.errors.ConfigError` when ``data_source`` is not a path or a list of paths, or is an
+    ``exclude`` folder. A supported file named explicitly is listed even when hidden.
     """
     sources = _sources(data_source)
     if follow_links is None:

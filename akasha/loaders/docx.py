@@ -1,15 +1,12 @@
 """Word documents (.docx): paragraphs and tables in document order, via python-docx.
 
-Table rows become one line each with cells joined by `` | `` (merged cells
-counted once), so a checklist's rows stay together in a chunk. A ``.docx``
-that is not a Word package (a zip of something else, or not a zip at all) is
-refused with a :class:`~akasha.errors.LoaderError`.
+Table rows become one line each, cells joined by `` | `` (merged cells once). A ``.docx`` that is
+not a Word package is refused with a :class:`~akasha.errors.LoaderError`.
 
-A package whose parts expand past ``max_inflated_mb`` (the sizes a zip declares
-are also the most it will inflate) or whose text is over ``max_chars`` is
-refused with a :class:`~akasha.loaders.limits.LoaderLimitError`; python-docx
-reads about 1 MB of XML a second, so :func:`akasha.loaders.load_file` also runs
-this loader in a child process with a time and memory limit.
+A package whose parts expand past ``max_inflated_mb`` (a zip's declared sizes are also the most it
+will inflate) or whose text is over ``max_chars`` is refused with a
+:class:`~akasha.loaders.limits.LoaderLimitError`; :func:`akasha.loaders.load_file` runs this loader
+in a child process with a time and memory limit.
 """
 
 from __future__ import annotations
@@ -45,8 +42,7 @@ def _table_lines(table: Any) -> list[str]:
         cells: list[str] = []
         seen: set[int] = set()
         for cell in row.cells:
-            # python-docx repeats the same cell object once per grid column a merged cell spans
-            # (documented on ``_Row.cells``), so the object's identity says "seen".
+            # python-docx repeats a merged cell's object once per grid column it spans: identity says "seen"
             key = id(cell)
             if key in seen:
                 continue

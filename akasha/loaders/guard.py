@@ -1,23 +1,21 @@
 """Read risky formats (PDF, .docx) in a child process, so a hostile file cannot end the program.
 
-PDFium, lxml and zlib run native code on untrusted bytes; a PDF whose stream inflates to
-gigabytes makes PDFium abort (SIGABRT: no exception, the process is gone). :func:`guarded_load`
-hands the file's bytes to a worker (``python -m akasha.loaders._worker``) that runs the ordinary
-loader under a memory limit and answers in JSON within ``timeout`` seconds; a worker that crashes
-or runs out of memory or time is killed and replaced, and the file is reported with a
-:class:`~akasha.loaders.limits.LoaderLimitError` naming the limit to raise (docs/threat-model.md).
+PDFium, lxml and zlib run native code on untrusted bytes (a PDF stream inflating to gigabytes makes
+PDFium abort: no exception, the process is gone). :func:`guarded_load` hands the file's bytes to a
+worker (``python -m akasha.loaders._worker``) that runs the ordinary loader under a memory limit and
+answers in JSON within ``timeout`` seconds; a worker that crashes or runs out of memory or time is
+killed and replaced, and the file is reported with a :class:`~akasha.loaders.limits.LoaderLimitError`
+naming the limit to raise (docs/threat-model.md).
 
-A plain subprocess, not :mod:`multiprocessing`: its ``spawn`` and ``forkserver`` starts re-import
-the user's ``__main__`` (an unguarded script would run again), and ``fork`` is unsafe in a
-threaded program; nothing is pickled either way. Workers are reused (a start costs about 0.2 s,
-a PDF handed to a warm one about 1 ms more than in-process) and exit after :data:`IDLE_SECONDS`
-idle or when this process exits. If none can start (no ``sys.executable``), files are read
-in-process, with one warning.
+A plain subprocess, not :mod:`multiprocessing` (which re-imports the user's ``__main__`` or forks a
+threaded program). Workers are reused and exit after :data:`IDLE_SECONDS` idle or with this process;
+if none can start, files are read in-process, with one warning.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -54,8 +52,7 @@ class WorkerStartError(RuntimeError):
     """The worker process could not be started (the caller falls back to in-process loading)."""
 
 
-#: Signals another process sends (a shutdown, a kill, an operator): the file is not at fault, so a reader ended
-#: by one is retried on the next run, never remembered as a skip. SIGSEGV, SIGABRT, SIGBUS ... are the parser's.
+#: Signals another process sends: the file is not at fault, so a reader ended by one is retried on the next run.
 _SENT_FROM_OUTSIDE = frozenset(int(getattr(signal, name)) for name in
                                ("SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
                                if hasattr(signal, name))
@@ -107,11 +104,9 @@ class _Worker:
     def _read_replies(self) -> None:
         stream = self.process.stdout
         assert stream is not None
-        try:
+        with contextlib.suppress(OSError, ValueError):
             while (body := read_frame(stream)) is not None:
                 self.replies.put(body)
-        except (OSError, ValueError):
-            pass
         self.replies.put(_EOF)
 
     def alive(self) -> bool:
@@ -131,27 +126,21 @@ class _Worker:
         return body if body is _EOF else json.loads(body)
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.process.kill()
-        except OSError:
-            pass
         self.close(wait=1.0)
 
     def close(self, wait: float = 2.0) -> None:
         for stream in (self.process.stdin, self.process.stdout):
-            try:
-                if stream is not None:
+            if stream is not None:
+                with contextlib.suppress(OSError):
                     stream.close()
-            except OSError:
-                pass
         try:
             self.process.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # a process that ignores SIGKILL
                 self.process.wait(timeout=wait)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a process that ignores SIGKILL
-                pass
 
 
 def _take(memory_mb: float) -> _Worker:
@@ -166,11 +155,7 @@ def _take(memory_mb: float) -> _Worker:
 
 
 def warm_up(suffixes: Sequence[str], memory_mb: float) -> None:
-    """Start a worker now, importing the parsers of ``suffixes``, unless one is idle (see ``prepare_loaders``).
-
-    It waits in the idle pool for the first :func:`guarded_load` with this memory limit. A worker
-    that cannot start is not reported here: the first load reports it, as without this.
-    """
+    """Start a worker importing the parsers of ``suffixes`` unless one is idle (the first load reports a failure)."""
     if _unavailable is not None:
         return
     with _lock:
@@ -257,12 +242,9 @@ def guarded_load(path: Path, suffix: str, data: bytes, limits: LoaderLimits,
                  options: dict[str, Any] | None = None) -> list[Document]:
     """Load ``data`` (the bytes of ``path``) with the loader for ``suffix`` in a worker process.
 
-    Raises what the loader raises (LoaderError and its limit subclass), a
-    :class:`~akasha.loaders.limits.LoaderLimitError` for ``timeout`` and
-    ``max_memory_mb`` (a native crash counts as running out of memory, the usual
-    cause), :class:`~akasha.loaders.limits.TransientLoaderError` when the
-    operating system killed the worker, and :class:`WorkerStartError` when no
-    worker can be started.
+    Raises what the loader raises, a :class:`~akasha.loaders.limits.LoaderLimitError` for ``timeout`` and
+    ``max_memory_mb`` (a native crash counts as the latter), :class:`~akasha.loaders.limits.TransientLoaderError`
+    when the system killed the worker, and :class:`WorkerStartError` when none can start.
     """
     global _unavailable
     if _unavailable is not None:

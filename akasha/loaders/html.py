@@ -1,15 +1,10 @@
 """Web pages (.html, .htm): visible text only, via the standard library's html.parser.
 
-Scripts, styles and other non-visible elements are dropped; block elements
-(paragraphs, headings, list items, table rows, ``<br>``) become line breaks
-and whitespace inside a line is collapsed.
+Non-visible elements are dropped, block elements become line breaks, whitespace in a line collapses.
 
-The encoding follows the HTML standard: a byte-order mark wins, then a
-``<meta charset>`` naming an ASCII-compatible encoding; a page that declares
-UTF-16 in an ASCII ``<meta>`` is read as UTF-8 (the standard's rule: the
-declaration could not have been read if it were true), Latin-1 and ASCII labels
-mean windows-1252, and labels that are not ASCII-compatible (EBCDIC ``cp037``,
-UTF-7, UTF-32) are ignored. A declared decoding that yields mostly control
+The encoding follows the HTML standard: a byte-order mark wins, then a ``<meta charset>`` naming an
+ASCII-compatible encoding (UTF-16 declared in ASCII means UTF-8, Latin-1 and ASCII mean
+windows-1252, EBCDIC, UTF-7 and UTF-32 are ignored). A declared decoding that yields mostly control
 characters is dropped for detection, which refuses binary content.
 """
 
@@ -27,14 +22,9 @@ from akasha.loaders.text import _BOMS, _MAX_BAD_RATIO, _bad_ratio, read_text
 from akasha.types import Document
 
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
-_BLOCK = frozenset(
-    {
-        "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt",
-        "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
-        "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table",
-        "tbody", "thead", "tfoot", "tr", "ul", "title",
-    }
-)
+_BLOCK = frozenset({"address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
+                    "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main",
+                    "nav", "ol", "p", "pre", "section", "table", "tbody", "thead", "tfoot", "tr", "ul", "title"})
 _CELL = frozenset({"td", "th"})
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 

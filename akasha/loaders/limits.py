@@ -1,15 +1,11 @@
 """Per-file limits on what reading one document may cost, and the errors that report them.
 
-A document is untrusted input: a 1 KB PDF can claim a million pages, a 600 KB one can inflate
-to gigabytes, a 2 MB .docx can expand to 500 MB of XML. Every loader works inside a
+A document is untrusted input (a 1 KB PDF can claim a million pages). Every loader works inside a
 :class:`LoaderLimits`; a file over a limit is skipped with a :class:`LoaderLimitError` naming the
-limit, its value and the ``AKASHA_LOADER_*`` variable that raises it (the table of limits, their
-variables and defaults is in docs/threat-model.md, "Loader limits"). The variables are read each
-time a file is loaded (never at import), so a running program picks up a change.
+limit, its value and the ``AKASHA_LOADER_*`` variable (read per file) that raises it (docs/threat-model.md).
 
-An index remembers a file that is over a limit only while that limit keeps its value
-(:func:`limit_changed`); failures that say nothing about the file (the reader was killed or could
-not start) are :class:`TransientLoaderError` and are retried on the next sync.
+An index remembers a file over a limit only while that limit keeps its value (:func:`limit_changed`);
+failures that say nothing about the file are :class:`TransientLoaderError`, retried on the next sync.
 """
 
 from __future__ import annotations
@@ -30,17 +26,13 @@ _MARK = re.compile(r"\(limit (AKASHA_LOADER_[A-Z_]+)=([^)\s]+)\)")
 class LoaderLimits:
     """What reading one file may cost; ``0`` turns a numeric limit off.
 
-    ``max_inflated_mb``: megabytes (2**20 bytes) that a file's compressed parts may
-    expand to: the Flate streams of a PDF (images excepted: text extraction does not
-    decode them), every part of a .docx package. ``max_pages``: pages of a PDF.
-    ``max_chars``: characters of text extracted from one file (any format).
-    ``max_file_mb``: megabytes (2**20 bytes) of one file on disk (any format), checked
-    before it is read.
-    ``timeout``: seconds to read one PDF or .docx. ``max_memory_mb``: memory of the
-    child process that reads a PDF or .docx (Linux enforces it; elsewhere it is
-    advisory). ``isolate``: read PDFs and .docx files in a child process, so a
-    crash or a runaway allocation in a native parser ends that child, not the
-    program; plain text, Markdown, HTML and CSV are always read in-process.
+    ``max_inflated_mb``: megabytes (2**20 bytes) a file's compressed parts may expand to (a PDF's
+    Flate streams, images excepted; every part of a .docx). ``max_pages``: pages of a PDF.
+    ``max_chars``: characters of text extracted from one file. ``max_file_mb``: megabytes of one
+    file on disk, checked before it is read. ``timeout``: seconds to read one PDF or .docx.
+    ``max_memory_mb``: memory of the child process that reads a PDF or .docx (enforced on Linux,
+    advisory elsewhere). ``isolate``: read PDFs and .docx files in that child process, so a crash in
+    a native parser ends the child, not the program (other formats are always read in-process).
     """
 
     max_inflated_mb: float = 256
@@ -62,10 +54,7 @@ class LoaderLimits:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LoaderLimits:
-        """The defaults, overridden by the ``AKASHA_LOADER_*`` variables, then by ``overrides``.
-
-        Raises :class:`~akasha.errors.ConfigError` naming a variable whose value is not a number.
-        """
+        """Defaults, overridden by ``AKASHA_LOADER_*`` variables (ConfigError names a bad one), then ``overrides``."""
         source = os.environ if environ is None else environ
         # Parsed once per distinct setting (a load is called per file; this stays a few microseconds).
         limits = _parse(tuple(map(source.get, ENVIRONMENT.values())))
@@ -80,9 +69,8 @@ class LoaderLimits:
     def check_size(self, path: object, size: int, *, text: bool) -> None:
         """Raise :class:`LoaderLimitError` when a file of ``size`` bytes is surely over a limit, before it is read.
 
-        Every file is held to ``max_file_mb``; a ``text`` format (plain text, Markdown, CSV,
-        HTML: no encoding spends more than 4 bytes on a character) also to ``max_chars``. The
-        message blames the file's size, names it, the limit and the variable that raises it.
+        Every file is held to ``max_file_mb``; a ``text`` format also to ``max_chars`` (no encoding
+        spends more than 4 bytes on a character).
         """
         if text and self.max_chars and size // 4 > self.max_chars:
             raise LoaderLimitError(path, "max_chars", self.max_chars, f"{size:,} bytes of text (the file's size)")
@@ -130,11 +118,7 @@ def _shown(value: float) -> str:
 
 
 class LoaderLimitError(LoaderError):
-    """A file is over one of the :class:`LoaderLimits`; the message says which and how to raise it.
-
-    ``limit`` is the field name, ``value`` its value when the file was read,
-    ``variable`` the environment variable that sets it, ``what`` what was over it.
-    """
+    """Over the limit ``limit`` (``value``, env ``variable``; ``what`` was over); the message says how to raise it."""
 
     transient = False
 
@@ -152,20 +136,13 @@ class LoaderLimitError(LoaderError):
 
 
 class TransientLoaderError(LoaderError):
-    """Reading failed for a reason outside the file (the reader was killed, could not start).
-
-    An index does not remember it: the file is read again on the next sync.
-    """
+    """Reading failed for a reason outside the file (the reader was killed); the next sync reads it again."""
 
     transient = True
 
 
 def limit_changed(reason: str | None, limits: LoaderLimits | None = None) -> bool:
-    """True when ``reason`` (a stored skip reason) names a loader limit that now has another value.
-
-    The index stores why it skipped a file; a file skipped for being over a limit
-    is read again once that limit is raised (or lowered, or turned off).
-    """
+    """True when ``reason`` (a stored skip reason) names a loader limit that now has another value (read it again)."""
     match = _MARK.search(reason or "")
     if match is None:
         return False

@@ -1,10 +1,9 @@
 """How a file's path is written where it must be text: stored keys and log lines.
 
-A POSIX file name is bytes; Python decodes the ones that are not UTF-8 with surrogate escapes,
-which no UTF-8 store (SQLite, PostgreSQL, JSON) can hold and which a log handler may fail to
-write. :func:`storable` keeps such bytes as backslash escapes (``\\xff``), the same way wherever
-akasha stores a path (document keys, the file-stat table); :func:`shown` also escapes control
-characters, so a newline in a file name cannot forge a log line.
+Python decodes a POSIX file name that is not UTF-8 with surrogate escapes, which no UTF-8 store can
+hold and a log handler may fail to write. :func:`storable` keeps such bytes as backslash escapes
+(``\\xff``) wherever akasha stores a path; :func:`shown` also escapes control characters, so a
+newline in a file name cannot forge a log line.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ def storable(path: str) -> str:
 
 
 def shown(path: object) -> str:
-    """A path safe to log: undecodable bytes (see :func:`storable`) and control characters escaped,
-    other characters as they are."""
+    """A path safe to log: undecodable bytes (see :func:`storable`) and control characters escaped."""
     text = storable(str(path))
     return text if text.isprintable() else repr(text)[1:-1]
 

@@ -1,18 +1,15 @@
 """PDF (.pdf): one Document per page that has text, id ``"<source>:p<page>"`` (1-based).
 
-Encrypted PDFs are opened when the password is empty (common for "print-protected" files); a
-real password is reported, never guessed. A PDF with no text layer (a scan) is reported as such:
-OCR is out of scope.
+Encrypted PDFs are opened when the password is empty ("print-protected" files); a real password is
+reported, never guessed. A PDF with no text layer (a scan) is reported as such: OCR is out of scope.
 
-Two engines: pypdfium2 (PDFium) when installed, else pypdf (always installed). On a 200-page
-report PDFium took 4.6 ms/page against pypdf's 12.7, and it recovers some truncated files pypdf
-cannot open. PDFium is not thread-safe: its calls are serialised with a lock.
+Two engines: pypdfium2 (PDFium, faster, recovers more truncated files) when installed, else pypdf.
+PDFium is not thread-safe: its calls are serialised with a lock.
 
-Hostile files (:class:`~akasha.loaders.limits.LoaderLimits`): before either engine sees the bytes,
-the Flate streams text extraction would decode are inflated into a counter and a file past
-``max_inflated_mb`` is refused; a page count over ``max_pages`` is refused before any page is
-read; text over ``max_chars`` stops the extraction. :func:`akasha.loaders.load_file` runs this
-loader in a child process (:mod:`akasha.loaders.guard`), so a native crash ends that child only.
+Hostile files (:class:`~akasha.loaders.limits.LoaderLimits`): before an engine sees the bytes, the
+Flate streams are inflated into a counter and a file past ``max_inflated_mb`` refused; a page count
+over ``max_pages`` is refused before any page is read; text over ``max_chars`` stops the extraction.
+:func:`akasha.loaders.load_file` runs this loader in a child process (:mod:`akasha.loaders.guard`).
 """
 
 from __future__ import annotations
@@ -65,11 +62,8 @@ def warm() -> None:
 def inflated_size(data: bytes, stop_after: int | None = None) -> int:
     """Bytes that the Flate streams of a PDF inflate to (image streams not counted).
 
-    Every ``stream`` keyword is tried as the start of zlib data, fed through a
-    decompressor whose output is counted and dropped, so a stream that claims
-    gigabytes costs no memory; counting stops once ``stop_after`` is passed.
-    Streams in other encodings fail the zlib header check at once and count 0.
-    Image streams are skipped: text extraction never decodes them.
+    Each ``stream`` is fed through a zlib decompressor whose output is counted and dropped (gigabytes
+    cost no memory), stopping past ``stop_after``; other encodings count 0, image streams are skipped.
     """
     total = 0
     view = memoryview(data)
@@ -215,11 +209,9 @@ def _pages_pypdf(path: Path, data: bytes, limits: LoaderLimits) -> list[str]:
 
 def load_pdf(path: Path, data: bytes | None = None, *, engine: str | None = None,
              limits: LoaderLimits | None = None) -> list[Document]:
-    """Load a PDF as one Document per page with extractable text, in this process.
+    """One Document per page with text, in this process; ``engine``: "pypdfium2", "pypdf" or None (first installed).
 
-    ``engine`` is "pypdfium2" or "pypdf"; None picks the first installed of :data:`PDF_ENGINES`.
-    ``limits`` (default: :meth:`LoaderLimits.from_env`) bound inflated streams, pages and
-    characters; :class:`~akasha.loaders.limits.LoaderLimitError` names the one exceeded.
+    ``limits`` (default :meth:`LoaderLimits.from_env`): a :class:`LoaderLimitError` names the one exceeded.
     """
     if engine is None:
         engine = available_engines()[0]

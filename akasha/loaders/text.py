@@ -1,15 +1,9 @@
 """Plain text and Markdown (.txt, .md): bytes -> one Document.
 
-UTF-8 is tried first (it is by far the most common and decoding is fast even
-for 50 MB); a byte-order mark selects UTF-8-SIG / UTF-16 / UTF-32; anything
-else is detected with charset-normalizer (Latin-1, GB18030, Big5, Shift-JIS ...).
-Binary content posing as text (NUL bytes, or mostly control characters after
-decoding) is refused with a :class:`~akasha.errors.LoaderError` rather than
-indexed as garbage.
-
-Memory stays bounded while reading: a file is decoded a block at a time and
-reading stops as soon as the text passes ``max_chars`` (one 500 MB line is never
-read whole), after its size was checked before any byte was read.
+A byte-order mark selects UTF-8-SIG / UTF-16 / UTF-32; else UTF-8 is tried, then charset-normalizer
+detects the encoding. Binary content posing as text (NUL bytes, mostly control characters) is refused
+with a :class:`~akasha.errors.LoaderError`. Memory stays bounded: the size is checked before any
+byte is read, then the file is decoded a block at a time until the text passes ``max_chars``.
 """
 
 from __future__ import annotations
@@ -76,10 +70,8 @@ def _bomless_utf16(sample: bytes) -> str | None:
 def _detect(sample: bytes) -> str | None:
     """charset-normalizer's best guess, preferring cp1252 among nearly equal guesses.
 
-    For short Western European text several single-byte code pages score the
-    same (charset-normalizer then lists cp1250 first and turns ``être`` into
-    ``ętre``, or picks iso8859-14 for ``n°``); cp1252, a superset of Latin-1 for printable text, is by far the
-    most common of them.
+    For short Western European text several single-byte code pages score the same (cp1250 would turn
+    ``être`` into ``ętre``); cp1252 is by far the most common of them.
     """
     from charset_normalizer import from_bytes
 
@@ -99,11 +91,7 @@ _BLOCK = 1 << 20
 
 
 def _choose(path: Path, head: bytes) -> tuple[str, str]:
-    """``(encoding, errors)`` for a file that starts with ``head``.
-
-    ``errors="strict"`` means "try it": a byte-order mark's codec (a failure is the file's) or UTF-8
-    (a failure means detecting the encoding and decoding again).
-    """
+    """``(encoding, errors)`` for a file starting with ``head``; ``"strict"``: a BOM's codec, or UTF-8 to try."""
     for bom, encoding in _BOMS:
         if head.startswith(bom):
             return encoding, "strict"
@@ -117,11 +105,7 @@ def _choose(path: Path, head: bytes) -> tuple[str, str]:
 
 
 def _decode_stream(path: Path, source: BinaryIO, encoding: str, errors: str, limits: LoaderLimits | None) -> str:
-    """Decode ``source`` from its start a block at a time, stopping as soon as the text passes ``max_chars``.
-
-    What is held is never more than the limit (plus one block): a single line of hundreds of
-    megabytes is not read whole to find it is too long.
-    """
+    """Decode ``source`` a block at a time, stopping once the text passes ``max_chars`` (holding one block more)."""
     try:
         decoder = codecs.getincrementaldecoder(encoding)(errors)
     except LookupError:  # pragma: no cover - charset-normalizer only names Python codecs
@@ -166,9 +150,8 @@ def _decode(path: Path, source: BinaryIO, limits: LoaderLimits | None) -> tuple[
 def read_text(path: Path, data: bytes | None = None, limits: LoaderLimits | None = None) -> tuple[str, str]:
     """``(text, encoding)`` of ``data``, or of the file at ``path`` read a block at a time (never whole).
 
-    The size is checked first (:meth:`LoaderLimits.check_size`), then the decoded text against
-    ``max_chars`` after every block. Raises ``LoaderError`` for empty input, binary input and
-    undetectable encodings. The text may still be whitespace only (callers use ``require_text``).
+    The size is checked first, then the text against ``max_chars`` after every block. ``LoaderError``
+    for empty or binary input and undetectable encodings; the text may still be whitespace only.
     """
     if limits is not None:
         limits.check_size(path, file_size(path) if data is None else len(data), text=True)

@@ -1,32 +1,21 @@
 """Okapi BM25 over sparse postings held in numpy, updated incrementally.
 
-Why this shape (the bm25s habit): a query touches only the postings of its own
-terms, and all the arithmetic on them is vectorised numpy; there is no Python
-loop over the corpus and nothing is rebuilt per query.
+A query touches only the postings of its own terms, with vectorised numpy arithmetic; nothing
+loops over the corpus or is rebuilt per query.
 
 Layout
     * every document gets an integer *slot*; ``_alive[slot]`` masks deletions;
     * the *main* segment is a CSC-style postings list: for term ``t`` the slots
       ``_doc[_indptr[t]:_indptr[t+1]]`` with term frequencies ``_tf[...]``;
-    * new documents go to a small *delta* segment (unsorted ``(term, slot, tf)``
-      arrays, matched per query with one ``np.isin``) that is merged into main
-      when it grows past max(50,000 postings, main / 8); a merge also drops
-      deleted documents and renumbers slots. Removals only mask and lower the
-      document frequencies; main is compacted once dead documents outnumber live ones.
+    * new documents go to a small *delta* segment (unsorted ``(term, slot, tf)`` arrays) merged
+      into main past max(50,000 postings, main / 8); a merge also drops deleted documents and
+      renumbers slots. Removals only mask and lower the document frequencies.
 
-``stem=True`` stems English words (:mod:`akasha.retrieval.stem`: "modules" and
-"installing" match "module" and "installed"); the tokenizer id then carries
-``+en-stem<version>`` (``"words-v3+en-stem1+jieba"``), so statistics built with other
-rules are never mixed with these. It is off by default: on the four question sets of
-docs/quality.md it raised MRR@10 on three and lowered it on the Python FAQ (0.602 -> 0.598).
+``stem=True`` (off by default) stems English words (:mod:`akasha.retrieval.stem`); the tokenizer id
+then carries ``+en-stem<version>``, so statistics built with other rules never mix.
 
-Scoring is Okapi BM25 with ``k1=1.5``, ``b=0.75`` and the non-negative
-Lucene idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, so every matching
-document scores above zero. Document frequencies, ``N`` and the average
-length count live documents only, and are maintained on add/remove.
-
-``to_parts``/``from_parts`` give the state as numpy arrays and plain lists (no pickle) for
-snapshots, with the tokenizer id, so statistics from different tokenizers never mix.
+Okapi BM25 (``k1=1.5``, ``b=0.75``) with the non-negative :func:`idf`, over live documents only.
+``to_parts``/``from_parts``: the snapshot state as numpy arrays and plain lists (no pickle).
 """
 
 from __future__ import annotations
@@ -59,18 +48,12 @@ B = 0.75
 
 
 def idf(documents: Any, frequency: Any) -> Any:
-    """BM25's non-negative (Lucene) inverse document frequency ``log(1 + (N - df + 0.5) / (df + 0.5))``.
-
-    ``documents`` is N, ``frequency`` the term's document frequency: numbers or numpy arrays.
-    """
+    """BM25's non-negative (Lucene) idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, N ``documents``, df ``frequency``."""
     return np.log1p((documents - frequency + 0.5) / (frequency + 0.5))
 
 
 def saturation(tf: Any, length: Any, average_length: float, k1: float = K1, b: float = B) -> Any:
-    """BM25's length-normalised term-frequency factor ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``.
-
-    ``tf`` is the term's count in a document of ``length`` tokens: numbers or numpy arrays.
-    """
+    """BM25's term-frequency factor ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))``; dl: ``length`` (or arrays)."""
     norm = k1 * (1.0 - b + b * length / average_length)
     return tf * (k1 + 1.0) / (tf + norm)
 
@@ -90,12 +73,6 @@ def _stemming(tokenize: Callable[[str], list[str]]) -> Callable[[str], list[str]
         return stemmed
 
     return run
-
-
-def _stemmed_id(tokenizer_id: str) -> str:
-    """The id of the stemmed form of a tokenizer ("words-v3+jieba" -> "words-v3+en-stem1+jieba")."""
-    head, plus, tail = tokenizer_id.partition("+")
-    return f"{head}{STEM_MARK}{plus}{tail}"
 
 
 class _Vocab(dict):
@@ -122,8 +99,9 @@ class BM25Index:
         self.k1 = float(k1)
         self.b = float(b)
         self.tokenizer_id, self._tokenize = resolve_tokenizer(tokenizer)
-        if stem:
-            self.tokenizer_id, self._tokenize = _stemmed_id(self.tokenizer_id), _stemming(self._tokenize)
+        if stem:  # "words-v3+jieba" -> "words-v3+en-stem1+jieba"
+            head, plus, tail = self.tokenizer_id.partition("+")
+            self.tokenizer_id, self._tokenize = f"{head}{STEM_MARK}{plus}{tail}", _stemming(self._tokenize)
         self._init_empty()
 
     # ------------------------------------------------------------------ state
@@ -161,12 +139,7 @@ class BM25Index:
         return self._tokenize(text)
 
     def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
-        """Index ``texts`` under ``ids``; an id already present is replaced.
-
-        Texts are tokenised :data:`ADD_BATCH` at a time and their postings merged once at
-        the end, so peak memory holds one batch of token lists, not the whole corpus's
-        (100,000 chunks: about 1 GB less).
-        """
+        """Index ``texts`` under ``ids`` (replacing ids present), tokenised :data:`ADD_BATCH` at a time."""
         if len(ids) != len(texts):
             raise ValueError(f"add() needs one id per text: {len(ids)} ids, {len(texts)} texts")
         ids = _unique_ids(ids)
@@ -277,9 +250,8 @@ class BM25Index:
             remap = np.full(len(self._alive), -1, dtype=np.int32)
             remap[live_slots] = np.arange(len(live_slots))
             docs = remap[docs]
-        # Main postings are sorted by (term, slot), each delta part too, and every part's slots are newer
-        # than those before it: a stable sort on the term alone gives (term, slot) order, and timsort
-        # only has to merge those sorted runs.
+        # Main and each delta part are sorted by (term, slot), each part's slots newer than those before:
+        # a stable sort on the term alone gives (term, slot) order, timsort merging those sorted runs.
         order = np.argsort(terms, kind="stable")
         terms, docs, tfs = terms[order], docs[order], tfs[order]
         self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
@@ -311,24 +283,12 @@ class BM25Index:
         return self._score_terms(*self._query_terms(query))
 
     def score_tokens(self, tokens: Iterable[str]) -> dict[str, float]:
-        """Id -> BM25 score of every live document matching the already tokenised query ``tokens``.
-
-        For callers that tokenise themselves (the extractive answerer scores sentences for a set
-        of stemmed question terms): a token repeated in ``tokens`` weighs as often as it occurs.
-        """
-        pairs = sorted((self._vocab[t], c) for t, c in Counter(tokens).items() if t in self._vocab)
-        if not pairs:
-            return {}
-        tids, qtf = zip(*pairs, strict=True)
-        slots, scores = self._score_terms(np.asarray(tids, dtype=np.int64), np.asarray(qtf, dtype=np.float32))
+        """Id -> BM25 score of every live document matching the tokenised query ``tokens`` (repeats weigh each time)."""
+        slots, scores = self._score_terms(*self._query_terms(list(tokens)))
         return dict(zip(self.slot_ids(slots.tolist()), scores.tolist(), strict=True))
 
     def sole_holder(self, query: str | Sequence[str], doc_id: str) -> bool:
-        """True when ``doc_id`` is the only live document holding one of ``query``'s terms.
-
-        Such a document holds an exact match nothing else holds: the error code, option or
-        function name the question is about (:func:`akasha.retrieval.fusion.exact_match_first`).
-        """
+        """True when ``doc_id`` is the only live document holding one of ``query``'s terms (an exact match)."""
         if doc_id not in self._slot:
             return False
         tokens = self._tokenize(query) if isinstance(query, str) else list(query)
@@ -382,14 +342,10 @@ class BM25Index:
         return saturation(tf, self._dl[docs], avgdl, self.k1, self.b).astype(np.float32)
 
     def _main_saturation(self) -> np.ndarray | None:
-        """:meth:`_saturate` for every main posting, cached until the corpus statistics change, or None.
+        """:meth:`_saturate` for every main posting, cached while the corpus statistics stay, or None.
 
-        With it a query costs one multiply per posting: at 1,000,000 chunks a question made of
-        common words touches millions of postings, and this removes the per-posting length
-        gather and four arithmetic passes from every such query. It is built on the second
-        query at unchanged statistics (None on the first), so alternating updates and queries
-        never pay for a table they would throw away.
-        """
+        Built on the second query at unchanged statistics (None on the first): alternating updates and
+        queries never build a table in vain."""
         key = (self._total_len, self._n_live, id(self._doc), len(self._doc))
         if getattr(self, "_sat_key", None) == key:
             return self._sat
@@ -401,8 +357,7 @@ class BM25Index:
         return self._sat
 
     def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` best ``(id, score)`` pairs for ``query`` (a text, or its tokens), best first (ties by
-        insertion order)."""
+        """The ``k`` best ``(id, score)`` pairs for ``query`` (a text or its tokens), best first, ties by insertion."""
         if k <= 0:
             return []
         tids, qtf = self._query_terms(query)  # tokenised once for both paths
@@ -416,12 +371,9 @@ class BM25Index:
     def _search_pruned(self, tids: np.ndarray, qtf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Exact top-``k`` candidates without touching the long postings of common terms, or None.
 
-        MaxScore-style: a term adds at most ``idf (k1 + 1)`` to any score. Documents of the
-        query's rarest terms (the *essential* ones) are scored completely, the common terms'
-        frequencies looked up by binary search in their slot-sorted postings; every delta
-        document is scored completely too. If the k-th best score then beats the most any
-        other main document could get from the common terms alone, the top-k is exact.
-        Returns None (use the full scan) when the query's postings are short or no split works.
+        MaxScore: documents of the rarest terms and of the delta are scored completely (common terms by
+        binary search); if the k-th best beats the most (``idf (k1 + 1)`` each) the common terms alone could
+        add, the top-k is exact. None (full scan) for short postings or no split.
         """
         n_main = len(self._indptr) - 1
         n = self._n_live
@@ -483,29 +435,8 @@ class BM25Index:
         return [self._ids[s] for s in slots]  # type: ignore[misc]  # live slots only: their ids are never None
 
     # ---------------------------------------------------------- persistence
-    @classmethod
-    def _with_tokenizer_id(cls, tokenizer_id: str, k1: float, b: float) -> BM25Index:
-        stemmed = STEM_MARK + "+" in tokenizer_id
-        fn = tokenizer_from_id(tokenizer_id.replace(STEM_MARK, "", 1) if stemmed else tokenizer_id)
-        if fn is not None and stemmed:
-            fn = _stemming(fn)
-        if fn is None:
-            raise IndexMismatchError(
-                f"this BM25 index was built with tokenizer {tokenizer_id!r}, which this installation "
-                "cannot reproduce (install rjieba for jieba's words, or rebuild the index)"
-            )
-        index = cls.__new__(cls)
-        index.k1, index.b = float(k1), float(b)
-        index.tokenizer_id, index._tokenize = tokenizer_id, fn
-        index._init_empty()
-        return index
-
     def to_parts(self) -> dict[str, Any]:
-        """The state for snapshots: numeric numpy arrays plus JSON-ready lists (no object arrays).
-
-        The delta segment and the deletion mask are saved as they are: writing a
-        snapshot after a one-file edit must not pay for a merge of every posting.
-        """
+        """Snapshot state: numeric arrays and JSON-ready lists; delta and deletions kept unmerged (edits stay cheap)."""
         d_terms, d_docs, d_tfs = self._delta()
         return {
             "bm25_meta": [FORMAT, FORMAT_VERSION, self.tokenizer_id, self.k1, self.b],
@@ -528,7 +459,17 @@ class BM25Index:
         fmt, version, tokenizer_id, k1, b = parts["bm25_meta"]
         if fmt != FORMAT or int(version) != FORMAT_VERSION:
             raise ValueError(f"not an {FORMAT} v{FORMAT_VERSION} snapshot: {[fmt, version]}")
-        index = cls._with_tokenizer_id(tokenizer_id, float(k1), float(b))
+        stemmed = STEM_MARK + "+" in tokenizer_id
+        fn = tokenizer_from_id(tokenizer_id.replace(STEM_MARK, "", 1) if stemmed else tokenizer_id)
+        if fn is None:
+            raise IndexMismatchError(
+                f"this BM25 index was built with tokenizer {tokenizer_id!r}, which this installation "
+                "cannot reproduce (install rjieba for jieba's words, or rebuild the index)"
+            )
+        index = cls.__new__(cls)
+        index.k1, index.b = float(k1), float(b)
+        index.tokenizer_id, index._tokenize = tokenizer_id, _stemming(fn) if stemmed else fn
+        index._init_empty()
         ids = list(parts["bm25_ids"])
         vocab = parts["bm25_vocab"]
         index._vocab = _Vocab(zip(vocab, range(len(vocab)), strict=True))

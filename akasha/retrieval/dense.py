@@ -1,17 +1,12 @@
 """Cosine search over one float32 matrix: exact below a size threshold, binary-quantised above it.
 
-Vectors are normalised once when added, so an exact query is one matrix-vector
-product (:func:`_matvec`) plus ``argpartition`` (no full sort, no copy of the matrix). Rows are
-kept in a preallocated buffer that grows by doubling; removals are masked and
-compacted away when dead rows outnumber live ones. A read-only memory-mapped
-``.npy`` can be passed to :meth:`DenseIndex.from_matrix` for large corpora.
+Vectors are normalised once when added, so an exact query is one matrix-vector product plus
+``argpartition``. Rows live in a buffer that grows by doubling; removals are masked and compacted
+away when dead rows outnumber live ones. :meth:`DenseIndex.from_matrix` takes a memory-mapped ``.npy``.
 
-From ``quantize_above`` live rows (default :data:`QUANTIZE_ABOVE`) a query
-first ranks every row by the Hamming distance of 48-byte sign codes
-(:mod:`akasha.retrieval.quantized`), keeps the nearest ``rescore_count(k)``
-(2 % of the rows, at least 2,000, at most 10,000) and rescores only those exactly: the exact float32
-scan reads 1.5 GB per query at 1,000,000 x 384, the codes 48 MB. Returned scores are always exact cosines;
-below the threshold results are exactly those of the brute-force scan.
+From ``quantize_above`` live rows a query ranks every row by the Hamming distance of sign codes
+(:mod:`akasha.retrieval.quantized`) and rescores the nearest :meth:`~DenseIndex.rescore_count`
+exactly. Returned scores are always exact cosines.
 """
 
 from __future__ import annotations
@@ -31,10 +26,8 @@ from akasha.retrieval.quantized import BinaryCodes, nearest
 
 log = logging.getLogger(__name__)
 
-#: Up to this many matrix elements the product goes to BLAS, which runs it on one thread at these
-#: sizes and is ~4x faster than einsum (2,000 x 384: 30 us vs 145 us). Above it OpenBLAS splits gemv
-#: over threads, which on a busy 2-core machine fight the caller for the cores (8,192 x 384: 12 ms
-#: vs einsum's 0.6 ms under load), so numpy's own single-threaded einsum loop does it instead.
+#: Up to this many matrix elements the product goes to BLAS (single-threaded at these sizes, faster than
+#: einsum); above it OpenBLAS threads fight the caller for the cores, so numpy's single-threaded einsum does it.
 BLAS_MAX_ELEMENTS = 2_000_000
 
 
@@ -44,14 +37,11 @@ def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
         return matrix @ vector
     return np.einsum("ij,j->i", matrix, vector)
 
-#: Live rows from which search switches from the exact scan to quantised candidates + exact rescoring.
-#: Exact search stays well inside the latency target up to here (about 10 ms at 100,000 x 384 on
-#: 2 cores), so results only become approximate where the exact scan would be too slow.
+#: Live rows from which search switches from the exact scan to quantised candidates + exact rescoring
+#: (below it the exact scan stays inside the latency target).
 QUANTIZE_ABOVE = 200_000
-#: Candidates rescored exactly: max(RESCORE_MIN, RESCORE_PER_K * k, min(RESCORE_FRACTION * rows, RESCORE_MAX)).
-#: Recall@10 against exact search on held-out MiniLM sentence vectors rises with the corpus at a
-#: fixed fraction (1 %: 0.70 / 0.87 / 0.95 at 1,200 / 2,400 / 4,800 rows; 2 %: 0.86 / 0.96 / 0.99),
-#: so the fraction is capped: 10,000 rows rescored (1 %) at 1,000,000 chunks.
+#: Candidates rescored exactly: max(RESCORE_MIN, RESCORE_PER_K * k, min(RESCORE_FRACTION * rows, RESCORE_MAX));
+#: recall against exact search rises with the corpus at a fixed fraction, so the fraction is capped.
 RESCORE_MIN = 2_000
 RESCORE_PER_K = 40
 RESCORE_FRACTION = 0.02
@@ -89,12 +79,9 @@ class DenseIndex:
                     neighbours: tuple[np.ndarray, np.ndarray] | None = None,
                     passages: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                     **options: Any) -> DenseIndex:
-        """Wrap an existing ``(n, d)`` matrix (memory-mapped is fine) without copying it when normalised.
+        """Wrap an ``(n, d)`` matrix (memory-mapped is fine), uncopied when normalised; ``options``: the constructor's.
 
-        ``options`` are the constructor's keywords (``quantize_above`` ...); quantised codes
-        are built on the first search that needs them. ``neighbours`` is what
-        :meth:`neighbour_state` gave for these rows before (from a snapshot); ignored unless it fits.
-        ``passages`` is what :meth:`passage_state` gave for them; ignored unless it fits.
+        ``neighbours``/``passages``: :meth:`neighbour_state`/:meth:`passage_state` of these rows, ignored if unfit.
         """
         index = cls(int(matrix.shape[1]), **options)
         matrix = matrix if normalized and matrix.dtype == np.float32 else normalize_rows(matrix)
@@ -124,11 +111,7 @@ class DenseIndex:
         return [i for i in self._ids if i is not None]
 
     def add(self, ids: Sequence[str], vectors: np.ndarray, passages: Sequence[bytes | None] | None = None) -> None:
-        """Add (or replace) rows; ``vectors`` is ``(len(ids), d)`` and gets normalised.
-
-        ``passages`` gives each row's packed passage vectors (:func:`akasha.retrieval.passages.pack`;
-        None for a row without any).
-        """
+        """Add (or replace) rows: ``vectors`` ``(len(ids), d)``, normalised; ``passages``: each ``pack()`` or None."""
         ids = list(ids)
         if not ids:
             return
@@ -207,16 +190,11 @@ class DenseIndex:
     def hubs(self) -> np.ndarray | None:
         """The live rows' hub scores, aligned with :meth:`matrix` (:func:`akasha.retrieval.hubness.hub_scores`).
 
-        The first call computes every row's nearest neighbours (``n^2 * d`` work); the index then
-        keeps them up to date as rows come and go (an added row costs one pass over the others,
-        a removed one a pass for each row that had it as a neighbour). None above
-        :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows, where the first pass would cost
-        more than the searches it serves.
+        The first call finds every row's nearest neighbours (``n^2 * d`` work), kept up to date after; None
+        above :data:`~akasha.retrieval.hubness.HUB_MAX_ROWS` live rows.
         """
-        if not self._refresh_neighbours():
-            return None
-        assert self._near is not None
-        return hubness.mean_cosine(self._near[0][: self._n][self._alive[: self._n]])
+        near = self._neighbours()
+        return None if near is None else hubness.mean_cosine(near[0][: self._n][self._alive[: self._n]])
 
     def has_hubs(self) -> bool:
         """True when the hub scores are up to date without any computing (a snapshot can then keep them)."""
@@ -224,32 +202,26 @@ class DenseIndex:
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
         """Hub scores of ``ids`` (known ids only), or None where :meth:`hubs` gives none."""
-        if not self._refresh_neighbours():
-            return None
-        assert self._near is not None
-        return hubness.mean_cosine(self._near[0][[self._slot[i] for i in ids]])
+        near = self._neighbours()
+        return None if near is None else hubness.mean_cosine(near[0][[self._slot[i] for i in ids]])
 
     def neighbour_state(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(cosines, rows)`` of every live row's nearest neighbours, rows numbered as in :meth:`matrix`.
-
-        What a snapshot stores so the next process need not recompute them (:meth:`from_matrix`);
-        None when :meth:`hubs` gives none.
-        """
-        if not self._refresh_neighbours():
+        """Snapshot of the live rows' nearest neighbours: ``(cosines, rows)`` (rows as in :meth:`matrix`), or None."""
+        near = self._neighbours()
+        if near is None:
             return None
-        assert self._near is not None
         live = np.flatnonzero(self._alive[: self._n])
         row_of = self._live_rows(live)
-        slots = self._near[1][live]
-        return self._near[0][live].copy(), np.where(slots >= 0, row_of[np.maximum(slots, 0)], -1)
+        slots = near[1][live]
+        return near[0][live].copy(), np.where(slots >= 0, row_of[np.maximum(slots, 0)], -1)
 
-    def _refresh_neighbours(self) -> bool:
-        """Bring every live row's nearest neighbours up to date (see :meth:`hubs`); False above the size limit."""
+    def _neighbours(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every row's nearest neighbours ``(cosines, slots)``, brought up to date (see :meth:`hubs`), or None."""
         if self._n_live > hubness.HUB_MAX_ROWS:
             self._near = None
-            return False
+            return None
         if self._near is not None and not self._stale.any():
-            return True
+            return self._near
         live = np.flatnonzero(self._alive[: self._n])
         if self._near is None:
             width = hubness.HUB_NEIGHBOURS
@@ -260,7 +232,7 @@ class DenseIndex:
         else:
             self._find_nearest(live[self._stale[live]], live, self._near)
             self._stale = np.zeros(self._n, dtype=bool)
-        return True
+        return self._near
 
     def _live_rows(self, live: np.ndarray) -> np.ndarray:
         """Slot -> its row among the live rows ``live`` (-1 for a dead slot)."""
@@ -324,18 +296,11 @@ class DenseIndex:
         return self._passages.best(ids, self._unit_query(query_vector))
 
     def passage_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """``(codes, scales, counts)`` of the live rows' passages in :attr:`ids` order, for a snapshot.
-
-        None unless every live row has passages (:meth:`has_passages`).
-        """
+        """``(codes, scales, counts)`` of the live rows' passages in :attr:`ids` order; None if one lacks them."""
         if not self.has_passages():
             return None
         assert self._passages is not None
         return self._passages.state(self.ids)
-
-    def vector(self, doc_id: str) -> np.ndarray:
-        """The normalised vector stored for ``doc_id``."""
-        return self._m[self._slot[doc_id]]
 
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """Normalised vectors for ``ids`` (one row each)."""

@@ -1,9 +1,8 @@
 """Fusing ranked lists from several retrievers into one ranking.
 
-RRF scores each item ``sum(1 / (k + rank))`` over the lists it appears in (rank from 1), so it
+RRF scores each item ``sum(weight / (k + rank))`` over the lists it appears in (rank from 1), so it
 needs no score calibration; weighted fusion min-max normalises each list to 0..1 and adds the
-weighted scores. Weighted RRF (:func:`fuse_ranked`) is the fusion of ``auto`` and of the stores'
-hybrid queries, its weights set per question (:func:`adaptive`), then neighbour smoothing
+weighted scores. ``auto`` uses weighted RRF (:func:`adaptive`), neighbour smoothing
 (:func:`smooth_neighbours`) and the exact-match rule (:func:`exact_match_first`).
 """
 
@@ -53,33 +52,20 @@ def weighted(lists: Sequence[Ranked], weights: Sequence[float]) -> list[tuple[Ha
 
 def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any, float]],
                 weights: Sequence[float], rrf_k: int) -> list[tuple[Any, float]]:
-    """Weighted reciprocal-rank fusion of a dense and a lexical list of ``(id, score)``, best first.
+    """:func:`rrf` of a dense and a lexical list of ``(id, score)`` with ``weights``, best first, ties by id.
 
-    ``score = sum(weight / (rrf_k + rank))`` over the lists an item is in; ties by id. The one
-    fusion of akasha: ``auto`` in process (:func:`adaptive`), the stores' hybrid queries
-    (:func:`akasha.stores.query.fuse_sides`, and PostgreSQL's statement computes the same) and a
-    YAML ``fusion: adaptive`` pattern.
+    The fusion of ``auto``, of a YAML ``fusion: adaptive`` pattern and of the stores' hybrid queries.
     """
-    w_vector, w_lexical = float(weights[0]), float(weights[1])
-    scores: dict[Any, float] = {}
-    for rank, (item, _score) in enumerate(dense, start=1):
-        scores[item] = scores.get(item, 0.0) + w_vector / (rrf_k + rank)
-    for rank, (item, _score) in enumerate(lexical, start=1):
-        scores[item] = scores.get(item, 0.0) + w_lexical / (rrf_k + rank)
-    return sorted(scores.items(), key=lambda pair: (-pair[1], str(pair[0])))
+    fused = rrf([dense, lexical], rrf_k, (float(weights[0]), float(weights[1])))
+    return sorted(fused, key=lambda pair: (-pair[1], str(pair[0])))
 
 
-#: A question of at most this many words (split at whitespace) may be a name: an identifier, an
-#: error code, an option, or a Chinese or Japanese phrase (written without spaces).
+#: A question of at most this many words may be a name: an identifier, an error code, an option, a CJK phrase.
 EXACT_MAX_WORDS = 3
 
 
 def names_one_thing(question: str) -> bool:
-    """Whether ``question`` is short enough to be a name looked up (:data:`EXACT_MAX_WORDS` words at most).
-
-    Words are split at whitespace, and a run of Chinese, Japanese or Korean characters counts a
-    word per two characters (those scripts write no spaces).
-    """
+    """Whether ``question`` has at most :data:`EXACT_MAX_WORDS` words (a CJK run: a word per two characters)."""
     cjk = len(_CJK_RE.findall(question))
     return len(_CJK_RE.sub(" ", question).split()) + cjk // 2 <= EXACT_MAX_WORDS
 
@@ -98,14 +84,10 @@ def identifier_shaped(term: str) -> bool:
 
 
 def exact_terms(question: str, terms: Sequence[str]) -> list[str]:
-    """The terms of ``question`` the exact-match rule looks up (:func:`exact_match_first`).
+    """The ``terms`` (as the index tokenized ``question``) the exact-match rule looks up.
 
-    Every term of a short question (:func:`names_one_thing`: an identifier, an error code, a
-    phrase); in a longer one only its identifier-shaped terms (:func:`identifier_shaped`), which
-    name one thing inside a sentence too ("what does retry_max_delay change?"). In a sentence of
-    plain words, a word that happens to occur in one chunk ("solve", "Mint") says little about
-    the answer: moving that chunk first lost a question on python-faq and on debian-faq-en
-    (docs/quality.md). ``terms`` are the question's lexical terms, as the index tokenized them.
+    All of a short question's (:func:`names_one_thing`); else only :func:`identifier_shaped` ones: a plain
+    word that happens to occur in one chunk says little about the answer.
     """
     if names_one_thing(question):
         return list(terms)
@@ -113,13 +95,7 @@ def exact_terms(question: str, terms: Sequence[str]) -> list[str]:
 
 
 def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tuple[Any, float]]:
-    """``fused`` with ``item`` moved to the front, scored just above the best: the chunk holding the exact match.
-
-    ``auto`` calls it when the lexical list's first chunk is the only chunk holding one of the
-    question's exact terms (:func:`exact_terms`, :meth:`akasha.retrieval.bm25.BM25Index.sole_holder`):
-    an error code, an option or a function name then finds its chunk first, whatever the dense side
-    liked (identifier questions first: 29 -> 38 of 40 on docs/, 30 -> 40 on python-faq; docs/quality.md).
-    """
+    """``fused`` with ``item`` (the chunk alone holding an :func:`exact_terms` term) first, just above the best."""
     rest = [pair for pair in fused if pair[0] != item]
     top = max((score for _, score in fused), default=0.0)
     return [(item, top + 1e-9), *rest]
@@ -128,12 +104,10 @@ def exact_match_first(fused: Sequence[tuple[Any, float]], item: Any) -> list[tup
 ADAPTIVE_K = 10
 #: Weights (vector, bm25) when both lists are informative: the dense list leads.
 ADAPTIVE_WEIGHTS = (0.6, 0.4)
-#: A question with at least this share of Chinese/Japanese/Korean characters among its
-#: letters and digits is checked for coverage.
+#: A question with at least this share of CJK characters among its letters and digits is checked ...
 CJK_SHARE = 0.1
-#: ... and, when nobody has asked the embedder whether it reads the language (``dense_reads``
-#: None), its dense list counts only when the two top-``AGREEMENT_DEPTH`` lists share at
-#: least this many times the items two random lists would share.
+#: ... and, with ``dense_reads`` None, its dense list counts only when the two top-``AGREEMENT_DEPTH``
+#: lists share at least this many times the items two random lists would.
 MIN_LIFT = 5.0
 AGREEMENT_DEPTH = 50
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -147,11 +121,9 @@ def cjk_share(text: str) -> float:
 
 
 def agreement_lift(a: Ranked, b: Ranked, population: int, depth: int = AGREEMENT_DEPTH) -> float:
-    """How many times more items the two top-``depth`` lists share than two random lists would.
+    """How many times more items the two top-``depth`` lists share than two random lists of ``population`` would.
 
-    Two retrievers that both understand a question agree far above chance; a dense list
-    from a model that cannot read the question's language agrees with BM25 about as
-    often as chance does. ``population`` is the number of items ranked (the corpus size).
+    (A dense list from a model that cannot read the question agrees with BM25 about as often as chance.)
     """
     top_a = {item for item, _ in a[:depth]}
     top_b = {item for item, _ in b[:depth]}
@@ -166,12 +138,8 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
                      ) -> tuple[float, float]:
     """(vector, bm25) weights for one question: ``weights``, or the dense list's at 0 where it is blind.
 
-    The dense list of a question mostly in Chinese, Japanese or Korean counts for nothing when
-    the embedder cannot read it (English-only models give near-random lists there).
-    ``dense_reads`` says whether it can (:func:`akasha.retrieval.reading.reads_question`); when
-    None, the list is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance (a
-    test that cannot tell a multilingual embedder from a blind one on small corpora,
-    docs/quality.md). English questions are never touched.
+    Only a mostly CJK question is checked: ``dense_reads`` says whether the embedder reads it; when
+    None, the dense list is dropped if it agrees with BM25 less than :data:`MIN_LIFT` times chance.
     """
     if not vector or not lexical:
         return (1.0, 0.0) if vector else (0.0, 1.0)
@@ -188,27 +156,17 @@ def adaptive_weights(query: str, vector: Ranked, lexical: Ranked, population: in
 def adaptive(query: str, vector: Ranked, lexical: Ranked, population: int, *, k: int = ADAPTIVE_K,
              weights: Sequence[float] = ADAPTIVE_WEIGHTS, dense_reads: bool | None = None
              ) -> list[tuple[Hashable, float]]:
-    """Weighted RRF (:func:`fuse_ranked`, ``k`` = 10) of a dense and a BM25 list.
-
-    The weights are those of the question (:func:`adaptive_weights`: the dense list counts for
-    nothing where the embedder cannot read the question).
-    ``population`` is the number of chunks searched. Returns (id, fused score), best first.
-    """
+    """:func:`fuse_ranked` of a dense and a BM25 list with the question's :func:`adaptive_weights`; best first."""
     w_vec, w_lex = adaptive_weights(query, vector, lexical, population, weights=weights, dense_reads=dense_reads)
     return fuse_ranked(vector, lexical, (w_vec, w_lex), k)
 
 
-#: Share of a chunk's best neighbour's fused score that ``auto`` adds to the chunk's own
-#: (:func:`smooth_neighbours`); 0 switches the smoothing off.
+#: Share of its best neighbour's fused score ``auto`` adds to a chunk's (:func:`smooth_neighbours`); 0: off.
 NEIGHBOUR_WEIGHT = 0.1
 
 
 def chunk_position(chunk_id: Hashable) -> tuple[str, int] | None:
-    """``(document, n)`` of an id shaped ``<document>#<n>`` (what akasha's chunkers give every chunk), else None.
-
-    Chunks ``(document, n - 1)`` and ``(document, n + 1)`` are its neighbours; an id of any
-    other shape has none.
-    """
+    """``(document, n)`` of an id shaped ``<document>#<n>`` (akasha's chunk ids), else None (no neighbours)."""
     if not isinstance(chunk_id, str):
         return None
     doc, sep, number = chunk_id.rpartition("#")
@@ -222,13 +180,8 @@ def smooth_neighbours(fused: Ranked, weight: float = NEIGHBOUR_WEIGHT,
                       ) -> list[tuple[Hashable, float]]:
     """Add ``weight`` times the best fused score among each item's neighbours to its own; returns best first.
 
-    An answer often spans two chunks, and a chunk next to a well-ranked one is more likely
-    to hold the rest of it than a stranger with the same score: measured on four question
-    sets (docs/quality.md), weight 0.1 over the fused candidates raised MRR@10 on all four
-    and recall@5 on two, where larger weights lost on the Japanese set. ``position(item)``
-    gives ``(group, n)`` (neighbours: ``n - 1`` and ``n + 1`` in the same group) or None.
-    Only items in ``fused`` count as neighbours (the others score 0); ties keep the order
-    of ``fused``. About 60 µs over 100 candidates.
+    An answer often spans two chunks. ``position(item)`` gives ``(group, n)`` (neighbours: ``n - 1`` and
+    ``n + 1`` in the same group) or None. Only items in ``fused`` count as neighbours; ties keep its order.
     """
     if weight == 0 or not fused:
         return list(fused)

@@ -1,19 +1,12 @@
 """Hub scores: how close each chunk lies to its nearest neighbours, so ``auto`` can discount generic chunks.
 
-In a corpus embedded by a small sentence model, some chunks (a table of contents, an
-introduction, boilerplate) sit near the middle of everything and push the chunk that answers a
-question out of the top five. The fix comes from cross-lingual word retrieval (CSLS, Conneau et
-al. 2018): a chunk's hub score is its mean cosine with its :data:`HUB_NEIGHBOURS` nearest other
-chunks, and ``auto`` re-sorts the dense candidates by ``cosine - SearchSettings.hub_weight * hub
-score`` (:func:`discount`; the reported ``vector`` score stays the raw cosine), except for a
-question mostly in Chinese, Japanese or Korean (with multilingual-e5 the discount lowered a
-Chinese set, recall@5 0.840 -> 0.790). Measured with and without: docs/quality.md, "Every
-heuristic, with and without".
+Some chunks (a table of contents, boilerplate) sit near everything and push the answer out of the
+top five. As in CSLS (Conneau et al. 2018), a chunk's hub score is its mean cosine with its
+:data:`HUB_NEIGHBOURS` nearest other chunks; ``auto`` re-sorts the dense candidates by
+``cosine - SearchSettings.hub_weight * hub score`` (:func:`discount`), except for a CJK question.
 
-Cost: the first time, one pass over all pairs of chunks (about 3 s for 20,000 chunks of 384
-dimensions on 2 cores); the index then keeps each chunk's nearest neighbours up to date
-(:class:`~akasha.retrieval.dense.DenseIndex`) and the snapshot keeps them for the next process.
-Above :data:`HUB_MAX_ROWS` chunks nothing is computed and ``auto`` ranks by the raw cosine.
+:class:`~akasha.retrieval.dense.DenseIndex` keeps each chunk's nearest neighbours up to date after
+a first pass over all pairs; above :data:`HUB_MAX_ROWS` chunks nothing is computed.
 """
 
 from __future__ import annotations
@@ -42,9 +35,8 @@ def nearest(queries: np.ndarray, matrix: np.ndarray, own: np.ndarray | None = No
             neighbours: int = HUB_NEIGHBOURS) -> tuple[np.ndarray, np.ndarray]:
     """``(cosines, rows)``: each query row's ``neighbours`` largest cosines with ``matrix``'s rows, and which rows.
 
-    ``own[i]`` is the row of ``matrix`` that query ``i`` is (not its own neighbour), or -1.
-    Both arrays are ``(len(queries), neighbours)``, unsorted; where ``matrix`` has too few other
-    rows the spare places hold cosine ``-inf`` and row -1. Computed in blocks of :data:`BLOCK` queries.
+    ``own[i]``: the row of ``matrix`` that query ``i`` is (not its own neighbour), or -1. Both arrays are
+    ``(len(queries), neighbours)``, unsorted; spare places hold cosine ``-inf`` and row -1.
     """
     count, n = int(queries.shape[0]), int(matrix.shape[0])
     cosines = np.full((count, neighbours), -np.inf, dtype=np.float32)
@@ -68,9 +60,7 @@ def nearest(queries: np.ndarray, matrix: np.ndarray, own: np.ndarray | None = No
 
 def merge(cosines: np.ndarray, rows: np.ndarray, more_cosines: np.ndarray, more_rows: np.ndarray
           ) -> tuple[np.ndarray, np.ndarray]:
-    """The largest ``cosines.shape[1]`` of each row's two candidate sets.
-
-    The two sets are ``cosines``/``rows`` and the ``more_`` pair."""
+    """The largest ``cosines.shape[1]`` of each row's two candidate sets (``cosines``/``rows``, ``more_`` pair)."""
     width = cosines.shape[1]
     both = np.concatenate([cosines, more_cosines], axis=1)
     which = np.concatenate([rows, more_rows], axis=1)
@@ -89,8 +79,7 @@ def mean_cosine(cosines: np.ndarray) -> np.ndarray:
 def hub_scores(matrix: np.ndarray, neighbours: int = HUB_NEIGHBOURS) -> np.ndarray:
     """Each row's mean cosine with its ``neighbours`` nearest other rows; ``matrix`` is ``(n, d)``, unit rows.
 
-    Exact duplicates count as neighbours (a chunk repeated across files is a hub too). With
-    ``neighbours`` or fewer other rows, the mean is over all of them; a single row scores 0.
+    Exact duplicates count as neighbours; with fewer other rows the mean is over all; a single row scores 0.
     """
     cosines, _rows = nearest(matrix, matrix, np.arange(matrix.shape[0]), neighbours)
     return mean_cosine(cosines)
@@ -100,11 +89,8 @@ def discount(ranked: Sequence[tuple[str, float]], hubs: HubLookup, weight: float
              lexical: Sequence[tuple[Any, float]] = ()) -> list[tuple[str, float]]:
     """``ranked`` (id, cosine) re-sorted by ``cosine - weight * hub score``; unchanged when there are no scores.
 
-    The first pair keeps its place when the ``lexical`` list (BM25's, best first) holds it among
-    its first :data:`AGREE_DEPTH`: a chunk both retrievers put at the top is the match, not generic
-    text near everything. Without that, moving such a chunk down cost debian-faq-en 0.008 MRR@10
-    (docs/quality.md, "Every heuristic, with and without"). The pairs keep their raw cosines: only
-    the order changes. Ties keep their input order.
+    The first pair keeps its place when BM25's ``lexical`` list holds it among its first
+    :data:`AGREE_DEPTH` (then it is the match). Pairs keep their raw cosines; ties their input order.
     """
     if ranked and ranked[0][0] in {item for item, _ in lexical[:AGREE_DEPTH]}:
         return [ranked[0], *discount(ranked[1:], hubs, weight)]

@@ -1,9 +1,7 @@
 """Maximal marginal relevance: relevant results that do not repeat each other.
 
-Each step picks the candidate maximising
-``lambda * sim(query, d) - (1 - lambda) * max(sim(d, already picked))``.
-The loop runs ``k`` times over a small candidate set (never the corpus), and
-every step is vectorised.
+Each step picks the candidate maximising ``lambda * sim(query, d) - (1 - lambda) * max(sim(d, picked))``,
+vectorised over a small candidate set (never the corpus).
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Passage vectors: the encoder's own view of each short stretch of a chunk, for ``auto``'s dense ranking.
 
-A chunk's vector is the mean of its token states over up to 256 tokens, diluted by everything
-around the sentence that answers a question. The forward pass that embeds the chunk already
-computed every token's state; their means over windows of :data:`PASSAGE_TOKENS` tokens every
-:data:`PASSAGE_STRIDE` give a vector per short passage, in context, for no extra encoder work.
-``auto`` scores each of the :data:`PASSAGE_FETCH` best dense candidates by the better of its chunk
-cosine and its best passage cosine (MiniLM, ``auto`` recall@5 / MRR@10: python-faq +0.048 /
-+0.044, debian-faq-en +0.084 / +0.019; docs/quality.md; 16-token windows beat 8-128 and sentences).
+A chunk's vector (the mean of its token states) is diluted by everything around the sentence that
+answers a question; means over windows of :data:`PASSAGE_TOKENS` tokens every :data:`PASSAGE_STRIDE`
+give a vector per short passage, for no extra encoder work. ``auto`` scores each of the
+:data:`PASSAGE_FETCH` best dense candidates by the better of its chunk and best passage cosine.
 
-Stored as int8 with one float32 scale per vector (:func:`pack`): about 10 KB per full MiniLM
-chunk beside its 1.5 KB vector. Only local models whose vector is the mean of their token states
-give them; for every other embedder, and for an index where some chunk has none, ``auto`` ranks
-by chunk vectors alone.
+Stored as int8 with one float32 scale per vector (:func:`pack`). Only local mean-pooling models give
+them; otherwise, or where some chunk has none, ``auto`` ranks by chunk vectors alone.
 """
 
 from __future__ import annotations
@@ -33,8 +28,7 @@ PassageScores = Callable[[Sequence[str], np.ndarray], "np.ndarray | None"]
 def window_vectors(states: np.ndarray, tokens: int = PASSAGE_TOKENS, stride: int = PASSAGE_STRIDE) -> np.ndarray:
     """Unit vectors of the mean of ``states`` (one row per real token) over windows of ``tokens``, every ``stride``.
 
-    The last window ends at the last token, so every token is covered; a text shorter than a
-    window gets one vector, the mean of all its tokens.
+    The last window ends at the last token; a text shorter than a window gets one vector, its mean.
     """
     states = np.asarray(states, dtype=np.float32)
     n = states.shape[0]
@@ -72,10 +66,8 @@ def unpack(blob: bytes, dimension: int) -> tuple[np.ndarray, np.ndarray]:
 class PassageTable:
     """Each chunk id's passage vectors (int8 codes and scales), for scoring a few candidates at a time.
 
-    The codes of every chunk lie in one growing int8 matrix (a snapshot's arrays are used as
-    they are, without a copy), so scoring 200 candidates is one gather and one product. The
-    arrays and the id -> rows map are swapped together, as one tuple, when they are rebuilt, so
-    a search running beside an edit reads a consistent pair.
+    All codes lie in one growing int8 matrix; arrays and the id -> rows map are swapped together, as one
+    tuple, so a search beside an edit reads a consistent pair.
     """
 
     def __init__(self, dimension: int) -> None:
@@ -161,10 +153,7 @@ class PassageTable:
         return np.maximum.reduceat(cosines, np.cumsum(counts) - counts).astype(np.float32)
 
     def state(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """``(codes, scales, counts)`` of ``ids`` in order, one flat array each (for a snapshot).
-
-        None when one of them has no passages.
-        """
+        """``(codes, scales, counts)`` of ``ids`` in order, one flat array each (a snapshot); None if one has none."""
         found = self._rows(ids)
         if found is None or not len(found[3]):
             return None
@@ -191,9 +180,7 @@ def rescore(ranked: Sequence[tuple[str, float]], query: np.ndarray, scores: Pass
             ) -> tuple[list[tuple[str, float]], dict[str, float]] | None:
     """``ranked`` (id, chunk cosine) re-sorted by the better of the chunk and its best passage cosine.
 
-    Returns the re-sorted list and each id's best passage cosine, or None when ``scores`` has no
-    passages for one of the ids (the caller then keeps the chunk cosines alone). Ties keep
-    ``ranked``'s order.
+    Returns that list (ties in ``ranked``'s order) and each id's best passage cosine; None if one has none.
     """
     ids = [i for i, _ in ranked]
     best = scores(ids, query)

@@ -1,20 +1,14 @@
 """Retrieval patterns of a RAGPipeline: which queries run against which retrievers, fused how.
 
 * ``naive``: the question against the vector index.
-* ``hybrid``: the question against the vector index and BM25, fused by ``rrf``
-  (default, k=60), ``weighted`` (``hybrid.weights`` = [vector, bm25], default [0.5, 0.5])
-  or ``adaptive`` (what the facade's ``auto`` does: weighted RRF whose weights follow the
-  question, then neighbour smoothing, with the index's :class:``akasha.retrieval.search.SearchSettings``).
-* ``multi_query``: the LLM writes ``variants`` rewrites; the question and every
-  rewrite run against the vector index; the lists are fused by RRF.
-* ``hyde``: the LLM writes a hypothetical answer passage; the question and the
-  passage run against the vector index; the two lists are fused by RRF.
-* :class:`IndexSearch`: the facade's ``search_type`` (``auto``, ``knn``, ``bm25``,
-  ``mmr``, ``hybrid`` or a callable): one retriever, the index's own search, which
-  fuses inside (so the pipeline has no separate ``fuse`` stage for it).
+* ``hybrid``: the question against the vector index and BM25, fused by ``rrf`` (default, k=60),
+  ``weighted`` (``hybrid.weights`` = [vector, bm25], default [0.5, 0.5]) or ``adaptive`` (as the
+  facade's ``auto``, with the index's :class:``akasha.retrieval.search.SearchSettings``).
+* ``multi_query``: the question and ``variants`` LLM rewrites against the vector index, fused by RRF.
+* ``hyde``: the question and an LLM-written hypothetical answer against the vector index, fused by RRF.
+* :class:`IndexSearch`: the facade's ``search_type``: the index's own search, which fuses inside.
 
-A pattern's :meth:`Pattern.transform` is the pipeline's ``transform`` stage. It
-may be a plain method or a coroutine (a plugin's); the pipeline runs either.
+A pattern's :meth:`Pattern.transform` (a method or a plugin's coroutine) is the pipeline's ``transform`` stage.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Binary-quantised candidate search: one sign bit per dimension, Hamming distance by popcount.
 
-Why: exact cosine over a million 384-dimensional float32 rows reads 1.5 GB per
-question, which is memory-bandwidth bound (hundreds of ms on a busy 2-core
-machine). The sign bits of the *centred* vectors are 48 bytes per row (32x
-smaller); the Hamming distance between two codes tracks the angle between
-the vectors, so the rows with the smallest distances are a candidate set that
-usually holds the exact top-k (recall@10 0.95 at 1 % of 4,800 MiniLM vectors,
-rising with corpus size; see :data:`akasha.retrieval.dense.RESCORE_FRACTION`).
-:class:`~akasha.retrieval.dense.DenseIndex`
-rescores those candidates exactly with the float32 rows, so returned scores
-are true cosines and only recall (not score accuracy) depends on the codes.
+Exact cosine over a million float32 rows is memory-bandwidth bound. The sign bits of the *centred*
+vectors are 32x smaller and their Hamming distance tracks the angle, so the nearest codes usually
+hold the exact top-k; :class:`~akasha.retrieval.dense.DenseIndex` rescores them exactly.
 
-Codes are stored word-major (``(words, rows)`` uint64) so the distance is a
-handful of vectorised XOR + ``np.bitwise_count`` passes over contiguous
-arrays, processed in cache-sized blocks. Pure numpy (needs numpy >= 2.0).
+Codes are stored word-major (``(words, rows)`` uint64): the distance is a few XOR +
+``np.bitwise_count`` passes over contiguous arrays, in cache-sized blocks (numpy >= 2.0).
 """
 
 from __future__ import annotations
@@ -21,14 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 _BLOCK = 32_768  # rows per pass: the scratch arrays stay in L2 cache
-
-
-def _require_bitwise_count() -> None:
-    if not hasattr(np, "bitwise_count"):
-        raise RuntimeError(
-            f"binary-quantised search needs numpy >= 2.0 (np.bitwise_count); numpy {np.__version__} is installed. "
-            "Upgrade numpy, or raise DenseIndex(quantize_above=...) to keep exact search."
-        )
 
 
 def n_words(dimension: int) -> int:
@@ -51,16 +35,18 @@ class BinaryCodes:
     """Growable word-major sign codes for row slots ``0..n-1`` of a dense matrix."""
 
     def __init__(self, center: np.ndarray) -> None:
-        _require_bitwise_count()
+        if not hasattr(np, "bitwise_count"):
+            raise RuntimeError(
+                f"binary-quantised search needs numpy >= 2.0 (np.bitwise_count); numpy {np.__version__} is "
+                "installed. Upgrade numpy, or raise DenseIndex(quantize_above=...) to keep exact search."
+            )
         self.center = np.asarray(center, dtype=np.float32).reshape(-1)
         self._codes = np.zeros((n_words(self.center.shape[0]), 0), dtype=np.uint64)
         self.n = 0
 
     @classmethod
     def build(cls, matrix: np.ndarray, n: int, block: int = 65_536) -> BinaryCodes:
-        """Codes for ``matrix[:n]``, centred on its mean.
-
-        Computed and encoded in blocks, so a memory map stays lazy."""
+        """Codes for ``matrix[:n]``, centred on its mean (in blocks, so a memory map stays lazy)."""
         total = np.zeros(matrix.shape[1], dtype=np.float64)
         for start in range(0, n, block):
             total += matrix[start : min(n, start + block)].sum(axis=0, dtype=np.float64)
@@ -111,12 +97,8 @@ class BinaryCodes:
 
 
 def nearest(distances: np.ndarray, count: int) -> np.ndarray:
-    """Slots of (about) the ``count`` smallest distances, ascending slot order.
-
-    A histogram of the small integer distances finds the cut-off in one pass
-    (cheaper than ``argpartition`` over a million entries); ties at the cut-off
-    are kept unless they would more than double the set.
-    """
+    """Slots of (about) the ``count`` smallest distances, ascending: ties at the cut-off (found by a
+    histogram) are kept unless they would more than double the set."""
     if count >= len(distances):
         return np.arange(len(distances))
     hist = np.bincount(distances)

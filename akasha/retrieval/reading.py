@@ -1,13 +1,10 @@
 """Does an embedder read Chinese, Japanese or Korean? A twelve-question probe per script.
 
-``auto`` leans on BM25 alone for a question its embedder cannot read (the packaged MiniLM's dense
-list for a Chinese question is near random). Telling that per question from how far the lists
-agree fails on small corpora (docs/quality.md, "Other offline embedders"), so this module asks the
-embedder itself, once per script: twelve everyday questions and twelve answering passages, none
-sharing a content character with its own answer more than with the others, and how often a
-question's nearest passage is its own (MiniLM 1, 0 and 2 of 12 for zh, ja, ko; multilingual-e5-small
-12, 10 and 10). It reads a script from :data:`PASS_SHARE` of them. The probe costs 24 short texts
-per script and embedder (about 0.4 s with MiniLM), once per process and once per index cache.
+``auto`` leans on BM25 alone for a question its embedder cannot read. The lists' agreement cannot
+tell that on small corpora (docs/quality.md), so this module asks the embedder, once per script:
+twelve everyday questions and twelve answering passages (none sharing a content character with its
+own answer more than with the others), and how often a question's nearest passage is its own. It
+reads a script from :data:`PASS_SHARE` of them. The probe runs once per process and index cache.
 """
 
 from __future__ import annotations
@@ -84,8 +81,7 @@ PROBES: dict[str, tuple[tuple[str, str], ...]] = {
 def script_of(text: str) -> str | None:
     """``"zh"``, ``"ja"`` or ``"ko"`` for text written in Chinese, Japanese or Korean, else None.
 
-    Korean when Hangul outnumbers Han characters and kana; Japanese when kana make up at
-    least a tenth of them (Japanese prose always has kana; Chinese never does); else Chinese.
+    Korean when Hangul outnumbers Han and kana; Japanese when kana are at least a tenth; else Chinese.
     """
     han, kana, hangul = len(_HAN.findall(text)), len(_KANA.findall(text)), len(_HANGUL.findall(text))
     total = han + kana + hangul
@@ -123,10 +119,8 @@ _lock = threading.Lock()
 def reads_script(embedder: Embedder, script: str, store: VerdictStore | None = None) -> bool | None:
     """Whether ``embedder`` reads ``script`` (a key of :data:`PROBES`); None when the probe failed to run.
 
-    Measured once per process for each embedder ``name`` and script, and kept in ``store``
-    (the index's manifest) so that later processes over the same cache skip the probe. An
-    embedder that raises during the probe (a server that is down) gets None and is asked again
-    next time.
+    Measured once per process for each embedder ``name`` and script and kept in ``store`` (the index's
+    manifest); an embedder that raises during the probe (a server down) gets None and is asked again.
     """
     key = (embedder.name, script, PROBE_VERSION)
     stored_as = f"reads:{PROBE_VERSION}:{script}:{embedder.name}"
@@ -173,11 +167,9 @@ def _remember(store: VerdictStore | None, key: str, verdict: bool) -> None:
 
 def reads_question(embedder: Embedder, question: str, min_share: float,
                    store: VerdictStore | None = None) -> bool | None:
-    """Whether ``embedder`` reads the script ``question`` is written in (``store`` as in :func:`reads_script`).
+    """Whether ``embedder`` reads ``question``'s script (``store`` as in :func:`reads_script`).
 
-    None when the question is not mostly Chinese, Japanese or Korean (less than
-    ``min_share`` of its letters and digits are; nothing to decide) or the probe failed.
-    """
+    None when less than ``min_share`` of its letters and digits are CJK, or the probe failed."""
     if cjk_share(question) < min_share:
         return None
     script = script_of(question)

@@ -2,27 +2,19 @@
 
 ``search_type`` is one of :data:`SEARCH_TYPES` or a callable:
 
-* ``"auto"``   BM25 and dense candidates fused by :func:`fuse_adaptive`: weighted reciprocal-rank
-  fusion (k=10, vector 0.6 / bm25 0.4), the dense list dropped on a Chinese/Japanese/Korean
-  question the embedder cannot read (:mod:`akasha.retrieval.reading`) and fused by score when
-  it can, dense candidates re-scored by passage vectors (:mod:`akasha.retrieval.passages`) and
-  discounted by hub score (:mod:`akasha.retrieval.hubness`), neighbour smoothing; last, BM25's
-  first chunk leads when it alone holds one of the question's exact terms
-  (:func:`akasha.retrieval.fusion.exact_terms`: an identifier, an error code). Each piece was
-  measured with and without (docs/quality.md, "Every heuristic, with and without");
+* ``"auto"``   BM25 and dense candidates fused by :func:`fuse_adaptive` (weighted RRF, passage
+  vectors, hub discount, neighbour smoothing), then the exact-match rule
+  (:func:`akasha.retrieval.fusion.exact_match_first`); docs/quality.md measures each piece.
   ``SearchSettings.auto_fusion="rrf"`` restores plain RRF (k=60) without any of them;
 * ``"knn"``    cosine similarity over the normalised vectors;
 * ``"bm25"``   Okapi BM25 only;
 * ``"mmr"``    maximal marginal relevance over the dense candidates;
-* ``"hybrid"`` weighted fusion of min-max normalised BM25 and dense scores
-  (``weights=(vector, bm25)``, default 0.5/0.5);
-* a callable ``fn(query, query_vector, chunks, vectors, k) -> list[(index, score)]``
-  where ``chunks`` is the list of live chunks, ``vectors`` the aligned
-  normalised ``(n, d)`` float32 matrix and ``index`` a position in both.
+* ``"hybrid"`` weighted fusion of min-max normalised scores (``hybrid_weights``: vector, bm25; 0.5/0.5);
+* a callable ``fn(query, query_vector, chunks, vectors, k) -> list[(index, score)]`` over the live
+  chunks and their aligned normalised ``(n, d)`` float32 matrix (``index``: a position in both).
 
-Every :class:`~akasha.types.Hit` carries ``details`` with every score collected
-(``vector``, ``bm25``, ``rrf`` or ``fused``, ``mmr``) and ``source`` saying which
-retriever found it (``vector``, ``bm25`` or ``bm25+vector``).
+Every :class:`~akasha.types.Hit` carries ``details`` with every score collected (``vector``, ``bm25``,
+``rrf`` or ``fused``, ``mmr``) and ``source``, the retrievers that found it (``bm25+vector`` ...).
 """
 
 from __future__ import annotations
@@ -71,11 +63,9 @@ class SearchSettings:
     adaptive_weights: tuple[float, float] = fusion.ADAPTIVE_WEIGHTS  # (vector, bm25) before the signals
     neighbour_weight: float = fusion.NEIGHBOUR_WEIGHT  # auto: share of the best neighbour's fused score; 0 = off
     hub_weight: float = hubness.HUB_WEIGHT  # auto: dense candidates ranked by cosine - this * hub score; 0 = off
-    #: auto: the best dense candidates re-scored by their best passage vector (akasha.retrieval.passages);
-    #: 0 turns passages off (an index then neither computes nor stores them).
+    #: auto: dense candidates re-scored by their best passage vector; 0: off (none computed or stored).
     passage_fetch: int = passages_module.PASSAGE_FETCH
-    #: auto on a Chinese/Japanese/Korean question: whether the embedder reads it. None asks the
-    #: embedder (akasha.retrieval.reading's probe); True or False says what you know instead.
+    #: auto on a CJK question: does the embedder read it? None asks it (akasha.retrieval.reading); a bool tells.
     embedder_reads_cjk: bool | None = None
     hybrid_weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25); also auto's, on a CJK question read
     mmr_lambda: float = 0.5
@@ -98,11 +88,8 @@ def search(
 ) -> list[Hit]:
     """Rank chunks for ``query``; ``chunks`` maps the ids held by both indexes to chunks.
 
-    ``dense_reads`` (``auto`` only) says whether the embedder reads the question's language
-    (:func:`akasha.retrieval.reading.reads_question`); None leaves it to the lists' agreement.
-    ``hubs`` (``auto`` only) gives the chunks' hub scores; None uses ``dense``'s own when it
-    has them (:meth:`DenseIndex.hub_scores`). ``passages`` (``auto`` only) gives the chunks'
-    best passage cosines (:func:`dense_candidates`); None ranks by chunk vectors alone.
+    For ``auto`` only: ``dense_reads`` whether the embedder reads the question (None: the lists'
+    agreement decides), ``hubs`` the hub scores (None: ``dense``'s own), ``passages`` best passage cosines.
     """
     search_type = validate_search_type(search_type)
     settings = settings or SearchSettings()
@@ -160,10 +147,8 @@ def dense_candidates(dense: DenseIndex, query_vector: np.ndarray, n: int, settin
                      ) -> tuple[list[tuple[str, float]], dict[str, float], dict[str, float]]:
     """The ``n`` dense candidates: ``(ranked (id, score), id -> chunk cosine, id -> best passage cosine)``.
 
-    Without ``passages`` (or ``SearchSettings.passage_fetch=0``) the ``n`` best chunk cosines.
-    With them, the ``passage_fetch`` best chunk cosines re-scored by the better of the chunk's
-    and its best passage's cosine, best ``n`` kept (:func:`akasha.retrieval.passages.rescore`):
-    what ``auto`` and a YAML ``fusion: adaptive`` pattern rank with.
+    Without ``passages`` (or with ``SearchSettings.passage_fetch=0``) the ``n`` best chunk cosines;
+    with them the ``passage_fetch`` best, re-scored by :func:`akasha.retrieval.passages.rescore`.
     """
     if passages is None or not settings.passage_fetch:
         ranked = dense.search(query_vector, n)
@@ -181,21 +166,14 @@ def fuse_adaptive(query: str, vector: fusion.Ranked, lexical: fusion.Ranked, pop
                   hubs: hubness.HubLookup | None = None) -> list[tuple[Any, float]]:
     """``auto``'s fusion of a dense and a BM25 list: hub discount, adaptive weighted RRF, neighbour smoothing.
 
-    The one place both doors rank with it: the ``auto`` search type and a YAML pattern's
-    ``fusion: adaptive`` (:class:`akasha.pipeline.Pipeline`). ``population`` is the number of
-    chunks searched; ``dense_reads`` as in :func:`search`; ``hubs`` gives the hub scores of the
-    dense list's ids (:func:`akasha.retrieval.hubness.discount`: BM25's top five keep a dense first
-    in place; not for a question mostly in Chinese, Japanese or Korean); None or
-    ``SearchSettings.hub_weight=0`` keeps the list's own order. A question mostly in those scripts
-    that the embedder reads is fused by score instead, as ``hybrid`` fuses: with
-    multilingual-e5-small rank fusion lost 0.04-0.06 MRR@10 to it on the Chinese and Japanese sets.
+    Also a YAML pattern's ``fusion: adaptive``. ``population``: the chunks searched; ``dense_reads``
+    as in :func:`search`; ``hubs``: the dense ids' hub scores (None: no discount). A CJK question the
+    embedder reads is fused by score, as ``hybrid`` fuses.
     """
     if vector and lexical and _fused_by_scores(query, dense_reads):
         return fusion.weighted([vector, lexical], list(settings.hybrid_weights))
     if hubs is not None and settings.hub_weight and fusion.cjk_share(query) < fusion.CJK_SHARE:
-        # Not for Chinese, Japanese or Korean questions: with multilingual-e5 the discount raised the
-        # Japanese set and lowered the Chinese one (recall@5 0.840 -> 0.790); MiniLM gives them no dense weight.
-        # ignore[arg-type]: dense ids are str, though fusion.Ranked admits any Hashable id
+        # not for CJK questions (docs/quality.md); ignore[arg-type]: dense ids are str, Ranked admits any Hashable
         vector = hubness.discount(list(vector), hubs, settings.hub_weight, lexical)  # type: ignore[arg-type]
     fused = fusion.adaptive(query, vector, lexical, population, k=settings.adaptive_k,
                             weights=settings.adaptive_weights, dense_reads=dense_reads)

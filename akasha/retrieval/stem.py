@@ -1,11 +1,8 @@
 """A light English stemmer for BM25: plural, ``-ing``, ``-ed`` and ``-ly`` endings folded.
 
-"How do I install modules?" should match "installing a module". A full Porter stemmer
-conflates too much for code-heavy documentation ("generic"/"generate"); this one only
-folds the inflections that change a word's form without changing its subject, and
-leaves short words, words with digits and anything not plain ASCII letters alone (CJK
-tokens, identifiers like ``utf8``). Stems are not words: they are only ever compared
-with other stems of the same function.
+"How do I install modules?" should match "installing a module". Porter conflates too much for code
+("generic"/"generate"); this folds only inflections, leaving short words and anything but plain ASCII
+letters alone. Stems are only compared with stems of the same function.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Word tokenizer shared by BM25 and the hash embedder.
 
-Latin-script text is lowercased with accents folded; Chinese and Japanese runs are cut into
-jieba's search-mode words ("北京大学" also yields "北京" and "大学") when rjieba is installed, else
-into overlapping character bigrams. :func:`resolve_tokenizer` turns a name (``"auto"``,
-``"jieba"``, ``"bigram"``) into a function plus a stable id that indexes persist, so term
-statistics from different tokenizers never mix. The lexical tokenizer also keeps every compound
-word whole beside its parts (:func:`with_compounds`: ``retry_max_delay``, ``setup.md``, ``3.11``),
-so a question that is one identifier finds the chunk holding it exactly.
+Latin-script text is lowercased with accents folded; Chinese and Japanese runs are cut into jieba's
+search-mode words when rjieba is installed, else into overlapping character bigrams.
+:func:`resolve_tokenizer` turns a name into a function plus a stable id that indexes persist, so term
+statistics from different tokenizers never mix. The lexical tokenizer also keeps compound words whole
+beside their parts (:func:`with_compounds`).
 """
 
 from __future__ import annotations
@@ -29,15 +27,7 @@ _JOINT_RE = re.compile(r"[._][a-z0-9]")
 
 @functools.lru_cache(maxsize=1)
 def _jieba() -> Callable[[str], list[str]] | None:
-    """jieba's search-mode cut (``cut_for_search`` of rjieba, jieba-rs's Python binding), or None.
-
-    Imported on the first Chinese or Japanese text only: ASCII text never imports it. rjieba
-    carries jieba's dictionary and cuts as jieba does: measured (docs/results.md),
-    the same tokens as jieba 0.42's ``lcut_for_search`` on every one of about 56,000 CJK runs
-    (the Debian FAQ and Reference in Simplified and Traditional Chinese and in Japanese), about
-    20 times as fast once loaded, and a first text in a new process in 0.28 s against 1.96 s
-    for jieba's own public API (which also writes a cache file into the temp folder).
-    """
+    """rjieba's ``cut_for_search`` (jieba 0.42's tokens, docs/results.md), imported on the first CJK text; or None."""
     try:
         import rjieba
     except ImportError:
@@ -59,9 +49,8 @@ def _cjk_tokens(run: str, use_jieba: bool) -> list[str]:
         cut = _jieba()
         if cut is not None:
             words = [t for t in cut(run) if t.strip()]
-            # jieba's dictionary is simplified Chinese; on traditional text it can cut
-            # words apart (潤滑 -> 小時潤 / 滑軸承). Character pairs alongside the words
-            # keep every exact substring of two or more characters matchable.
+            # jieba's simplified-Chinese dictionary can cut traditional words apart (潤滑 -> 小時潤 / 滑軸承):
+            # character pairs beside the words keep every exact substring of two or more characters matchable.
             pairs = [run[i : i + 2] for i in range(len(run) - 1)]
             return words + [p for p in pairs if p not in words]
     if len(run) == 1:
@@ -86,10 +75,7 @@ def tokenize(text: str, *, use_jieba: bool = False) -> list[str]:
 def with_compounds(text: str, *, use_jieba: bool = False) -> list[str]:
     """:func:`tokenize`'s tokens followed by the compound words of ``text`` kept whole (lowercased).
 
-    Measured on identifier lookups (bench/identifier_lookup.py): a question that is one
-    ``snake_case`` or dotted name is split into common words by :func:`tokenize`, and BM25 then
-    ranks every chunk holding those words about alike; the whole compound is a rare term that
-    only the chunk holding it matches.
+    A whole ``snake_case`` or dotted name is a rare term only the chunk holding it matches.
     """
     words = tokenize(text, use_jieba=use_jieba)
     tokens = Terms(words)
@@ -101,10 +87,7 @@ def with_compounds(text: str, *, use_jieba: bool = False) -> list[str]:
 
 
 class Terms(list):
-    """Tokens whose first :attr:`words` are words and the rest compound words (:func:`with_compounds`).
-
-    BM25 counts a chunk's length in words: a compound kept beside its parts adds none.
-    """
+    """Tokens whose first :attr:`words` are words (BM25's length), the rest compounds (:func:`with_compounds`)."""
 
     __slots__ = ("words",)
     words: int
@@ -120,24 +103,14 @@ TOKENIZER_NAMES = ("auto", "jieba", "bigram")
 
 @functools.lru_cache(maxsize=1)
 def jieba_available() -> bool:
-    """True when rjieba (jieba's segmenter, see :func:`_jieba`) is installed (decides what ``"auto"`` means).
-
-    Looks the package up without importing it: importing it loads jieba's dictionary
-    (about 0.25 s) and only text with Chinese or Japanese characters needs it.
-    """
+    """True when rjieba (:func:`_jieba`) is installed; looked up without importing it (that loads a dictionary)."""
     import importlib.util
 
     return importlib.util.find_spec("rjieba") is not None
 
 
 def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str]]]:
-    """Return ``(tokenizer_id, fn)`` for ``name``.
-
-    ``"auto"`` means jieba's words when rjieba is installed, else character bigrams; the
-    returned id names what was actually chosen (``"words-v3+jieba"`` or ``"words-v3+bigram"``).
-    The id stayed ``+jieba`` when rjieba replaced jieba 0.42 because the tokens are the same
-    (docs/results.md), so indexes built with jieba stay valid.
-    """
+    """``(tokenizer_id, fn)`` for ``name``; ``"auto"``: jieba's words with rjieba, else bigrams (the id says which)."""
     if name not in TOKENIZER_NAMES:
         raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZER_NAMES)}")
     use_jieba = name == "jieba" or (name == "auto" and jieba_available())
@@ -151,10 +124,9 @@ def resolve_tokenizer(name: str = "auto") -> tuple[str, Callable[[str], list[str
 
 
 def earlier_rules_id(tokenizer_id: str) -> str | None:
-    """The id the same tokenizer had under the earlier word rules (``words-v3+jieba`` -> ``words-v2+jieba``).
+    """The id the same tokenizer had under the earlier word rules (``words-v3+jieba`` -> ``words-v2+jieba``), or None.
 
-    An index committed under the earlier rules is adopted by the current ones without reading
-    its files again (:meth:`akasha.index.manifest.Manifest.adopt_namespace`). None for other ids.
+    (:meth:`akasha.index.manifest.Manifest.adopt_namespace` adopts such an index without reading its files.)
     """
     current = f"words-v{_RULES_VERSION}+"
     return f"words-v{_EARLIER_RULES_VERSION}+{tokenizer_id[len(current):]}" if tokenizer_id.startswith(current) \
