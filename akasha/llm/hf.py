@@ -46,18 +46,9 @@ class TransformersChat:
     (seconds to wait for the next streamed piece, default 300).
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        device: str = "auto",
-        dtype: str | None = None,
-        max_new_tokens: int = 512,
-        trust_remote_code: bool = False,
-        generation_kwargs: dict[str, Any] | None = None,
-        stream_timeout: float = 300.0,
-        **options: Any,
-    ) -> None:
+    def __init__(self, rest: str, *, device: str = "auto", dtype: str | None = None, max_new_tokens: int = 512,
+                 trust_remote_code: bool = False, generation_kwargs: dict[str, Any] | None = None,
+                 stream_timeout: float = 300.0, **options: Any) -> None:
         self.model_name = rest.strip()
         if not self.model_name:
             raise ConfigError("hf: needs a model name or a local folder, e.g. 'hf:./my-model'")

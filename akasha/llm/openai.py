@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.errors import ProviderError, StreamInterruptedError
+from akasha.errors import ProviderError
 from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.options import positive_int
 from akasha.providers.faults import openai_fault
@@ -162,18 +162,11 @@ class OpenAIChat(RemoteProvider):
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         """Yield answer pieces; a broken stream raises StreamInterruptedError with the partial text."""
 
-        def open_stream() -> Iterator[Any]:
+        def open_stream() -> Iterator[Any]:  # again after a refusal: without that setting
             return self.connection.client().chat.completions.create(**self._params(messages, options, stream=True))
 
-        started = False
-        try:
-            for piece in retrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
-                started = True
-                yield piece
-        except ProviderError as error:
-            if started or isinstance(error, StreamInterruptedError) or not self._refused(error, options):
-                raise
-            yield from retrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
+        return retrying_stream(open_stream, self._reader(options), reopen=lambda error: self._refused(error, options),
+                               **self._retry_kwargs())
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         client = self.connection.async_client()
@@ -191,21 +184,13 @@ class OpenAIChat(RemoteProvider):
             completion = await acall_with_retry(create, **self._retry_kwargs())
         return self._text(completion, options)
 
-    async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
+    def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         async def open_stream() -> AsyncIterator[Any]:
             return await self.connection.async_client().chat.completions.create(
                 **self._params(messages, options, stream=True))
 
-        started = False
-        try:
-            async for piece in aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
-                started = True
-                yield piece
-        except ProviderError as error:
-            if started or isinstance(error, StreamInterruptedError) or not self._refused(error, options):
-                raise
-            async for piece in aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
-                yield piece
+        return aretrying_stream(open_stream, self._reader(options), reopen=lambda error: self._refused(error, options),
+                                **self._retry_kwargs())
 
 
 __all__ = ["OpenAIChat"]

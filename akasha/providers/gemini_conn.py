@@ -47,15 +47,8 @@ def import_genai() -> tuple[Any, Any]:
 class GeminiConnection(Connection):
     """Resolves the key and builds the sync client and one async-capable client per event loop."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_version: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        headers: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None, api_version: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, headers: dict[str, str] | None = None) -> None:
         self._api_key = api_key
         self.base_url = base_url
         self.api_version = api_version

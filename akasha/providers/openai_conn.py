@@ -34,8 +34,7 @@ NO_KEY = "not-needed"
 
 
 def _httpx_of(openai: Any) -> Any:
-    """The httpx-like module the installed openai client is built on (httpx2 in openai 3, else httpx):
-    the package of the client class that ``openai.DefaultHttpxClient`` extends."""
+    """The httpx-like package ``openai.DefaultHttpxClient`` extends (httpx2 in openai 3, else httpx)."""
     import importlib
 
     base = next((c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client"), None)
@@ -53,29 +52,12 @@ class Target(NamedTuple):
     credentials: tuple[str, str] | None
 
 
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise MissingExtraError("openai", "light", "openai: models") from exc
-    return openai
-
-
 class OpenAIConnection(Connection):
     """Resolves settings and builds (once) the sync and per-event-loop async clients."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        azure: bool | None = None,
-        azure_endpoint: str | None = None,
-        api_version: str | None = None,
-        organization: str | None = None,
-        default_headers: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 azure: bool | None = None, azure_endpoint: str | None = None, api_version: str | None = None,
+                 organization: str | None = None, default_headers: dict[str, str] | None = None) -> None:
         self._api_key = api_key
         self.base_url = base_url
         super().__init__(timeout)
@@ -260,7 +242,10 @@ class OpenAIConnection(Connection):
     # -- clients --------------------------------------------------------------
     def _new_client(self, asynchronous: bool) -> Any:
         """An ``openai.(Async)OpenAI`` or ``openai.(Async)AzureOpenAI`` client on akasha's bounded transport."""
-        openai = _import_openai()
+        try:
+            import openai
+        except ImportError as exc:
+            raise MissingExtraError("openai", "light", "openai: models") from exc
         kwargs = self._kwargs()
         azure = self.resolve()["kind"] == "azure"
         transport = transports(_httpx_of(openai))[1 if asynchronous else 0]()

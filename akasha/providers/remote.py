@@ -1,9 +1,8 @@
 """What every remote chat model and embedder shares: a connection, a retry policy, fault translation.
 
-The OpenAI, Gemini and Ollama chat models and embedders inherit here how they read their model
-name, connection options and retry options, log the options they ignore, and call with retries,
-so the six classes cannot drift apart; the embedders also share their batching loop
-(:class:`RemoteEmbedder`).
+The OpenAI, Gemini and Ollama chat models and embedders inherit how they read their model name and
+options and call with retries, so the six classes cannot drift apart; the embedders also share
+their batching loop (:class:`RemoteEmbedder`).
 """
 
 from __future__ import annotations
@@ -58,11 +57,8 @@ def connect(connection_type: Callable[..., C], options: dict[str, Any]) -> C:
 
 
 class RemoteProvider:
-    """Base for classes that talk to a provider through ``self.connection`` with retries.
-
-    A subclass sets :attr:`provider` and :attr:`example` and calls ``super().__init__``
-    with the part of the model string after the colon and its remaining keyword options.
-    """
+    """Base for classes that talk to a provider through ``self.connection`` with retries; a subclass sets
+    :attr:`provider` and :attr:`example`."""
 
     #: the model string's prefix (``"openai"``)
     provider: ClassVar[str]
@@ -98,14 +94,14 @@ class RemoteProvider:
         return self.base_name
 
     def _take_options(self, options: dict[str, Any]) -> None:
-        """Take a subclass's own options out of ``options`` (none here)."""
+        """Take a subclass's own options out of ``options``."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, connection={self.connection!r})"
 
     def _retry_kwargs(self, timeout: float | None = None) -> dict[str, Any]:
-        """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams
-        (``timeout``: this request's own limit, a scaled embedding batch's, for a timeout error to name)."""
+        """Keyword arguments for ``call_with_retry`` and its kin (``timeout``: this request's own limit, for a
+        timeout error to name)."""
         translate = self._translate if timeout is None else functools.partial(self._fault, timeout=timeout)
         return {"provider": self.name, "policy": self.retry, "translate": translate,
                 "secrets": self.connection.secrets()}
@@ -114,10 +110,9 @@ class RemoteProvider:
 class RemoteEmbedder(RemoteProvider):
     """A :class:`RemoteProvider` that embeds in batches and returns normalised float32 rows.
 
-    Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for every text in
-    a request. A subclass says how to send one batch (:meth:`_request`, :meth:`_arequest`) and where
-    the vectors are in the reply (:meth:`_vectors`). A batch that still fails after its retries
-    raises and nothing is returned, so an index never stores a half-embedded document.
+    Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for every text in a
+    request. A batch that still fails after its retries raises and nothing is returned, so an index
+    never stores a half-embedded document.
     """
 
     #: the length of the vectors (None until known: a table of known models, or the first reply)
@@ -160,7 +155,6 @@ class RemoteEmbedder(RemoteProvider):
         """Seconds a request embedding ``texts`` texts may take (``timeout + timeout_per_text * texts``)."""
         return scaled_timeout(self.timeout, texts, self.timeout_per_text)
 
-    # -- what a subclass provides ------------------------------------------------
     def _request(self, texts: list[str], task: str, timeout: float) -> Callable[[], Any]:
         """The call that sends one batch (``task``: ``"RETRIEVAL_DOCUMENT"`` or ``"RETRIEVAL_QUERY"``)."""
         raise NotImplementedError
@@ -173,7 +167,6 @@ class RemoteEmbedder(RemoteProvider):
         """The vectors in a reply, in the order of the texts sent."""
         raise NotImplementedError
 
-    # -- the embedder protocol ----------------------------------------------------
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed all texts in batches; any failed batch raises, nothing partial is returned."""
         return self._embed(texts, "RETRIEVAL_DOCUMENT")

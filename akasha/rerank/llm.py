@@ -128,17 +128,9 @@ class LLMReranker:
     Other keyword options build the chat model.
     """
 
-    def __init__(
-        self,
-        model: Any,
-        *,
-        max_output_tokens: int | None = None,
-        max_input_tokens: int | None = None,
-        context_window: int | None = None,
-        token_margin: float = DEFAULT_TOKEN_MARGIN,
-        structured_output: bool = True,
-        **model_options: Any,
-    ) -> None:
+    def __init__(self, model: Any, *, max_output_tokens: int | None = None, max_input_tokens: int | None = None,
+                 context_window: int | None = None, token_margin: float = DEFAULT_TOKEN_MARGIN,
+                 structured_output: bool = True, **model_options: Any) -> None:
         from akasha.llm import validate_model
 
         validate_model(model)

@@ -23,15 +23,8 @@ logger = logging.getLogger(__name__)
 class LocalReranker:
     """Cross-encoder scores for (query, text) pairs, highest first."""
 
-    def __init__(
-        self,
-        model: str = "BAAI/bge-reranker-base",
-        *,
-        batch_size: int = 16,
-        max_length: int = 512,
-        device: str = "auto",
-        trust_remote_code: bool = False,
-    ) -> None:
+    def __init__(self, model: str = "BAAI/bge-reranker-base", *, batch_size: int = 16, max_length: int = 512,
+                 device: str = "auto", trust_remote_code: bool = False) -> None:
         if batch_size < 1:
             raise ConfigError(f"reranker batch_size must be positive, got {batch_size}")
         self.model_name = model
