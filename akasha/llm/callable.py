@@ -36,9 +36,6 @@ class CallableChat:
         self.fn = fn
         self.name = f"callable:{getattr(fn, '__name__', type(fn).__name__)}"
 
-    def _call(self, messages: list[Message]) -> Any:
-        return self.fn(flatten_messages(messages))
-
     def _text(self, value: Any) -> str:
         """One answer or answer piece as text: str as is, UTF-8 bytes decoded, anything else refused."""
         if isinstance(value, str):
@@ -62,7 +59,7 @@ class CallableChat:
             self._text(result)  # raises the TypeError naming what came back
 
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
-        return "".join(self._pieces(self._call(messages)))
+        return "".join(self._pieces(self.fn(flatten_messages(messages))))
 
     def stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
-        yield from self._pieces(self._call(messages))
+        yield from self._pieces(self.fn(flatten_messages(messages)))

@@ -1,13 +1,10 @@
 """``hf:<name-or-path>``: a local transformers chat model (on the accelerator when there is one).
 
-A local folder (``hf:./models/my-chat``) loads from disk with no network; any other
-name is resolved by transformers (the hub, or its cache when ``HF_HUB_OFFLINE=1``).
-The model loads on the first request. The tokenizer's chat template formats the
-messages; a tokenizer without one gets a plain ``Role: text`` transcript.
-The device is ``"auto"`` unless given: ``AKASHA_DEVICE``, else CUDA, then Apple MPS,
-then the CPU (:mod:`akasha.device`).
-Streaming uses ``TextIteratorStreamer`` with generation on a worker thread; an
-error in that thread ends the stream with StreamInterruptedError (never a hang).
+A local folder (``hf:./models/my-chat``) loads from disk with no network; any other name is
+resolved by transformers (the hub, or its cache when ``HF_HUB_OFFLINE=1``), on the first request,
+onto ``device`` (:mod:`akasha.device`). The tokenizer's chat template formats the messages (a plain
+``Role: text`` transcript without one). Streaming generates on a worker thread; an error there
+ends the stream with StreamInterruptedError (never a hang).
 """
 
 from __future__ import annotations
@@ -40,10 +37,9 @@ def plain_transcript(messages: list[Message]) -> str:
 class TransformersChat:
     """Chat with ``AutoModelForCausalLM`` + the tokenizer's chat template.
 
-    Options: ``device`` ("auto": see :mod:`akasha.device`), ``dtype`` (e.g. "bfloat16"), ``max_new_tokens`` (default
-    when a call sets no max_output_tokens, 512), ``trust_remote_code`` (False),
-    ``generation_kwargs`` (extra ``model.generate`` arguments), ``stream_timeout``
-    (seconds to wait for the next streamed piece, default 300).
+    Options: ``device``, ``dtype`` (e.g. "bfloat16"), ``max_new_tokens`` (when a call sets no
+    max_output_tokens), ``trust_remote_code``, ``generation_kwargs`` (extra ``model.generate``
+    arguments), ``stream_timeout`` (seconds to wait for the next streamed piece).
     """
 
     def __init__(self, rest: str, *, device: str = "auto", dtype: str | None = None, max_new_tokens: int = 512,

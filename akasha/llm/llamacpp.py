@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import logging
 import os
 import queue
@@ -63,8 +64,7 @@ class LlamaCppChat:
         self.path = resolve_gguf(rest)
         self.name = f"llama-cpp:{rest.strip()}"
         self.n_ctx = n_ctx
-        # Half the cores: llama.cpp threads spin while waiting, and on a busy machine a thread
-        # per core was measured 4.5x slower than one thread per two cores (2-core box, load 12).
+        # Half the cores: llama.cpp threads spin while waiting, so a thread per core is slower on a busy machine.
         self.n_threads = n_threads or max(1, min(8, (os.cpu_count() or 2) // 2))
         self._server: Any = None
         self._lock = threading.Lock()
@@ -118,12 +118,9 @@ class LlamaCppChat:
         server = self._load()
         pieces: queue.Queue[Any] = queue.Queue()
 
-        def on_chunk(chunk: Any) -> None:
-            pieces.put(chunk)
-
         def work() -> None:
             try:
-                result = server.handle_chat_completions(self._request(messages, options, True), on_chunk)
+                result = server.handle_chat_completions(self._request(messages, options, True), pieces.put)
                 if isinstance(result, dict):
                     pieces.put(result)
             except BaseException as exc:  # handed to the consumer thread
@@ -136,8 +133,6 @@ class LlamaCppChat:
             if isinstance(item, BaseException):
                 raise ProviderError(self.name, str(item)) from item
             if isinstance(item, str):
-                import json
-
                 item = json.loads(item)
             _raise_for_error(self.name, item)
             for choice in item.get("choices", ()):

@@ -44,17 +44,14 @@ class Clients:
 
     def __init__(self, build: Callable[[bool], Any]) -> None:
         self._build = build
-        self._sync = Lazy(lambda: build(False))
+        #: the sync client, built on its first ``get()``
+        self.sync = Lazy(lambda: build(False))
         self._async: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     @property
     def built(self) -> bool:
         """Whether any client was built (construction alone builds none)."""
-        return self._sync.built or len(self._async) > 0
-
-    def sync(self) -> Any:
-        """The sync client, built on the first call."""
-        return self._sync.get()
+        return self.sync.built or len(self._async) > 0
 
     def for_running_loop(self) -> Any:
         """The async client of the running event loop, built on its first call there."""
@@ -78,7 +75,7 @@ class Connection:
 
     def client(self) -> Any:
         """The sync client, built on the first call."""
-        return self.clients.sync()
+        return self.clients.sync.get()
 
     def async_client(self) -> Any:
         """The client of the running event loop (connection pools are loop-bound)."""

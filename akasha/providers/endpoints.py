@@ -1,14 +1,13 @@
 """Endpoint labels for embedder identities: where vectors come from, without secrets.
 
-An embedder's ``name`` keys the vector cache, so two servers answering for one model name
-(mean and CLS pooling, say) must not share vectors: remote embedders add the address they talk
-to, as :func:`endpoint_label` writes it (no credentials, query or fragment), to their name. The
-provider's own public endpoint adds nothing, so older indexes stay valid.
+An embedder's ``name`` keys the vector cache, so two servers answering for one model name must
+not share vectors: remote embedders add the address they talk to (:func:`endpoint_label`: no
+credentials, query or fragment) to their name; the provider's own public endpoint adds nothing,
+so older indexes stay valid.
 
-The same ``@<address>`` names an endpoint in a model string
-(``RAG(model="openai:qwen2.5-7b@http://127.0.0.1:8080/v1")``): :func:`split_endpoint` reads it (only
-``http://`` or ``https://``, so an Ollama digest is left alone) and :func:`endpoint_options` turns it
-into the provider's own option, which wins over ``OPENAI_BASE_URL``/``OLLAMA_HOST``/...
+The same ``@<address>`` (``http://`` or ``https://`` only) names an endpoint in a model string
+(``"openai:qwen2.5-7b@http://127.0.0.1:8080/v1"``): :func:`endpoint_options` turns it into the
+provider's own option, which wins over ``OPENAI_BASE_URL``/``OLLAMA_HOST``/...
 """
 
 from __future__ import annotations
@@ -41,11 +40,8 @@ def split_endpoint(rest: str) -> tuple[str, str | None]:
 
 
 def endpoint_options(prefix: str, rest: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The model part of ``rest`` and ``options`` plus the provider option an ``@<address>`` sets.
-
-    ConfigError when ``prefix`` is not a provider that talks to an address, or when the
-    same option is also given explicitly (two addresses for one model).
-    """
+    """The model part of ``rest`` and ``options`` plus the provider option an ``@<address>`` sets; ConfigError
+    when ``prefix`` talks to no address, or when that option is also given (two addresses for one model)."""
     model, address = split_endpoint(rest)
     if address is None:
         return rest, options

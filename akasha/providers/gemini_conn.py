@@ -1,10 +1,8 @@
 """Lazily built ``google-genai`` clients shared by the Gemini chat model and embedder.
 
-The key comes from ``api_key=``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``,
-read at first use. ``base_url=`` (or the library's own ``GOOGLE_GEMINI_BASE_URL``)
-points the client at a proxy or a test server. The library's retries stay off (no
-``retry_options``): akasha retries in :mod:`akasha.retry`. The request
-timeout (seconds here) is passed to the client in milliseconds, as it expects.
+The key comes from ``api_key=``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``, read at first
+use. ``base_url=`` (or the library's own ``GOOGLE_GEMINI_BASE_URL``) points the client at a proxy
+or a test server. The library's retries stay off: akasha retries in :mod:`akasha.retry`.
 """
 
 from __future__ import annotations
@@ -73,7 +71,7 @@ class GeminiConnection(Connection):
         """A ``genai.Client`` (async requests go through its ``aio`` side, one client per event loop)."""
         genai, types = import_genai()
         key = require_api_key("gemini", self._api_key, KEY_VARIABLES)
-        options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}
+        options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}  # milliseconds
         headers = dict(self.headers)
         if self.base_url:
             # user:password in the address goes as a header (the key travels as x-goog-api-key), never in the

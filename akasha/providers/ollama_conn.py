@@ -1,10 +1,8 @@
 """HTTP plumbing for Ollama's native API (``/api/chat``, ``/api/embed``) over ``httpx``.
 
-The address is ``host=`` (or ``base_url=``), else ``OLLAMA_HOST``, else
-``http://localhost:11434``; ``OLLAMA_HOST`` forms such as ``0.0.0.0``, ``myhost:8080``
-or ``https://proxy/ollama`` are accepted. A local Ollama needs no key; an optional
-``api_key`` (or ``OLLAMA_API_KEY``, e.g. for ollama.com or an authenticating proxy)
-is sent as a Bearer token and redacted everywhere.
+The address is ``host=`` (or ``base_url=``), else ``OLLAMA_HOST`` (``0.0.0.0``, ``myhost:8080``,
+``https://proxy/ollama``...), else ``http://localhost:11434``. An optional ``api_key`` (or
+``OLLAMA_API_KEY``, for ollama.com or a proxy) is sent as a Bearer token and redacted everywhere.
 """
 
 from __future__ import annotations
@@ -121,10 +119,8 @@ class OllamaConnection(Connection):
 
     def _new_client(self, asynchronous: bool) -> Any:
         httpx = _import_httpx()
-        sync_transport, async_transport = transports(httpx)
-        if asynchronous:
-            return httpx.AsyncClient(transport=async_transport(), **self._settings())
-        return httpx.Client(transport=sync_transport(), **self._settings())
+        kind = httpx.AsyncClient if asynchronous else httpx.Client
+        return kind(transport=transports(httpx)[1 if asynchronous else 0](), **self._settings())
 
     # -- requests ---------------------------------------------------------------
     def _timeout(self, seconds: float | None) -> Any:

@@ -1,14 +1,11 @@
 """Lazily built ``openai`` clients shared by the OpenAI chat model and embedder.
 
-Settings are read at first use, never at construction: an explicit ``api_key`` /
-``base_url`` wins; otherwise ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``; otherwise,
-when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set, an
-``openai.AzureOpenAI`` client (``OPENAI_API_VERSION`` or ``api_version`` picks the
-API version, the model name is the deployment). A custom ``base_url`` (vLLM,
-Ollama, LM Studio, llama.cpp server, TEI) works without a key.
-
-The clients' own retries are disabled (``max_retries=0``); akasha retries in
-:mod:`akasha.retry` so every provider behaves the same.
+Settings are read at first use: an explicit ``api_key`` / ``base_url`` wins; otherwise
+``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``; otherwise, when ``AZURE_OPENAI_ENDPOINT`` and
+``AZURE_OPENAI_API_KEY`` are set, an ``openai.AzureOpenAI`` client (``api_version`` or
+``OPENAI_API_VERSION``; the model name is the deployment). A custom ``base_url`` (vLLM, Ollama,
+LM Studio, llama.cpp server, TEI) works without a key. The clients' own retries are off
+(``max_retries=0``): akasha retries in :mod:`akasha.retry`, the same for every provider.
 """
 
 from __future__ import annotations
@@ -156,12 +153,10 @@ class OpenAIConnection(Connection):
         return with_credentials(headers, self.target().credentials)
 
     def server_context_window(self, model: str, timeout: float = 5.0) -> int | None:
-        """The context a self-hosted server gives one request, or None when it does not say (cached).
+        """The context a self-hosted server gives one request, or None when it does not say (probed once).
 
-        llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx`` (the per-slot
-        context), else ``GET /v1/models`` -> the model's ``meta.n_ctx``; vLLM: ``GET
-        /v1/models`` -> ``max_model_len``. One probe per connection; failures are logged
-        at DEBUG and give None.
+        llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx`` (per slot), else ``GET
+        /v1/models`` -> ``meta.n_ctx``; vLLM: ``max_model_len`` there. Failures are logged at DEBUG.
         """
         with self._lock:
             if "context" in self._probed:

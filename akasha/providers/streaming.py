@@ -1,13 +1,11 @@
 """Streams that retry while opening and never drop text when they break.
 
-A provider stream is the client's iterator of events (OpenAI chunks, Gemini
-responses, Ollama NDJSON objects); the provider's ``read`` turns each event into a
-``(text, finished)`` piece, where ``finished`` is True on the piece that carries the
-provider's end marker (OpenAI ``finish_reason``, Gemini ``finishReason``, Ollama
-``done``). Opening the stream and reading its first piece is retried like any
-request; after that, an error, or an end of data without the end marker, raises
-:class:`~akasha.errors.StreamInterruptedError` whose ``partial`` holds every piece
-already yielded, so a caller can show or keep what arrived.
+The provider's ``read`` turns each event of the client's stream into a ``(text, finished)``
+piece, ``finished`` True on the piece with the provider's end marker (OpenAI ``finish_reason``,
+Gemini ``finishReason``, Ollama ``done``). Opening the stream and reading its first piece is
+retried like any request; after that, an error, or an end of data without the end marker,
+raises :class:`~akasha.errors.StreamInterruptedError` whose ``partial`` holds every piece
+already yielded.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """``reranking.provider: cohere``: Cohere's HTTP rerank API (v2 ``/rerank``).
 
-``POST {endpoint}/v2/rerank`` with ``{"model", "query", "documents", "top_n"}``, every candidate
-ranked (``top_n`` is their number), so the answer (``results[].index`` / ``relevance_score``) is a
+``POST {endpoint}/v2/rerank`` with every candidate (``top_n`` is their number), so the answer is a
 complete ordering that :func:`akasha.rerank.rerank` validates before ``reranking.top_k`` trims it.
 ``api_key`` comes from the section, else ``CO_API_KEY`` / ``COHERE_API_KEY`` (only for Cohere's own
-host). ``endpoint`` (default ``https://api.cohere.com``) receives the key and every candidate's
-text: it must be ``https://``, or plain ``http://`` to a loopback address; anything else raises
-:class:`~akasha.errors.ConfigError` at build time.
+host). ``endpoint`` receives the key and every candidate's text: it must be ``https://``, or plain
+``http://`` to a loopback address; anything else raises :class:`~akasha.errors.ConfigError` at build.
 """
 
 from __future__ import annotations

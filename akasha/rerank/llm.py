@@ -2,10 +2,8 @@
 
 The model sees the question and the numbered candidates (each inside ``<candidate id="N">``
 delimiters, declared to be data, not instructions) and must reply with exactly
-``{"order": [ids]}`` naming every id once, best first; anything else raises
-:class:`~akasha.errors.OrderingError`. The request carries that JSON schema in
-``GenerationOptions.json_schema`` (each provider's structured-output switch); the reply is
-validated all the same.
+``{"order": [ids]}`` naming every id once, best first (the request carries that JSON schema as
+``GenerationOptions.json_schema``); anything else raises :class:`~akasha.errors.OrderingError`.
 
 Budget: the reranker model's context window less the reply (``context_window=``, else what the
 model object reports, else :data:`KNOWN_CONTEXT_WINDOWS`, else ``DEFAULT_MAX_INPUT_TOKENS``),
@@ -120,12 +118,9 @@ def reply_tokens(n: int) -> int:
 class LLMReranker:
     """Orders candidates with a chat model built lazily from ``model`` (a string, callable or ChatModel).
 
-    ``max_input_tokens``: an optional cap on each request's prompt. ``context_window``:
-    the model's context in tokens when neither the model object nor the table of known
-    models says (the reply is reserved inside it; 3000 tokens of prompt when unknown).
-    ``token_margin``: factor on counted tokens (default 1.25).
-    ``structured_output``: pass the reply's JSON schema to the provider (default True).
-    Other keyword options build the chat model.
+    ``max_input_tokens``, ``context_window`` and ``token_margin``: the budget (module docstring).
+    ``structured_output``: pass the reply's JSON schema to the provider. Other keyword options
+    build the chat model.
     """
 
     def __init__(self, model: Any, *, max_output_tokens: int | None = None, max_input_tokens: int | None = None,
