@@ -62,10 +62,8 @@ _K1, _B = 1.2, 0.75
 
 @dataclass(frozen=True)
 class ExtractiveSettings:
-    """How the extractive answerer picks its quotes (defaults measured, see the module docstring).
-
-    Values out of range raise ConfigError.
-    """
+    """How the extractive answerer picks its quotes (defaults measured, see the module docstring);
+    values out of range raise ConfigError."""
 
     #: Most sentences picked on their merits ("extractive:<n>" sets it); a sentence brought
     #: along by another, or added while extending the best one, does not count.
@@ -166,10 +164,9 @@ def _bm25(query: set[str], sentences: list[_Candidate]) -> list[float]:
 class SentenceVectors:
     """Unit-length sentence vectors of one embedder, by the sentence's text: in memory, and on disk when given a file.
 
-    The file is SQLite (``path``; created with its folder on first write), keyed by
-    embedder name and a 16-byte BLAKE2b digest of the text, so several embedders and
-    processes share it. Reading or writing it never fails an answer: an unreadable or
-    read-only file is logged once at debug level and the vectors stay in memory.
+    The file is SQLite (created with its folder on first write), keyed by embedder name and a BLAKE2b
+    digest of the text, so embedders and processes share it. It never fails an answer: an unreadable
+    or read-only file is logged once at debug level and the vectors stay in memory.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, memory_limit: int = _CACHE_LIMIT,

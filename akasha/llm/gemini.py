@@ -47,10 +47,7 @@ class GeminiChat(RemoteProvider):
     """Chat model over ``models.generate_content`` (sync and async, whole or streamed).
 
     Options: ``api_key``, ``base_url``, ``api_version``, ``timeout`` (seconds), ``headers``,
-    ``context_window`` (tokens, when you want requests kept inside a smaller window), and
-    the retry options (``max_retries``, ``retry_initial_delay``, ...). A reply cut by the
-    output limit (``finishReason`` ``MAX_TOKENS``) is logged at WARNING and recorded in
-    ``GenerationOptions.report``.
+    ``context_window`` (tokens, to keep requests inside a smaller window), and the retry options.
     """
 
     provider = "gemini"

@@ -22,9 +22,7 @@ class OllamaChat(RemoteProvider):
     """Chat model over Ollama's HTTP API (sync and async, whole or streamed).
 
     Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (seconds, default 60),
-    ``model_options`` (dict), ``keep_alive``, and the retry options. A reply cut by the
-    output limit (``done_reason`` ``"length"``) is logged at WARNING and recorded in
-    ``GenerationOptions.report``.
+    ``model_options`` (dict), ``keep_alive``, and the retry options.
     """
 
     provider = "ollama"

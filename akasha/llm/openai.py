@@ -30,11 +30,9 @@ logger = logging.getLogger(__name__)
 class OpenAIChat(RemoteProvider):
     """Chat model over the OpenAI chat-completions API (sync and async, whole or streamed).
 
-    Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure``
-    (True/False/None=auto), ``azure_endpoint``, ``api_version``, ``organization``,
-    ``default_headers``, ``context_window`` (tokens, when the server does not report it), and the
-    retry options of :meth:`akasha.retry.RetryPolicy.from_options`. A self-hosted server counts
-    tokens and reports its context itself (:meth:`token_counter`, :attr:`context_window`).
+    Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure`` (True/False/None=auto),
+    ``azure_endpoint``, ``api_version``, ``organization``, ``default_headers``, ``context_window`` (tokens,
+    when the server does not report it), and the retry options of :meth:`akasha.retry.RetryPolicy.from_options`.
     """
 
     provider = "openai"

@@ -74,8 +74,7 @@ class GeminiConnection(Connection):
         options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}  # milliseconds
         headers = dict(self.headers)
         if self.base_url:
-            # user:password in the address goes as a header (the key travels as x-goog-api-key), never in the
-            # URL that httpx logs and messages repeat
+            # user:password in the address goes as a header (the key travels as x-goog-api-key)
             options["base_url"], credentials = split_credentials(self.base_url)
             headers = with_credentials(headers, credentials)
         if self.api_version:

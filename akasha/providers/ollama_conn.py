@@ -122,7 +122,6 @@ class OllamaConnection(Connection):
         kind = httpx.AsyncClient if asynchronous else httpx.Client
         return kind(transport=transports(httpx)[1 if asynchronous else 0](), **self._settings())
 
-    # -- requests ---------------------------------------------------------------
     def _timeout(self, seconds: float | None) -> Any:
         """An httpx timeout for one request (the connection's own when ``seconds`` is None)."""
         return _import_httpx().Timeout(self.timeout if seconds is None else float(seconds))

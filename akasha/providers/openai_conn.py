@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, NamedTuple
+from typing import Any
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
 from akasha.providers.bounded import bounded_request, transports
@@ -38,17 +38,6 @@ def _httpx_of(openai: Any) -> Any:
     return importlib.import_module(base.__module__.split(".")[0] if base is not None else "httpx")
 
 
-class Target(NamedTuple):
-    """Where requests go, as the settings and the environment say (see :meth:`OpenAIConnection.target`)."""
-
-    use_azure: bool
-    #: the OpenAI-compatible base URL, without any ``user:password@`` (those are in ``credentials``)
-    base_url: str | None
-    azure_endpoint: str | None
-    #: ``(user, password)`` taken out of the base URL, sent as a header; None when it had none
-    credentials: tuple[str, str] | None
-
-
 class OpenAIConnection(Connection):
     """Resolves settings and builds (once) the sync and per-event-loop async clients."""
 
@@ -72,10 +61,10 @@ class OpenAIConnection(Connection):
         target = redact_url(self.base_url or self.azure_endpoint or "") or "(from environment)"
         return f"OpenAIConnection(base_url={target!r}, api_key={'***' if self._api_key else None})"
 
-    # -- settings -----------------------------------------------------------
-    def target(self) -> Target:
-        """Where requests go, from explicit settings and the environment (needs no key, never raises); a
-        ``user:password@`` in the base URL comes apart, in ``credentials`` (sent as a header, never logged)."""
+    def target(self) -> tuple[bool, str | None, str | None, tuple[str, str] | None]:
+        """Where requests go, from explicit settings and the environment (needs no key, never raises):
+        ``(use_azure, base_url, azure_endpoint, credentials)``, a ``user:password@`` in the base URL taken
+        out into ``credentials`` (sent as a header, never logged)."""
         base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
         credentials = None
         if base_url:
@@ -83,10 +72,8 @@ class OpenAIConnection(Connection):
         endpoint = self.azure_endpoint or env_value("AZURE_OPENAI_ENDPOINT")
         use_azure = self.azure
         if use_azure is None:  # auto: Azure settings present and no OpenAI-compatible base URL
-            use_azure = bool(
-                not base_url and endpoint and (self._api_key or env_value("AZURE_OPENAI_API_KEY"))
-            )
-        return Target(bool(use_azure), base_url, endpoint, credentials)
+            use_azure = bool(not base_url and endpoint and (self._api_key or env_value("AZURE_OPENAI_API_KEY")))
+        return bool(use_azure), base_url, endpoint, credentials
 
     def endpoint_identity(self) -> str | None:
         """The address requests go to (Azure's ``azure_endpoint``), as an embedder name carries it; None for
@@ -131,7 +118,6 @@ class OpenAIConnection(Connection):
                      settings.get("base_url") or settings.get("azure_endpoint") or "api.openai.com")
         return settings
 
-    # -- self-hosted servers ---------------------------------------------------
     def server_url(self) -> str | None:
         """The base URL of a self-hosted OpenAI-compatible server; None for api.openai.com and Azure."""
         use_azure, base_url, _, _ = self.target()
@@ -150,7 +136,7 @@ class OpenAIConnection(Connection):
         key = self._api_key or env_value("OPENAI_API_KEY")
         if key and key != NO_KEY:
             headers["Authorization"] = f"Bearer {key}"
-        return with_credentials(headers, self.target().credentials)
+        return with_credentials(headers, self.target()[3])
 
     def server_context_window(self, model: str, timeout: float = 5.0) -> int | None:
         """The context a self-hosted server gives one request, or None when it does not say (probed once).
@@ -234,7 +220,6 @@ class OpenAIConnection(Connection):
             common["base_url"] = settings["base_url"]
         return common
 
-    # -- clients --------------------------------------------------------------
     def _new_client(self, asynchronous: bool) -> Any:
         """An ``openai.(Async)OpenAI`` or ``openai.(Async)AzureOpenAI`` client on akasha's bounded transport."""
         try:

@@ -48,10 +48,8 @@ def plan_batches(texts: Sequence[str], max_items: int, max_chars: int | None = N
 
 
 def connect(connection_type: Callable[..., C], options: dict[str, Any]) -> C:
-    """``connection_type(...)`` from the entries of ``options`` that its keyword-only parameters name.
-
-    Those entries are taken out of ``options``: what is left belongs to the model.
-    """
+    """``connection_type(...)`` from the entries of ``options`` that its keyword-only parameters name, taken
+    out of ``options`` (what is left belongs to the model)."""
     names = [p.name for p in inspect.signature(connection_type).parameters.values() if p.kind is p.KEYWORD_ONLY]
     return connection_type(**{name: options.pop(name) for name in names if name in options})
 
