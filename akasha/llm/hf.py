@@ -74,8 +74,15 @@ class TransformersChat:
         if self._model is not None:
             config = getattr(self._model, "config", None)
             values = {key: getattr(config, key, None) for key in _CONTEXT_KEYS}
-        elif self.local:
-            values = _folder_config(Path(self.location))
+        elif self.local:  # its config.json (the text config of a multimodal model)
+            try:
+                values = json.loads((Path(self.location) / "config.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            if not isinstance(values, dict):
+                return None
+            if isinstance(values.get("text_config"), dict):
+                values = {**values, **values["text_config"]}
         else:
             return None
         for key in _CONTEXT_KEYS:
@@ -108,11 +115,9 @@ class TransformersChat:
             tokenizer = AutoTokenizer.from_pretrained(self.location, **kwargs)
             model = AutoModelForCausalLM.from_pretrained(self.location, **model_kwargs)
         except OSError as exc:
-            raise ConfigError(
-                f"model {self.name!r}: cannot load {self.location!r} ({exc}). Pass a local folder "
-                "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
-                "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE)."
-            ) from exc
+            raise ConfigError(f"model {self.name!r}: cannot load {self.location!r} ({exc}). Pass a local folder "
+                              "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
+                              "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE).") from exc
         device = resolve_device(self.device)
         logger.info("%s runs on %s", self.name, device)
         model.to(device)  # type: ignore[arg-type]  # transformers wraps .to with functools.wraps: mypy loses self
@@ -122,9 +127,8 @@ class TransformersChat:
     def _inputs(self, messages: list[Message]) -> Any:
         model, tokenizer = self._load()
         if getattr(tokenizer, "chat_template", None):
-            encoded = tokenizer.apply_chat_template(
-                list(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
-            )
+            encoded = tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, return_tensors="pt",
+                                                    return_dict=True)
         else:
             encoded = tokenizer(plain_transcript(messages), return_tensors="pt")
         return {k: v.to(model.device) for k, v in encoded.items()}
@@ -172,9 +176,8 @@ class TransformersChat:
 
         model, tokenizer = self._load()
         inputs = self._inputs(messages)
-        streamer = TextIteratorStreamer(
-            tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=self.stream_timeout
-        )
+        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True,
+                                        timeout=self.stream_timeout)
         failure: list[BaseException] = []
         finished: list[str] = []
         kwargs = self._generate_kwargs(options)
@@ -215,18 +218,6 @@ class TransformersChat:
             if not isinstance(piece, str):  # _DONE: the stream ended
                 return
             yield piece
-
-
-def _folder_config(folder: Path) -> dict[str, Any]:
-    """A local model folder's ``config.json`` (its text config for multimodal models), or {} when unreadable."""
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(config, dict):
-        return {}
-    text_config = config.get("text_config")
-    return {**config, **text_config} if isinstance(text_config, dict) else config
 
 
 __all__ = ["TransformersChat", "plain_transcript"]

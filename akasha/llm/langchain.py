@@ -34,11 +34,8 @@ def finish_reason(result: Any) -> str | None:
     metadata = getattr(result, "response_metadata", None)
     if not isinstance(metadata, dict):
         return None
-    for key in ("finish_reason", "done_reason", "stop_reason"):
-        value = metadata.get(key)
-        if value:
-            return str(value)
-    return None
+    return next((str(metadata[key]) for key in ("finish_reason", "done_reason", "stop_reason") if metadata.get(key)),
+                None)
 
 
 def content_text(result: Any) -> str:

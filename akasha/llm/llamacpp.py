@@ -49,10 +49,8 @@ def resolve_gguf(rest: str) -> Path:
     else:
         path = Path(name).expanduser()
     if not path.is_file():
-        raise ConfigError(
-            f"GGUF model file not found: {path}. Use 'llama-cpp:<path to .gguf>' or one of the packaged "
-            f"names {sorted(PACKAGED_MODELS)}"
-        )
+        raise ConfigError(f"GGUF model file not found: {path}. Use 'llama-cpp:<path to .gguf>' or one of the "
+                          f"packaged names {sorted(PACKAGED_MODELS)}")
     return path
 
 
@@ -97,7 +95,6 @@ class LlamaCppChat:
 
     @property
     def context_window(self) -> int:
-        """The context size the model is loaded with (``n_ctx``)."""
         return self.n_ctx
 
     def token_counter(self) -> Any:

@@ -1,11 +1,9 @@
 """The quotable sentences of a document's text, for the extractive answerer.
 
-Documents arrive hard-wrapped and full of markup: reStructuredText titles with their
-``=====`` rules, directives (``.. note::``), labels, Markdown fences, doctest lines,
-lists and tables. :func:`quotable_sentences` re-joins wrapped lines into paragraphs, drops
-the scaffolding a reader would not quote, keeps code apart from prose (a code block is
-one unit, never glued to the sentence before it) and cuts prose into sentences, in
-English and in Chinese or Japanese (``。！？``).
+Documents arrive hard-wrapped and full of reStructuredText or Markdown markup:
+:func:`quotable_sentences` re-joins wrapped lines, drops the scaffolding a reader would not
+quote, keeps code apart from prose and cuts prose into sentences, in English and in Chinese
+or Japanese (``。！？``).
 """
 
 from __future__ import annotations

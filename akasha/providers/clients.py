@@ -22,7 +22,6 @@ class Lazy(Generic[T]):
 
     @property
     def built(self) -> bool:
-        """Whether the value exists yet."""
         return self._value is not None
 
     def peek(self) -> T | None:
@@ -30,7 +29,6 @@ class Lazy(Generic[T]):
         return self._value
 
     def get(self) -> T:
-        """The value, built now if it was not yet."""
         if self._value is None:
             with self._lock:
                 if self._value is None:
@@ -74,7 +72,6 @@ class Connection:
         raise NotImplementedError
 
     def client(self) -> Any:
-        """The sync client, built on the first call."""
         return self.clients.sync.get()
 
     def async_client(self) -> Any:

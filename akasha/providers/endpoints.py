@@ -49,10 +49,8 @@ def endpoint_options(prefix: str, rest: str, options: dict[str, Any]) -> tuple[s
     option = ENDPOINT_OPTIONS.get(prefix)
     if option is None:
         served = ", ".join(f"{p}:" for p in ENDPOINT_OPTIONS)
-        raise ConfigError(
-            f"{where!r}: an @<address> is only for models served over HTTP ({served}); "
-            f"{prefix} models run on this machine. Remove the '@...' part"
-        )
+        raise ConfigError(f"{where!r}: an @<address> is only for models served over HTTP ({served}); "
+                          f"{prefix} models run on this machine. Remove the '@...' part")
     if options.get(option) or (prefix == "ollama" and options.get("host")):
         raise ConfigError(f"{where!r} names an address and {option}= is given too; keep one of them")
     return model, {**options, option: address}

@@ -131,7 +131,6 @@ class OllamaConnection(Connection):
         return _json(self.client().post(path, json=payload, timeout=self._timeout(timeout)))
 
     async def apost(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """Async twin of :meth:`post`."""
         return _json(await self.async_client().post(path, json=payload, timeout=self._timeout(timeout)))
 
     def stream_lines(self, path: str, payload: dict[str, Any]) -> Generator[dict[str, Any], None, None]:

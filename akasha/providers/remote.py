@@ -18,14 +18,7 @@ import numpy as np
 from akasha.embeddings.base import as_matrix, normalize_rows
 from akasha.errors import ConfigError, ProviderError
 from akasha.providers.endpoints import identity_suffix
-from akasha.retry import (
-    DEFAULT_TIMEOUT_PER_TEXT,
-    Fault,
-    RetryPolicy,
-    acall_with_retry,
-    call_with_retry,
-    scaled_timeout,
-)
+from akasha.retry import DEFAULT_TIMEOUT_PER_TEXT, Fault, RetryPolicy, acall_with_retry, call_with_retry, scaled_timeout
 
 C = TypeVar("C")
 
@@ -79,9 +72,8 @@ class RemoteProvider:
         self.retry = RetryPolicy.from_options(options)
         self._take_options(options)
         if options:
-            logging.getLogger(type(self).__module__).debug(
-                "%s ignores unknown options %s", type(self).__name__, sorted(options)
-            )
+            logging.getLogger(type(self).__module__).debug("%s ignores unknown options %s", type(self).__name__,
+                                                           sorted(options))
         self.timeout = float(self.connection.timeout)
         self._fault = fault
         self._translate = functools.partial(fault, timeout=self.timeout)
@@ -127,7 +119,6 @@ class RemoteEmbedder(RemoteProvider):
         return self.base_name + identity_suffix(self.connection.endpoint_identity())
 
     def _take_options(self, options: dict[str, Any]) -> None:
-        """Read ``timeout_per_text``."""
         per_text = options.pop("timeout_per_text", None)
         if per_text is not None:
             if float(per_text) < 0:
@@ -158,7 +149,6 @@ class RemoteEmbedder(RemoteProvider):
         raise NotImplementedError
 
     def _arequest(self, texts: list[str], task: str, timeout: float) -> Callable[[], Awaitable[Any]]:
-        """Async twin of :meth:`_request`."""
         raise NotImplementedError
 
     def _vectors(self, reply: Any) -> Sequence[Any]:

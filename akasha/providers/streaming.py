@@ -41,9 +41,8 @@ async def _aclose(obj: Any) -> None:
 class _Progress:
     """What a stream has delivered so far, and the error to raise when it breaks."""
 
-    def __init__(
-        self, provider: str, translate: Callable[[BaseException], Fault | None], secrets: tuple[str | None, ...]
-    ) -> None:
+    def __init__(self, provider: str, translate: Callable[[BaseException], Fault | None],
+                 secrets: tuple[str | None, ...]) -> None:
         self.provider, self.translate, self.secrets = provider, translate, secrets
         self.received: list[str] = []
         self.finished = False

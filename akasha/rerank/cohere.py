@@ -43,10 +43,9 @@ def check_endpoint(endpoint: str) -> str:
         except ValueError:
             loopback = host.lower() == "localhost"
         if not loopback:
-            raise ConfigError(
-                f"reranking.endpoint {shown!r} would send the API key and the document texts unencrypted; use "
-                "https:// (plain http:// is allowed only to a loopback address such as http://127.0.0.1:8080)"
-            )
+            raise ConfigError(f"reranking.endpoint {shown!r} would send the API key and the document texts "
+                              "unencrypted; use https:// (plain http:// is allowed only to a loopback address such "
+                              "as http://127.0.0.1:8080)")
     return str(endpoint).strip()
 
 

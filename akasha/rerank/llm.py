@@ -190,11 +190,10 @@ class LLMReranker:
         cap = room // 2 if n > 1 else room  # any two candidates fit one window
         if cap < MIN_CANDIDATE_TOKENS:
             where = f"the model's {context}-token context less the reply, " if context else ""
-            raise BudgetError(
-                f"the llm reranker cannot fit the question and two candidates into {budget} tokens "
-                f"({where}max_input_tokens={self.max_input_tokens}); the question alone takes about {fixed}. "
-                "Raise the reranker's context_window= / max_input_tokens=, or shorten the question"
-            )
+            raise BudgetError(f"the llm reranker cannot fit the question and two candidates into {budget} tokens "
+                              f"({where}max_input_tokens={self.max_input_tokens}); the question alone takes about "
+                              f"{fixed}. Raise the reranker's context_window= / max_input_tokens=, or shorten the "
+                              "question")
         costs = []
         for i, text in enumerate(texts):
             cost = tokens(_block(i, text)) + 2
@@ -236,10 +235,8 @@ class LLMReranker:
     def _rank_window(self, query: str, texts: list[str], out_tokens: int | None, windowed: bool) -> list[int]:
         """Ask the model to order ``texts`` (ids 0..len-1); the reply is validated as a complete ordering."""
         self.last_requests += 1
-        options = GenerationOptions(
-            max_output_tokens=out_tokens, temperature=0.0,
-            json_schema=order_schema(len(texts)) if self.structured_output else None,
-        )
+        options = GenerationOptions(max_output_tokens=out_tokens, temperature=0.0,
+                                    json_schema=order_schema(len(texts)) if self.structured_output else None)
         reply = self.model.generate(_messages(query, texts), options)
         who = f"{self.name} (window {self.last_requests})" if windowed else self.name
         return parse_order_json(reply, len(texts), who)

@@ -48,14 +48,12 @@ class LocalReranker:
             raise MissingExtraError(exc.name or "transformers", "full", "the local reranker") from exc
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(self.model_name, trust_remote_code=self.trust_remote_code)
-            model = AutoModelForSequenceClassification.from_pretrained(
-                self.model_name, trust_remote_code=self.trust_remote_code
-            )
+            model = AutoModelForSequenceClassification.from_pretrained(self.model_name,
+                                                                       trust_remote_code=self.trust_remote_code)
         except (OSError, ValueError) as exc:
-            raise ConfigError(
-                f"could not load reranker model {self.model_name!r}: {exc}. Give a local folder or a "
-                "Hugging Face model name that is downloaded (or allow downloads: unset HF_HUB_OFFLINE)"
-            ) from exc
+            raise ConfigError(f"could not load reranker model {self.model_name!r}: {exc}. Give a local folder or "
+                              "a Hugging Face model name that is downloaded (or allow downloads: unset "
+                              "HF_HUB_OFFLINE)") from exc
         device = resolve_device(self.device)
         self._model = model.to(device).eval()
         self.loaded_device = device
@@ -69,10 +67,8 @@ class LocalReranker:
         out: list[float] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
-            encoded = self._tokenizer(
-                [query] * len(batch), batch, padding=True, truncation=True,
-                max_length=self.max_length, return_tensors="pt",
-            ).to(self.loaded_device)
+            encoded = self._tokenizer([query] * len(batch), batch, padding=True, truncation=True,
+                                      max_length=self.max_length, return_tensors="pt").to(self.loaded_device)
             with torch.inference_mode():
                 logits = self._model(**encoded).logits
             column = logits[:, 0] if logits.shape[-1] == 1 else logits[:, -1]

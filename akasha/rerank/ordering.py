@@ -34,9 +34,8 @@ def validate_ordering(order: object, n: int, who: str = "reranker") -> list[int]
         raise OrderingError(f"{who} returned duplicate ids {duplicates}; every id must appear exactly once")
     missing = sorted(set(range(n)) - set(ids))
     if missing:
-        raise OrderingError(
-            f"{who} omitted ids {missing}; it must order all {n} candidates (ids 0..{n - 1}) exactly once"
-        )
+        raise OrderingError(f"{who} omitted ids {missing}; it must order all {n} candidates (ids 0..{n - 1}) "
+                            "exactly once")
     return ids
 
 
