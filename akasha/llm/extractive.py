@@ -54,8 +54,7 @@ _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it
     its me my of on or our should so than that the their them then there these they this those to was we
     were what when where which who whom whose why will with would you your about any some please tell
-    explain describe list give many much often""".split()
-)
+    explain describe list give many much often""".split())
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _K1, _B = 1.2, 0.75
 
@@ -460,13 +459,9 @@ class ExtractiveAnswerer:
     def answer(self, messages: list[Message]) -> str:
         """The reply to the last user message: one cited quote a line, or :data:`NO_ANSWER`."""
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-        documents = parse_documents(user)
-        question = parse_question(user)
-        chosen = best_sentences(question, documents, self.sentences, embedder=self.embedder, cache=self.vectors,
-                                settings=self.settings)
-        if not chosen:
-            return NO_ANSWER
-        return "\n".join(map(str, chosen))
+        chosen = best_sentences(parse_question(user), parse_documents(user), self.sentences, embedder=self.embedder,
+                                cache=self.vectors, settings=self.settings)
+        return "\n".join(map(str, chosen)) if chosen else NO_ANSWER
 
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
         return self.answer(messages)

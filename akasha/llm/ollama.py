@@ -41,11 +41,8 @@ class OllamaChat(RemoteProvider):
             model_options["temperature"] = options.temperature
         if options.max_output_tokens is not None:
             model_options["num_predict"] = options.max_output_tokens
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": m.get("role", "user"), "content": m["content"]} for m in messages],
-            "stream": stream,
-        }
+        turns = [{"role": m.get("role", "user"), "content": m["content"]} for m in messages]
+        payload: dict[str, Any] = {"model": self.model, "messages": turns, "stream": stream}
         if model_options:
             payload["options"] = model_options
         if options.json_schema is not None:

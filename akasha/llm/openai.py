@@ -81,10 +81,8 @@ class OpenAIChat(RemoteProvider):
             key = "max_completion_tokens" if self.connection.is_official else "max_tokens"
             params[key] = options.max_output_tokens
         if options.json_schema is not None and not self._omit_response_format:
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "akasha_reply", "schema": dict(options.json_schema), "strict": True},
-            }
+            params["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "akasha_reply", "schema": dict(options.json_schema), "strict": True}}
         if stream:
             params["stream"] = True
         return params

@@ -19,10 +19,7 @@ from urllib.parse import urlsplit
 from akasha.errors import ConfigError
 
 #: Hosts of the providers' own public endpoints; an address on one of these adds nothing to a name.
-PUBLIC_HOSTS = {
-    "openai": frozenset({"api.openai.com"}),
-    "gemini": frozenset({"generativelanguage.googleapis.com"}),
-}
+PUBLIC_HOSTS = {"openai": frozenset({"api.openai.com"}), "gemini": frozenset({"generativelanguage.googleapis.com"})}
 #: Ollama's default hosts: this machine, and ``ollama`` (the RAGPipeline format's Docker default).
 _OLLAMA_DEFAULT_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "ollama"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -99,12 +99,9 @@ class OpenAIConnection(Connection):
             key = self._api_key or env_value("AZURE_OPENAI_API_KEY")
             if not key:
                 raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_API_KEY"])
-            settings: dict[str, Any] = {
-                "kind": "azure",
-                "api_key": key,
-                "azure_endpoint": endpoint,
-                "api_version": self.api_version or env_value("OPENAI_API_VERSION", default=DEFAULT_AZURE_API_VERSION),
-            }
+            version = self.api_version or env_value("OPENAI_API_VERSION", default=DEFAULT_AZURE_API_VERSION)
+            settings: dict[str, Any] = {"kind": "azure", "api_key": key, "azure_endpoint": endpoint,
+                                        "api_version": version}
         else:
             key = self._api_key or env_value("OPENAI_API_KEY")
             if not key:

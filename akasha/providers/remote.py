@@ -62,7 +62,7 @@ class RemoteProvider:
     def __init__(self, rest: str, options: dict[str, Any], connection_type: Callable[..., Any],
                  fault: Callable[..., Fault | None]) -> None:
         """Read the model name from ``rest``; take the connection's settings, the retry options and
-        :meth:`_take_options` out of ``options`` (debug-logging the rest, which no one reads)."""
+        :meth:`_take_options` out of ``options`` (debug-logging the rest)."""
         self.model = rest.strip()
         if not self.model:
             raise ConfigError(f"{self.provider}: needs a model name, for example '{self.provider}:{self.example}'")
@@ -76,7 +76,6 @@ class RemoteProvider:
                                                            sorted(options))
         self.timeout = float(self.connection.timeout)
         self._fault = fault
-        self._translate = functools.partial(fault, timeout=self.timeout)
 
     @property
     def name(self) -> str:
@@ -92,7 +91,7 @@ class RemoteProvider:
     def _retry_kwargs(self, timeout: float | None = None) -> dict[str, Any]:
         """Keyword arguments for ``call_with_retry`` and its kin (``timeout``: this request's own limit, for a
         timeout error to name)."""
-        translate = self._translate if timeout is None else functools.partial(self._fault, timeout=timeout)
+        translate = functools.partial(self._fault, timeout=self.timeout if timeout is None else timeout)
         return {"provider": self.name, "policy": self.retry, "translate": translate,
                 "secrets": self.connection.secrets()}
 

@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 #: Each candidate's text is cut to this many characters in the ranking prompt.
 MAX_CANDIDATE_CHARS = 1500
+#: The question is escaped like the documents, and cut here (a question is not a document).
+MAX_QUESTION_CHARS = 4000
 #: The prompt budget when none is given (the RAG option ``max_input_tokens`` defaults to it too).
 DEFAULT_MAX_INPUT_TOKENS = 3000
 #: Context windows (tokens) of hosted models, by model-name prefix (the longest matching prefix wins).
@@ -39,8 +41,13 @@ KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
     "gpt-4o": 128_000, "gpt-4-turbo": 128_000, "gpt-4.1": 1_047_576, "gpt-5": 400_000,
     "o1": 200_000, "o3": 200_000, "o4-mini": 200_000, "gpt-3.5-turbo": 16_385,
     "gemini-1.5-pro": 2_097_152, "gemini-1.5-flash": 1_048_576, "gemini-2.0": 1_048_576,
-    "gemini-2.5": 1_048_576, "claude": 200_000,
-}
+    "gemini-2.5": 1_048_576, "claude": 200_000}
+#: Counted tokens are multiplied by this: the offline counter is not every model's tokenizer.
+DEFAULT_TOKEN_MARGIN = 1.25
+#: Tokens a chat request spends around its message texts (role markers, chat template).
+MESSAGE_OVERHEAD_TOKENS = 16
+#: A candidate is never cut below this many tokens; a budget that cannot hold two such is refused.
+MIN_CANDIDATE_TOKENS = 24
 
 
 def known_context_window(name: object) -> int | None:
@@ -52,13 +59,6 @@ def known_context_window(name: object) -> int | None:
     matches = [prefix for prefix in KNOWN_CONTEXT_WINDOWS if bare.startswith(prefix)]
     return KNOWN_CONTEXT_WINDOWS[max(matches, key=len)] if matches else None
 
-
-#: Counted tokens are multiplied by this: the offline counter is not every model's tokenizer.
-DEFAULT_TOKEN_MARGIN = 1.25
-#: Tokens a chat request spends around its message texts (role markers, chat template).
-MESSAGE_OVERHEAD_TOKENS = 16
-#: A candidate is never cut below this many tokens; a budget that cannot hold two such is refused.
-MIN_CANDIDATE_TOKENS = 24
 
 def order_schema(n: int) -> dict[str, Any]:
     """The reply's JSON schema: ``{"order": [...]}`` with exactly ``n`` ids in 0..n-1, so a grammar-constrained
@@ -79,10 +79,6 @@ RERANK_SYSTEM = (
 _ANGLES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\uff1c": "&lt;", "\uff1e": "&gt;",
                          "\u2039": "&lt;", "\u203a": "&gt;", "\u27e8": "&lt;", "\u27e9": "&gt;",
                          "\u3008": "&lt;", "\u3009": "&gt;"})
-
-
-#: The question is escaped like the documents, and cut here (a question is not a document).
-MAX_QUESTION_CHARS = 4000
 
 
 def _clean(text: str, max_chars: int) -> str:
