@@ -42,10 +42,9 @@ class Sentence(NamedTuple):
 def _units(text: str) -> list[Sentence]:
     """Paragraphs, list items, table rows and code blocks of ``text``, hard-wrapped lines re-joined.
 
-    Dropped: a reStructuredText title with its rule lines, and directive, label and
-    comment lines (``.. note::``, ``.. _label:``) with their indented arguments. Code
-    units: the indented block after a line ending in ``::`` or after a code directive,
-    a fenced Markdown block, and ``>>>`` doctest lines.
+    Dropped: a reStructuredText title with its rule lines, and directive, label and comment lines
+    with their indented arguments. Code units: the indented block after a line ending in ``::`` or
+    after a code directive, a fenced Markdown block, and ``>>>`` doctest lines.
     """
     units: list[Sentence] = []
     current = ""
@@ -124,10 +123,9 @@ def _cut(piece: str) -> str:
 def quotable_sentences(text: str) -> list[Sentence]:
     """The quotable sentences and code units of ``text``, in order.
 
-    A piece under :data:`MIN_SENTENCE_CHARS` characters is no quote by itself: it opens
-    the next sentence of its paragraph ("Yes. It is ..." keeps its "Yes."), or is left
-    out at a paragraph's end. Headings and table rules are left out; inline markup (``**``, ``__``,
-    backquotes) and list markers are removed, table cells are joined with `` | ``.
+    A piece under :data:`MIN_SENTENCE_CHARS` characters opens the next sentence of its paragraph
+    ("Yes. It is ..."), or is left out at a paragraph's end. Headings and table rules are left out;
+    inline markup and list markers are removed, table cells are joined with `` | ``.
     """
     out: list[Sentence] = []
     for unit in _units(text):

@@ -105,7 +105,7 @@ class OllamaConnection(Connection):
     def secrets(self) -> tuple[str, ...]:
         return tuple(s for s in (self._api_key, env_value("OLLAMA_API_KEY")) if s)
 
-    def _settings(self) -> dict[str, Any]:
+    def _new_client(self, asynchronous: bool) -> Any:
         httpx = _import_httpx()
         headers = {"Accept": "application/json"}
         key = self._api_key or env_value("OLLAMA_API_KEY")
@@ -114,13 +114,9 @@ class OllamaConnection(Connection):
         # user:password in the address is sent as Basic auth, and never left in the URL httpx logs
         raw = (self._host or env_value("OLLAMA_HOST") or "").strip()
         _, credentials = split_credentials(raw if "://" in raw else f"http://{raw}")
-        return {"base_url": self.base_url, "headers": with_credentials(headers, credentials),
-                "timeout": httpx.Timeout(self.timeout)}
-
-    def _new_client(self, asynchronous: bool) -> Any:
-        httpx = _import_httpx()
         kind = httpx.AsyncClient if asynchronous else httpx.Client
-        return kind(transport=transports(httpx)[1 if asynchronous else 0](), **self._settings())
+        return kind(transport=transports(httpx)[1 if asynchronous else 0](), base_url=self.base_url,
+                    headers=with_credentials(headers, credentials), timeout=httpx.Timeout(self.timeout))
 
     def _timeout(self, seconds: float | None) -> Any:
         """An httpx timeout for one request (the connection's own when ``seconds`` is None)."""

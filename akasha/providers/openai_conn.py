@@ -197,11 +197,16 @@ class OpenAIConnection(Connection):
                  env_value("AZURE_OPENAI_API_KEY")]
         return tuple(s for s in found if s and s != NO_KEY)
 
-    def _kwargs(self) -> dict[str, Any]:
+    def _new_client(self, asynchronous: bool) -> Any:
+        """An ``openai.(Async)OpenAI`` or ``openai.(Async)AzureOpenAI`` client on akasha's bounded transport."""
+        try:
+            import openai
+        except ImportError as exc:
+            raise MissingExtraError("openai", "light", "openai: models") from exc
         settings = self.resolve()
-        common: dict[str, Any] = {"api_key": settings["api_key"], "timeout": self.timeout, "max_retries": 0}
+        kwargs: dict[str, Any] = {"api_key": settings["api_key"], "timeout": self.timeout, "max_retries": 0}
         if self.organization:
-            common["organization"] = self.organization
+            kwargs["organization"] = self.organization
         headers = dict(self.default_headers)
         credentials = settings.get("credentials")
         if credentials is not None:
@@ -210,21 +215,12 @@ class OpenAIConnection(Connection):
             real_key = settings["api_key"] != NO_KEY
             headers["Proxy-Authorization" if real_key else "Authorization"] = basic_value(credentials)
         if headers:
-            common["default_headers"] = headers
-        if settings["kind"] == "azure":
-            common.update(azure_endpoint=settings["azure_endpoint"], api_version=settings["api_version"])
+            kwargs["default_headers"] = headers
+        azure = settings["kind"] == "azure"
+        if azure:
+            kwargs.update(azure_endpoint=settings["azure_endpoint"], api_version=settings["api_version"])
         elif settings["base_url"]:
-            common["base_url"] = settings["base_url"]
-        return common
-
-    def _new_client(self, asynchronous: bool) -> Any:
-        """An ``openai.(Async)OpenAI`` or ``openai.(Async)AzureOpenAI`` client on akasha's bounded transport."""
-        try:
-            import openai
-        except ImportError as exc:
-            raise MissingExtraError("openai", "light", "openai: models") from exc
-        kwargs = self._kwargs()
-        azure = self.resolve()["kind"] == "azure"
+            kwargs["base_url"] = settings["base_url"]
         transport = transports(_httpx_of(openai))[1 if asynchronous else 0]()
         kwargs["http_client"] = (openai.DefaultAsyncHttpxClient if asynchronous else openai.DefaultHttpxClient)(
             transport=transport)

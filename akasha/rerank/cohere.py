@@ -111,10 +111,9 @@ def _own_host(endpoint: str) -> bool:
 
     try:
         host = urlsplit(split_credentials(endpoint)[0]).hostname or ""
-        own = urlsplit(DEFAULT_ENDPOINT).hostname or ""
     except ValueError:
         return False
-    return host.lower() == own.lower()
+    return host.lower() == urlsplit(DEFAULT_ENDPOINT).hostname
 
 
 __all__ = ["CohereReranker", "make_cohere_reranker", "DEFAULT_MODEL"]

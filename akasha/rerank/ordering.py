@@ -1,9 +1,8 @@
 """Validation of reranker output: a complete ordering of the candidates, nothing else.
 
-Every reranker first returns a permutation of ``range(n)`` (best first); it is
-checked here *before* ``rerank_top_k`` trims it, so a reranker can never drop,
-duplicate or invent candidates. Violations raise :class:`~akasha.errors.OrderingError`
-(a ``ValueError``).
+Every reranker returns a permutation of ``range(n)`` (best first), checked here *before*
+``rerank_top_k`` trims it, so a reranker can never drop, duplicate or invent candidates.
+Violations raise :class:`~akasha.errors.OrderingError` (a ``ValueError``).
 """
 
 from __future__ import annotations
