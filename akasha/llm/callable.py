@@ -1,11 +1,9 @@
 """A plain function ``prompt -> str`` as a chat model.
 
-The chat messages are flattened into one prompt string (system text, earlier
-turns labelled ``User:``/``Assistant:``, then the final user turn), which is what
-most "call my model" functions expect. If the function returns an iterator of
-strings instead of a string, :meth:`CallableChat.stream` yields its pieces.
-UTF-8 ``bytes`` are decoded; anything else (a number, a dict, ``None``) is a
-``TypeError`` naming the callable, never its ``str()`` or its bytes as numbers.
+The chat messages are flattened into one prompt string (system text, earlier turns labelled
+``User:``/``Assistant:``, then the final user turn). A function may return an iterator of strings,
+which :meth:`CallableChat.stream` yields piece by piece. UTF-8 ``bytes`` are decoded; anything else
+is a ``TypeError`` naming the callable, never its ``str()`` or its bytes as numbers.
 """
 
 from __future__ import annotations

@@ -213,10 +213,7 @@ class TransformersChat:
 
     async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         pieces = self.stream(messages, options)
-        while True:
-            piece = await asyncio.to_thread(next, pieces, _DONE)
-            if not isinstance(piece, str):  # _DONE: the stream ended
-                return
+        while isinstance(piece := await asyncio.to_thread(next, pieces, _DONE), str):  # _DONE: the stream ended
             yield piece
 
 

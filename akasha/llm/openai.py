@@ -1,10 +1,7 @@
 """``openai:<model>``: chat completions through the official ``openai`` client.
 
-Reaches api.openai.com, Azure OpenAI (when its environment variables are set) or
-any OpenAI-compatible server via ``base_url=`` / ``OPENAI_BASE_URL`` (vLLM,
-Ollama's /v1, LM Studio, llama.cpp server). See
-:mod:`akasha.providers.openai_conn` for how settings are resolved. No client is
-built and no key is read until the first request.
+Reaches api.openai.com, Azure OpenAI or any OpenAI-compatible server (settings:
+:mod:`akasha.providers.openai_conn`). No client is built and no key is read until the first request.
 """
 
 from __future__ import annotations

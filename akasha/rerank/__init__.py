@@ -58,9 +58,7 @@ def validate_reranker(spec: object) -> None:
     if isinstance(spec, str):
         prefix, colon, rest = spec.partition(":")
         prefix = prefix.strip().lower()
-        if prefix == "llm" and not colon:
-            return
-        if prefix in ("local", "bge") and (not colon or rest.strip()):
+        if (prefix == "llm" and not colon) or (prefix in ("local", "bge") and (not colon or rest.strip())):
             return
     raise ConfigError(f"unknown reranker {spec!r}: use None, 'llm', 'local', 'bge', 'local:<model>', "
                       "'bge:<model>' (a Hugging Face sequence-classification model name or folder), "
