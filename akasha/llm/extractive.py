@@ -230,9 +230,7 @@ class SentenceVectors:
                             f"({', '.join('?' * len(part))})", [embedder, *part]).fetchall()
                         for digest, blob in rows:
                             text = missing[bytes(digest)]
-                            vector = np.frombuffer(blob, dtype=np.float32)
-                            found[text] = vector
-                            self._memory[(embedder, text)] = vector
+                            found[text] = self._memory[(embedder, text)] = np.frombuffer(blob, dtype=np.float32)
                 except sqlite3.Error as exc:
                     self._failed("read", exc)
             return found
@@ -242,8 +240,7 @@ class SentenceVectors:
         if not vectors:
             return
         with self._lock:
-            for text, vector in vectors.items():
-                self._memory[(embedder, text)] = vector
+            self._memory.update(((embedder, text), vector) for text, vector in vectors.items())
             if len(self._memory) > self.memory_limit:
                 for key in list(self._memory)[: len(self._memory) - self.memory_limit]:
                     del self._memory[key]

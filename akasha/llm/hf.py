@@ -154,9 +154,7 @@ class TransformersChat:
         ends = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         ends = set(ends if isinstance(ends, (list, tuple)) else [ends]) | {tokenizer.eos_token_id}
         ids = [int(token) for token in new_tokens]
-        if len(ids) >= limit and not (ids and ids[-1] in ends):
-            return "length"
-        return "stop"
+        return "length" if len(ids) >= limit and not (ids and ids[-1] in ends) else "stop"
 
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         import torch

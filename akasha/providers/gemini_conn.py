@@ -58,8 +58,8 @@ class GeminiConnection(Connection):
         return f"GeminiConnection(base_url={shown!r}, api_key={'***' if self._api_key else None})"
 
     def endpoint_identity(self) -> str | None:
-        """The address requests go to (``base_url``, else ``GOOGLE_GEMINI_BASE_URL``, which the
-        client also reads), as an embedder name carries it; None for Google's public endpoint."""
+        """``base_url`` (else ``GOOGLE_GEMINI_BASE_URL``, as the client reads it) as an embedder name carries it;
+        None for Google's public endpoint."""
         base_url = self.base_url or env_value("GOOGLE_GEMINI_BASE_URL")
         return None if is_public_endpoint("gemini", base_url) else endpoint_label(base_url)
 

@@ -89,8 +89,7 @@ class RemoteProvider:
         return f"{type(self).__name__}(name={self.name!r}, connection={self.connection!r})"
 
     def _retry_kwargs(self, timeout: float | None = None) -> dict[str, Any]:
-        """Keyword arguments for ``call_with_retry`` and its kin (``timeout``: this request's own limit, for a
-        timeout error to name)."""
+        """Keyword arguments for ``call_with_retry`` and its kin (``timeout``: this request's own limit)."""
         translate = functools.partial(self._fault, timeout=self.timeout if timeout is None else timeout)
         return {"provider": self.name, "policy": self.retry, "translate": translate,
                 "secrets": self.connection.secrets()}

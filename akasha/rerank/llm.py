@@ -7,12 +7,11 @@ delimiters, declared to be data, not instructions) and must reply with exactly
 
 Budget: the reranker model's context window less the reply (``context_window=``, else what the
 model object reports, else :data:`KNOWN_CONTEXT_WINDOWS`, else ``DEFAULT_MAX_INPUT_TOKENS``),
-capped by ``max_input_tokens=`` when given. When the candidates do not all fit one request
-they are ranked RankGPT-style: a window of as many as fit slides from the end of the
-first-stage order to the front, overlapping the previous one by half, and each window's reply
-is validated like a single request's. Tokens are counted with akasha's offline counter times
-``token_margin`` (1.25: another model's tokenizer can count 20% more than cl100k); a candidate
-longer than half the room is shortened. The chat model is built on the first ranking.
+capped by ``max_input_tokens=``. Candidates that do not all fit one request are ranked
+RankGPT-style: a window of as many as fit slides from the end of the first-stage order to the
+front, overlapping the previous one by half, each reply validated. Tokens are counted with
+akasha's offline counter times ``token_margin`` (another model's tokenizer can count 20% more
+than cl100k); a candidate longer than half the room is shortened.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A local cross-encoder reranker (``"local"``, ``"bge"``, ``"local:<model>"``, ``"bge:<model>"``).
 
 Any Hugging Face sequence-classification model (hub name or local folder) scores each (question,
-chunk) pair in batches on ``device`` (:mod:`akasha.device`); candidates are sorted by that score.
-The model is loaded on the first :meth:`LocalReranker.rank` call and kept; ``trust_remote_code``
-stays False unless the caller asks for it. Needs the ``full`` extra (torch, transformers).
+chunk) pair on ``device`` (:mod:`akasha.device`), loaded on the first :meth:`LocalReranker.rank`
+call; ``trust_remote_code`` stays False unless asked for. Needs the ``full`` extra.
 """
 
 from __future__ import annotations
