@@ -39,9 +39,7 @@ class OpenAIChat(RemoteProvider):
         super().__init__(rest, options, OpenAIConnection, openai_fault)
         self._context_window = positive_int("openai: context_window", context_window, allow_none=True)
         self._counter: Any = None
-        #: set once a server refuses ``temperature`` (reasoning models accept only the default)
-        self._omit_temperature = False
-        #: set once a server refuses ``response_format`` (structured output)
+        self._omit_temperature = False  # each set once the server refuses the setting (see _refused)
         self._omit_response_format = False
 
     @property

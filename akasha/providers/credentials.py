@@ -5,9 +5,8 @@ would repeat it, and httpx's Basic auth would silently replace a provider's ``Au
 Bearer <key>``. Every HTTP caller of akasha goes through :func:`split_credentials`:
 
 * the URL without user info is what is requested, logged and shown;
-* the user info becomes ``Authorization: Basic ...`` when the provider sends no key of its
-  own, else ``Proxy-Authorization: Basic ...`` (the key stays the provider's authorization;
-  the URL's credentials are for what sits in front of it, a proxy or gateway).
+* the user info becomes ``Authorization: Basic ...`` when the provider sends no key of its own, else
+  ``Proxy-Authorization: Basic ...`` (for what sits in front of it, a proxy or gateway).
 """
 
 from __future__ import annotations

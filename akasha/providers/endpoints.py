@@ -87,9 +87,7 @@ def host_of(label: str | None) -> str | None:
 
 def is_public_endpoint(provider: str, url: str | None) -> bool:
     """True when ``url`` is empty or on ``provider``'s own public host (so it adds nothing to a name)."""
-    if not (url or "").strip():
-        return True
-    return host_of(url) in PUBLIC_HOSTS.get(provider, frozenset())
+    return not (url or "").strip() or host_of(url) in PUBLIC_HOSTS.get(provider, frozenset())
 
 
 def is_default_ollama(url: str | None, default_port: int = 11434) -> bool:

@@ -119,7 +119,6 @@ class OllamaConnection(Connection):
                     headers=with_credentials(headers, credentials), timeout=httpx.Timeout(self.timeout))
 
     def _timeout(self, seconds: float | None) -> Any:
-        """An httpx timeout for one request (the connection's own when ``seconds`` is None)."""
         return _import_httpx().Timeout(self.timeout if seconds is None else float(seconds))
 
     def post(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:

@@ -85,7 +85,6 @@ class _Progress:
 
 
 def _piece(read: Reader, event: Any) -> Piece | None:
-    """``read(event)``, or None past the last event."""
     return None if event is _NO_MORE else read(event)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins  # the submodule akasha.<pkg>.callable shadows the builtin name here
 import dataclasses
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -163,8 +164,6 @@ class LegacyReranker:
         self.name = str(getattr(inner, "name", None) or type(inner).__name__)
 
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
-        import inspect
-
         candidates = list(hits)
         if not candidates:
             return Ranking([])

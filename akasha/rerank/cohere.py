@@ -9,9 +9,12 @@ host). ``endpoint`` receives the key and every candidate's text: it must be ``ht
 
 from __future__ import annotations
 
+import importlib.util
+import ipaddress
 import os
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from akasha.errors import ConfigError, MissingAPIKeyError, MissingExtraError, ProviderError
 from akasha.providers.bounded import bounded_request
@@ -26,9 +29,6 @@ KEY_VARIABLES = ("CO_API_KEY", "COHERE_API_KEY")
 
 def check_endpoint(endpoint: str) -> str:
     """``endpoint`` if it is https (or plain http to a loopback address), else ConfigError saying why."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(str(endpoint).strip())
         host, port = parts.hostname or "", parts.port
@@ -89,8 +89,6 @@ class CohereReranker:
 
 def make_cohere_reranker(config: dict[str, Any], context: Any = None) -> CohereReranker:
     """Registry factory for ``reranking.provider: cohere`` (httpx and the key are checked here, at build)."""
-    import importlib.util
-
     if importlib.util.find_spec("httpx") is None:
         raise MissingExtraError("httpx", "light", "reranking provider 'cohere'")
     endpoint = str(config.get("endpoint") or DEFAULT_ENDPOINT)
@@ -107,8 +105,6 @@ def make_cohere_reranker(config: dict[str, Any], context: Any = None) -> CohereR
 
 def _own_host(endpoint: str) -> bool:
     """True when ``endpoint`` is on Cohere's own host (where the environment's key belongs)."""
-    from urllib.parse import urlsplit
-
     try:
         host = urlsplit(split_credentials(endpoint)[0]).hostname or ""
     except ValueError:
