@@ -154,7 +154,6 @@ class RemoteEmbedder(RemoteProvider):
         raise NotImplementedError
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed all texts in batches; any failed batch raises, nothing partial is returned."""
         return self._embed(texts, "RETRIEVAL_DOCUMENT")
 
     def embed_query(self, text: str) -> np.ndarray:
