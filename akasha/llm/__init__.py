@@ -41,6 +41,7 @@ def validate_model(spec: object) -> None:
 
 def resolve_chat_model(spec: Any, **options: Any) -> ChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the forms)."""
+    validate_model(spec)
     if isinstance(spec, str):
         prefix, rest = split_model_string(spec, CHAT_PROVIDERS, "model", "openai:gpt-4o-mini")
         from akasha.providers.endpoints import endpoint_options
@@ -57,11 +58,9 @@ def resolve_chat_model(spec: Any, **options: Any) -> ChatModel:
         return LangChainChat(spec)
     if isinstance(spec, ChatModel):
         return spec
-    if builtins.callable(spec):
-        from akasha.llm.callable import CallableChat
+    from akasha.llm.callable import CallableChat  # validate_model let only a callable through to here
 
-        return CallableChat(spec)
-    raise ConfigError(f"model must be a model string, a callable or a chat model object, got {spec!r}")
+    return CallableChat(spec)
 
 
 __all__ = ["CHAT_PROVIDERS", "ChatModel", "GenerationOptions", "Message", "resolve_chat_model", "validate_model"]

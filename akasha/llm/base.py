@@ -33,10 +33,9 @@ class GenerationReport:
 class GenerationOptions:
     """Per-request generation settings shared by all providers.
 
-    ``json_schema``: ask for a JSON reply matching this JSON Schema through the provider's
-    structured-output switch; providers without one ignore it, so callers must still validate
-    the reply. ``report``: a :class:`GenerationReport` the provider fills with the reply's finish
-    reason (the pipeline copies it into the trace).
+    ``json_schema``: ask for a JSON reply matching this JSON Schema through the provider's structured-output
+    switch (providers without one ignore it: validate the reply). ``report``: a :class:`GenerationReport`
+    the provider fills with the reply's finish reason (the pipeline copies it into the trace).
     """
 
     max_output_tokens: int | None = None

@@ -1,11 +1,9 @@
 """A plain function ``prompt -> str`` as a chat model.
 
-The chat messages are flattened into one prompt string (system text, earlier
-turns labelled ``User:``/``Assistant:``, then the final user turn), which is what
-most "call my model" functions expect. If the function returns an iterator of
-strings instead of a string, :meth:`CallableChat.stream` yields its pieces.
-UTF-8 ``bytes`` are decoded; anything else (a number, a dict, ``None``) is a
-``TypeError`` naming the callable, never its ``str()`` or its bytes as numbers.
+The chat messages are flattened into one prompt string (system text, earlier turns labelled
+``User:``/``Assistant:``, then the final user turn). A function may return an iterator of strings,
+which :meth:`CallableChat.stream` yields piece by piece. UTF-8 ``bytes`` are decoded; anything else
+is a ``TypeError`` naming the callable, never its ``str()`` or its bytes as numbers.
 """
 
 from __future__ import annotations
@@ -36,9 +34,6 @@ class CallableChat:
         self.fn = fn
         self.name = f"callable:{getattr(fn, '__name__', type(fn).__name__)}"
 
-    def _call(self, messages: list[Message]) -> Any:
-        return self.fn(flatten_messages(messages))
-
     def _text(self, value: Any) -> str:
         """One answer or answer piece as text: str as is, UTF-8 bytes decoded, anything else refused."""
         if isinstance(value, str):
@@ -62,7 +57,7 @@ class CallableChat:
             self._text(result)  # raises the TypeError naming what came back
 
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
-        return "".join(self._pieces(self._call(messages)))
+        return "".join(self._pieces(self.fn(flatten_messages(messages))))
 
     def stream(self, messages: list[Message], options: GenerationOptions) -> Iterator[str]:
-        yield from self._pieces(self._call(messages))
+        yield from self._pieces(self.fn(flatten_messages(messages)))

@@ -1,19 +1,15 @@
 """``model="extractive"``: a fully offline answerer that quotes the documents.
 
-It cuts the ``<document>`` blocks of the packed prompt into sentences and code units
-(:mod:`akasha.llm.sentences`) and scores each against the question with BM25 (akasha's own,
-:mod:`akasha.retrieval.bm25`, idf over the candidate sentences) and, when an embedder is at
-hand, the cosine of sentence and question vectors, plus a prior for higher-ranked documents
-(BM25 and the prior weigh more on a Chinese, Japanese or Korean question). It picks the best
-non-redundant sentences within :attr:`ExtractiveSettings.budget` characters (a short one, or
-one ending with a colon, brings its next sentence along), extends the best one with the
-sentences after it, and quotes each source once, ``(file, page N)``. Nothing is invented.
+It cuts the ``<document>`` blocks of the packed prompt into sentences (:mod:`akasha.llm.sentences`),
+scores each against the question with BM25 (idf over the candidate sentences), the cosine of
+sentence and question vectors when an embedder is at hand, and a prior for higher-ranked
+documents, then quotes the best non-redundant ones within :attr:`ExtractiveSettings.budget`
+characters, each source cited once, ``(file, page N)``. Nothing is invented.
 
 The embedder is the one given; without one, the packaged MiniLM when it is installed, else BM25
 alone (``embedder=False`` forces that). Sentence vectors are cached by text
 (:class:`SentenceVectors`), on disk too with ``cache_dir``, so asking again over the same
-documents embeds only the question. The settings were chosen on four question sets
-(docs/quality.md, "The extractive answerer").
+documents embeds only the question. Settings: docs/quality.md, "The extractive answerer".
 """
 
 from __future__ import annotations
@@ -58,19 +54,15 @@ _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it
     its me my of on or our should so than that the their them then there these they this those to was we
     were what when where which who whom whose why will with would you your about any some please tell
-    explain describe list give many much often""".split()
-)
+    explain describe list give many much often""".split())
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _K1, _B = 1.2, 0.75
 
 
 @dataclass(frozen=True)
 class ExtractiveSettings:
-    """How the extractive answerer picks its quotes; the defaults are the measured ones.
-
-    docs/quality.md ("The extractive answerer") has the figures of each default and of
-    the values around it on four question sets. Values out of range raise ConfigError.
-    """
+    """How the extractive answerer picks its quotes (defaults measured, see the module docstring);
+    values out of range raise ConfigError."""
 
     #: Most sentences picked on their merits ("extractive:<n>" sets it); a sentence brought
     #: along by another, or added while extending the best one, does not count.
@@ -84,9 +76,8 @@ class ExtractiveSettings:
     embed_candidates: int = 40
     #: Weights of the sentence score: cosine to the question, BM25, document-rank prior.
     weights: tuple[float, float, float] = (0.7, 0.15, 0.15)
-    #: The same for a question written mostly in Chinese, Japanese or Korean: the packaged
-    #: MiniLM reads little of these, so BM25 and the retrieval rank count for more (with
-    #: an embedder that reads them, pass ``cjk_weights=weights``).
+    #: The same for a question mostly in Chinese, Japanese or Korean, which the packaged MiniLM
+    #: reads little of (with an embedder that reads them, pass ``cjk_weights=weights``).
     cjk_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
     #: Without a shared word, a sentence needs this cosine to the question to be quoted.
     min_cosine: float = 0.35
@@ -172,10 +163,9 @@ def _bm25(query: set[str], sentences: list[_Candidate]) -> list[float]:
 class SentenceVectors:
     """Unit-length sentence vectors of one embedder, by the sentence's text: in memory, and on disk when given a file.
 
-    The file is SQLite (``path``; created with its folder on first write), keyed by
-    embedder name and a 16-byte BLAKE2b digest of the text, so several embedders and
-    processes share it. Reading or writing it never fails an answer: an unreadable or
-    read-only file is logged once at debug level and the vectors stay in memory.
+    The file is SQLite (created with its folder on first write), keyed by embedder name and a BLAKE2b
+    digest of the text, so embedders and processes share it. It never fails an answer: an unreadable
+    or read-only file is logged once at debug level and the vectors stay in memory.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, memory_limit: int = _CACHE_LIMIT,
@@ -205,9 +195,7 @@ class SentenceVectors:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 connection = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
-                # A write-ahead log synced at checkpoints: a cache of vectors that can be recomputed needs no
-                # fsync per answer (the default journal made a first answer wait for 3-4, tenths of a second).
-                # A file that refuses (read-only) keeps its journal.
+                # A recomputable cache needs no fsync per answer; a file that refuses (read-only) keeps its journal.
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("PRAGMA journal_mode=WAL")
                     connection.execute("PRAGMA synchronous=NORMAL")
@@ -242,9 +230,7 @@ class SentenceVectors:
                             f"({', '.join('?' * len(part))})", [embedder, *part]).fetchall()
                         for digest, blob in rows:
                             text = missing[bytes(digest)]
-                            vector = np.frombuffer(blob, dtype=np.float32)
-                            found[text] = vector
-                            self._memory[(embedder, text)] = vector
+                            found[text] = self._memory[(embedder, text)] = np.frombuffer(blob, dtype=np.float32)
                 except sqlite3.Error as exc:
                     self._failed("read", exc)
             return found
@@ -254,8 +240,7 @@ class SentenceVectors:
         if not vectors:
             return
         with self._lock:
-            for text, vector in vectors.items():
-                self._memory[(embedder, text)] = vector
+            self._memory.update(((embedder, text), vector) for text, vector in vectors.items())
             if len(self._memory) > self.memory_limit:
                 for key in list(self._memory)[: len(self._memory) - self.memory_limit]:
                     del self._memory[key]
@@ -281,14 +266,11 @@ class SentenceVectors:
                 self._connection = None
 
 
-def _embedder_key(embedder: Any) -> str:
-    name = getattr(embedder, "name", None)
-    return name if isinstance(name, str) and name else f"{type(embedder).__module__}.{type(embedder).__qualname__}"
-
-
 def _similarity(embedder: Any, question: str, texts: list[str], cache: SentenceVectors) -> list[float] | None:
     """Cosine of the question and each text (sentence vectors cached by text); None when embedding fails."""
-    key = _embedder_key(embedder)
+    key = getattr(embedder, "name", None)
+    if not isinstance(key, str) or not key:
+        key = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
     unique = list(dict.fromkeys(texts))
     try:
         known = cache.get(key, unique)
@@ -356,11 +338,8 @@ def _follower(i: int, sentences: list[_Candidate]) -> int | None:
 
 
 def _quotes(indices: Iterable[int], sentences: list[_Candidate]) -> list[Quote]:
-    """The sentences of ``indices`` as quotes, one per source (file and page), in document order.
-
-    Consecutive sentences are joined with a space; a gap between the runs of one source
-    is marked `` … `` and the source is cited once, which leaves more of the budget to text.
-    """
+    """The sentences of ``indices`` as quotes, one per source (file and page, cited once), in document order;
+    consecutive sentences are joined with a space, a gap between runs of one source marked `` … ``."""
     runs: list[list[int]] = []
     for k in sorted(set(indices), key=lambda k: (sentences[k].doc, sentences[k].pos)):
         if runs and _follower(runs[-1][-1], sentences) == k:
@@ -383,11 +362,10 @@ def best_sentences(question: str, documents: list[dict], n: int | None = None, *
                    cache: SentenceVectors | None = None, settings: ExtractiveSettings | None = None) -> list[Quote]:
     """The quotes that best support ``question`` within ``settings.budget`` characters, in document order.
 
-    ``documents`` are :func:`akasha.prompts.parse_documents` dicts (rank order). Up to
-    ``n`` (default ``settings.sentences``) non-redundant sentences are picked best
-    first, the shorter ones with their next sentence; then the best one is extended
-    with the sentences after it while the reply stays within budget and the next
-    sentence repeats no quote.
+    ``documents`` are :func:`akasha.prompts.parse_documents` dicts (rank order). Up to ``n`` (default
+    ``settings.sentences``) non-redundant sentences are picked best first, a short one (or one ending
+    with a colon) with its next sentence; then the best one is extended with the sentences after it
+    while the reply stays within budget and repeats no quote.
     """
     settings = settings or ExtractiveSettings()
     n = settings.sentences if n is None else n
@@ -447,9 +425,8 @@ def _packaged_embedder() -> Any:
 class ExtractiveAnswerer:
     """Quotes the best-supporting sentences of the packed documents with their sources.
 
-    ``rest`` is what follows ``"extractive:"`` in a model string: the most sentences
-    picked (:attr:`ExtractiveSettings.sentences`). ``settings`` changes how quotes are
-    picked; ``embedder`` and ``cache_dir`` are described in the module docstring.
+    ``rest`` (after ``"extractive:"``) overrides :attr:`ExtractiveSettings.sentences`; ``embedder`` and
+    ``cache_dir``: see the module docstring.
     """
 
     def __init__(self, rest: str = "", *, embedder: Any = None,
@@ -479,13 +456,9 @@ class ExtractiveAnswerer:
     def answer(self, messages: list[Message]) -> str:
         """The reply to the last user message: one cited quote a line, or :data:`NO_ANSWER`."""
         user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-        documents = parse_documents(user)
-        question = parse_question(user)
-        chosen = best_sentences(question, documents, self.sentences, embedder=self.embedder, cache=self.vectors,
-                                settings=self.settings)
-        if not chosen:
-            return NO_ANSWER
-        return "\n".join(map(str, chosen))
+        chosen = best_sentences(parse_question(user), parse_documents(user), self.sentences, embedder=self.embedder,
+                                cache=self.vectors, settings=self.settings)
+        return "\n".join(map(str, chosen)) if chosen else NO_ANSWER
 
     def generate(self, messages: list[Message], options: GenerationOptions) -> str:
         return self.answer(messages)

@@ -25,12 +25,8 @@ _OK_FINISH = {"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"}
 def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
     """Split OpenAI-shaped messages into ``(system_instruction, contents)`` for Gemini."""
     system = [m["content"] for m in messages if m.get("role") == "system"]
-    contents = []
-    for message in messages:
-        role = message.get("role", "user")
-        if role == "system":
-            continue
-        contents.append({"role": "model" if role == "assistant" else "user", "parts": [{"text": message["content"]}]})
+    contents = [{"role": "model" if m.get("role") == "assistant" else "user", "parts": [{"text": m["content"]}]}
+                for m in messages if m.get("role") != "system"]
     if not contents:
         contents.append({"role": "user", "parts": [{"text": ""}]})
     return ("\n\n".join(system) if system else None), contents
@@ -51,10 +47,7 @@ class GeminiChat(RemoteProvider):
     """Chat model over ``models.generate_content`` (sync and async, whole or streamed).
 
     Options: ``api_key``, ``base_url``, ``api_version``, ``timeout`` (seconds), ``headers``,
-    ``context_window`` (tokens, when you want requests kept inside a smaller window), and
-    the retry options (``max_retries``, ``retry_initial_delay``, ...). A reply cut by the
-    output limit (``finishReason`` ``MAX_TOKENS``) is logged at WARNING and recorded in
-    ``GenerationOptions.report``.
+    ``context_window`` (tokens, to keep requests inside a smaller window), and the retry options.
     """
 
     provider = "gemini"

@@ -1,13 +1,10 @@
 """``hf:<name-or-path>``: a local transformers chat model (on the accelerator when there is one).
 
-A local folder (``hf:./models/my-chat``) loads from disk with no network; any other
-name is resolved by transformers (the hub, or its cache when ``HF_HUB_OFFLINE=1``).
-The model loads on the first request. The tokenizer's chat template formats the
-messages; a tokenizer without one gets a plain ``Role: text`` transcript.
-The device is ``"auto"`` unless given: ``AKASHA_DEVICE``, else CUDA, then Apple MPS,
-then the CPU (:mod:`akasha.device`).
-Streaming uses ``TextIteratorStreamer`` with generation on a worker thread; an
-error in that thread ends the stream with StreamInterruptedError (never a hang).
+A local folder (``hf:./models/my-chat``) loads from disk with no network; any other name is
+resolved by transformers (the hub, or its cache when ``HF_HUB_OFFLINE=1``), on the first request,
+onto ``device`` (:mod:`akasha.device`). The tokenizer's chat template formats the messages (a plain
+``Role: text`` transcript without one). Streaming generates on a worker thread; an error there
+ends the stream with StreamInterruptedError (never a hang).
 """
 
 from __future__ import annotations
@@ -40,24 +37,14 @@ def plain_transcript(messages: list[Message]) -> str:
 class TransformersChat:
     """Chat with ``AutoModelForCausalLM`` + the tokenizer's chat template.
 
-    Options: ``device`` ("auto": see :mod:`akasha.device`), ``dtype`` (e.g. "bfloat16"), ``max_new_tokens`` (default
-    when a call sets no max_output_tokens, 512), ``trust_remote_code`` (False),
-    ``generation_kwargs`` (extra ``model.generate`` arguments), ``stream_timeout``
-    (seconds to wait for the next streamed piece, default 300).
+    Options: ``device``, ``dtype`` (e.g. "bfloat16"), ``max_new_tokens`` (when a call sets no
+    max_output_tokens), ``trust_remote_code``, ``generation_kwargs`` (extra ``model.generate``
+    arguments), ``stream_timeout`` (seconds to wait for the next streamed piece).
     """
 
-    def __init__(
-        self,
-        rest: str,
-        *,
-        device: str = "auto",
-        dtype: str | None = None,
-        max_new_tokens: int = 512,
-        trust_remote_code: bool = False,
-        generation_kwargs: dict[str, Any] | None = None,
-        stream_timeout: float = 300.0,
-        **options: Any,
-    ) -> None:
+    def __init__(self, rest: str, *, device: str = "auto", dtype: str | None = None, max_new_tokens: int = 512,
+                 trust_remote_code: bool = False, generation_kwargs: dict[str, Any] | None = None,
+                 stream_timeout: float = 300.0, **options: Any) -> None:
         self.model_name = rest.strip()
         if not self.model_name:
             raise ConfigError("hf: needs a model name or a local folder, e.g. 'hf:./my-model'")
@@ -87,8 +74,15 @@ class TransformersChat:
         if self._model is not None:
             config = getattr(self._model, "config", None)
             values = {key: getattr(config, key, None) for key in _CONTEXT_KEYS}
-        elif self.local:
-            values = _folder_config(Path(self.location))
+        elif self.local:  # its config.json (the text config of a multimodal model)
+            try:
+                values = json.loads((Path(self.location) / "config.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            if not isinstance(values, dict):
+                return None
+            if isinstance(values.get("text_config"), dict):
+                values = {**values, **values["text_config"]}
         else:
             return None
         for key in _CONTEXT_KEYS:
@@ -121,11 +115,9 @@ class TransformersChat:
             tokenizer = AutoTokenizer.from_pretrained(self.location, **kwargs)
             model = AutoModelForCausalLM.from_pretrained(self.location, **model_kwargs)
         except OSError as exc:
-            raise ConfigError(
-                f"model {self.name!r}: cannot load {self.location!r} ({exc}). Pass a local folder "
-                "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
-                "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE)."
-            ) from exc
+            raise ConfigError(f"model {self.name!r}: cannot load {self.location!r} ({exc}). Pass a local folder "
+                              "(hf:/path/to/model), use an offline model such as 'llama-cpp:smollm2' or "
+                              "'extractive', or allow Hugging Face hub downloads (unset HF_HUB_OFFLINE).") from exc
         device = resolve_device(self.device)
         logger.info("%s runs on %s", self.name, device)
         model.to(device)  # type: ignore[arg-type]  # transformers wraps .to with functools.wraps: mypy loses self
@@ -135,9 +127,8 @@ class TransformersChat:
     def _inputs(self, messages: list[Message]) -> Any:
         model, tokenizer = self._load()
         if getattr(tokenizer, "chat_template", None):
-            encoded = tokenizer.apply_chat_template(
-                list(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
-            )
+            encoded = tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, return_tensors="pt",
+                                                    return_dict=True)
         else:
             encoded = tokenizer(plain_transcript(messages), return_tensors="pt")
         return {k: v.to(model.device) for k, v in encoded.items()}
@@ -163,9 +154,7 @@ class TransformersChat:
         ends = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         ends = set(ends if isinstance(ends, (list, tuple)) else [ends]) | {tokenizer.eos_token_id}
         ids = [int(token) for token in new_tokens]
-        if len(ids) >= limit and not (ids and ids[-1] in ends):
-            return "length"
-        return "stop"
+        return "length" if len(ids) >= limit and not (ids and ids[-1] in ends) else "stop"
 
     def generate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         import torch
@@ -185,9 +174,8 @@ class TransformersChat:
 
         model, tokenizer = self._load()
         inputs = self._inputs(messages)
-        streamer = TextIteratorStreamer(
-            tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=self.stream_timeout
-        )
+        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True,
+                                        timeout=self.stream_timeout)
         failure: list[BaseException] = []
         finished: list[str] = []
         kwargs = self._generate_kwargs(options)
@@ -223,23 +211,8 @@ class TransformersChat:
 
     async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         pieces = self.stream(messages, options)
-        while True:
-            piece = await asyncio.to_thread(next, pieces, _DONE)
-            if not isinstance(piece, str):  # _DONE: the stream ended
-                return
+        while isinstance(piece := await asyncio.to_thread(next, pieces, _DONE), str):  # _DONE: the stream ended
             yield piece
-
-
-def _folder_config(folder: Path) -> dict[str, Any]:
-    """A local model folder's ``config.json`` (its text config for multimodal models), or {} when unreadable."""
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(config, dict):
-        return {}
-    text_config = config.get("text_config")
-    return {**config, **text_config} if isinstance(text_config, dict) else config
 
 
 __all__ = ["TransformersChat", "plain_transcript"]

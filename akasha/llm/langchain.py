@@ -1,14 +1,10 @@
 """A LangChain chat model (anything with ``.invoke``/``.stream``) as an akasha ChatModel.
 
-Users migrating from LangChain-based code can pass ``ChatOpenAI(...)``,
-``ChatOllama(...)`` or any ``BaseChatModel`` as ``model=``. LangChain itself is
-never imported here: the object brings its own code. OpenAI-shaped messages are
-passed as LangChain message objects (SystemMessage, HumanMessage, AIMessage).
-Generation settings (max tokens, temperature) stay as configured on the object.
-A stream that fails part way raises StreamInterruptedError with the partial text.
-A reply whose ``response_metadata`` says it hit the output limit (``finish_reason``
-``length``, ``done_reason`` ``length``, ``stop_reason`` ``max_tokens``...) is logged at
-WARNING and recorded in ``GenerationOptions.report``.
+``ChatOpenAI(...)``, ``ChatOllama(...)`` or any ``BaseChatModel`` can be passed as ``model=``;
+the object brings its own code and keeps its own generation settings (max tokens, temperature).
+Messages are passed as LangChain message objects. A stream that fails part way raises
+StreamInterruptedError with the partial text. A reply whose ``response_metadata`` says it hit
+the output limit is logged at WARNING and recorded in ``GenerationOptions.report``.
 """
 
 from __future__ import annotations
@@ -38,11 +34,8 @@ def finish_reason(result: Any) -> str | None:
     metadata = getattr(result, "response_metadata", None)
     if not isinstance(metadata, dict):
         return None
-    for key in ("finish_reason", "done_reason", "stop_reason"):
-        value = metadata.get(key)
-        if value:
-            return str(value)
-    return None
+    return next((str(metadata[key]) for key in ("finish_reason", "done_reason", "stop_reason") if metadata.get(key)),
+                None)
 
 
 def content_text(result: Any) -> str:

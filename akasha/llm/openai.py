@@ -1,10 +1,7 @@
 """``openai:<model>``: chat completions through the official ``openai`` client.
 
-Reaches api.openai.com, Azure OpenAI (when its environment variables are set) or
-any OpenAI-compatible server via ``base_url=`` / ``OPENAI_BASE_URL`` (vLLM,
-Ollama's /v1, LM Studio, llama.cpp server). See
-:mod:`akasha.providers.openai_conn` for how settings are resolved. No client is
-built and no key is read until the first request.
+Reaches api.openai.com, Azure OpenAI or any OpenAI-compatible server (settings:
+:mod:`akasha.providers.openai_conn`). No client is built and no key is read until the first request.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from akasha.errors import ProviderError, StreamInterruptedError
+from akasha.errors import ProviderError
 from akasha.llm.base import GenerationOptions, Message, note_finish
 from akasha.options import positive_int
 from akasha.providers.faults import openai_fault
@@ -30,11 +27,9 @@ logger = logging.getLogger(__name__)
 class OpenAIChat(RemoteProvider):
     """Chat model over the OpenAI chat-completions API (sync and async, whole or streamed).
 
-    Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure``
-    (True/False/None=auto), ``azure_endpoint``, ``api_version``, ``organization``,
-    ``default_headers``, ``context_window`` (tokens, when the server does not report it), and the
-    retry options of :meth:`akasha.retry.RetryPolicy.from_options`. A self-hosted server counts
-    tokens and reports its context itself (:meth:`token_counter`, :attr:`context_window`).
+    Options: ``api_key``, ``base_url``, ``timeout`` (seconds, default 60), ``azure`` (True/False/None=auto),
+    ``azure_endpoint``, ``api_version``, ``organization``, ``default_headers``, ``context_window`` (tokens,
+    when the server does not report it), and the retry options of :meth:`akasha.retry.RetryPolicy.from_options`.
     """
 
     provider = "openai"
@@ -44,9 +39,7 @@ class OpenAIChat(RemoteProvider):
         super().__init__(rest, options, OpenAIConnection, openai_fault)
         self._context_window = positive_int("openai: context_window", context_window, allow_none=True)
         self._counter: Any = None
-        #: set once a server refuses ``temperature`` (reasoning models accept only the default)
-        self._omit_temperature = False
-        #: set once a server refuses ``response_format`` (structured output)
+        self._omit_temperature = False  # each set once the server refuses the setting (see _refused)
         self._omit_response_format = False
 
     @property
@@ -83,10 +76,8 @@ class OpenAIChat(RemoteProvider):
             key = "max_completion_tokens" if self.connection.is_official else "max_tokens"
             params[key] = options.max_output_tokens
         if options.json_schema is not None and not self._omit_response_format:
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "akasha_reply", "schema": dict(options.json_schema), "strict": True},
-            }
+            params["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "akasha_reply", "schema": dict(options.json_schema), "strict": True}}
         if stream:
             params["stream"] = True
         return params
@@ -162,18 +153,11 @@ class OpenAIChat(RemoteProvider):
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
         """Yield answer pieces; a broken stream raises StreamInterruptedError with the partial text."""
 
-        def open_stream() -> Iterator[Any]:
+        def open_stream() -> Iterator[Any]:  # again after a refusal: without that setting
             return self.connection.client().chat.completions.create(**self._params(messages, options, stream=True))
 
-        started = False
-        try:
-            for piece in retrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
-                started = True
-                yield piece
-        except ProviderError as error:
-            if started or isinstance(error, StreamInterruptedError) or not self._refused(error, options):
-                raise
-            yield from retrying_stream(open_stream, self._reader(options), **self._retry_kwargs())
+        return retrying_stream(open_stream, self._reader(options), reopen=lambda error: self._refused(error, options),
+                               **self._retry_kwargs())
 
     async def agenerate(self, messages: list[Message], options: GenerationOptions | None = None) -> str:
         client = self.connection.async_client()
@@ -191,21 +175,13 @@ class OpenAIChat(RemoteProvider):
             completion = await acall_with_retry(create, **self._retry_kwargs())
         return self._text(completion, options)
 
-    async def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
+    def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:
         async def open_stream() -> AsyncIterator[Any]:
             return await self.connection.async_client().chat.completions.create(
                 **self._params(messages, options, stream=True))
 
-        started = False
-        try:
-            async for piece in aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
-                started = True
-                yield piece
-        except ProviderError as error:
-            if started or isinstance(error, StreamInterruptedError) or not self._refused(error, options):
-                raise
-            async for piece in aretrying_stream(open_stream, self._reader(options), **self._retry_kwargs()):
-                yield piece
+        return aretrying_stream(open_stream, self._reader(options), reopen=lambda error: self._refused(error, options),
+                                **self._retry_kwargs())
 
 
 __all__ = ["OpenAIChat"]

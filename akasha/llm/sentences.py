@@ -1,11 +1,9 @@
 """The quotable sentences of a document's text, for the extractive answerer.
 
-Documents arrive hard-wrapped and full of markup: reStructuredText titles with their
-``=====`` rules, directives (``.. note::``), labels, Markdown fences, doctest lines,
-lists and tables. :func:`quotable_sentences` re-joins wrapped lines into paragraphs, drops
-the scaffolding a reader would not quote, keeps code apart from prose (a code block is
-one unit, never glued to the sentence before it) and cuts prose into sentences, in
-English and in Chinese or Japanese (``。！？``).
+Documents arrive hard-wrapped and full of reStructuredText or Markdown markup:
+:func:`quotable_sentences` re-joins wrapped lines, drops the scaffolding a reader would not
+quote, keeps code apart from prose and cuts prose into sentences, in English and in Chinese
+or Japanese (``。！？``).
 """
 
 from __future__ import annotations
@@ -44,10 +42,9 @@ class Sentence(NamedTuple):
 def _units(text: str) -> list[Sentence]:
     """Paragraphs, list items, table rows and code blocks of ``text``, hard-wrapped lines re-joined.
 
-    Dropped: a reStructuredText title with its rule lines, and directive, label and
-    comment lines (``.. note::``, ``.. _label:``) with their indented arguments. Code
-    units: the indented block after a line ending in ``::`` or after a code directive,
-    a fenced Markdown block, and ``>>>`` doctest lines.
+    Dropped: a reStructuredText title with its rule lines, and directive, label and comment lines
+    with their indented arguments. Code units: the indented block after a line ending in ``::`` or
+    after a code directive, a fenced Markdown block, and ``>>>`` doctest lines.
     """
     units: list[Sentence] = []
     current = ""
@@ -126,10 +123,9 @@ def _cut(piece: str) -> str:
 def quotable_sentences(text: str) -> list[Sentence]:
     """The quotable sentences and code units of ``text``, in order.
 
-    A piece under :data:`MIN_SENTENCE_CHARS` characters is no quote by itself: it opens
-    the next sentence of its paragraph ("Yes. It is ..." keeps its "Yes."), or is left
-    out at a paragraph's end. Headings and table rules are left out; inline markup (``**``, ``__``,
-    backquotes) and list markers are removed, table cells are joined with `` | ``.
+    A piece under :data:`MIN_SENTENCE_CHARS` characters opens the next sentence of its paragraph
+    ("Yes. It is ..."), or is left out at a paragraph's end. Headings and table rules are left out;
+    inline markup and list markers are removed, table cells are joined with `` | ``.
     """
     out: list[Sentence] = []
     for unit in _units(text):

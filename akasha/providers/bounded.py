@@ -1,14 +1,12 @@
 """One bounded HTTP transport for every provider client: a cap on a reply's size and one deadline per call.
 
-httpx's ``timeout`` is per read, and the retry loop sends a request up to ``max_retries + 1``
-times: a server that drips one byte a second, or whose body (or SSE stream) never ends, would
-keep a call alive without limit. :func:`request_deadline` starts one clock where a call begins
-(:func:`akasha.retry.call_with_retry`) and makes it the current deadline of that thread or task
-(a :mod:`contextvars` variable the client libraries carry down to their transport; a request
-sent outside any retry loop gets its own). :func:`transports`' ``BoundedTransport`` wraps
-httpx's own transport, shortens its per-read timeouts to what is left of the deadline, and
-counts every reply body (streams included) as it is read: past ``max_bytes`` or past the
-deadline it raises :class:`ReplyLimitError`, naming the endpoint with credentials redacted.
+httpx's ``timeout`` is per read and a request is retried: a server that drips one byte a second,
+or whose body never ends, would keep a call alive without limit. :func:`request_deadline` starts
+one clock where a call begins (:func:`akasha.retry.call_with_retry`) and makes it the current
+deadline of that thread or task (a :mod:`contextvars` variable, so it reaches the transport; a
+request outside any retry loop gets its own). :func:`transports`' ``BoundedTransport`` shortens
+httpx's per-read timeouts to what is left and counts every reply body (streams included): past
+``max_bytes`` or the deadline it raises :class:`ReplyLimitError`, naming the endpoint redacted.
 
 Bounds (see docs/threat-model.md): ``AKASHA_MAX_REPLY_MB`` (default 64) and
 ``AKASHA_REQUEST_DEADLINE_S`` (default 600).
@@ -67,11 +65,8 @@ _CURRENT: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("akas
 
 @contextmanager
 def request_deadline() -> Iterator[Deadline]:
-    """The current deadline, or a new one (``AKASHA_REQUEST_DEADLINE_S`` from now) made current for the block.
-
-    Nested calls share the outermost deadline, so a retried request that itself retries
-    cannot restart the clock.
-    """
+    """The current deadline, or a new one (``AKASHA_REQUEST_DEADLINE_S`` from now) made current for the block;
+    nested calls share the outermost one, so a retried request that itself retries cannot restart the clock."""
     existing = _CURRENT.get()
     if existing is not None:
         yield existing
@@ -85,22 +80,16 @@ def request_deadline() -> Iterator[Deadline]:
 
 
 class ReplyLimitError(Exception):
-    """A reply grew past the size cap or outlived the request deadline (not worth retrying).
-
-    Raised as a subclass of the client library's own ``TransportError`` (see :func:`transports`),
-    so each client wraps it as it wraps a dropped connection.
-    """
+    """A reply grew past the size cap or outlived the request deadline (not worth retrying); raised as a
+    subclass of the client library's ``TransportError``, so each client wraps it as a dropped connection."""
 
 
 class _Budget:
     """One reply's allowance: ``max_bytes`` of body, read before ``deadline`` passes."""
 
     def __init__(self, request: Any, error: type[Exception]) -> None:
-        """The budget of ``request`` under the current deadline (a new one when no retry loop started one).
-
-        Raises ``error`` when the deadline has already passed, and shortens the request's
-        per-read timeouts to the time left.
-        """
+        """The budget of ``request`` under the current deadline (a new one outside a retry loop); raises
+        ``error`` when it has passed, and shortens the request's per-read timeouts to the time left."""
         self.max_bytes, _ = reply_limits()
         self.url, self.error, self.seen = redact_url(str(request.url)), error, 0
         self.deadline = _CURRENT.get() or Deadline(deadline_seconds())

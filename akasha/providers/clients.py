@@ -22,7 +22,6 @@ class Lazy(Generic[T]):
 
     @property
     def built(self) -> bool:
-        """Whether the value exists yet."""
         return self._value is not None
 
     def peek(self) -> T | None:
@@ -30,7 +29,6 @@ class Lazy(Generic[T]):
         return self._value
 
     def get(self) -> T:
-        """The value, built now if it was not yet."""
         if self._value is None:
             with self._lock:
                 if self._value is None:
@@ -44,17 +42,14 @@ class Clients:
 
     def __init__(self, build: Callable[[bool], Any]) -> None:
         self._build = build
-        self._sync = Lazy(lambda: build(False))
+        #: the sync client, built on its first ``get()``
+        self.sync = Lazy(lambda: build(False))
         self._async: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     @property
     def built(self) -> bool:
         """Whether any client was built (construction alone builds none)."""
-        return self._sync.built or len(self._async) > 0
-
-    def sync(self) -> Any:
-        """The sync client, built on the first call."""
-        return self._sync.get()
+        return self.sync.built or len(self._async) > 0
 
     def for_running_loop(self) -> Any:
         """The async client of the running event loop, built on its first call there."""
@@ -77,8 +72,7 @@ class Connection:
         raise NotImplementedError
 
     def client(self) -> Any:
-        """The sync client, built on the first call."""
-        return self.clients.sync()
+        return self.clients.sync.get()
 
     def async_client(self) -> Any:
         """The client of the running event loop (connection pools are loop-bound)."""

@@ -1,15 +1,12 @@
 """Credentials written into an endpoint URL (``http://user:secret@host/...``): taken out, sent as a header.
 
-A URL with user info is never handed to httpx as it is: httpx would log it (its INFO record
-of every request) and akasha's own messages would repeat it, and httpx turns it into Basic
-auth that silently replaces a provider's ``Authorization: Bearer <key>``. Every HTTP caller
-of akasha (embeddings, rerankers, chat servers, token counters, context probes) goes through
-:func:`split_credentials`:
+A URL with user info is never handed to httpx as it is: httpx would log it, akasha's messages
+would repeat it, and httpx's Basic auth would silently replace a provider's ``Authorization:
+Bearer <key>``. Every HTTP caller of akasha goes through :func:`split_credentials`:
 
 * the URL without user info is what is requested, logged and shown;
-* the user info becomes ``Authorization: Basic ...`` when the provider sends no key of its
-  own, else ``Proxy-Authorization: Basic ...`` (the key stays the provider's authorization;
-  the URL's credentials are for what sits in front of it, a proxy or gateway).
+* the user info becomes ``Authorization: Basic ...`` when the provider sends no key of its own, else
+  ``Proxy-Authorization: Basic ...`` (for what sits in front of it, a proxy or gateway).
 """
 
 from __future__ import annotations

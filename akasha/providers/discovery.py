@@ -1,10 +1,8 @@
 """Which models a server offers: ``GET /models`` (OpenAI-compatible) or ``GET /api/tags`` (Ollama).
 
-The command line uses this to fill in a model the user did not name when ``OPENAI_BASE_URL``,
-``OLLAMA_HOST`` or ``--base-url`` points at a server of their own: the first chat model the server
-lists answers, and an embedding model it lists (a name with ``embed``, ``bge``, ``e5``... in it, or
-an Ollama ``bert`` family) embeds. Standard library only (``urllib``), so asking costs nothing when
-the extras are not installed; failures raise :class:`~akasha.errors.ProviderError` with the address
+The command line uses this to fill in the models the user did not name when ``OPENAI_BASE_URL``,
+``OLLAMA_HOST`` or ``--base-url`` points at a server of their own. Standard library only, so it
+works without the extras; failures raise :class:`~akasha.errors.ProviderError` with the address
 and the reason.
 """
 
@@ -35,12 +33,9 @@ class ServedModel:
 
 
 def list_models(provider: str, url: str, *, timeout: float = 5.0, api_key: str | None = None) -> list[ServedModel]:
-    """The models the ``provider`` server at ``url`` lists (``"openai"``: ``{url}/models``,
-    ``"ollama"``: ``{url}/api/tags``), in the server's order.
-
-    ``api_key`` (default for ``"openai"``: ``OPENAI_API_KEY``; ``"ollama"``: ``OLLAMA_API_KEY``)
-    is sent as a Bearer token when set.
-    """
+    """The models the ``provider`` server at ``url`` lists (``"openai"``: ``{url}/models``, ``"ollama"``:
+    ``{url}/api/tags``), in its order; ``api_key`` (default ``OPENAI_API_KEY`` / ``OLLAMA_API_KEY``) is
+    sent as a Bearer token when set."""
     if provider not in ("openai", "ollama"):
         raise ValueError(f"list_models knows 'openai' and 'ollama' servers, not {provider!r}")
     base = url.rstrip("/")
@@ -73,9 +68,7 @@ def list_models(provider: str, url: str, *, timeout: float = 5.0, api_key: str |
             continue
         if provider == "ollama":
             name = name.removesuffix(":latest")
-        details = entry.get("details")
-        if not isinstance(details, dict):
-            details = {}
+        details = entry["details"] if isinstance(entry.get("details"), dict) else {}
         family = " ".join(str(f) for f in [details.get("family", "")] + list(details.get("families") or []))
         embedding = bool(_EMBEDDING_NAME.search(name) or "bert" in family.lower()) and not _RERANKER_NAME.search(name)
         models.append(ServedModel(name, embedding))

@@ -1,14 +1,13 @@
 """Endpoint labels for embedder identities: where vectors come from, without secrets.
 
-An embedder's ``name`` keys the vector cache, so two servers answering for one model name
-(mean and CLS pooling, say) must not share vectors: remote embedders add the address they talk
-to, as :func:`endpoint_label` writes it (no credentials, query or fragment), to their name. The
-provider's own public endpoint adds nothing, so older indexes stay valid.
+An embedder's ``name`` keys the vector cache, so two servers answering for one model name must
+not share vectors: remote embedders add the address they talk to (:func:`endpoint_label`: no
+credentials, query or fragment) to their name; the provider's own public endpoint adds nothing,
+so older indexes stay valid.
 
-The same ``@<address>`` names an endpoint in a model string
-(``RAG(model="openai:qwen2.5-7b@http://127.0.0.1:8080/v1")``): :func:`split_endpoint` reads it (only
-``http://`` or ``https://``, so an Ollama digest is left alone) and :func:`endpoint_options` turns it
-into the provider's own option, which wins over ``OPENAI_BASE_URL``/``OLLAMA_HOST``/...
+The same ``@<address>`` (``http://`` or ``https://`` only) names an endpoint in a model string
+(``"openai:qwen2.5-7b@http://127.0.0.1:8080/v1"``): :func:`endpoint_options` turns it into the
+provider's own option, which wins over ``OPENAI_BASE_URL``/``OLLAMA_HOST``/...
 """
 
 from __future__ import annotations
@@ -20,10 +19,7 @@ from urllib.parse import urlsplit
 from akasha.errors import ConfigError
 
 #: Hosts of the providers' own public endpoints; an address on one of these adds nothing to a name.
-PUBLIC_HOSTS = {
-    "openai": frozenset({"api.openai.com"}),
-    "gemini": frozenset({"generativelanguage.googleapis.com"}),
-}
+PUBLIC_HOSTS = {"openai": frozenset({"api.openai.com"}), "gemini": frozenset({"generativelanguage.googleapis.com"})}
 #: Ollama's default hosts: this machine, and ``ollama`` (the RAGPipeline format's Docker default).
 _OLLAMA_DEFAULT_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "ollama"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -41,11 +37,8 @@ def split_endpoint(rest: str) -> tuple[str, str | None]:
 
 
 def endpoint_options(prefix: str, rest: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The model part of ``rest`` and ``options`` plus the provider option an ``@<address>`` sets.
-
-    ConfigError when ``prefix`` is not a provider that talks to an address, or when the
-    same option is also given explicitly (two addresses for one model).
-    """
+    """The model part of ``rest`` and ``options`` plus the provider option an ``@<address>`` sets; ConfigError
+    when ``prefix`` talks to no address, or when that option is also given (two addresses for one model)."""
     model, address = split_endpoint(rest)
     if address is None:
         return rest, options
@@ -53,10 +46,8 @@ def endpoint_options(prefix: str, rest: str, options: dict[str, Any]) -> tuple[s
     option = ENDPOINT_OPTIONS.get(prefix)
     if option is None:
         served = ", ".join(f"{p}:" for p in ENDPOINT_OPTIONS)
-        raise ConfigError(
-            f"{where!r}: an @<address> is only for models served over HTTP ({served}); "
-            f"{prefix} models run on this machine. Remove the '@...' part"
-        )
+        raise ConfigError(f"{where!r}: an @<address> is only for models served over HTTP ({served}); "
+                          f"{prefix} models run on this machine. Remove the '@...' part")
     if options.get(option) or (prefix == "ollama" and options.get("host")):
         raise ConfigError(f"{where!r} names an address and {option}= is given too; keep one of them")
     return model, {**options, option: address}
@@ -96,9 +87,7 @@ def host_of(label: str | None) -> str | None:
 
 def is_public_endpoint(provider: str, url: str | None) -> bool:
     """True when ``url`` is empty or on ``provider``'s own public host (so it adds nothing to a name)."""
-    if not (url or "").strip():
-        return True
-    return host_of(url) in PUBLIC_HOSTS.get(provider, frozenset())
+    return not (url or "").strip() or host_of(url) in PUBLIC_HOSTS.get(provider, frozenset())
 
 
 def is_default_ollama(url: str | None, default_port: int = 11434) -> bool:

@@ -25,12 +25,10 @@ def env_value(*names: str, default: str | None = None) -> str | None:
 
 def require_api_key(provider: str, explicit: str | None, variables: Sequence[str]) -> str:
     """An explicit key, else the first set variable; raise MissingAPIKeyError naming them all."""
-    if explicit:
-        return explicit
-    found = env_lookup(*variables)
-    if found is None:
+    key = explicit or env_value(*variables)
+    if not key:
         raise MissingAPIKeyError(provider, variables)
-    return found[1]
+    return key
 
 
 def positive_env(variable: str, default: float) -> float:

@@ -1,10 +1,8 @@
 """Lazily built ``google-genai`` clients shared by the Gemini chat model and embedder.
 
-The key comes from ``api_key=``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``,
-read at first use. ``base_url=`` (or the library's own ``GOOGLE_GEMINI_BASE_URL``)
-points the client at a proxy or a test server. The library's retries stay off (no
-``retry_options``): akasha retries in :mod:`akasha.retry`. The request
-timeout (seconds here) is passed to the client in milliseconds, as it expects.
+The key comes from ``api_key=``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``, read at first
+use. ``base_url=`` (or the library's own ``GOOGLE_GEMINI_BASE_URL``) points the client at a proxy
+or a test server. The library's retries stay off: akasha retries in :mod:`akasha.retry`.
 """
 
 from __future__ import annotations
@@ -47,15 +45,8 @@ def import_genai() -> tuple[Any, Any]:
 class GeminiConnection(Connection):
     """Resolves the key and builds the sync client and one async-capable client per event loop."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_version: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        headers: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None, api_version: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, headers: dict[str, str] | None = None) -> None:
         self._api_key = api_key
         self.base_url = base_url
         self.api_version = api_version
@@ -67,8 +58,8 @@ class GeminiConnection(Connection):
         return f"GeminiConnection(base_url={shown!r}, api_key={'***' if self._api_key else None})"
 
     def endpoint_identity(self) -> str | None:
-        """The address requests go to (``base_url``, else ``GOOGLE_GEMINI_BASE_URL``, which the
-        client also reads), as an embedder name carries it; None for Google's public endpoint."""
+        """``base_url`` (else ``GOOGLE_GEMINI_BASE_URL``, as the client reads it) as an embedder name carries it;
+        None for Google's public endpoint."""
         base_url = self.base_url or env_value("GOOGLE_GEMINI_BASE_URL")
         return None if is_public_endpoint("gemini", base_url) else endpoint_label(base_url)
 
@@ -80,11 +71,10 @@ class GeminiConnection(Connection):
         """A ``genai.Client`` (async requests go through its ``aio`` side, one client per event loop)."""
         genai, types = import_genai()
         key = require_api_key("gemini", self._api_key, KEY_VARIABLES)
-        options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}
+        options: dict[str, Any] = {"timeout": max(1, int(self.timeout * 1000))}  # milliseconds
         headers = dict(self.headers)
         if self.base_url:
-            # user:password in the address goes as a header (the key travels as x-goog-api-key), never in the
-            # URL that httpx logs and messages repeat
+            # user:password in the address goes as a header (the key travels as x-goog-api-key)
             options["base_url"], credentials = split_credentials(self.base_url)
             headers = with_credentials(headers, credentials)
         if self.api_version:

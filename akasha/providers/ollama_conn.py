@@ -1,10 +1,8 @@
 """HTTP plumbing for Ollama's native API (``/api/chat``, ``/api/embed``) over ``httpx``.
 
-The address is ``host=`` (or ``base_url=``), else ``OLLAMA_HOST``, else
-``http://localhost:11434``; ``OLLAMA_HOST`` forms such as ``0.0.0.0``, ``myhost:8080``
-or ``https://proxy/ollama`` are accepted. A local Ollama needs no key; an optional
-``api_key`` (or ``OLLAMA_API_KEY``, e.g. for ollama.com or an authenticating proxy)
-is sent as a Bearer token and redacted everywhere.
+The address is ``host=`` (or ``base_url=``), else ``OLLAMA_HOST`` (``0.0.0.0``, ``myhost:8080``,
+``https://proxy/ollama``...), else ``http://localhost:11434``. An optional ``api_key`` (or
+``OLLAMA_API_KEY``, for ollama.com or a proxy) is sent as a Bearer token and redacted everywhere.
 """
 
 from __future__ import annotations
@@ -107,7 +105,7 @@ class OllamaConnection(Connection):
     def secrets(self) -> tuple[str, ...]:
         return tuple(s for s in (self._api_key, env_value("OLLAMA_API_KEY")) if s)
 
-    def _settings(self) -> dict[str, Any]:
+    def _new_client(self, asynchronous: bool) -> Any:
         httpx = _import_httpx()
         headers = {"Accept": "application/json"}
         key = self._api_key or env_value("OLLAMA_API_KEY")
@@ -116,19 +114,11 @@ class OllamaConnection(Connection):
         # user:password in the address is sent as Basic auth, and never left in the URL httpx logs
         raw = (self._host or env_value("OLLAMA_HOST") or "").strip()
         _, credentials = split_credentials(raw if "://" in raw else f"http://{raw}")
-        return {"base_url": self.base_url, "headers": with_credentials(headers, credentials),
-                "timeout": httpx.Timeout(self.timeout)}
+        kind = httpx.AsyncClient if asynchronous else httpx.Client
+        return kind(transport=transports(httpx)[1 if asynchronous else 0](), base_url=self.base_url,
+                    headers=with_credentials(headers, credentials), timeout=httpx.Timeout(self.timeout))
 
-    def _new_client(self, asynchronous: bool) -> Any:
-        httpx = _import_httpx()
-        sync_transport, async_transport = transports(httpx)
-        if asynchronous:
-            return httpx.AsyncClient(transport=async_transport(), **self._settings())
-        return httpx.Client(transport=sync_transport(), **self._settings())
-
-    # -- requests ---------------------------------------------------------------
     def _timeout(self, seconds: float | None) -> Any:
-        """An httpx timeout for one request (the connection's own when ``seconds`` is None)."""
         return _import_httpx().Timeout(self.timeout if seconds is None else float(seconds))
 
     def post(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
@@ -136,7 +126,6 @@ class OllamaConnection(Connection):
         return _json(self.client().post(path, json=payload, timeout=self._timeout(timeout)))
 
     async def apost(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """Async twin of :meth:`post`."""
         return _json(await self.async_client().post(path, json=payload, timeout=self._timeout(timeout)))
 
     def stream_lines(self, path: str, payload: dict[str, Any]) -> Generator[dict[str, Any], None, None]:

@@ -1,21 +1,18 @@
 """Lazily built ``openai`` clients shared by the OpenAI chat model and embedder.
 
-Settings are read at first use, never at construction: an explicit ``api_key`` /
-``base_url`` wins; otherwise ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``; otherwise,
-when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set, an
-``openai.AzureOpenAI`` client (``OPENAI_API_VERSION`` or ``api_version`` picks the
-API version, the model name is the deployment). A custom ``base_url`` (vLLM,
-Ollama, LM Studio, llama.cpp server, TEI) works without a key.
-
-The clients' own retries are disabled (``max_retries=0``); akasha retries in
-:mod:`akasha.retry` so every provider behaves the same.
+Settings are read at first use: an explicit ``api_key`` / ``base_url`` wins; otherwise
+``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``; otherwise, when ``AZURE_OPENAI_ENDPOINT`` and
+``AZURE_OPENAI_API_KEY`` are set, an ``openai.AzureOpenAI`` client (``api_version`` or
+``OPENAI_API_VERSION``; the model name is the deployment). A custom ``base_url`` (vLLM, Ollama,
+LM Studio, llama.cpp server, TEI) works without a key. The clients' own retries are off
+(``max_retries=0``): akasha retries in :mod:`akasha.retry`, the same for every provider.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, NamedTuple
+from typing import Any
 
 from akasha.errors import MissingAPIKeyError, MissingExtraError
 from akasha.providers.bounded import bounded_request, transports
@@ -34,48 +31,19 @@ NO_KEY = "not-needed"
 
 
 def _httpx_of(openai: Any) -> Any:
-    """The httpx-like module the installed openai client is built on (httpx2 in openai 3, else httpx):
-    the package of the client class that ``openai.DefaultHttpxClient`` extends."""
+    """The httpx-like package ``openai.DefaultHttpxClient`` extends (httpx2 in openai 3, else httpx)."""
     import importlib
 
     base = next((c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client"), None)
     return importlib.import_module(base.__module__.split(".")[0] if base is not None else "httpx")
 
 
-class Target(NamedTuple):
-    """Where requests go, as the settings and the environment say (see :meth:`OpenAIConnection.target`)."""
-
-    use_azure: bool
-    #: the OpenAI-compatible base URL, without any ``user:password@`` (those are in ``credentials``)
-    base_url: str | None
-    azure_endpoint: str | None
-    #: ``(user, password)`` taken out of the base URL, sent as a header; None when it had none
-    credentials: tuple[str, str] | None
-
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise MissingExtraError("openai", "light", "openai: models") from exc
-    return openai
-
-
 class OpenAIConnection(Connection):
     """Resolves settings and builds (once) the sync and per-event-loop async clients."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        azure: bool | None = None,
-        azure_endpoint: str | None = None,
-        api_version: str | None = None,
-        organization: str | None = None,
-        default_headers: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 azure: bool | None = None, azure_endpoint: str | None = None, api_version: str | None = None,
+                 organization: str | None = None, default_headers: dict[str, str] | None = None) -> None:
         self._api_key = api_key
         self.base_url = base_url
         super().__init__(timeout)
@@ -93,10 +61,10 @@ class OpenAIConnection(Connection):
         target = redact_url(self.base_url or self.azure_endpoint or "") or "(from environment)"
         return f"OpenAIConnection(base_url={target!r}, api_key={'***' if self._api_key else None})"
 
-    # -- settings -----------------------------------------------------------
-    def target(self) -> Target:
-        """Where requests go, from explicit settings and the environment (needs no key, never raises); a
-        ``user:password@`` in the base URL comes apart, in ``credentials`` (sent as a header, never logged)."""
+    def target(self) -> tuple[bool, str | None, str | None, tuple[str, str] | None]:
+        """Where requests go, from explicit settings and the environment (needs no key, never raises):
+        ``(use_azure, base_url, azure_endpoint, credentials)``, a ``user:password@`` in the base URL taken
+        out into ``credentials`` (sent as a header, never logged)."""
         base_url = self.base_url or (None if self.azure else env_value("OPENAI_BASE_URL"))
         credentials = None
         if base_url:
@@ -104,10 +72,8 @@ class OpenAIConnection(Connection):
         endpoint = self.azure_endpoint or env_value("AZURE_OPENAI_ENDPOINT")
         use_azure = self.azure
         if use_azure is None:  # auto: Azure settings present and no OpenAI-compatible base URL
-            use_azure = bool(
-                not base_url and endpoint and (self._api_key or env_value("AZURE_OPENAI_API_KEY"))
-            )
-        return Target(bool(use_azure), base_url, endpoint, credentials)
+            use_azure = bool(not base_url and endpoint and (self._api_key or env_value("AZURE_OPENAI_API_KEY")))
+        return bool(use_azure), base_url, endpoint, credentials
 
     def endpoint_identity(self) -> str | None:
         """The address requests go to (Azure's ``azure_endpoint``), as an embedder name carries it; None for
@@ -133,12 +99,9 @@ class OpenAIConnection(Connection):
             key = self._api_key or env_value("AZURE_OPENAI_API_KEY")
             if not key:
                 raise MissingAPIKeyError("azure openai", ["AZURE_OPENAI_API_KEY"])
-            settings: dict[str, Any] = {
-                "kind": "azure",
-                "api_key": key,
-                "azure_endpoint": endpoint,
-                "api_version": self.api_version or env_value("OPENAI_API_VERSION", default=DEFAULT_AZURE_API_VERSION),
-            }
+            version = self.api_version or env_value("OPENAI_API_VERSION", default=DEFAULT_AZURE_API_VERSION)
+            settings: dict[str, Any] = {"kind": "azure", "api_key": key, "azure_endpoint": endpoint,
+                                        "api_version": version}
         else:
             key = self._api_key or env_value("OPENAI_API_KEY")
             if not key:
@@ -152,7 +115,6 @@ class OpenAIConnection(Connection):
                      settings.get("base_url") or settings.get("azure_endpoint") or "api.openai.com")
         return settings
 
-    # -- self-hosted servers ---------------------------------------------------
     def server_url(self) -> str | None:
         """The base URL of a self-hosted OpenAI-compatible server; None for api.openai.com and Azure."""
         use_azure, base_url, _, _ = self.target()
@@ -171,15 +133,13 @@ class OpenAIConnection(Connection):
         key = self._api_key or env_value("OPENAI_API_KEY")
         if key and key != NO_KEY:
             headers["Authorization"] = f"Bearer {key}"
-        return with_credentials(headers, self.target().credentials)
+        return with_credentials(headers, self.target()[3])
 
     def server_context_window(self, model: str, timeout: float = 5.0) -> int | None:
-        """The context a self-hosted server gives one request, or None when it does not say (cached).
+        """The context a self-hosted server gives one request, or None when it does not say (probed once).
 
-        llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx`` (the per-slot
-        context), else ``GET /v1/models`` -> the model's ``meta.n_ctx``; vLLM: ``GET
-        /v1/models`` -> ``max_model_len``. One probe per connection; failures are logged
-        at DEBUG and give None.
+        llama.cpp: ``GET /props`` -> ``default_generation_settings.n_ctx`` (per slot), else ``GET
+        /v1/models`` -> ``meta.n_ctx``; vLLM: ``max_model_len`` there. Failures are logged at DEBUG.
         """
         with self._lock:
             if "context" in self._probed:
@@ -237,11 +197,16 @@ class OpenAIConnection(Connection):
                  env_value("AZURE_OPENAI_API_KEY")]
         return tuple(s for s in found if s and s != NO_KEY)
 
-    def _kwargs(self) -> dict[str, Any]:
+    def _new_client(self, asynchronous: bool) -> Any:
+        """An ``openai.(Async)OpenAI`` or ``openai.(Async)AzureOpenAI`` client on akasha's bounded transport."""
+        try:
+            import openai
+        except ImportError as exc:
+            raise MissingExtraError("openai", "light", "openai: models") from exc
         settings = self.resolve()
-        common: dict[str, Any] = {"api_key": settings["api_key"], "timeout": self.timeout, "max_retries": 0}
+        kwargs: dict[str, Any] = {"api_key": settings["api_key"], "timeout": self.timeout, "max_retries": 0}
         if self.organization:
-            common["organization"] = self.organization
+            kwargs["organization"] = self.organization
         headers = dict(self.default_headers)
         credentials = settings.get("credentials")
         if credentials is not None:
@@ -250,19 +215,12 @@ class OpenAIConnection(Connection):
             real_key = settings["api_key"] != NO_KEY
             headers["Proxy-Authorization" if real_key else "Authorization"] = basic_value(credentials)
         if headers:
-            common["default_headers"] = headers
-        if settings["kind"] == "azure":
-            common.update(azure_endpoint=settings["azure_endpoint"], api_version=settings["api_version"])
+            kwargs["default_headers"] = headers
+        azure = settings["kind"] == "azure"
+        if azure:
+            kwargs.update(azure_endpoint=settings["azure_endpoint"], api_version=settings["api_version"])
         elif settings["base_url"]:
-            common["base_url"] = settings["base_url"]
-        return common
-
-    # -- clients --------------------------------------------------------------
-    def _new_client(self, asynchronous: bool) -> Any:
-        """An ``openai.(Async)OpenAI`` or ``openai.(Async)AzureOpenAI`` client on akasha's bounded transport."""
-        openai = _import_openai()
-        kwargs = self._kwargs()
-        azure = self.resolve()["kind"] == "azure"
+            kwargs["base_url"] = settings["base_url"]
         transport = transports(_httpx_of(openai))[1 if asynchronous else 0]()
         kwargs["http_client"] = (openai.DefaultAsyncHttpxClient if asynchronous else openai.DefaultHttpxClient)(
             transport=transport)

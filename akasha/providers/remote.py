@@ -1,9 +1,8 @@
 """What every remote chat model and embedder shares: a connection, a retry policy, fault translation.
 
-The OpenAI, Gemini and Ollama chat models and embedders inherit here how they read their model
-name, connection options and retry options, log the options they ignore, and call with retries,
-so the six classes cannot drift apart; the embedders also share their batching loop
-(:class:`RemoteEmbedder`).
+The OpenAI, Gemini and Ollama chat models and embedders inherit how they read their model name and
+options and call with retries, so the six classes cannot drift apart; the embedders also share
+their batching loop (:class:`RemoteEmbedder`).
 """
 
 from __future__ import annotations
@@ -19,14 +18,7 @@ import numpy as np
 from akasha.embeddings.base import as_matrix, normalize_rows
 from akasha.errors import ConfigError, ProviderError
 from akasha.providers.endpoints import identity_suffix
-from akasha.retry import (
-    DEFAULT_TIMEOUT_PER_TEXT,
-    Fault,
-    RetryPolicy,
-    acall_with_retry,
-    call_with_retry,
-    scaled_timeout,
-)
+from akasha.retry import DEFAULT_TIMEOUT_PER_TEXT, Fault, RetryPolicy, acall_with_retry, call_with_retry, scaled_timeout
 
 C = TypeVar("C")
 
@@ -49,20 +41,15 @@ def plan_batches(texts: Sequence[str], max_items: int, max_chars: int | None = N
 
 
 def connect(connection_type: Callable[..., C], options: dict[str, Any]) -> C:
-    """``connection_type(...)`` from the entries of ``options`` that its keyword-only parameters name.
-
-    Those entries are taken out of ``options``: what is left belongs to the model.
-    """
+    """``connection_type(...)`` from the entries of ``options`` that its keyword-only parameters name, taken
+    out of ``options`` (what is left belongs to the model)."""
     names = [p.name for p in inspect.signature(connection_type).parameters.values() if p.kind is p.KEYWORD_ONLY]
     return connection_type(**{name: options.pop(name) for name in names if name in options})
 
 
 class RemoteProvider:
-    """Base for classes that talk to a provider through ``self.connection`` with retries.
-
-    A subclass sets :attr:`provider` and :attr:`example` and calls ``super().__init__``
-    with the part of the model string after the colon and its remaining keyword options.
-    """
+    """Base for classes that talk to a provider through ``self.connection`` with retries; a subclass sets
+    :attr:`provider` and :attr:`example`."""
 
     #: the model string's prefix (``"openai"``)
     provider: ClassVar[str]
@@ -75,7 +62,7 @@ class RemoteProvider:
     def __init__(self, rest: str, options: dict[str, Any], connection_type: Callable[..., Any],
                  fault: Callable[..., Fault | None]) -> None:
         """Read the model name from ``rest``; take the connection's settings, the retry options and
-        :meth:`_take_options` out of ``options`` (debug-logging the rest, which no one reads)."""
+        :meth:`_take_options` out of ``options`` (debug-logging the rest)."""
         self.model = rest.strip()
         if not self.model:
             raise ConfigError(f"{self.provider}: needs a model name, for example '{self.provider}:{self.example}'")
@@ -85,12 +72,10 @@ class RemoteProvider:
         self.retry = RetryPolicy.from_options(options)
         self._take_options(options)
         if options:
-            logging.getLogger(type(self).__module__).debug(
-                "%s ignores unknown options %s", type(self).__name__, sorted(options)
-            )
+            logging.getLogger(type(self).__module__).debug("%s ignores unknown options %s", type(self).__name__,
+                                                           sorted(options))
         self.timeout = float(self.connection.timeout)
         self._fault = fault
-        self._translate = functools.partial(fault, timeout=self.timeout)
 
     @property
     def name(self) -> str:
@@ -98,15 +83,14 @@ class RemoteProvider:
         return self.base_name
 
     def _take_options(self, options: dict[str, Any]) -> None:
-        """Take a subclass's own options out of ``options`` (none here)."""
+        """Take a subclass's own options out of ``options``."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, connection={self.connection!r})"
 
     def _retry_kwargs(self, timeout: float | None = None) -> dict[str, Any]:
-        """Keyword arguments for ``call_with_retry`` / ``acall_with_retry`` / the retrying streams
-        (``timeout``: this request's own limit, a scaled embedding batch's, for a timeout error to name)."""
-        translate = self._translate if timeout is None else functools.partial(self._fault, timeout=timeout)
+        """Keyword arguments for ``call_with_retry`` and its kin (``timeout``: this request's own limit)."""
+        translate = functools.partial(self._fault, timeout=self.timeout if timeout is None else timeout)
         return {"provider": self.name, "policy": self.retry, "translate": translate,
                 "secrets": self.connection.secrets()}
 
@@ -114,10 +98,9 @@ class RemoteProvider:
 class RemoteEmbedder(RemoteProvider):
     """A :class:`RemoteProvider` that embeds in batches and returns normalised float32 rows.
 
-    Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for every text in
-    a request. A subclass says how to send one batch (:meth:`_request`, :meth:`_arequest`) and where
-    the vectors are in the reply (:meth:`_vectors`). A batch that still fails after its retries
-    raises and nothing is returned, so an index never stores a half-embedded document.
+    Option ``timeout_per_text`` (seconds, default 0.25) is added to ``timeout`` for every text in a
+    request. A batch that still fails after its retries raises and nothing is returned, so an index
+    never stores a half-embedded document.
     """
 
     #: the length of the vectors (None until known: a table of known models, or the first reply)
@@ -134,7 +117,6 @@ class RemoteEmbedder(RemoteProvider):
         return self.base_name + identity_suffix(self.connection.endpoint_identity())
 
     def _take_options(self, options: dict[str, Any]) -> None:
-        """Read ``timeout_per_text``."""
         per_text = options.pop("timeout_per_text", None)
         if per_text is not None:
             if float(per_text) < 0:
@@ -160,22 +142,18 @@ class RemoteEmbedder(RemoteProvider):
         """Seconds a request embedding ``texts`` texts may take (``timeout + timeout_per_text * texts``)."""
         return scaled_timeout(self.timeout, texts, self.timeout_per_text)
 
-    # -- what a subclass provides ------------------------------------------------
     def _request(self, texts: list[str], task: str, timeout: float) -> Callable[[], Any]:
         """The call that sends one batch (``task``: ``"RETRIEVAL_DOCUMENT"`` or ``"RETRIEVAL_QUERY"``)."""
         raise NotImplementedError
 
     def _arequest(self, texts: list[str], task: str, timeout: float) -> Callable[[], Awaitable[Any]]:
-        """Async twin of :meth:`_request`."""
         raise NotImplementedError
 
     def _vectors(self, reply: Any) -> Sequence[Any]:
         """The vectors in a reply, in the order of the texts sent."""
         raise NotImplementedError
 
-    # -- the embedder protocol ----------------------------------------------------
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed all texts in batches; any failed batch raises, nothing partial is returned."""
         return self._embed(texts, "RETRIEVAL_DOCUMENT")
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -1,13 +1,11 @@
 """Streams that retry while opening and never drop text when they break.
 
-A provider stream is the client's iterator of events (OpenAI chunks, Gemini
-responses, Ollama NDJSON objects); the provider's ``read`` turns each event into a
-``(text, finished)`` piece, where ``finished`` is True on the piece that carries the
-provider's end marker (OpenAI ``finish_reason``, Gemini ``finishReason``, Ollama
-``done``). Opening the stream and reading its first piece is retried like any
-request; after that, an error, or an end of data without the end marker, raises
-:class:`~akasha.errors.StreamInterruptedError` whose ``partial`` holds every piece
-already yielded, so a caller can show or keep what arrived.
+The provider's ``read`` turns each event of the client's stream into a ``(text, finished)``
+piece, ``finished`` True on the piece with the provider's end marker (OpenAI ``finish_reason``,
+Gemini ``finishReason``, Ollama ``done``). Opening the stream and reading its first piece is
+retried like any request; after that, an error, or an end of data without the end marker,
+raises :class:`~akasha.errors.StreamInterruptedError` whose ``partial`` holds every piece
+already yielded.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from akasha.errors import AkashaError, StreamInterruptedError
+from akasha.errors import AkashaError, ProviderError, StreamInterruptedError
 from akasha.providers.secrets import redact
 from akasha.retry import Fault, acall_with_retry, call_with_retry
 
@@ -43,9 +41,8 @@ async def _aclose(obj: Any) -> None:
 class _Progress:
     """What a stream has delivered so far, and the error to raise when it breaks."""
 
-    def __init__(
-        self, provider: str, translate: Callable[[BaseException], Fault | None], secrets: tuple[str | None, ...]
-    ) -> None:
+    def __init__(self, provider: str, translate: Callable[[BaseException], Fault | None],
+                 secrets: tuple[str | None, ...]) -> None:
         self.provider, self.translate, self.secrets = provider, translate, secrets
         self.received: list[str] = []
         self.finished = False
@@ -88,15 +85,16 @@ class _Progress:
 
 
 def _piece(read: Reader, event: Any) -> Piece | None:
-    """``read(event)``, or None past the last event."""
     return None if event is _NO_MORE else read(event)
 
 
-def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, **retry: Any) -> Iterator[str]:
+def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, *,
+                    reopen: Callable[[ProviderError], bool] | None = None, **retry: Any) -> Iterator[str]:
     """Yield the text of the events of ``open_stream()``; see the module docstring for the guarantees.
 
     ``retry``: the keyword arguments of :func:`~akasha.retry.call_with_retry` (provider, policy,
-    translate, secrets).
+    translate, secrets). ``reopen(error)``: True when opening failed on a setting the provider refused
+    and ``open_stream`` now leaves out, to open once more.
     """
 
     def open_and_peek() -> tuple[Iterator[Any], Piece | None]:
@@ -107,7 +105,12 @@ def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, **re
             _close(events)
             raise
 
-    events, current = call_with_retry(open_and_peek, **retry)
+    try:
+        events, current = call_with_retry(open_and_peek, **retry)
+    except ProviderError as error:
+        if reopen is None or not reopen(error):
+            raise
+        events, current = call_with_retry(open_and_peek, **retry)
     progress = _Progress(retry["provider"], retry["translate"], tuple(retry.get("secrets", ())))
     try:
         while current is not None:
@@ -121,7 +124,8 @@ def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, **re
         _close(events)
 
 
-async def aretrying_stream(open_stream: Callable[[], Any], read: Reader, **retry: Any) -> AsyncIterator[str]:
+async def aretrying_stream(open_stream: Callable[[], Any], read: Reader, *,
+                           reopen: Callable[[ProviderError], bool] | None = None, **retry: Any) -> AsyncIterator[str]:
     """Async twin of :func:`retrying_stream`; ``open_stream`` returns (or awaits to) an async iterator."""
 
     async def open_and_peek() -> tuple[Any, Piece | None]:
@@ -134,7 +138,12 @@ async def aretrying_stream(open_stream: Callable[[], Any], read: Reader, **retry
             await _aclose(events)
             raise
 
-    events, current = await acall_with_retry(open_and_peek, **retry)
+    try:
+        events, current = await acall_with_retry(open_and_peek, **retry)
+    except ProviderError as error:
+        if reopen is None or not reopen(error):
+            raise
+        events, current = await acall_with_retry(open_and_peek, **retry)
     progress = _Progress(retry["provider"], retry["translate"], tuple(retry.get("secrets", ())))
     try:
         while current is not None:

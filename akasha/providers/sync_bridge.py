@@ -1,8 +1,7 @@
 """Run a coroutine from synchronous code, even when an event loop is already running.
 
-``asyncio.run`` refuses to start inside a running loop (Jupyter, async web servers),
-so in that case the coroutine runs on a private loop in a worker thread and the
-caller blocks until it finishes. Outside a loop it is plain ``asyncio.run``.
+``asyncio.run`` refuses to start inside a running loop (Jupyter, async web servers): there the
+coroutine runs on a private loop in a worker thread while the caller blocks.
 """
 
 from __future__ import annotations

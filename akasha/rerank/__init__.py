@@ -8,15 +8,16 @@ sequence-classification model name or folder, :mod:`akasha.rerank.local`); a cal
 names its reranker in ``reranking.provider`` (``cross_encoder``, ``cohere`` or a registered one).
 
 Every reranker returns a complete :class:`Ranking`; :func:`rerank` validates it
-(:mod:`akasha.rerank.ordering`) and only then keeps the top ``rerank_top_k``, in both doors.
-A plugin written for the older ``rerank(query, hits, top_k) -> hits`` contract is adapted by
-:func:`as_reranker`. Nothing here imports torch/transformers or builds a model until a reranker runs.
+(:mod:`akasha.rerank.ordering`) and only then keeps the top ``rerank_top_k``. :func:`as_reranker`
+adapts a plugin written for the older ``rerank(query, hits, top_k) -> hits`` contract. Models load
+only when a reranker runs.
 """
 
 from __future__ import annotations
 
 import builtins  # the submodule akasha.<pkg>.callable shadows the builtin name here
 import dataclasses
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -58,15 +59,11 @@ def validate_reranker(spec: object) -> None:
     if isinstance(spec, str):
         prefix, colon, rest = spec.partition(":")
         prefix = prefix.strip().lower()
-        if prefix == "llm" and not colon:
+        if (prefix == "llm" and not colon) or (prefix in ("local", "bge") and (not colon or rest.strip())):
             return
-        if prefix in ("local", "bge") and (not colon or rest.strip()):
-            return
-    raise ConfigError(
-        f"unknown reranker {spec!r}: use None, 'llm', 'local', 'bge', 'local:<model>', "
-        "'bge:<model>' (a Hugging Face sequence-classification model name or folder), "
-        "or a callable (query, documents) -> documents"
-    )
+    raise ConfigError(f"unknown reranker {spec!r}: use None, 'llm', 'local', 'bge', 'local:<model>', "
+                      "'bge:<model>' (a Hugging Face sequence-classification model name or folder), "
+                      "or a callable (query, documents) -> documents")
 
 
 def validate_top_k(rerank_top_k: object) -> int:
@@ -102,12 +99,9 @@ def resolve_reranker(spec: object, *, reranker_model: Any = None, **options: Any
 
 
 def rerank(reranker: Reranker, query: str, hits: Sequence[Hit], top_k: int) -> list[Hit]:
-    """Rank every hit, validate the complete ordering, then keep the best ``top_k``.
-
-    Returned hits are copies whose ``score`` is the rerank score and whose
-    ``details`` gain ``rerank`` (score), ``rerank_rank`` (1-based position) and
-    ``retrieval`` (the score the hit had before reranking).
-    """
+    """Rank every hit, validate the complete ordering, then keep the best ``top_k``: copies whose ``score``
+    is the rerank score, ``details`` gaining ``rerank``, ``rerank_rank`` (1-based) and ``retrieval`` (the
+    score before reranking)."""
     validate_top_k(top_k)
     hits = list(hits)
     if not hits:
@@ -146,12 +140,8 @@ def _positions(candidates: Sequence[Hit], returned: object, key: Callable[[Any],
 
 
 class CallableReranker:
-    """A user function ``fn(query, documents) -> documents`` as a reranker.
-
-    It receives the candidate hits (they read like LangChain documents: ``page_content``,
-    ``metadata``) and must return the same objects, each exactly once, in its preferred
-    order; ``rerank_top_k`` does the trimming after validation.
-    """
+    """A user function ``fn(query, documents) -> documents`` as a reranker: it gets the candidate hits (they
+    read like LangChain documents) and must return the same objects, each exactly once, best first."""
 
     def __init__(self, fn: Callable[[str, list[Hit]], Sequence[Hit]]) -> None:
         self.fn = fn
@@ -165,9 +155,8 @@ class CallableReranker:
 class LegacyReranker:
     """A reranker with the older ``rerank(query, hits, top_k) -> hits`` (or async ``arerank``) method.
 
-    It is asked for every candidate (``top_k = len(hits)``); the hits it returns are mapped
-    back to candidate positions by chunk id, so an omitted, duplicated or invented candidate
-    fails validation like any other reranker's answer. Their scores become the rerank scores.
+    Asked for every candidate, its hits are mapped back to positions by chunk id (so an omitted,
+    duplicated or invented one fails validation); their scores become the rerank scores.
     """
 
     def __init__(self, inner: Any) -> None:
@@ -175,8 +164,6 @@ class LegacyReranker:
         self.name = str(getattr(inner, "name", None) or type(inner).__name__)
 
     def rank(self, query: str, hits: Sequence[Hit]) -> Ranking:
-        import inspect
-
         candidates = list(hits)
         if not candidates:
             return Ranking([])
@@ -196,35 +183,19 @@ class LegacyReranker:
 
 
 def as_reranker(obj: object) -> Reranker:
-    """``obj`` as a :class:`Reranker`: itself, a :class:`LegacyReranker` around it, or a callable wrapped.
-
-    Raises ConfigError for anything with neither ``rank``, ``rerank``/``arerank`` nor ``__call__``.
-    """
+    """``obj`` as a :class:`Reranker`: itself, a :class:`LegacyReranker` around it, or a callable wrapped;
+    ConfigError for anything with neither ``rank``, ``rerank``/``arerank`` nor ``__call__``."""
     if isinstance(obj, Reranker):
         return obj
     if hasattr(obj, "rerank") or hasattr(obj, "arerank"):
         return LegacyReranker(obj)
     if builtins.callable(obj):
         return CallableReranker(obj)
-    raise ConfigError(
-        f"{obj!r} is not a reranker: give an object with rank(query, hits) -> Ranking, "
-        "or a callable (query, documents) -> documents"
-    )
+    raise ConfigError(f"{obj!r} is not a reranker: give an object with rank(query, hits) -> Ranking, "
+                      "or a callable (query, documents) -> documents")
 
 
 RerankerSpec = None | str | Callable[[str, list[Hit]], list[Hit]] | Reranker
 
-__all__ = [
-    "CallableReranker",
-    "DEFAULT_LOCAL_RERANKER",
-    "LegacyReranker",
-    "as_reranker",
-    "is_llm",
-    "Ranking",
-    "Reranker",
-    "RerankerSpec",
-    "rerank",
-    "resolve_reranker",
-    "validate_reranker",
-    "validate_top_k",
-]
+__all__ = ["CallableReranker", "DEFAULT_LOCAL_RERANKER", "LegacyReranker", "as_reranker", "is_llm", "Ranking",
+           "Reranker", "RerankerSpec", "rerank", "resolve_reranker", "validate_reranker", "validate_top_k"]

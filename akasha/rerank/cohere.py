@@ -1,19 +1,20 @@
 """``reranking.provider: cohere``: Cohere's HTTP rerank API (v2 ``/rerank``).
 
-``POST {endpoint}/v2/rerank`` with ``{"model", "query", "documents", "top_n"}``, every candidate
-ranked (``top_n`` is their number), so the answer (``results[].index`` / ``relevance_score``) is a
+``POST {endpoint}/v2/rerank`` with every candidate (``top_n`` is their number), so the answer is a
 complete ordering that :func:`akasha.rerank.rerank` validates before ``reranking.top_k`` trims it.
 ``api_key`` comes from the section, else ``CO_API_KEY`` / ``COHERE_API_KEY`` (only for Cohere's own
-host). ``endpoint`` (default ``https://api.cohere.com``) receives the key and every candidate's
-text: it must be ``https://``, or plain ``http://`` to a loopback address; anything else raises
-:class:`~akasha.errors.ConfigError` at build time.
+host). ``endpoint`` receives the key and every candidate's text: it must be ``https://``, or plain
+``http://`` to a loopback address; anything else raises :class:`~akasha.errors.ConfigError` at build.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import ipaddress
 import os
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from akasha.errors import ConfigError, MissingAPIKeyError, MissingExtraError, ProviderError
 from akasha.providers.bounded import bounded_request
@@ -28,9 +29,6 @@ KEY_VARIABLES = ("CO_API_KEY", "COHERE_API_KEY")
 
 def check_endpoint(endpoint: str) -> str:
     """``endpoint`` if it is https (or plain http to a loopback address), else ConfigError saying why."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(str(endpoint).strip())
         host, port = parts.hostname or "", parts.port
@@ -45,10 +43,9 @@ def check_endpoint(endpoint: str) -> str:
         except ValueError:
             loopback = host.lower() == "localhost"
         if not loopback:
-            raise ConfigError(
-                f"reranking.endpoint {shown!r} would send the API key and the document texts unencrypted; use "
-                "https:// (plain http:// is allowed only to a loopback address such as http://127.0.0.1:8080)"
-            )
+            raise ConfigError(f"reranking.endpoint {shown!r} would send the API key and the document texts "
+                              "unencrypted; use https:// (plain http:// is allowed only to a loopback address such "
+                              "as http://127.0.0.1:8080)")
     return str(endpoint).strip()
 
 
@@ -92,8 +89,6 @@ class CohereReranker:
 
 def make_cohere_reranker(config: dict[str, Any], context: Any = None) -> CohereReranker:
     """Registry factory for ``reranking.provider: cohere`` (httpx and the key are checked here, at build)."""
-    import importlib.util
-
     if importlib.util.find_spec("httpx") is None:
         raise MissingExtraError("httpx", "light", "reranking provider 'cohere'")
     endpoint = str(config.get("endpoint") or DEFAULT_ENDPOINT)
@@ -110,14 +105,11 @@ def make_cohere_reranker(config: dict[str, Any], context: Any = None) -> CohereR
 
 def _own_host(endpoint: str) -> bool:
     """True when ``endpoint`` is on Cohere's own host (where the environment's key belongs)."""
-    from urllib.parse import urlsplit
-
     try:
         host = urlsplit(split_credentials(endpoint)[0]).hostname or ""
-        own = urlsplit(DEFAULT_ENDPOINT).hostname or ""
     except ValueError:
         return False
-    return host.lower() == own.lower()
+    return host.lower() == urlsplit(DEFAULT_ENDPOINT).hostname
 
 
 __all__ = ["CohereReranker", "make_cohere_reranker", "DEFAULT_MODEL"]

@@ -1,9 +1,8 @@
 """``reranking.provider: cross_encoder``: a sentence-transformers CrossEncoder scores (query, chunk) pairs.
 
-The model (default ``cross-encoder/ms-marco-MiniLM-L-6-v2``, or a local folder) is loaded at build,
-so a bad name fails there, onto ``device`` (:mod:`akasha.device`). Needs the ``full`` extra
-(sentence-transformers). :func:`rescore` applies the same score rule for plugins written for the
-older ``rerank(query, hits, top_k) -> hits`` contract.
+The model (or a local folder) is loaded at build, so a bad name fails there. Needs the ``full``
+extra. :func:`rescore` applies the same score rule for plugins written for the older
+``rerank(query, hits, top_k) -> hits`` contract.
 """
 
 from __future__ import annotations

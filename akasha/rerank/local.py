@@ -1,9 +1,8 @@
 """A local cross-encoder reranker (``"local"``, ``"bge"``, ``"local:<model>"``, ``"bge:<model>"``).
 
 Any Hugging Face sequence-classification model (hub name or local folder) scores each (question,
-chunk) pair in batches on ``device`` (:mod:`akasha.device`); candidates are sorted by that score.
-The model is loaded on the first :meth:`LocalReranker.rank` call and kept; ``trust_remote_code``
-stays False unless the caller asks for it. Needs the ``full`` extra (torch, transformers).
+chunk) pair on ``device`` (:mod:`akasha.device`), loaded on the first :meth:`LocalReranker.rank`
+call; ``trust_remote_code`` stays False unless asked for. Needs the ``full`` extra.
 """
 
 from __future__ import annotations
@@ -23,15 +22,8 @@ logger = logging.getLogger(__name__)
 class LocalReranker:
     """Cross-encoder scores for (query, text) pairs, highest first."""
 
-    def __init__(
-        self,
-        model: str = "BAAI/bge-reranker-base",
-        *,
-        batch_size: int = 16,
-        max_length: int = 512,
-        device: str = "auto",
-        trust_remote_code: bool = False,
-    ) -> None:
+    def __init__(self, model: str = "BAAI/bge-reranker-base", *, batch_size: int = 16, max_length: int = 512,
+                 device: str = "auto", trust_remote_code: bool = False) -> None:
         if batch_size < 1:
             raise ConfigError(f"reranker batch_size must be positive, got {batch_size}")
         self.model_name = model
@@ -55,14 +47,12 @@ class LocalReranker:
             raise MissingExtraError(exc.name or "transformers", "full", "the local reranker") from exc
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(self.model_name, trust_remote_code=self.trust_remote_code)
-            model = AutoModelForSequenceClassification.from_pretrained(
-                self.model_name, trust_remote_code=self.trust_remote_code
-            )
+            model = AutoModelForSequenceClassification.from_pretrained(self.model_name,
+                                                                       trust_remote_code=self.trust_remote_code)
         except (OSError, ValueError) as exc:
-            raise ConfigError(
-                f"could not load reranker model {self.model_name!r}: {exc}. Give a local folder or a "
-                "Hugging Face model name that is downloaded (or allow downloads: unset HF_HUB_OFFLINE)"
-            ) from exc
+            raise ConfigError(f"could not load reranker model {self.model_name!r}: {exc}. Give a local folder or "
+                              "a Hugging Face model name that is downloaded (or allow downloads: unset "
+                              "HF_HUB_OFFLINE)") from exc
         device = resolve_device(self.device)
         self._model = model.to(device).eval()
         self.loaded_device = device
@@ -76,10 +66,8 @@ class LocalReranker:
         out: list[float] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
-            encoded = self._tokenizer(
-                [query] * len(batch), batch, padding=True, truncation=True,
-                max_length=self.max_length, return_tensors="pt",
-            ).to(self.loaded_device)
+            encoded = self._tokenizer([query] * len(batch), batch, padding=True, truncation=True,
+                                      max_length=self.max_length, return_tensors="pt").to(self.loaded_device)
             with torch.inference_mode():
                 logits = self._model(**encoded).logits
             column = logits[:, 0] if logits.shape[-1] == 1 else logits[:, -1]

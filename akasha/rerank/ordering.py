@@ -1,9 +1,8 @@
 """Validation of reranker output: a complete ordering of the candidates, nothing else.
 
-Every reranker first returns a permutation of ``range(n)`` (best first); it is
-checked here *before* ``rerank_top_k`` trims it, so a reranker can never drop,
-duplicate or invent candidates. Violations raise :class:`~akasha.errors.OrderingError`
-(a ``ValueError``).
+Every reranker returns a permutation of ``range(n)`` (best first), checked here *before*
+``rerank_top_k`` trims it, so a reranker can never drop, duplicate or invent candidates.
+Violations raise :class:`~akasha.errors.OrderingError` (a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -34,9 +33,8 @@ def validate_ordering(order: object, n: int, who: str = "reranker") -> list[int]
         raise OrderingError(f"{who} returned duplicate ids {duplicates}; every id must appear exactly once")
     missing = sorted(set(range(n)) - set(ids))
     if missing:
-        raise OrderingError(
-            f"{who} omitted ids {missing}; it must order all {n} candidates (ids 0..{n - 1}) exactly once"
-        )
+        raise OrderingError(f"{who} omitted ids {missing}; it must order all {n} candidates (ids 0..{n - 1}) "
+                            "exactly once")
     return ids
 
 
