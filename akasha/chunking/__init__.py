@@ -15,11 +15,5 @@ from akasha.chunking.recursive import (
     validate_chunking,
 )
 
-__all__ = [
-    "DEFAULT_SEPARATORS",
-    "chunk_documents",
-    "default_overlap",
-    "document_id",
-    "split_text",
-    "validate_chunking",
-]
+__all__ = ["DEFAULT_SEPARATORS", "chunk_documents", "default_overlap", "document_id", "split_text",
+           "validate_chunking"]

@@ -8,12 +8,9 @@ empty ones dropped.
 
 Its chunks are, character for character, those of langchain-text-splitters'
 ``RecursiveCharacterTextSplitter(separators, keep_separator="end", strip_whitespace=True, ...)``
-with plain separators, which akasha called up to 0.1.0 (``tests/test_chunking_recursive.py``
-compares the two). Why akasha has its own: langchain-text-splitters brings langchain-core,
-langsmith, pydantic and zstandard, about 45 MB of the base install (``python -m
-bench.install_size``; README "Install size") and 0.4-0.5 s of imports, for about sixty lines.
-A piece that no separator splits comes back as it is, even over ``chunk_size``;
-:func:`akasha.chunking.recursive.split_text` cuts those into windows.
+(``tests/test_chunking_recursive.py`` compares the two), without that package's dependencies
+(README "Install size"). A piece that no separator splits comes back as it is, even over
+``chunk_size``; :func:`akasha.chunking.recursive.split_text` cuts those into windows.
 """
 
 from __future__ import annotations

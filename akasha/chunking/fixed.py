@@ -93,11 +93,5 @@ def make_recursive_splitter(config: dict[str, Any], context: Any = None) -> Piec
     return PieceSplitter("recursive", lambda text: split_text(text, chunk_size, overlap, separators))
 
 
-__all__ = [
-    "SPEC_SEPARATORS",
-    "PieceSplitter",
-    "make_chunks",
-    "split_fixed",
-    "make_fixed_splitter",
-    "make_recursive_splitter",
-]
+__all__ = ["SPEC_SEPARATORS", "PieceSplitter", "make_chunks", "split_fixed", "make_fixed_splitter",
+           "make_recursive_splitter"]

@@ -5,12 +5,10 @@ sentence ends (``。！？`` and ``. ! ?``), clause marks (``；，、`` and ``;
 (including the full-width ``\u3000``). Marks stay at the *end* of the piece they close, so a
 Chinese chunk ends with its ``。`` instead of the next chunk starting with it.
 
-The splitting is :class:`~akasha.chunking.character_splitter.RecursiveSplitter` (that module
-says why akasha has its own). For very long input, a run with none of the separators is cut
-into ``chunk_size`` windows in one pass (not a character-by-character ``""`` fallback: 50
-million list items for a 50 MB line), and texts over a million characters are split block by
-block. Chunks (so chunk ids and cached chunks) are those of earlier versions;
-``tests/test_chunking_cache_reuse.py`` holds their digests.
+The splitting is :class:`~akasha.chunking.character_splitter.RecursiveSplitter`. A run with none of
+the separators is cut into ``chunk_size`` windows in one pass (not a character-by-character ``""``
+fallback), and texts over a million characters are split block by block. Chunks (so chunk ids and
+cached chunks) are those of earlier versions; ``tests/test_chunking_cache_reuse.py`` holds their digests.
 """
 
 from __future__ import annotations
@@ -29,24 +27,10 @@ STRATEGY = "recursive"
 #: Default separators, coarsest first. CJK punctuation comes before the
 #: English forms because it needs no trailing space to be a boundary.
 DEFAULT_SEPARATORS: tuple[str, ...] = (
-    "\n\n",
-    "\n",
-    "。",
-    "！",
-    "？",
-    "．",
-    ". ",
-    "! ",
-    "? ",
-    "；",
-    "; ",
-    "：",
-    "，",
-    "、",
-    ", ",
-    "\u3000",
-    " ",
-    "",
+    "\n\n", "\n",  # paragraphs, lines
+    "。", "！", "？", "．", ". ", "! ", "? ",  # sentence ends
+    "；", "; ", "：", "，", "、", ", ",  # clause marks
+    "\u3000", " ", "",  # spaces
 )
 
 
@@ -75,11 +59,9 @@ def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> Rec
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:
-    """Cut a separator-free run into windows of at most ``chunk_size`` characters.
+    """Cut a separator-free run into windows of at most ``chunk_size`` characters, sharing at most ``overlap``.
 
-    Consecutive windows share at most ``overlap`` characters. Windows never start
-    on whitespace and are right-stripped, so stripping cannot make two windows
-    cover the same text.
+    Windows never start on whitespace and are right-stripped, so two never cover the same text.
     """
     out: list[str] = []
     n = len(piece)
@@ -104,9 +86,8 @@ def _blocks(text: str, separators: tuple[str, ...]) -> list[str]:
     """Cut a very long text into blocks of at most ``_BLOCK`` characters, each ending
     just after the coarsest separator found in its second half.
 
-    The splitter holds every split of the finest separator it reaches in one Python list:
-    a 50 MB line of words is ten million strings (1.6 GB). Splitting block by block keeps
-    that list small; the only difference is that chunks do not overlap across blocks.
+    Bounds the splitter's list of splits (a 50 MB line of words: ten million strings);
+    the only difference is that chunks do not overlap across blocks.
     """
     blocks: list[str] = []
     start = 0
@@ -132,11 +113,9 @@ def split_text(
 ) -> list[str]:
     """Split ``text`` into pieces of at most ``chunk_size`` characters.
 
-    ``overlap`` defaults to :func:`default_overlap`; it is an upper bound on how
-    many characters consecutive pieces share (only whole splits are kept, so it
-    is often less). Leading and trailing whitespace of each piece is stripped and
-    whitespace-only pieces are dropped. Pieces are never longer than
-    ``chunk_size``: a run with none of the ``separators`` is cut into windows.
+    ``overlap`` (default :func:`default_overlap`) bounds how many characters consecutive pieces
+    share (whole splits only, so often less). Pieces are stripped, whitespace-only ones dropped;
+    a run with none of the ``separators`` is cut into windows.
     """
     if overlap is None:
         overlap = default_overlap(chunk_size)
