@@ -10,8 +10,7 @@ with ``embed_documents``/``embed_query`` (LangChain embeddings included).
 A served model may name its server: ``"openai:<model>@http://host:port/v1"`` (also
 ``gemini:``, ``ollama:``, ``hf_api:``; see :mod:`akasha.providers.endpoints`).
 
-Provider modules are imported only when an embedder is actually built, so
-validating a name at ``RAG(...)`` construction loads nothing.
+Provider modules are imported only when an embedder is built, so validating a name loads nothing.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """An embedder built on first use: a search that needs no vectors never builds (or imports) it.
 
-``RAG(...).search(folder, q, search_type="bm25")`` with the default
-``embeddings="openai:..."`` answers on an install without the ``openai`` package
-and without a key: the index reads and chunks the files and ranks them with BM25,
-and the embedder is built only when a search first needs vectors (a later ``knn``
-or ``auto`` call on the same ``RAG``).
+So ``RAG(...).search(folder, q, search_type="bm25")`` with the default ``embeddings="openai:..."``
+answers without the ``openai`` package or a key; the embedder is built when a search first needs vectors.
 """
 
 from __future__ import annotations

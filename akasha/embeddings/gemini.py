@@ -1,10 +1,8 @@
 """``gemini:<model>`` embeddings through ``google-genai``'s ``embed_content``.
 
-The client sends ``:batchEmbedContents``; the API accepts at most 100 texts per
-call, so inputs go out in batches of 100 (``batch_size`` may lower it). Documents
-are embedded with task type ``RETRIEVAL_DOCUMENT`` and questions with
-``RETRIEVAL_QUERY`` (set ``task_types=False`` for servers that reject it). A batch
-that still fails after retries raises and nothing is returned.
+Batches of at most 100 texts (``batchEmbedContents``' limit; ``batch_size`` may lower it). Documents
+get task type ``RETRIEVAL_DOCUMENT``, questions ``RETRIEVAL_QUERY`` (``task_types=False`` for servers
+that reject it). A batch that still fails after retries raises and nothing is returned.
 """
 
 from __future__ import annotations

@@ -395,12 +395,6 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 
-    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Async form for event-loop callers: the CPU-bound work runs in a worker thread."""
-        import asyncio
-
-        return await asyncio.to_thread(self.embed_documents, list(texts))
-
 
 def _mean_pooled(model: Any) -> bool:
     """True when a sentence-transformers ``model`` pools by the mean of its token states (and nothing else)."""

@@ -1,13 +1,10 @@
 """``openai:<model>`` embeddings through the official ``openai`` client.
 
-Inputs go out in requests of at most 2048 texts (the API's limit) and at most
-``max_batch_chars`` characters (keeps a request under the per-request token cap).
-Each request is retried like any provider call; if one still fails, the whole call
-raises and returns nothing, so the index never stores a half-embedded document.
-Works with any OpenAI-compatible embeddings server (TEI, vLLM, Ollama /v1) via
-``base_url``. The embedder's ``name`` carries that server
-(``openai:<model>@http://host:port/v1``; api.openai.com adds nothing), so two servers
-answering for one model name never share cached vectors.
+Requests carry at most 2048 texts (the API's limit) and ``max_batch_chars`` characters (under the
+per-request token cap), each retried like any provider call; if one still fails the whole call
+raises, so the index never stores a half-embedded document. Any OpenAI-compatible server (TEI,
+vLLM, Ollama /v1) works via ``base_url``, which ``name`` carries (``openai:<model>@http://host:port/v1``;
+api.openai.com adds nothing), so two servers never share cached vectors.
 """
 
 from __future__ import annotations

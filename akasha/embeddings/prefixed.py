@@ -1,9 +1,8 @@
 """Role prefixes for embedding models trained with them (e5, bge): questions and passages embedded apart.
 
-Some models expect each text to say what it is: the e5 family wants ``"query: "`` before a
-question and ``"passage: "`` before a document, bge-en-v1.5 an instruction before questions
-only. Servers that speak the OpenAI embeddings API (TEI, vLLM, llama.cpp) do not add them, and
-akasha sends questions and chunks alike, so :class:`PrefixedEmbedder` adds them on this side::
+e5 models want ``"query: "`` before a question and ``"passage: "`` before a document, bge-en-v1.5
+an instruction before questions only. OpenAI-compatible servers (TEI, vLLM, llama.cpp) do not add
+them, so :class:`PrefixedEmbedder` does::
 
     from akasha.embeddings.prefixed import PrefixedEmbedder
     embedder = PrefixedEmbedder("openai:multilingual-e5-small@http://127.0.0.1:8000/v1",

@@ -1,12 +1,9 @@
 """Ranking metrics over binary relevance: recall@k, reciprocal rank (MRR@k) and nDCG@k.
 
-Every function takes ``matches``: for each retrieved result, best first, the
-collection of *relevance units* it satisfies (empty when it is not relevant).
-A unit is one thing the question needs found: a reference answer (one unit) or
-one of its relevant source files (one unit each). ``n_relevant`` is how many
-units the question has. Counting units rather than chunks means an answer
-split over three chunks is found once its first chunk is retrieved, and a
-second chunk of an already-found source adds nothing.
+Every function takes ``matches``: for each retrieved result, best first, the *relevance units*
+it satisfies (empty when not relevant). A unit is one thing the question needs found: its
+reference answer, or each relevant source file; ``n_relevant`` counts them. So an answer split
+over three chunks is found with its first chunk, and a second chunk of a found source adds nothing.
 
 - recall@k: distinct units found in the top k / n_relevant.
 - reciprocal rank@k: 1 / rank of the first relevant result within the top k, else 0.

@@ -53,9 +53,6 @@ class EvalTable:
         """The row with the highest ``metric``."""
         return max(self.rows, key=lambda row: row[metric])
 
-    def to_dicts(self) -> list[dict[str, Any]]:
-        return [dict(row) for row in self.rows]
-
     def to_json(self) -> str:
         return json.dumps({"questions": self.questions, "info": self.info, "rows": self.rows}, indent=2)
 
@@ -123,9 +120,8 @@ def evaluate_search(
 ) -> EvalTable:
     """Ask every question under every (search_type, reranker) and average the metrics.
 
-    With ``answer``, every question that has a reference answer is also answered
-    and the row gains ``answer@80`` (share of replies quoting an 80-character span
-    of the reference) and ``answer_chars`` (mean reply length).
+    With ``answer``, questions with a reference answer are also answered, adding ``answer@80``
+    and ``answer_chars`` to each row (see :func:`score_answers`).
     """
     if k < 10:
         raise ValueError(f"k must be at least 10 to report MRR@10 and nDCG@10, got {k}")
@@ -187,16 +183,12 @@ def evaluate(
 ) -> EvalTable:
     """Index ``folder`` once and report recall@1/5, MRR@10 and nDCG@10 per search_type and reranker.
 
-    ``embeddings`` is a model string (``"hash"``, ``"hf:all-MiniLM-L6-v2"``...) or an
-    embedder object. With a reranker, the top ``candidates`` hits of the search
-    are reranked and the top ``k`` scored; ``reranker_model`` is the chat model of
-    the "llm" reranker (as in ``akasha.RAG``). ``report`` writes an HTML report with
-    a plot of ``metric`` by configuration.
-
-    With ``answers`` (default), the questions that have a reference answer are also
-    answered by ``model`` (default ``"extractive"``, offline) through the same
-    pipeline ``akasha.RAG`` runs with default ``k``, ``rerank_top_k`` and
-    ``max_input_tokens``, adding ``answer@80`` and ``answer_chars`` to each row.
+    ``embeddings`` is a model string or an embedder object. With a reranker, the top ``candidates``
+    hits are reranked and the top ``k`` scored; ``reranker_model`` is the "llm" reranker's chat model
+    (as in ``akasha.RAG``). ``report`` writes an HTML report plotting ``metric`` by configuration.
+    With ``answers`` (default), questions with a reference answer are also answered by ``model``
+    (default ``"extractive"``, offline) through the pipeline ``akasha.RAG`` runs with default sizes,
+    adding ``answer@80`` and ``answer_chars`` to each row.
     """
     from akasha.assemble import Components, from_options
     from akasha.options import DEFAULT_RERANKER_MODEL, RAGOptions
