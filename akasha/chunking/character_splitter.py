@@ -1,10 +1,8 @@
 """The recursive character splitter behind the ``recursive`` chunker.
 
-It splits a text on the coarsest separator the text contains, keeps each separator at the end
-of the piece it closes, splits pieces still too long on the next separators, and merges
-neighbouring pieces back into chunks of at most ``chunk_size`` (as measured by ``length``), each
-sharing up to ``chunk_overlap`` of its end with the next chunk's start; chunks are stripped and
-empty ones dropped.
+It splits on the coarsest separator the text contains (kept at the end of its piece), splits
+pieces still too long on the next ones, and merges neighbours back into stripped chunks of at most
+``chunk_size`` (by ``length``), each sharing up to ``chunk_overlap`` with the next.
 
 Its chunks are, character for character, those of langchain-text-splitters'
 ``RecursiveCharacterTextSplitter(separators, keep_separator="end", strip_whitespace=True, ...)``

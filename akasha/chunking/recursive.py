@@ -151,7 +151,8 @@ def document_id(document: Document) -> str:
 
 
 def make_chunks(document: Document, pieces: Sequence[str], strategy: str) -> list[Chunk]:
-    """Chunks of one document with ids ``<doc_id>#<n>`` and the shared metadata keys."""
+    """Chunks of one document: ids ``<doc_id>#<n>`` (from 0), metadata the document's plus ``chunk_index``,
+    ``chunk_id``, ``content_hash`` (sha256 hex of the text) and ``strategy``."""
     doc_id = document_id(document)
     base = document_metadata(document.metadata)
     chunks = []
@@ -173,12 +174,7 @@ def chunk_documents(
     overlap: int | None = None,
     separators: Sequence[str] | None = None,
 ) -> list[Chunk]:
-    """Split each document with :func:`split_text` into :class:`~akasha.types.Chunk` objects.
-
-    Chunk ids are ``"<doc_id>#<n>"`` (``n`` counts from 0 within the document);
-    metadata is the document's metadata plus ``chunk_index``, ``chunk_id``,
-    ``content_hash`` (sha256 hex of the chunk text) and ``strategy``.
-    """
+    """Split each document with :func:`split_text` into chunks, ids and metadata as :func:`make_chunks` gives."""
     if overlap is None:
         overlap = default_overlap(chunk_size)
     validate_chunking(chunk_size, overlap)

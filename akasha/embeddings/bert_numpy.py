@@ -158,10 +158,9 @@ class BertFolder:
                max_tokens: int | None = None, workers: int = 1) -> np.ndarray:
         """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled.
 
-        A single text (a question) is remembered (the last :data:`RECENT_TEXTS`): a RAG call embeds
-        its question for the search and again for the extractive answerer. ``passages`` (as long as
-        ``texts``) receives each text's passage vectors from the same hidden states
-        (:func:`akasha.retrieval.passages.window_vectors`). ``max_tokens``: see :func:`length_groups`;
+        A single text (a question, embedded for the search and again by the answerer) is remembered
+        (the last :data:`RECENT_TEXTS`). ``passages`` (as long as ``texts``) receives each text's passage
+        vectors (:func:`akasha.retrieval.passages.window_vectors`). ``max_tokens``: see :func:`length_groups`;
         ``workers`` > 1 batches run at once on threads (``forward`` thread-safe, releasing the GIL).
         """
         # A remembered vector has no hidden states to pool passages from: only plain calls use the memory.
@@ -263,11 +262,8 @@ CGROUP_CPU_FILES = ("/sys/fs/cgroup/cpu.max",
 
 
 def usable_cores() -> int:
-    """The CPU cores this process may keep busy: its affinity (else every core), capped by a cgroup CPU quota.
-
-    A container started with ``--cpus=2`` on a 64-core host sees 64 cores in its affinity but
-    gets two cores' worth of time: running 64 batches at once there would only add switching.
-    """
+    """The CPU cores this process may keep busy: its affinity (else every core), capped by a cgroup CPU quota
+    (a ``--cpus=2`` container on a 64-core host sees 64 cores in its affinity but gets two cores' time)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows have no affinity call

@@ -215,10 +215,9 @@ def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
 def int8_model(folder: BertFolder, cache: Path) -> Path:
     """The file of ``folder``'s graph quantised to int8 weights, made once under ``cache`` and reused.
 
-    onnxruntime's optimiser writes the float32 graph with the weights folded in, then its
-    ``quantize_dynamic`` (needs ``onnx``: seconds to import) quantises every MatMul and Attention
-    per output channel. The name hashes the graph, the weights' file and onnxruntime's version;
-    the file is renamed into place when complete (never a partial model, whatever crashes).
+    onnxruntime writes the folded float32 graph; its ``quantize_dynamic`` (needs ``onnx``) quantises every
+    MatMul and Attention per output channel. The name hashes the graph, the weights' file and onnxruntime's
+    version; the file is renamed into place when complete (never a partial model, whatever crashes).
     """
     import onnxruntime
 

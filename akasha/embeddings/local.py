@@ -343,13 +343,8 @@ class SentenceTransformerEmbedder:
             model = self._load()
             if not texts:
                 return np.zeros((0, self.dimension or 0), dtype=np.float32)
-            vectors = model.encode(
-                texts,
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=False,
-                show_progress_bar=False,
-            )
+            vectors = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=False, show_progress_bar=False)
         return self._unit_rows(vectors, len(texts))
 
     def _unit_rows(self, vectors: Any, count: int) -> np.ndarray:

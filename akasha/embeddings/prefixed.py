@@ -9,12 +9,9 @@ them, so :class:`PrefixedEmbedder` does::
                                 query_prefix="query: ", document_prefix="passage: ")
     rag = akasha.RAG(embeddings=embedder)
 
-or, as a model string (also in a RAGPipeline file or on the command line), a known family
-before any other embeddings string: ``"prefixed:e5:openai:multilingual-e5-small@http://..."``
-(families: :data:`ROLE_PREFIXES`).
-
-The prefixes are part of the embedder's ``name``, so vectors embedded with and without them,
-or with other prefixes, never share a cache.
+or, as a model string, a family of :data:`ROLE_PREFIXES` before any embeddings string:
+``"prefixed:e5:openai:multilingual-e5-small@http://..."``. The prefixes are part of ``name``,
+so vectors embedded with other prefixes, or none, never share a cache.
 """
 
 from __future__ import annotations
@@ -37,8 +34,7 @@ ROLE_PREFIXES: dict[str, tuple[str, str]] = {
 class PrefixedEmbedder:
     """An embedder that puts ``query_prefix`` before questions and ``document_prefix`` before chunks.
 
-    ``inner`` is anything :func:`akasha.embeddings.resolve_embedder` accepts (a model string,
-    an embedder, a callable). Its ``name`` is the inner name plus the prefixes.
+    ``inner`` is anything :func:`akasha.embeddings.resolve_embedder` accepts; ``name`` is its name plus the prefixes.
     """
 
     def __init__(self, inner: Any, query_prefix: str = "", document_prefix: str = "", **options: Any) -> None:
