@@ -22,9 +22,8 @@ Length = Callable[[str], int]
 class RecursiveSplitter:
     """Recursive character splitting with separators kept at the end of their piece.
 
-    ``separators`` are plain strings, coarsest first, none empty. ``length`` measures a
-    piece (characters by default); ``chunk_size`` and ``chunk_overlap`` are in its unit.
-    """
+    ``separators``: plain strings, coarsest first, none empty. ``chunk_size`` and ``chunk_overlap``
+    are in the unit of ``length`` (characters by default)."""
 
     def __init__(self, separators: Sequence[str], chunk_size: int, chunk_overlap: int, length: Length = len) -> None:
         if not separators or any(not s for s in separators):
@@ -91,10 +90,8 @@ class RecursiveSplitter:
 
 
 def split_keeping_separator(text: str, separator: str) -> list[str]:
-    """``text`` split after each ``separator`` (kept at the end of its piece); empty pieces dropped.
-
-    ``split_keeping_separator("a. b. c", ". ")`` is ``["a. ", "b. ", "c"]``.
-    """
+    """``text`` split after each ``separator`` (kept at the end of its piece); empty pieces dropped:
+    ``split_keeping_separator("a. b. c", ". ")`` is ``["a. ", "b. ", "c"]``."""
     parts = text.split(separator)
     pieces = [part + separator for part in parts[:-1]]
     pieces.append(parts[-1])

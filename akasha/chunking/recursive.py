@@ -59,10 +59,8 @@ def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> Rec
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:
-    """Cut a separator-free run into windows of at most ``chunk_size`` characters, sharing at most ``overlap``.
-
-    Windows never start on whitespace and are right-stripped, so two never cover the same text.
-    """
+    """Cut a separator-free run into windows of at most ``chunk_size`` characters, sharing at most ``overlap``;
+    windows never start on whitespace and are right-stripped, so two never cover the same text."""
     out: list[str] = []
     n = len(piece)
     start = 0
@@ -83,12 +81,9 @@ _BLOCK = 1_000_000
 
 
 def _blocks(text: str, separators: tuple[str, ...]) -> list[str]:
-    """Cut a very long text into blocks of at most ``_BLOCK`` characters, each ending
-    just after the coarsest separator found in its second half.
-
-    Bounds the splitter's list of splits (a 50 MB line of words: ten million strings);
-    the only difference is that chunks do not overlap across blocks.
-    """
+    """Cut a very long text into blocks of at most ``_BLOCK`` characters, each ending just after the
+    coarsest separator in its second half. Bounds the splitter's list of splits (a 50 MB line of
+    words: ten million strings); chunks then do not overlap across blocks."""
     blocks: list[str] = []
     start = 0
     while len(text) - start > _BLOCK:

@@ -133,10 +133,8 @@ class BertFolder:
 
     def batches(self, texts: Sequence[str], size: int, max_tokens: int | None = None,
                 ) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
-        """``(rows, ids, type_ids, mask)`` per batch cut by :func:`length_groups` (at most ``size`` texts).
-
-        ``rows`` are the texts' positions in ``texts``; the arrays are int32, right-padded with zeros.
-        """
+        """``(rows, ids, type_ids, mask)`` per batch cut by :func:`length_groups` (at most ``size`` texts):
+        ``rows`` are the texts' positions in ``texts``; the arrays are int32, right-padded with zeros."""
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         for rows in length_groups([len(encodings[i].ids) for i in order], size, max_tokens=max_tokens):
@@ -202,9 +200,7 @@ class BertFolder:
 
     def embed(self, ids: np.ndarray, types: np.ndarray) -> np.ndarray:
         """BERT's input embeddings of a batch, ``(batch * length, hidden)``: word + position + token type, LayerNorm.
-
-        Only the rows of the words present are read from the (memory-mapped) word-embedding table.
-        """
+        Only the rows of the words present are read from the (memory-mapped) word-embedding table."""
         if self._embedding is None:
             self._embedding = (self.tensor("embeddings.word_embeddings.weight"),
                                self.tensor("embeddings.position_embeddings.weight"),
@@ -293,11 +289,8 @@ def _cgroup_cpu_quota() -> float | None:
 
 
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
-    """Limit numpy's BLAS to one thread for a moment, when ``threadpoolctl`` is installed.
-
-    OpenBLAS splits even small matrices over every core; on a busy machine the hand-offs cost
-    0.1-0.5 s per question instead of 15 ms.
-    """
+    """Limit numpy's BLAS to one thread for a moment, when ``threadpoolctl`` is installed: OpenBLAS splits
+    even small matrices over every core (on a busy machine 0.1-0.5 s per question instead of 15 ms)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -329,11 +322,8 @@ class NumpyBertEncoder:
             })
 
     def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
-        """Sentence vectors of ``texts`` (batched by similar length to keep padding small).
-
-        ``passages`` as in :meth:`BertFolder.encode`. BLAS runs one thread per call; batches run side
-        by side, one per core (numpy releases the GIL in its matrix work).
-        """
+        """Sentence vectors of ``texts``; ``passages`` as in :meth:`BertFolder.encode`. BLAS runs one thread
+        per call; batches run side by side, one per core (numpy releases the GIL in its matrix work)."""
         with single_threaded_blas():
             return self.folder.encode(texts, self._forward, 16, passages, workers=self.workers)
 

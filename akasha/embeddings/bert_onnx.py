@@ -252,7 +252,7 @@ def _session(folder: BertFolder, onnxruntime: Any, model: str | None = None, sav
     options.log_severity_level = 3  # warnings about unused initializers and the like are noise here
     # One thread per run, no pool to hand work to; the encoder's workers share the session (run() is thread-safe).
     options.intra_op_num_threads = 1
-    # The extended level would fuse Add + LayerNormalization into the slower SkipLayerNormalization.
+    # not the extended level: it fuses Add + LayerNormalization into the slower SkipLayerNormalization
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.optimized_model_filepath = save
     if model is None:

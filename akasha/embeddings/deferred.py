@@ -14,9 +14,7 @@ from akasha.providers.clients import Lazy
 
 class DeferredEmbedder:
     """Stands for the embedder ``build()`` returns; builds it once, on the first attribute asked for.
-
-    ``display_name`` names it without building it (its spec until then), for traces and logs.
-    """
+    ``display_name`` names it without building it (its spec until then), for traces and logs."""
 
     def __init__(self, build: Callable[[], Any], label: str) -> None:
         self._label = label

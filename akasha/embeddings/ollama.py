@@ -18,9 +18,8 @@ from akasha.providers.remote import RemoteEmbedder
 class OllamaEmbedder(RemoteEmbedder):
     """Embedder over Ollama ``/api/embed``; normalised float32 rows.
 
-    Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (plus ``timeout_per_text``
-    seconds per text in a request, default 0.25), ``batch_size``,
-    ``truncate`` (default True, Ollama's own default), ``keep_alive``, and the retry options.
+    Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (plus ``timeout_per_text`` s per text,
+    default 0.25), ``batch_size``, ``truncate`` (default True, as Ollama's), ``keep_alive``, retry options.
     """
 
     provider = "ollama"

@@ -25,10 +25,9 @@ KNOWN_DIMENSIONS = {"text-embedding-ada-002": 1536, "text-embedding-3-small": 15
 class OpenAIEmbedder(RemoteEmbedder):
     """Embedder over ``/v1/embeddings``; normalised float32 rows.
 
-    Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048),
-    ``max_batch_chars`` (default 250 000), ``timeout_per_text`` (seconds added to
-    ``timeout`` per text in a request, default 0.25), plus the connection options of
-    :class:`~akasha.providers.openai_conn.OpenAIConnection` (``api_key``, ``base_url``,
+    Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048), ``max_batch_chars``
+    (default 250 000), ``timeout_per_text`` (seconds added to ``timeout`` per text, default 0.25), the
+    connection options of :class:`~akasha.providers.openai_conn.OpenAIConnection` (``api_key``, ``base_url``,
     ``timeout``, ``azure``...) and the retry options, as for :class:`akasha.llm.openai.OpenAIChat`.
     """
 

@@ -33,9 +33,7 @@ ROLE_PREFIXES: dict[str, tuple[str, str]] = {
 
 class PrefixedEmbedder:
     """An embedder that puts ``query_prefix`` before questions and ``document_prefix`` before chunks.
-
-    ``inner`` is anything :func:`akasha.embeddings.resolve_embedder` accepts; ``name`` is its name plus the prefixes.
-    """
+    ``inner`` is anything :func:`akasha.embeddings.resolve_embedder` accepts; ``name`` is its name plus the prefixes."""
 
     def __init__(self, inner: Any, query_prefix: str = "", document_prefix: str = "", **options: Any) -> None:
         from akasha.embeddings import resolve_embedder

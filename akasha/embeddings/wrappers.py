@@ -84,11 +84,8 @@ def object_identity(obj: Any) -> str:
 
 
 class ObjectEmbedder:
-    """Wraps any object with ``embed_documents``/``embed_query`` (e.g. LangChain embeddings).
-
-    Its ``name`` (:func:`object_identity`) includes the endpoint and vector-changing settings, so the
-    same class pointed at another server, or with other dimensions, does not reuse cached vectors.
-    """
+    """Wraps any object with ``embed_documents``/``embed_query`` (e.g. LangChain embeddings); its ``name``
+    (:func:`object_identity`) keeps objects with other endpoints or vector settings from sharing a cache."""
 
     batch_size = 256
 

@@ -11,9 +11,8 @@ over three chunks is found with its first chunk, and a second chunk of a found s
   DCG = sum gain_i / log2(i + 1) over ranks i = 1..k; the ideal DCG puts
   min(n_relevant, k) gains at ranks 1, 2, ...; nDCG = DCG / ideal DCG.
 
-Answers are judged by :func:`contains_span`: does the reply quote at least
-``SPAN_CHARS`` (80) consecutive characters of the reference answer, compared
-after :func:`normalize_text` (case, accents, punctuation and markup ignored)?
+Answers are judged by :func:`contains_span`: does the reply quote at least ``SPAN_CHARS`` (80)
+consecutive characters of the reference answer, after :func:`normalize_text`?
 """
 
 from __future__ import annotations
@@ -89,11 +88,8 @@ def normalize_text(text: str) -> str:
 
 
 def contains_span(reply: str, reference: str, span: int = SPAN_CHARS) -> bool:
-    """True when ``reply`` holds ``span`` consecutive characters of ``reference`` (both normalised).
-
-    A reference shorter than ``span`` must appear whole. Markup, case and
-    punctuation do not count, so a quote of a reStructuredText answer matches.
-    """
+    """True when ``reply`` holds ``span`` consecutive characters of ``reference`` (both normalised, so markup,
+    case and punctuation do not count); a reference shorter than ``span`` must appear whole."""
     if span <= 0:
         raise ValueError(f"span must be positive, got {span}")
     gold, text = normalize_text(reference), normalize_text(reply)

@@ -1,10 +1,8 @@
 """Run evaluation questions through each search type and reranker and tabulate the metrics.
 
 :func:`evaluate` indexes a folder once through the pipeline :mod:`akasha.assemble` builds for
-``akasha.RAG``'s options (the evaluated engine is the one users run) and reports recall@1,
-recall@5, MRR@10, nDCG@10 and, for questions with a reference answer, ``answer@80`` and
-``answer_chars`` (definitions in :mod:`akasha.evaluation.metrics`). :func:`evaluate_search` is the
-same loop over any search function, which the benchmarks use to score alternative fusions.
+``akasha.RAG``'s options (the engine users run) and reports the metrics of
+:mod:`akasha.evaluation.metrics`; :func:`evaluate_search` is the same loop over any search function.
 """
 
 from __future__ import annotations
@@ -118,11 +116,8 @@ def evaluate_search(
     folder: str | Path | None = None,
     answer: AnswerFn | None = None,
 ) -> EvalTable:
-    """Ask every question under every (search_type, reranker) and average the metrics.
-
-    With ``answer``, questions with a reference answer are also answered, adding ``answer@80``
-    and ``answer_chars`` to each row (see :func:`score_answers`).
-    """
+    """Ask every question under every (search_type, reranker) and average the metrics; with ``answer``,
+    questions with a reference answer are also answered (:func:`score_answers` adds to each row)."""
     if k < 10:
         raise ValueError(f"k must be at least 10 to report MRR@10 and nDCG@10, got {k}")
     if not questions:
