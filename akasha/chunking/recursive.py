@@ -52,10 +52,8 @@ def default_overlap(chunk_size: int) -> int:
     return max(0, min(200, chunk_size // 10))
 
 
-@lru_cache(maxsize=32)
-def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> RecursiveSplitter:
-    """The splitter for these settings, built once per process."""
-    return RecursiveSplitter(separators, chunk_size, overlap)
+#: The splitter for ``(separators, chunk_size, overlap)``, built once per process.
+_splitter = lru_cache(maxsize=32)(RecursiveSplitter)
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:
@@ -120,7 +118,7 @@ def split_text(
     seps = tuple(DEFAULT_SEPARATORS if separators is None else separators)
     # Drop the "" fallback: runs without separators are windowed below, in O(n).
     seps = tuple(s for s in seps if s != "") or ("\n",)
-    splitter = _splitter(chunk_size, overlap, seps)
+    splitter = _splitter(seps, chunk_size, overlap)
     pieces = [piece for block in _blocks(text, seps) for piece in splitter.split_text(block)]
     return _finish(pieces, chunk_size, overlap)
 

@@ -1,10 +1,9 @@
 """A BERT sentence encoder on onnxruntime, for indexing without torch.
 
-The bulk encoder of the packaged MiniLM (runtimes compared in docs/quality.md, "Embedding
-runtimes"). sentence-transformers would import torch (seconds) and run torch's CPU kernels;
-onnxruntime (installed with chromadb and the ``full`` extra) has fused CPU kernels for this model.
-This module writes the graph itself from a sentence-transformers BERT folder
-(:class:`~akasha.embeddings.bert_numpy.BertFolder`): no ONNX export, no torch, no download:
+The bulk encoder of the packaged MiniLM (docs/quality.md, "Embedding runtimes"): onnxruntime
+(installed with chromadb and the ``full`` extra) has fused CPU kernels for this model, and this
+module writes the graph itself from a :class:`~akasha.embeddings.bert_numpy.BertFolder`, so no
+ONNX export, torch or download is needed:
 
     [Attention -> MatMul -> Add -> Add -> LayerNormalization
      -> MatMul -> BiasGelu -> MatMul -> Add -> Add -> LayerNormalization] x layers
@@ -14,16 +13,11 @@ onnxruntime's extended optimisations fuse them into ran about ten times slower o
 session runs single-threaded while one thread per core runs its own small batch (at most
 :data:`BATCH_TOKENS` tokens): no hand-offs, and a small batch's activations stay in cache.
 
-The input embeddings (gather and LayerNorm) and the mean pooling run in numpy, as for the numpy
-encoder, so the word-embedding table never enters the graph; vectors agree with
-sentence-transformers' to about 1e-6. The few protocol-buffer messages the graph needs are written
-below rather than by the ``onnx`` package (seconds to import). Weights are declared external and
-handed over as the memory-mapped arrays (``SessionOptions.add_external_initializers``); transposes
-and the query/key/value concatenation are nodes onnxruntime folds at build, so Python copies no weight.
-
-``precision="int8"`` runs :func:`int8_model`: the same graph with int8 matrix weights (one scale per
-output channel) and activations quantised on the fly by onnxruntime's ``quantize_dynamic``
-(speed and cosine to float32 in docs/quality.md, "Embedding runtimes").
+The input embeddings and the mean pooling run in numpy, so the word-embedding table never enters
+the graph; vectors agree with sentence-transformers' to about 1e-6. The protocol-buffer messages
+are written below, not by the ``onnx`` package (seconds to import). Weights are external, handed
+over as the memory-mapped arrays; transposes and the query/key/value concatenation are nodes
+onnxruntime folds at build, so Python copies no weight. ``precision="int8"``: :func:`int8_model`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """An embedder's identity: what its vectors are, not where it was reached or what its function is called.
 
-Cached vectors (the local cache, a shared store) are keyed by the embedder's identity: its model
-name (without any ``@endpoint``) and a fingerprint of its vectors for a few fixed probe texts, so the
-same model behind another host reuses every vector, and another model sharing a name never does.
-
-Fingerprints are compared by cosine, not bytes, so machines whose arithmetic differs in the last bits
-resolve to the identity the first registered. Every identity seen is kept with its probe vectors in a
-*registry* (the local cache's ``meta`` table, the shared store's state) for later processes.
+Cached vectors are keyed by the embedder's identity: its model name (without any ``@endpoint``)
+and a fingerprint of its vectors for a few fixed probe texts, so the same model behind another host
+reuses every vector, and another model sharing a name never does. Fingerprints are compared by
+cosine, not bytes (machines whose arithmetic differs in the last bits resolve to the identity the
+first registered). Every identity seen is kept with its probe vectors in a *registry* (the local
+cache's ``meta`` table, the shared store's state) for later processes.
 
 Caches written before identities keyed vectors by the plain name; that name is adopted when the
 embedder reproduces up to :data:`VERIFY_TEXTS` of those cached vectors. An embedder whose vectors are

@@ -37,8 +37,7 @@ class CallableEmbedder:
         return self.embed_documents([text])[0]
 
 
-#: Attributes that hold the address an embeddings object talks to (LangChain spellings
-#: included: ``openai_api_base`` is OpenAIEmbeddings' ``base_url``), first found wins.
+#: Attributes that hold the address an embeddings object talks to (LangChain spellings included), first wins.
 _ENDPOINT_ATTRIBUTES = ("base_url", "openai_api_base", "api_base", "azure_endpoint", "endpoint",
                         "endpoint_url", "inference_server_url", "host")
 #: Attributes whose value changes the vectors an object returns for the same model.
