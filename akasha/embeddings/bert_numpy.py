@@ -1,11 +1,9 @@
 """A BERT sentence encoder in plain numpy, for questions and small batches without importing torch.
 
-A question over a built index needs one vector; sentence-transformers would import torch first
-(seconds). This runs the same BERT forward pass with numpy on the same weights: ``tokenizers`` cuts
-the text as ``tokenizer.json`` says, weights come memory-mapped from ``model.safetensors``, output is
-mean-pooled and L2-normalised as ``modules.json`` asks, within about 1e-6 of sentence-transformers'.
-Hand-written because no maintained runtime comes close for one question (docs/quality.md,
-"Embedding runtimes").
+A question needs one vector; sentence-transformers would import torch first (seconds). This runs the
+same BERT forward pass in numpy: ``tokenizers`` cuts the text as ``tokenizer.json`` says, weights come
+memory-mapped from ``model.safetensors``, output is pooled as ``modules.json`` asks, within about 1e-6
+of sentence-transformers'. No maintained runtime comes close for one question (docs/quality.md).
 
 :class:`BertFolder` (configuration, tokenizer, weights, length-sorted batches, pooling) is shared
 with :mod:`akasha.embeddings.bert_onnx`, which runs the same model through onnxruntime for indexing.
@@ -229,10 +227,9 @@ def length_groups(lengths: Sequence[int], size: int, batch_cost: int = BATCH_COS
                   max_tokens: int | None = None) -> list[list[int]]:
     """Cut ``lengths`` (sorted ascending) into runs of at most ``size`` that cost the fewest tokens in all.
 
-    A batch is padded to its longest text, so a run ``i..j`` costs ``(j - i) * lengths[j - 1]`` tokens
-    plus ``batch_cost``; a dynamic programme (at most ``len(lengths) * size`` steps) keeps both padding
-    and calls few. ``max_tokens`` also caps a run's padded tokens (a single text may exceed it), so
-    long texts' activations stay in the CPU cache. Returns the positions of each run, in order.
+    A run ``i..j`` costs ``(j - i) * lengths[j - 1]`` padded tokens plus ``batch_cost`` (a dynamic programme,
+    at most ``len(lengths) * size`` steps). ``max_tokens`` also caps a run's padded tokens (a single text may
+    exceed it), keeping activations in the CPU cache. Returns the positions of each run, in order.
     """
     n = len(lengths)
     best = [0.0] + [float("inf")] * n  # best[i]: cheapest cost of the first i texts

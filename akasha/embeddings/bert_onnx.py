@@ -132,10 +132,9 @@ def _residual_norm(prefix: str, projected: str, bias: str, residual: str, weight
 def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
     """The serialized ONNX model of ``folder``'s BERT layers, and its weights by name (the folder's own arrays).
 
-    Inputs: ``embeddings`` (float32, batch x sequence x hidden, from :meth:`BertFolder.embed`) and
-    ``mask_index`` (int32, batch: real tokens of each right-padded row). Output: ``last_hidden_state``
-    (float32, batch x sequence x hidden). Every weight is external data: pass the dict to
-    ``SessionOptions.add_external_initializers``.
+    Inputs: ``embeddings`` (float32, batch x sequence x hidden, from :meth:`BertFolder.embed`) and ``mask_index``
+    (int32, batch: real tokens per right-padded row); output ``last_hidden_state`` (as ``embeddings``).
+    Every weight is external: pass the dict to ``SessionOptions.add_external_initializers``.
     """
     nodes: list[bytes] = []
     initializers: list[bytes] = []
@@ -261,10 +260,9 @@ def _session(folder: BertFolder, onnxruntime: Any, model: str | None = None, sav
 class OnnxBertEncoder:
     """``encode(texts) -> (n, hidden)`` float32 sentence vectors from onnxruntime, as sentence-transformers would give.
 
-    Batches of at most :data:`BATCH` texts and :data:`BATCH_TOKENS` padded tokens, ``threads`` at once
-    (default: the usable cores). ``precision`` ``"int8"`` runs :func:`int8_model`, kept under ``cache``
-    (default: akasha's cache folder + ``models``). Raises ImportError without onnxruntime (for int8,
-    without onnx), and onnxruntime's own error if it cannot build the graph (no ``com.microsoft`` ops).
+    Batches of at most :data:`BATCH` texts and :data:`BATCH_TOKENS` padded tokens, ``threads`` at once (default:
+    usable cores). ``"int8"`` runs :func:`int8_model`, kept under ``cache`` (default: akasha's cache + ``models``).
+    Raises ImportError without onnxruntime (int8: onnx), else onnxruntime's error if the graph does not build.
     """
 
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None, precision: str = "float32",

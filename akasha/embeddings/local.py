@@ -250,11 +250,8 @@ class SentenceTransformerEmbedder:
 
     @property
     def identity_hint(self) -> str | None:
-        """What fixes this model's document vectors on this machine (folder, weight files, format), or None.
-
-        The key :mod:`akasha.embeddings.identity` stores the identity under, so a new process skips the
-        probe texts. None for a hub name (its files may change) or custom loading options.
-        """
+        """What fixes this model's vectors here (folder, weight files, format): the key the identity is stored
+        under (:mod:`akasha.embeddings.identity`). None for a hub name (files may change) or loading options."""
         folder = Path(self._location)
         if self._model_kwargs or not folder.is_dir():
             return None
@@ -297,9 +294,8 @@ class SentenceTransformerEmbedder:
     def prepare_documents(self, text_bytes: int) -> None:
         """Hint from an index: files of ``text_bytes`` bytes are about to be read, their chunks then embedded.
 
-        Past what the numpy encoder takes (about :data:`NUMPY_TOKENS` tokens of four bytes), the bulk
-        encoder is built on a background thread while the index parses the files. Batches still pick
-        their encoder by token count (same vectors); build errors surface when it is first needed.
+        Past about :data:`NUMPY_TOKENS` tokens of four bytes, the bulk encoder is built on a background
+        thread while the index parses the files; build errors surface when it is first needed.
         """
         self._expected_bytes += max(0, int(text_bytes))
         if self._bulk_early is not None or self._expected_bytes <= 4 * NUMPY_TOKENS:

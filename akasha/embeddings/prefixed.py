@@ -9,9 +9,8 @@ them, so :class:`PrefixedEmbedder` does::
                                 query_prefix="query: ", document_prefix="passage: ")
     rag = akasha.RAG(embeddings=embedder)
 
-or, as a model string, a family of :data:`ROLE_PREFIXES` before any embeddings string:
-``"prefixed:e5:openai:multilingual-e5-small@http://..."``. The prefixes are part of ``name``,
-so vectors embedded with other prefixes, or none, never share a cache.
+or as a model string: ``"prefixed:e5:openai:multilingual-e5-small@http://..."`` (:data:`ROLE_PREFIXES`).
+The prefixes are part of ``name``, so vectors with other prefixes, or none, never share a cache.
 """
 
 from __future__ import annotations

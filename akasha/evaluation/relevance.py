@@ -9,10 +9,9 @@ Both keys may appear on one line. Relevance units (see :mod:`akasha.evaluation.m
 
 - each entry of ``relevant_sources`` is one unit, satisfied by a chunk from that file: same
   resolved path, same path relative to the evaluated folder, or (for a bare name) same file name;
-- ``answer`` is one unit, satisfied by a chunk that *overlaps* it: at least ``ANSWER_OVERLAP``
-  (half) of the word 3-grams of the shorter of the two occur in the longer (texts under three
-  words: whole-word containment). Text goes through akasha's tokenizer first (case, accents,
-  whitespace and markup ignored);
+- ``answer`` is one unit, satisfied by a chunk that *overlaps* it: ``ANSWER_OVERLAP`` (half) of the
+  word 3-grams (after akasha's tokenizer) of the shorter of the two occur in the longer (texts under
+  three words: whole-word containment);
 - when a line has both, an answer only counts in chunks from a relevant source.
 """
 

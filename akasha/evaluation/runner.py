@@ -178,12 +178,11 @@ def evaluate(
 ) -> EvalTable:
     """Index ``folder`` once and report recall@1/5, MRR@10 and nDCG@10 per search_type and reranker.
 
-    ``embeddings`` is a model string or an embedder object. With a reranker, the top ``candidates``
-    hits are reranked and the top ``k`` scored; ``reranker_model`` is the "llm" reranker's chat model
-    (as in ``akasha.RAG``). ``report`` writes an HTML report plotting ``metric`` by configuration.
-    With ``answers`` (default), questions with a reference answer are also answered by ``model``
-    (default ``"extractive"``, offline) through the pipeline ``akasha.RAG`` runs with default sizes,
-    adding ``answer@80`` and ``answer_chars`` to each row.
+    ``embeddings``: a model string or embedder. With a reranker, the top ``candidates`` hits are reranked
+    and the top ``k`` scored; ``reranker_model`` is the "llm" reranker's chat model. ``report`` writes an
+    HTML report plotting ``metric``. With ``answers`` (default), questions with a reference answer are also
+    answered by ``model`` (default ``"extractive"``, offline) through the pipeline ``akasha.RAG`` runs,
+    adding ``answer@80`` and ``answer_chars``.
     """
     from akasha.assemble import Components, from_options
     from akasha.options import DEFAULT_RERANKER_MODEL, RAGOptions
