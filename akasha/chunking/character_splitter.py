@@ -2,13 +2,11 @@
 
 It splits on the coarsest separator the text contains (kept at the end of its piece), splits
 pieces still too long on the next ones, and merges neighbours back into stripped chunks of at most
-``chunk_size`` (by ``length``), each sharing up to ``chunk_overlap`` with the next.
-
-Its chunks are, character for character, those of langchain-text-splitters'
-``RecursiveCharacterTextSplitter(separators, keep_separator="end", strip_whitespace=True, ...)``
-(``tests/test_chunking_recursive.py`` compares the two), without that package's dependencies
-(README "Install size"). A piece that no separator splits comes back as it is, even over
-``chunk_size``; :func:`akasha.chunking.recursive.split_text` cuts those into windows.
+``chunk_size`` (by ``length``), each sharing up to ``chunk_overlap`` with the next. Its chunks are,
+character for character, those of langchain-text-splitters' ``RecursiveCharacterTextSplitter(separators,
+keep_separator="end", strip_whitespace=True, ...)`` (``tests/test_chunking_recursive.py`` compares the
+two), without that package's dependencies (README "Install size"). A piece that no separator splits
+comes back as it is, even over ``chunk_size``; :func:`akasha.chunking.recursive.split_text` windows it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """``gemini:<model>`` embeddings through ``google-genai``'s ``embed_content``.
 
-Batches of at most 100 texts (``batchEmbedContents``' limit; ``batch_size`` may lower it). Documents
-get task type ``RETRIEVAL_DOCUMENT``, questions ``RETRIEVAL_QUERY`` (``task_types=False`` for servers
-that reject it). A batch that still fails after retries raises and nothing is returned.
+Batches of at most :data:`MAX_BATCH` texts. Documents get task type ``RETRIEVAL_DOCUMENT``, questions
+``RETRIEVAL_QUERY``. A batch that still fails after retries raises and nothing is returned.
 """
 
 from __future__ import annotations
@@ -22,8 +21,9 @@ KNOWN_DIMENSIONS = {"text-embedding-004": 768, "embedding-001": 768, "gemini-emb
 class GeminiEmbedder(RemoteEmbedder):
     """Embedder over Gemini ``embed_content``; normalised float32 rows.
 
-    Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (bool), ``api_key``, ``base_url``,
-    ``api_version``, ``timeout`` (plus ``timeout_per_text`` s per text, default 0.25), ``headers``, retry options.
+    Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (False: none sent), ``api_key``,
+    ``base_url``, ``api_version``, ``timeout`` (plus ``timeout_per_text`` s per text, default 0.25), ``headers``,
+    retry options.
     """
 
     provider = "gemini"

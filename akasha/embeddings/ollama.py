@@ -1,8 +1,7 @@
 """``ollama:<model>`` embeddings through Ollama's ``/api/embed`` (many inputs per request).
 
-``batch_size`` (default 64) sets how many texts go in one request; a batch that
-still fails after retries raises and nothing is returned. Reusable outside the
-model-string form: ``OllamaEmbedder("nomic-embed-text", host="http://gpu-box:11434")``.
+A batch that still fails after retries raises and nothing is returned. Also usable directly:
+``OllamaEmbedder("nomic-embed-text", host="http://gpu-box:11434")``.
 """
 
 from __future__ import annotations

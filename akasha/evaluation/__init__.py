@@ -4,9 +4,8 @@
 >>> table = evaluate("./docs", "questions.jsonl", search_types=["auto", "bm25", "knn"])  # doctest: +SKIP
 >>> print(table)  # doctest: +SKIP
 
-``metrics``: recall@k, MRR@k, nDCG@k; ``relevance``: which chunks answer a question; ``runner``:
-a folder and a JSONL of questions through each search type and reranker; ``report``: the HTML
-report. ``import akasha`` does not import this package.
+Modules: ``metrics``, ``relevance`` (which chunks answer a question), ``runner`` and ``report``.
+``import akasha`` does not import this package.
 """
 
 from __future__ import annotations

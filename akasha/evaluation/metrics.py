@@ -7,9 +7,8 @@ over three chunks is found with its first chunk, and a second chunk of a found s
 
 - recall@k: distinct units found in the top k / n_relevant.
 - reciprocal rank@k: 1 / rank of the first relevant result within the top k, else 0.
-- nDCG@k: a result gains 1 when it finds at least one new unit, else 0;
-  DCG = sum gain_i / log2(i + 1) over ranks i = 1..k; the ideal DCG puts
-  min(n_relevant, k) gains at ranks 1, 2, ...; nDCG = DCG / ideal DCG.
+- nDCG@k: a result gains 1 when it finds a new unit, else 0; DCG = sum gain_i / log2(i + 1) over
+  ranks i = 1..k; nDCG = DCG / the DCG of min(n_relevant, k) gains at ranks 1, 2, ...
 
 Answers are judged by :func:`contains_span`: does the reply quote at least ``SPAN_CHARS`` (80)
 consecutive characters of the reference answer, after :func:`normalize_text`?

@@ -120,11 +120,8 @@ class SourceMatcher:
             hit = self.folder / hit
         hit = hit.resolve()
         relative = None
-        if self.folder is not None:
-            try:
-                relative = hit.relative_to(self.folder).as_posix()
-            except ValueError:
-                relative = None
+        if self.folder is not None and hit.is_relative_to(self.folder):
+            relative = hit.relative_to(self.folder).as_posix()
         found = set()
         for entry in self.entries:
             if hit == self.resolved[entry] or entry == relative or ("/" not in entry and entry == hit.name):
