@@ -1,8 +1,5 @@
-"""Chunking: documents in, chunks (the unit that is embedded and retrieved) out.
-
-The default strategy is :mod:`akasha.chunking.recursive`; ``fixed``,
-``sentence`` and ``semantic`` live in their own modules.
-"""
+"""Chunking: documents in, chunks (the unit that is embedded and retrieved) out. The default strategy is
+:mod:`akasha.chunking.recursive`; ``fixed``, ``sentence`` and ``semantic`` live in their own modules."""
 
 from __future__ import annotations
 
@@ -15,11 +12,5 @@ from akasha.chunking.recursive import (
     validate_chunking,
 )
 
-__all__ = [
-    "DEFAULT_SEPARATORS",
-    "chunk_documents",
-    "default_overlap",
-    "document_id",
-    "split_text",
-    "validate_chunking",
-]
+__all__ = ["DEFAULT_SEPARATORS", "chunk_documents", "default_overlap", "document_id", "split_text",
+           "validate_chunking"]

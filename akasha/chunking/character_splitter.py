@@ -1,19 +1,12 @@
 """The recursive character splitter behind the ``recursive`` chunker.
 
-It splits a text on the coarsest separator the text contains, keeps each separator at the end
-of the piece it closes, splits pieces still too long on the next separators, and merges
-neighbouring pieces back into chunks of at most ``chunk_size`` (as measured by ``length``), each
-sharing up to ``chunk_overlap`` of its end with the next chunk's start; chunks are stripped and
-empty ones dropped.
-
-Its chunks are, character for character, those of langchain-text-splitters'
-``RecursiveCharacterTextSplitter(separators, keep_separator="end", strip_whitespace=True, ...)``
-with plain separators, which akasha called up to 0.1.0 (``tests/test_chunking_recursive.py``
-compares the two). Why akasha has its own: langchain-text-splitters brings langchain-core,
-langsmith, pydantic and zstandard, about 45 MB of the base install (``python -m
-bench.install_size``; README "Install size") and 0.4-0.5 s of imports, for about sixty lines.
-A piece that no separator splits comes back as it is, even over ``chunk_size``;
-:func:`akasha.chunking.recursive.split_text` cuts those into windows.
+It splits on the coarsest separator the text contains (kept at the end of its piece), splits
+pieces still too long on the next ones, and merges neighbours back into stripped chunks of at most
+``chunk_size`` (by ``length``), each sharing up to ``chunk_overlap`` with the next. Its chunks are,
+character for character, those of langchain-text-splitters' ``RecursiveCharacterTextSplitter(separators,
+keep_separator="end", strip_whitespace=True, ...)`` (``tests/test_chunking_recursive.py`` compares the
+two), without that package's dependencies (README "Install size"). A piece that no separator splits
+comes back as it is, even over ``chunk_size``; :func:`akasha.chunking.recursive.split_text` windows it.
 """
 
 from __future__ import annotations
@@ -27,9 +20,8 @@ Length = Callable[[str], int]
 class RecursiveSplitter:
     """Recursive character splitting with separators kept at the end of their piece.
 
-    ``separators`` are plain strings, coarsest first, none empty. ``length`` measures a
-    piece (characters by default); ``chunk_size`` and ``chunk_overlap`` are in its unit.
-    """
+    ``separators``: plain strings, coarsest first, none empty. ``chunk_size`` and ``chunk_overlap``
+    are in the unit of ``length`` (characters by default)."""
 
     def __init__(self, separators: Sequence[str], chunk_size: int, chunk_overlap: int, length: Length = len) -> None:
         if not separators or any(not s for s in separators):
@@ -96,10 +88,8 @@ class RecursiveSplitter:
 
 
 def split_keeping_separator(text: str, separator: str) -> list[str]:
-    """``text`` split after each ``separator`` (kept at the end of its piece); empty pieces dropped.
-
-    ``split_keeping_separator("a. b. c", ". ")`` is ``["a. ", "b. ", "c"]``.
-    """
+    """``text`` split after each ``separator`` (kept at the end of its piece); empty pieces dropped:
+    ``split_keeping_separator("a. b. c", ". ")`` is ``["a. ", "b. ", "c"]``."""
     parts = text.split(separator)
     pieces = [part + separator for part in parts[:-1]]
     pieces.append(parts[-1])

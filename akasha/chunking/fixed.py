@@ -1,10 +1,8 @@
 """Fixed-size chunking, plus the splitter objects the RAGPipeline spec builds.
 
 ``fixed`` cuts every ``chunk_size`` characters, stepping ``chunk_size - overlap``.
-:class:`PieceSplitter` turns any ``text -> pieces`` function into a splitter
-that gives every piece the shared chunk identity: id ``<doc_id>#<n>`` and
-metadata = document metadata + ``chunk_index``, ``chunk_id``, ``content_hash``
-and ``strategy`` (the same shape :func:`akasha.chunking.chunk_documents` makes).
+:class:`PieceSplitter` turns any ``text -> pieces`` function into a splitter whose chunks have
+the ids and metadata :func:`akasha.chunking.chunk_documents` gives.
 """
 
 from __future__ import annotations
@@ -93,11 +91,5 @@ def make_recursive_splitter(config: dict[str, Any], context: Any = None) -> Piec
     return PieceSplitter("recursive", lambda text: split_text(text, chunk_size, overlap, separators))
 
 
-__all__ = [
-    "SPEC_SEPARATORS",
-    "PieceSplitter",
-    "make_chunks",
-    "split_fixed",
-    "make_fixed_splitter",
-    "make_recursive_splitter",
-]
+__all__ = ["SPEC_SEPARATORS", "PieceSplitter", "make_chunks", "split_fixed", "make_fixed_splitter",
+           "make_recursive_splitter"]

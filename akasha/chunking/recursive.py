@@ -5,12 +5,10 @@ sentence ends (``。！？`` and ``. ! ?``), clause marks (``；，、`` and ``;
 (including the full-width ``\u3000``). Marks stay at the *end* of the piece they close, so a
 Chinese chunk ends with its ``。`` instead of the next chunk starting with it.
 
-The splitting is :class:`~akasha.chunking.character_splitter.RecursiveSplitter` (that module
-says why akasha has its own). For very long input, a run with none of the separators is cut
-into ``chunk_size`` windows in one pass (not a character-by-character ``""`` fallback: 50
-million list items for a 50 MB line), and texts over a million characters are split block by
-block. Chunks (so chunk ids and cached chunks) are those of earlier versions;
-``tests/test_chunking_cache_reuse.py`` holds their digests.
+The splitting is :class:`~akasha.chunking.character_splitter.RecursiveSplitter`. A run with none of
+the separators is cut into ``chunk_size`` windows in one pass (not a character-by-character ``""``
+fallback), and texts over a million characters are split block by block. Chunks (so chunk ids and
+cached chunks) are those of earlier versions; ``tests/test_chunking_cache_reuse.py`` holds their digests.
 """
 
 from __future__ import annotations
@@ -29,24 +27,10 @@ STRATEGY = "recursive"
 #: Default separators, coarsest first. CJK punctuation comes before the
 #: English forms because it needs no trailing space to be a boundary.
 DEFAULT_SEPARATORS: tuple[str, ...] = (
-    "\n\n",
-    "\n",
-    "。",
-    "！",
-    "？",
-    "．",
-    ". ",
-    "! ",
-    "? ",
-    "；",
-    "; ",
-    "：",
-    "，",
-    "、",
-    ", ",
-    "\u3000",
-    " ",
-    "",
+    "\n\n", "\n",  # paragraphs, lines
+    "。", "！", "？", "．", ". ", "! ", "? ",  # sentence ends
+    "；", "; ", "：", "，", "、", ", ",  # clause marks
+    "\u3000", " ", "",  # spaces
 )
 
 
@@ -68,19 +52,13 @@ def default_overlap(chunk_size: int) -> int:
     return max(0, min(200, chunk_size // 10))
 
 
-@lru_cache(maxsize=32)
-def _splitter(chunk_size: int, overlap: int, separators: tuple[str, ...]) -> RecursiveSplitter:
-    """The splitter for these settings, built once per process."""
-    return RecursiveSplitter(separators, chunk_size, overlap)
+#: The splitter for ``(separators, chunk_size, overlap)``, built once per process.
+_splitter = lru_cache(maxsize=32)(RecursiveSplitter)
 
 
 def _hard_windows(piece: str, chunk_size: int, overlap: int) -> list[str]:
-    """Cut a separator-free run into windows of at most ``chunk_size`` characters.
-
-    Consecutive windows share at most ``overlap`` characters. Windows never start
-    on whitespace and are right-stripped, so stripping cannot make two windows
-    cover the same text.
-    """
+    """Cut a separator-free run into windows of at most ``chunk_size`` characters, sharing at most ``overlap``;
+    windows never start on whitespace and are right-stripped, so two never cover the same text."""
     out: list[str] = []
     n = len(piece)
     start = 0
@@ -101,13 +79,9 @@ _BLOCK = 1_000_000
 
 
 def _blocks(text: str, separators: tuple[str, ...]) -> list[str]:
-    """Cut a very long text into blocks of at most ``_BLOCK`` characters, each ending
-    just after the coarsest separator found in its second half.
-
-    The splitter holds every split of the finest separator it reaches in one Python list:
-    a 50 MB line of words is ten million strings (1.6 GB). Splitting block by block keeps
-    that list small; the only difference is that chunks do not overlap across blocks.
-    """
+    """Cut a very long text into blocks of at most ``_BLOCK`` characters, each ending just after the
+    coarsest separator in its second half. Bounds the splitter's list of splits (a 50 MB line of
+    words: ten million strings); chunks then do not overlap across blocks."""
     blocks: list[str] = []
     start = 0
     while len(text) - start > _BLOCK:
@@ -132,11 +106,9 @@ def split_text(
 ) -> list[str]:
     """Split ``text`` into pieces of at most ``chunk_size`` characters.
 
-    ``overlap`` defaults to :func:`default_overlap`; it is an upper bound on how
-    many characters consecutive pieces share (only whole splits are kept, so it
-    is often less). Leading and trailing whitespace of each piece is stripped and
-    whitespace-only pieces are dropped. Pieces are never longer than
-    ``chunk_size``: a run with none of the ``separators`` is cut into windows.
+    ``overlap`` (default :func:`default_overlap`) bounds how many characters consecutive pieces
+    share (whole splits only, so often less). Pieces are stripped, whitespace-only ones dropped;
+    a run with none of the ``separators`` is cut into windows.
     """
     if overlap is None:
         overlap = default_overlap(chunk_size)
@@ -146,7 +118,7 @@ def split_text(
     seps = tuple(DEFAULT_SEPARATORS if separators is None else separators)
     # Drop the "" fallback: runs without separators are windowed below, in O(n).
     seps = tuple(s for s in seps if s != "") or ("\n",)
-    splitter = _splitter(chunk_size, overlap, seps)
+    splitter = _splitter(seps, chunk_size, overlap)
     pieces = [piece for block in _blocks(text, seps) for piece in splitter.split_text(block)]
     return _finish(pieces, chunk_size, overlap)
 
@@ -172,7 +144,8 @@ def document_id(document: Document) -> str:
 
 
 def make_chunks(document: Document, pieces: Sequence[str], strategy: str) -> list[Chunk]:
-    """Chunks of one document with ids ``<doc_id>#<n>`` and the shared metadata keys."""
+    """Chunks of one document: ids ``<doc_id>#<n>`` (from 0), metadata the document's plus ``chunk_index``,
+    ``chunk_id``, ``content_hash`` (sha256 hex of the text) and ``strategy``."""
     doc_id = document_id(document)
     base = document_metadata(document.metadata)
     chunks = []
@@ -194,12 +167,7 @@ def chunk_documents(
     overlap: int | None = None,
     separators: Sequence[str] | None = None,
 ) -> list[Chunk]:
-    """Split each document with :func:`split_text` into :class:`~akasha.types.Chunk` objects.
-
-    Chunk ids are ``"<doc_id>#<n>"`` (``n`` counts from 0 within the document);
-    metadata is the document's metadata plus ``chunk_index``, ``chunk_id``,
-    ``content_hash`` (sha256 hex of the chunk text) and ``strategy``.
-    """
+    """Split each document with :func:`split_text` into chunks, ids and metadata as :func:`make_chunks` gives."""
     if overlap is None:
         overlap = default_overlap(chunk_size)
     validate_chunking(chunk_size, overlap)

@@ -1,12 +1,9 @@
 """Semantic chunking: start a new chunk where the topic shifts or the chunk is full.
 
-Every sentence is embedded with the pipeline's embedder (one embedding per
-sentence at ingestion); two consecutive sentences stay in one chunk while their
-cosine is at least ``chunking.similarity_threshold`` (0.5). ``overlap`` is ignored.
-
-When the index sets ``embed`` (its own content-keyed embedding), sentences are
-embedded through the index's embeddings cache: a chunk that is one sentence is
-not embedded a second time, and re-chunking reuses every sentence's vector.
+Every sentence is embedded with the pipeline's embedder; consecutive sentences stay in one chunk
+while their cosine is at least ``chunking.similarity_threshold`` (0.5). ``overlap`` is ignored.
+When the index sets ``embed``, sentences go through its embeddings cache, so a one-sentence chunk
+is not embedded twice and re-chunking reuses every sentence's vector.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Sentence chunking: pack whole sentences up to ``chunk_size``.
 
-A sentence ends after ``.``, ``!`` or ``?`` followed by whitespace, and after every Chinese
-or Japanese full stop, exclamation or question mark (``。！？｡`` and the full-width ``．``, with any closing quote or
-bracket after it), whitespace or not: those languages put no space between sentences.
-
-``overlap`` is ignored. A single sentence longer than ``chunk_size`` is cut into
-``chunk_size`` windows so no chunk exceeds the limit.
+A sentence ends after ``.``, ``!`` or ``?`` followed by whitespace, and after every Chinese or
+Japanese sentence mark (``。！？｡．`` with any closing quote or bracket), whitespace or not.
+``overlap`` is ignored; a sentence longer than ``chunk_size`` is cut into ``chunk_size`` windows.
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
 """Embedding model strings -> :class:`~akasha.embeddings.base.Embedder` objects.
 
-``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"``,
-``"hf:<name-or-path>"`` or ``"sentence_transformers:<name-or-path>"`` (local
-sentence-transformers), ``"hf_api:<model>"`` (the Hugging Face Inference API, as
-``provider: hf`` in a RAGPipeline file), ``"prefixed:e5:<embeddings>"`` (any of these with
-the model family's query/passage prefixes, see :mod:`akasha.embeddings.prefixed`), ``"hash"``/``"hash:<dim>"``
-(deterministic, for tests), a callable ``list[str] -> vectors``, or any object
-with ``embed_documents``/``embed_query`` (LangChain embeddings included).
+``"openai:<model>"``, ``"gemini:<model>"``, ``"ollama:<model>"``, ``"hf:<name-or-path>"`` or
+``"sentence_transformers:<name-or-path>"`` (local), ``"hf_api:<model>"`` (Hugging Face Inference API,
+``provider: hf`` in a RAGPipeline file), ``"prefixed:e5:<embeddings>"`` (:mod:`akasha.embeddings.prefixed`),
+``"hash"``/``"hash:<dim>"`` (deterministic, for tests), a callable ``list[str] -> vectors``, or any
+object with ``embed_documents``/``embed_query`` (LangChain embeddings included).
 A served model may name its server: ``"openai:<model>@http://host:port/v1"`` (also
 ``gemini:``, ``ollama:``, ``hf_api:``; see :mod:`akasha.providers.endpoints`).
 
-Provider modules are imported only when an embedder is actually built, so
-validating a name at ``RAG(...)`` construction loads nothing.
+Provider modules are imported only when an embedder is built, so validating a name loads nothing.
 """
 
 from __future__ import annotations
@@ -29,12 +26,10 @@ EMBEDDING_PROVIDERS: dict[str, str] = {
     "gemini": "akasha.embeddings.gemini:GeminiEmbedder",
     "ollama": "akasha.embeddings.ollama:OllamaEmbedder",
     "hf": "akasha.embeddings.local:SentenceTransformerEmbedder",
-    # The same names as RAGPipeline files use, each meaning one thing in every door:
-    # local sentence-transformers, and the Hugging Face Inference API (or a TEI server).
+    # RAGPipeline files' names: local sentence-transformers, and the Inference API (or a TEI server)
     "sentence_transformers": "akasha.embeddings.local:SentenceTransformerEmbedder",
     "hf_api": "akasha.embeddings.hf_api:make_hf_api_from_string",
     "hash": "akasha.embeddings.hash:make_hash_embedder",
-    # "prefixed:e5:<embeddings>": role prefixes before questions and passages (akasha.embeddings.prefixed).
     "prefixed": "akasha.embeddings.prefixed:make_prefixed_from_string",
 }
 #: Prefixes whose rest is another embeddings string (checked as one), not a model name.

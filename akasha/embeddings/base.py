@@ -1,8 +1,5 @@
-"""The embedder contract every embedding provider implements.
-
-An embedder turns texts into float32 row vectors. ``name`` is its stable
-identity: the index cache is namespaced by it, so two models never mix vectors.
-"""
+"""The embedder contract every embedding provider implements: texts in, float32 row vectors out;
+``name`` namespaces the index cache, so two models never mix vectors."""
 
 from __future__ import annotations
 

@@ -1,29 +1,13 @@
 """A BERT sentence encoder in plain numpy, for questions and small batches without importing torch.
 
-Asking a question over an index that is already built needs one vector: the
-question's. Loading it through sentence-transformers imports torch and
-transformers first (seconds on a small machine, most of an offline re-run).
-This module runs the same computation with numpy on the same weights: the
-``tokenizers`` package (fast, Rust) cuts the text exactly as the model's
-``tokenizer.json`` says, the weights are read from ``model.safetensors``, and the
-encoder is the BERT forward pass (embeddings, then per layer self-attention and
-a GELU feed-forward block, each followed by LayerNorm), mean-pooled over real
-tokens and L2-normalised, as ``modules.json`` asks. The vectors agree with
-sentence-transformers' to about 1e-6.
+A question needs one vector; sentence-transformers would import torch first (seconds). This runs the
+same BERT forward pass in numpy: ``tokenizers`` cuts the text as ``tokenizer.json`` says, weights come
+memory-mapped from ``model.safetensors``, output is pooled as ``modules.json`` asks, within about 1e-6
+of sentence-transformers'. No maintained runtime comes close for one question (docs/quality.md).
 
-Hand-written because no maintained runtime comes close for one question: measured by
-``python -m bench.embedder_runtimes``, a fresh process embeds a question in 1.6x the time of
-``import numpy`` here, against 3.2x for onnxruntime on a ``torch.onnx.export`` of the same
-weights (the fastest maintained path, which also needs that export), 6.1x for fastembed and
-45x for sentence-transformers (docs/quality.md, "Embedding runtimes").
-
-:class:`BertFolder` (configuration, tokenizer, memory-mapped weights, length-sorted
-batches and pooling) is shared with :mod:`akasha.embeddings.bert_onnx`, which runs
-the same model through onnxruntime for bulk indexing.
-
-Only plain sentence-transformers BERT folders qualify (:func:`supports`):
-``model_type`` bert, mean pooling, no Dense layer. Anything else keeps using
-sentence-transformers.
+:class:`BertFolder` (configuration, tokenizer, weights, length-sorted batches, pooling) is shared
+with :mod:`akasha.embeddings.bert_onnx`, which runs the same model through onnxruntime for indexing.
+Only plain BERT folders qualify (:func:`supports`): ``model_type`` bert, mean pooling, no Dense layer.
 """
 
 from __future__ import annotations
@@ -86,11 +70,9 @@ def _has_module(name: str) -> bool:
 def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
     """The tensors of a ``.safetensors`` file as read-only, memory-mapped numpy arrays.
 
-    Memory-mapped rather than read (``safetensors.numpy.load_file`` copies every
-    tensor): a question touches a dozen rows of the word-embedding table, which
-    is half of MiniLM's file, so only those pages are ever read. The format is an
-    8-byte little-endian header length, a JSON header naming each tensor's dtype,
-    shape and byte range, then the data. Raises ValueError for dtypes it does not know.
+    Memory-mapped (``safetensors.numpy.load_file`` copies every tensor): a question reads only the
+    few word-embedding rows it uses. Format: an 8-byte little-endian header length, a JSON header
+    (each tensor's dtype, shape, byte range), the data. Raises ValueError for dtypes it does not know.
     """
     path = Path(path)
     with path.open("rb") as handle:
@@ -149,10 +131,8 @@ class BertFolder:
 
     def batches(self, texts: Sequence[str], size: int, max_tokens: int | None = None,
                 ) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, np.ndarray]]:
-        """``(rows, ids, type_ids, mask)`` per batch cut by :func:`length_groups` (at most ``size`` texts).
-
-        ``rows`` are the texts' positions in ``texts``; the arrays are int32, right-padded with zeros.
-        """
+        """``(rows, ids, type_ids, mask)`` per batch cut by :func:`length_groups` (at most ``size`` texts):
+        ``rows`` are the texts' positions in ``texts``; the arrays are int32, right-padded with zeros."""
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         for rows in length_groups([len(encodings[i].ids) for i in order], size, max_tokens=max_tokens):
@@ -174,10 +154,9 @@ class BertFolder:
                max_tokens: int | None = None, workers: int = 1) -> np.ndarray:
         """Sentence vectors of ``texts``: ``forward(ids, types, mask) -> (batch, length, hidden)``, mean-pooled.
 
-        A single text (a question) is remembered (the last :data:`RECENT_TEXTS`): a RAG call embeds
-        its question for the search and again for the extractive answerer. ``passages`` (as long as
-        ``texts``) receives each text's passage vectors from the same hidden states
-        (:func:`akasha.retrieval.passages.window_vectors`). ``max_tokens``: see :func:`length_groups`;
+        A single text (a question, embedded for the search and again by the answerer) is remembered
+        (the last :data:`RECENT_TEXTS`). ``passages`` (as long as ``texts``) receives each text's passage
+        vectors (:func:`akasha.retrieval.passages.window_vectors`). ``max_tokens``: see :func:`length_groups`;
         ``workers`` > 1 batches run at once on threads (``forward`` thread-safe, releasing the GIL).
         """
         # A remembered vector has no hidden states to pool passages from: only plain calls use the memory.
@@ -202,8 +181,7 @@ class BertFolder:
 
         batches = list(self.batches(texts, batch_size, max_tokens))  # token ids only: small
         if workers > 1 and len(batches) > 1:
-            # The largest batches first: the threads then finish together, on small ones, instead of
-            # one thread running the longest batch alone at the end (the core beside it idle).
+            # Largest first, so the threads finish together instead of one running a long batch alone.
             batches.sort(key=lambda batch: batch[1].size, reverse=True)
             with ThreadPoolExecutor(min(workers, len(batches)), thread_name_prefix="akasha-encode") as pool:
                 for _ in pool.map(run, batches):  # re-raises a failed batch's error here
@@ -220,9 +198,7 @@ class BertFolder:
 
     def embed(self, ids: np.ndarray, types: np.ndarray) -> np.ndarray:
         """BERT's input embeddings of a batch, ``(batch * length, hidden)``: word + position + token type, LayerNorm.
-
-        Only the rows of the words present are read from the (memory-mapped) word-embedding table.
-        """
+        Only the rows of the words present are read from the (memory-mapped) word-embedding table."""
         if self._embedding is None:
             self._embedding = (self.tensor("embeddings.word_embeddings.weight"),
                                self.tensor("embeddings.position_embeddings.weight"),
@@ -242,11 +218,8 @@ class BertFolder:
         return pooled.astype(np.float32)
 
 
-#: What one more batch costs, in padding tokens: a forward call's fixed work (the embedding
-#: lookup, onnxruntime's dispatch, small matrices running below full speed). Measured with
-#: onnxruntime on one thread against cutting every 32 texts: 137 answer sentences of 5-256 tokens
-#: 2.4 -> 1.4 CPU-s, the README corpus's 20 chunks 1.9 -> 1.4 CPU-s, 60 chunks of about 250 tokens
-#: unchanged; 16 and 128 did the same within noise (128 a little worse).
+#: What one more batch costs, in padding tokens: a forward call's fixed work (embedding lookup,
+#: dispatch, small matrices below full speed).
 BATCH_COST_TOKENS = 32
 
 
@@ -254,13 +227,9 @@ def length_groups(lengths: Sequence[int], size: int, batch_cost: int = BATCH_COS
                   max_tokens: int | None = None) -> list[list[int]]:
     """Cut ``lengths`` (sorted ascending) into runs of at most ``size`` that cost the fewest tokens in all.
 
-    A batch is padded to its longest text, so a run ``i..j`` costs ``(j - i) * lengths[j - 1]`` tokens
-    plus ``batch_cost``. Cutting every ``size`` texts instead pads 17 answer sentences of 48 to 162
-    tokens to a 256-token neighbour (twice the real work); this dynamic programme (at most
-    ``len(lengths) * size`` steps) keeps both the padding and the number of calls small.
-    ``max_tokens`` also caps a run's padded tokens (a single text may exceed it), so long texts
-    go in small batches whose activations stay in the CPU's cache. Returns the positions of each
-    run, in order.
+    A run ``i..j`` costs ``(j - i) * lengths[j - 1]`` padded tokens plus ``batch_cost`` (a dynamic programme,
+    at most ``len(lengths) * size`` steps). ``max_tokens`` also caps a run's padded tokens (a single text may
+    exceed it), keeping activations in the CPU cache. Returns the positions of each run, in order.
     """
     n = len(lengths)
     best = [0.0] + [float("inf")] * n  # best[i]: cheapest cost of the first i texts
@@ -286,11 +255,8 @@ CGROUP_CPU_FILES = ("/sys/fs/cgroup/cpu.max",
 
 
 def usable_cores() -> int:
-    """The CPU cores this process may keep busy: its affinity (else every core), capped by a cgroup CPU quota.
-
-    A container started with ``--cpus=2`` on a 64-core host sees 64 cores in its affinity but
-    gets two cores' worth of time: running 64 batches at once there would only add switching.
-    """
+    """The CPU cores this process may keep busy: its affinity (else every core), capped by a cgroup CPU quota
+    (a ``--cpus=2`` container on a 64-core host sees 64 cores in its affinity but gets two cores' time)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows have no affinity call
@@ -320,12 +286,8 @@ def _cgroup_cpu_quota() -> float | None:
 
 
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
-    """Limit numpy's BLAS to one thread for a moment, when ``threadpoolctl`` is installed.
-
-    The numpy encoder runs small batches (a question, a few dozen sentences). OpenBLAS still
-    splits their small matrices over every core: on a busy machine the hand-offs cost 0.1-0.5 s
-    per question instead of 15 ms, and even on an idle one two threads spend more CPU than one.
-    """
+    """Limit numpy's BLAS to one thread for a moment, when ``threadpoolctl`` is installed: OpenBLAS splits
+    even small matrices over every core (on a busy machine 0.1-0.5 s per question instead of 15 ms)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -357,12 +319,8 @@ class NumpyBertEncoder:
             })
 
     def encode(self, texts: Sequence[str], passages: list[np.ndarray | None] | None = None) -> np.ndarray:
-        """Sentence vectors of ``texts`` (batched by similar length to keep padding small).
-
-        ``passages`` as in :meth:`BertFolder.encode`. BLAS runs one thread per call, and the
-        batches run side by side, one per core (numpy releases the GIL in its matrix work): the
-        40 answer sentences of a new question (1,233 tokens) 0.37-0.40 -> 0.24 s on 2 cores.
-        """
+        """Sentence vectors of ``texts``; ``passages`` as in :meth:`BertFolder.encode`. BLAS runs one thread
+        per call; batches run side by side, one per core (numpy releases the GIL in its matrix work)."""
         with single_threaded_blas():
             return self.folder.encode(texts, self._forward, 16, passages, workers=self.workers)
 

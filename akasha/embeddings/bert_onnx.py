@@ -1,47 +1,23 @@
 """A BERT sentence encoder on onnxruntime, for indexing without torch.
 
-The bulk encoder of the packaged MiniLM (chosen by ``python -m bench.embedder_runtimes``:
-2.8x the chunks per CPU-second of onnxruntime on a ``torch.onnx.export`` of the same weights,
-see :mod:`akasha.embeddings.local`). Indexing a folder embeds every chunk once; through sentence-transformers that
-first imports torch and transformers (several seconds) and then runs torch's
-CPU kernels. onnxruntime (installed with chromadb, and by the ``full`` extra)
-has fused CPU kernels for exactly this model: multi-head attention in one step,
-bias + GELU in one step. This module writes that graph itself, from the weights
-of a sentence-transformers BERT folder (see
-:class:`~akasha.embeddings.bert_numpy.BertFolder`), so no ONNX export, no torch
-and no download is needed:
+The bulk encoder of the packaged MiniLM (docs/quality.md, "Embedding runtimes"): onnxruntime
+(installed with chromadb and the ``full`` extra) has fused CPU kernels for this model, and this
+module writes the graph itself from a :class:`~akasha.embeddings.bert_numpy.BertFolder`, so no
+ONNX export, torch or download is needed:
 
     [Attention -> MatMul -> Add -> Add -> LayerNormalization
      -> MatMul -> BiasGelu -> MatMul -> Add -> Add -> LayerNormalization] x layers
 
-Two choices here were measured against onnxruntime's defaults (300 chunks of about
-250 tokens, 2 cores, vectors unchanged): the residual adds and LayerNorm stay three
-plain operators, because the ``SkipLayerNormalization`` that onnxruntime's extended
-optimisations fuse them into ran about ten times slower on the CPU (1.75 against
-0.18 CPU-s); and the session runs single-threaded while one thread per core runs
-its own small batch (at most :data:`BATCH_TOKENS` tokens) through it, instead of
-every operator of a large batch being split over the cores: no hand-offs between
-threads, and the activations of a small batch stay in the core's cache. Together:
-38.7 -> 55 chunks/s.
+The residual adds and LayerNorm stay three plain operators: the ``SkipLayerNormalization``
+onnxruntime's extended optimisations fuse them into ran about ten times slower on the CPU. The
+session runs single-threaded while one thread per core runs its own small batch (at most
+:data:`BATCH_TOKENS` tokens): no hand-offs, and a small batch's activations stay in cache.
 
-The input embeddings (a gather and a LayerNorm) are computed in numpy from the
-memory-mapped word-embedding table, so its 47 MB never enter the graph; mean
-pooling and normalisation run in numpy on the last hidden state, as for the
-numpy encoder. The vectors agree with sentence-transformers' to about 1e-6.
-
-The ONNX file format is a protocol buffer; the few message types the graph needs
-(ModelProto, GraphProto, NodeProto, TensorProto, AttributeProto, ValueInfoProto)
-are written below rather than by the ``onnx`` package, whose import alone takes
-seconds. The graph declares its weights as external data and hands onnxruntime the
-memory-mapped arrays themselves (``SessionOptions.add_external_initializers``); the
-transposes and the query/key/value concatenation are nodes onnxruntime folds while it
-builds the session, so Python never copies a weight (copying them in numpy, beside
-another thread's imports, took the build from 0.14 to 0.36 s; now 0.09-0.10 s).
-
-``precision="int8"`` runs :func:`int8_model`: the same graph with its matrix weights in int8 (one
-scale per output channel) and activations quantised on the fly, by onnxruntime's own
-``quantize_dynamic``; VNNI CPUs run it at about twice float32's chunks per CPU-second, the vectors
-within cosine 0.986 (mean 0.993) of float32's (docs/quality.md, "Embedding runtimes").
+The input embeddings and the mean pooling run in numpy, so the word-embedding table never enters
+the graph; vectors agree with sentence-transformers' to about 1e-6. The protocol-buffer messages
+are written below, not by the ``onnx`` package (seconds to import). Weights are external, handed
+over as the memory-mapped arrays; transposes and the query/key/value concatenation are nodes
+onnxruntime folds at build, so Python copies no weight. ``precision="int8"``: :func:`int8_model`.
 """
 
 from __future__ import annotations
@@ -60,10 +36,7 @@ from akasha.embeddings.bert_numpy import BertFolder, usable_cores
 
 #: Texts per onnxruntime call at most (grouped by token length, so padding stays small).
 BATCH = 32
-#: Padded tokens per onnxruntime call at most: two full-length chunks, or a few dozen short
-#: sentences. Measured on 2 cores with one batch per core: 300 chunks of about 250 tokens ran at
-#: 49 / 52 / 49 / 46 chunks/s with 1 / 2 / 4 / 8 per batch; short sentences at 452-473 a second
-#: with 2-8 per batch and 414 with 32.
+#: Padded tokens per onnxruntime call at most: two full-length chunks, or a few dozen short sentences.
 BATCH_TOKENS = 512
 _MS = "com.microsoft"
 #: TensorProto.DataType values.
@@ -159,12 +132,9 @@ def _residual_norm(prefix: str, projected: str, bias: str, residual: str, weight
 def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
     """The serialized ONNX model of ``folder``'s BERT layers, and its weights by name (the folder's own arrays).
 
-    Inputs: ``embeddings`` (float32, batch x sequence x hidden: the input embeddings after their
-    LayerNorm, see :meth:`BertFolder.embed`) and ``mask_index`` (int32, batch: the number of real
-    tokens of each right-padded row). Output: ``last_hidden_state`` (float32, batch x sequence x hidden).
-    The model refers to every weight as external data; pass the dict to
-    ``SessionOptions.add_external_initializers``. The word-embedding table (half of MiniLM's
-    weights) stays out of the graph: numpy reads the rows a batch needs from the memory-mapped file.
+    Inputs: ``embeddings`` (float32, batch x sequence x hidden, from :meth:`BertFolder.embed`) and ``mask_index``
+    (int32, batch: real tokens per right-padded row); output ``last_hidden_state`` (as ``embeddings``).
+    Every weight is external: pass the dict to ``SessionOptions.add_external_initializers``.
     """
     nodes: list[bytes] = []
     initializers: list[bytes] = []
@@ -238,10 +208,9 @@ def bert_graph(folder: BertFolder) -> tuple[bytes, dict[str, np.ndarray]]:
 def int8_model(folder: BertFolder, cache: Path) -> Path:
     """The file of ``folder``'s graph quantised to int8 weights, made once under ``cache`` and reused.
 
-    onnxruntime's optimiser writes the float32 graph with the weights folded in, then its
-    ``quantize_dynamic`` (needs ``onnx``: seconds to import) quantises every MatMul and Attention
-    per output channel. The name hashes the graph, the weights' file and onnxruntime's version;
-    the file is renamed into place when complete (never a partial model, whatever crashes).
+    onnxruntime writes the folded float32 graph; its ``quantize_dynamic`` (needs ``onnx``) quantises every
+    MatMul and Attention per output channel. The name hashes the graph, the weights' file and onnxruntime's
+    version; the file is renamed into place when complete (never a partial model, whatever crashes).
     """
     import onnxruntime
 
@@ -276,7 +245,7 @@ def _session(folder: BertFolder, onnxruntime: Any, model: str | None = None, sav
     options.log_severity_level = 3  # warnings about unused initializers and the like are noise here
     # One thread per run, no pool to hand work to; the encoder's workers share the session (run() is thread-safe).
     options.intra_op_num_threads = 1
-    # The extended level would fuse Add + LayerNormalization into the slower SkipLayerNormalization.
+    # not the extended level: it fuses Add + LayerNormalization into the slower SkipLayerNormalization
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.optimized_model_filepath = save
     if model is None:
@@ -291,12 +260,9 @@ def _session(folder: BertFolder, onnxruntime: Any, model: str | None = None, sav
 class OnnxBertEncoder:
     """``encode(texts) -> (n, hidden)`` float32 sentence vectors from onnxruntime, as sentence-transformers would give.
 
-    Batches of at most :data:`BATCH` texts and :data:`BATCH_TOKENS` padded tokens, ``threads``
-    of them at once, each on one thread (default: the cores this process may use; see
-    :meth:`BertFolder.encode`). ``precision`` ``"int8"`` runs :func:`int8_model`, kept under
-    ``cache`` (default: akasha's cache folder + ``models``). Raises ImportError without
-    onnxruntime (or, for int8, without onnx), and onnxruntime's own error if it cannot build the
-    graph (for example a build without the ``com.microsoft`` operators).
+    Batches of at most :data:`BATCH` texts and :data:`BATCH_TOKENS` padded tokens, ``threads`` at once (default:
+    usable cores). ``"int8"`` runs :func:`int8_model`, kept under ``cache`` (default: akasha's cache + ``models``).
+    Raises ImportError without onnxruntime (int8: onnx), else onnxruntime's error if the graph does not build.
     """
 
     def __init__(self, folder: str | Path | BertFolder, threads: int | None = None, precision: str = "float32",

@@ -1,10 +1,7 @@
 """An embedder built on first use: a search that needs no vectors never builds (or imports) it.
 
-``RAG(...).search(folder, q, search_type="bm25")`` with the default
-``embeddings="openai:..."`` answers on an install without the ``openai`` package
-and without a key: the index reads and chunks the files and ranks them with BM25,
-and the embedder is built only when a search first needs vectors (a later ``knn``
-or ``auto`` call on the same ``RAG``).
+So ``RAG(...).search(folder, q, search_type="bm25")`` with the default ``embeddings="openai:..."``
+answers without the ``openai`` package or a key; the embedder is built when a search first needs vectors.
 """
 
 from __future__ import annotations
@@ -17,9 +14,7 @@ from akasha.providers.clients import Lazy
 
 class DeferredEmbedder:
     """Stands for the embedder ``build()`` returns; builds it once, on the first attribute asked for.
-
-    ``display_name`` names it without building it (its spec until then), for traces and logs.
-    """
+    ``display_name`` names it without building it (its spec until then), for traces and logs."""
 
     def __init__(self, build: Callable[[], Any], label: str) -> None:
         self._label = label

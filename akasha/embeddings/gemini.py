@@ -1,10 +1,7 @@
 """``gemini:<model>`` embeddings through ``google-genai``'s ``embed_content``.
 
-The client sends ``:batchEmbedContents``; the API accepts at most 100 texts per
-call, so inputs go out in batches of 100 (``batch_size`` may lower it). Documents
-are embedded with task type ``RETRIEVAL_DOCUMENT`` and questions with
-``RETRIEVAL_QUERY`` (set ``task_types=False`` for servers that reject it). A batch
-that still fails after retries raises and nothing is returned.
+Batches of at most :data:`MAX_BATCH` texts. Documents get task type ``RETRIEVAL_DOCUMENT``, questions
+``RETRIEVAL_QUERY``. A batch that still fails after retries raises and nothing is returned.
 """
 
 from __future__ import annotations
@@ -24,9 +21,9 @@ KNOWN_DIMENSIONS = {"text-embedding-004": 768, "embedding-001": 768, "gemini-emb
 class GeminiEmbedder(RemoteEmbedder):
     """Embedder over Gemini ``embed_content``; normalised float32 rows.
 
-    Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (bool),
-    plus ``api_key``, ``base_url``, ``api_version``, ``timeout`` (plus ``timeout_per_text``
-    seconds per text in a request, default 0.25), ``headers`` and the retry options.
+    Options: ``output_dimensionality``, ``batch_size`` (<= 100), ``task_types`` (False: none sent), ``api_key``,
+    ``base_url``, ``api_version``, ``timeout`` (plus ``timeout_per_text`` s per text, default 0.25), ``headers``,
+    retry options.
     """
 
     provider = "gemini"

@@ -1,9 +1,5 @@
-"""A deterministic, offline embedder for tests: hashed bag of words.
-
-Each token is hashed into one of ``dimension`` buckets with a sign, so texts that
-share words get similar vectors. It needs no model and no network; retrieval
-quality is far below a real model, which is why it is for tests and benchmarks.
-"""
+"""A deterministic, offline embedder for tests: each token is hashed into one of ``dimension`` buckets
+with a sign, so texts that share words get similar vectors (quality far below a real model's)."""
 
 from __future__ import annotations
 

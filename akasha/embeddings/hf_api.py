@@ -1,14 +1,10 @@
 """``provider: hf`` embeddings over HTTP: the Hugging Face Inference API or a TEI server.
 
-Both take ``POST {"inputs": [texts]}`` and answer one vector per text (the
-feature-extraction shape); token-level answers (one vector per token) are
-mean-pooled. ``endpoint`` defaults to the Inference API URL of ``model``
-(BAAI/bge-small-en-v1.5); an endpoint with no path (``http://tei:8080``) is a
-TEI server and gets ``/embed`` appended; any other URL is used as given.
-``api_key`` is sent as a bearer token and never appears in names or errors. The
-embedder's ``name`` is ``hf-api:<model>`` for the Inference API and
-``hf-api:<model>@<endpoint>`` for any other endpoint, so vectors from two servers
-are never mixed in one cache.
+Both take ``POST {"inputs": [texts]}`` and answer one vector per text; token-level answers are
+mean-pooled. ``endpoint`` defaults to the Inference API URL of ``model``; one with no path
+(``http://tei:8080``) is a TEI server and gets ``/embed`` appended; any other URL is used as given.
+``api_key`` is sent as a bearer token, never in names or errors. ``name`` is ``hf-api:<model>``
+for the Inference API, else ``hf-api:<model>@<endpoint>``, so two servers never share a cache.
 """
 
 from __future__ import annotations
@@ -49,8 +45,7 @@ class HFInferenceEmbedder:
         self.model = model
         # credentials in the endpoint are sent as a header, never kept in the URL (logs, messages)
         self.url, self._url_credentials = split_credentials(endpoint_url(model, endpoint))
-        # The Inference API keeps the plain name (existing indexes stay valid); a TEI server
-        # or other endpoint is part of the identity, since it decides the vectors.
+        # another endpoint than the Inference API decides the vectors: part of the identity
         default = self.url == INFERENCE_API.format(model=model)
         self.name = f"hf-api:{model}" + ("" if default else identity_suffix(endpoint_label(self.url)))
         self.dimension = dimension

@@ -1,25 +1,15 @@
 """An embedder's identity: what its vectors are, not where it was reached or what its function is called.
 
-Cached vectors (the local cache, a shared store) are keyed by the embedder's identity:
-its model name (without the ``@endpoint`` a remote model was reached at) and a
-fingerprint of its vectors for a few fixed probe texts, so
+Cached vectors are keyed by the embedder's identity: its model name (without any ``@endpoint``)
+and a fingerprint of its vectors for a few fixed probe texts, so the same model behind another host
+reuses every vector, and another model sharing a name never does. Fingerprints are compared by
+cosine, not bytes (machines whose arithmetic differs in the last bits resolve to the identity the
+first registered). Every identity seen is kept with its probe vectors in a *registry* (the local
+cache's ``meta`` table, the shared store's state) for later processes.
 
-* the same model behind another port or host reuses every vector (only the probe
-  texts are embedded, once per process);
-* a different function or model that happens to share a name never does.
-
-The fingerprint is compared by cosine, not by bytes: two machines whose arithmetic
-differs in the last bits (other CPUs, other BLAS) resolve to the identity the first
-one registered. Every identity seen is kept with its probe vectors in a *registry*
-(the local cache's ``meta`` table, the shared store's state), so a later process
-finds it there.
-
-Caches written before identities existed keyed vectors by the plain embedder name;
-that name is adopted as the identity when a few of those vectors are reproduced
-by the embedder (checked by re-embedding up to :data:`VERIFY_TEXTS` cached texts).
-
-An embedder whose vectors are a fixed function of the text (akasha's ``hash``
-embedder) declares its identity in a ``vector_identity`` attribute and is not probed.
+Caches written before identities keyed vectors by the plain name; that name is adopted when the
+embedder reproduces up to :data:`VERIFY_TEXTS` of those cached vectors. An embedder whose vectors are
+a fixed function of the text (``hash``) declares a ``vector_identity`` attribute and is not probed.
 """
 
 from __future__ import annotations
@@ -66,13 +56,18 @@ def probe_vectors(embedder: Any) -> np.ndarray:
         found = _PROBED.get(id(embedder))
         if found is not None and found[0] is embedder:
             return found[1]
-    from akasha.embeddings.base import as_matrix, normalize_rows
-
-    matrix = normalize_rows(as_matrix(embedder.embed_documents(list(PROBE_TEXTS)), len(PROBE_TEXTS),
-                                      str(getattr(embedder, "name", "embedder"))))
+    matrix = _unit_vectors(embedder, PROBE_TEXTS)
     with _LOCK:
         _PROBED[id(embedder)] = (embedder, matrix)
     return matrix
+
+
+def _unit_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    """``embedder``'s checked, unit-length vectors of ``texts``."""
+    from akasha.embeddings.base import as_matrix, normalize_rows
+
+    vectors = embedder.embed_documents(list(texts))
+    return normalize_rows(as_matrix(vectors, len(texts), str(getattr(embedder, "name", "embedder"))))
 
 
 def fingerprint(probes: np.ndarray) -> str:
@@ -130,11 +125,9 @@ def reproduces(embedder: Any, texts: Sequence[str], vectors: np.ndarray) -> bool
     """True when ``embedder`` embeds ``texts`` to ``vectors`` (row for row): a legacy cache is its own."""
     if not len(texts):
         return False
-    from akasha.embeddings.base import as_matrix, normalize_rows
+    from akasha.embeddings.base import normalize_rows
 
-    fresh = normalize_rows(as_matrix(embedder.embed_documents(list(texts)), len(texts),
-                                     str(getattr(embedder, "name", "embedder"))))
-    return same_vectors(fresh, normalize_rows(np.asarray(vectors, dtype=np.float32)))
+    return same_vectors(_unit_vectors(embedder, texts), normalize_rows(np.asarray(vectors, dtype=np.float32)))
 
 
 def resolve_identity(embedder: Any, registries: Sequence[Registry],

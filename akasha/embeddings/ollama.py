@@ -1,8 +1,7 @@
 """``ollama:<model>`` embeddings through Ollama's ``/api/embed`` (many inputs per request).
 
-``batch_size`` (default 64) sets how many texts go in one request; a batch that
-still fails after retries raises and nothing is returned. Reusable outside the
-model-string form: ``OllamaEmbedder("nomic-embed-text", host="http://gpu-box:11434")``.
+A batch that still fails after retries raises and nothing is returned. Also usable directly:
+``OllamaEmbedder("nomic-embed-text", host="http://gpu-box:11434")``.
 """
 
 from __future__ import annotations
@@ -18,9 +17,8 @@ from akasha.providers.remote import RemoteEmbedder
 class OllamaEmbedder(RemoteEmbedder):
     """Embedder over Ollama ``/api/embed``; normalised float32 rows.
 
-    Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (plus ``timeout_per_text``
-    seconds per text in a request, default 0.25), ``batch_size``,
-    ``truncate`` (default True, Ollama's own default), ``keep_alive``, and the retry options.
+    Options: ``host`` (alias ``base_url``), ``api_key``, ``timeout`` (plus ``timeout_per_text`` s per text,
+    default 0.25), ``batch_size``, ``truncate`` (default True, as Ollama's), ``keep_alive``, retry options.
     """
 
     provider = "ollama"

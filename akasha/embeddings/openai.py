@@ -1,13 +1,10 @@
 """``openai:<model>`` embeddings through the official ``openai`` client.
 
-Inputs go out in requests of at most 2048 texts (the API's limit) and at most
-``max_batch_chars`` characters (keeps a request under the per-request token cap).
-Each request is retried like any provider call; if one still fails, the whole call
-raises and returns nothing, so the index never stores a half-embedded document.
-Works with any OpenAI-compatible embeddings server (TEI, vLLM, Ollama /v1) via
-``base_url``. The embedder's ``name`` carries that server
-(``openai:<model>@http://host:port/v1``; api.openai.com adds nothing), so two servers
-answering for one model name never share cached vectors.
+Requests carry at most 2048 texts (the API's limit) and ``max_batch_chars`` characters (under the
+per-request token cap), each retried like any provider call; if one still fails the whole call
+raises, so the index never stores a half-embedded document. Any OpenAI-compatible server (TEI,
+vLLM, Ollama /v1) works via ``base_url``, which ``name`` carries (``openai:<model>@http://host:port/v1``;
+api.openai.com adds nothing), so two servers never share cached vectors.
 """
 
 from __future__ import annotations
@@ -28,10 +25,9 @@ KNOWN_DIMENSIONS = {"text-embedding-ada-002": 1536, "text-embedding-3-small": 15
 class OpenAIEmbedder(RemoteEmbedder):
     """Embedder over ``/v1/embeddings``; normalised float32 rows.
 
-    Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048),
-    ``max_batch_chars`` (default 250 000), ``timeout_per_text`` (seconds added to
-    ``timeout`` per text in a request, default 0.25), plus the connection options of
-    :class:`~akasha.providers.openai_conn.OpenAIConnection` (``api_key``, ``base_url``,
+    Options: ``dimensions`` (text-embedding-3 shortening), ``batch_size`` (<= 2048), ``max_batch_chars``
+    (default 250 000), ``timeout_per_text`` (seconds added to ``timeout`` per text, default 0.25), the
+    connection options of :class:`~akasha.providers.openai_conn.OpenAIConnection` (``api_key``, ``base_url``,
     ``timeout``, ``azure``...) and the retry options, as for :class:`akasha.llm.openai.OpenAIChat`.
     """
 

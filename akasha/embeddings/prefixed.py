@@ -1,21 +1,16 @@
 """Role prefixes for embedding models trained with them (e5, bge): questions and passages embedded apart.
 
-Some models expect each text to say what it is: the e5 family wants ``"query: "`` before a
-question and ``"passage: "`` before a document, bge-en-v1.5 an instruction before questions
-only. Servers that speak the OpenAI embeddings API (TEI, vLLM, llama.cpp) do not add them, and
-akasha sends questions and chunks alike, so :class:`PrefixedEmbedder` adds them on this side::
+e5 models want ``"query: "`` before a question and ``"passage: "`` before a document, bge-en-v1.5
+an instruction before questions only. OpenAI-compatible servers (TEI, vLLM, llama.cpp) do not add
+them, so :class:`PrefixedEmbedder` does::
 
     from akasha.embeddings.prefixed import PrefixedEmbedder
     embedder = PrefixedEmbedder("openai:multilingual-e5-small@http://127.0.0.1:8000/v1",
                                 query_prefix="query: ", document_prefix="passage: ")
     rag = akasha.RAG(embeddings=embedder)
 
-or, as a model string (also in a RAGPipeline file or on the command line), a known family
-before any other embeddings string: ``"prefixed:e5:openai:multilingual-e5-small@http://..."``
-(families: :data:`ROLE_PREFIXES`).
-
-The prefixes are part of the embedder's ``name``, so vectors embedded with and without them,
-or with other prefixes, never share a cache.
+or as a model string: ``"prefixed:e5:openai:multilingual-e5-small@http://..."`` (:data:`ROLE_PREFIXES`).
+The prefixes are part of ``name``, so vectors with other prefixes, or none, never share a cache.
 """
 
 from __future__ import annotations
@@ -37,10 +32,7 @@ ROLE_PREFIXES: dict[str, tuple[str, str]] = {
 
 class PrefixedEmbedder:
     """An embedder that puts ``query_prefix`` before questions and ``document_prefix`` before chunks.
-
-    ``inner`` is anything :func:`akasha.embeddings.resolve_embedder` accepts (a model string,
-    an embedder, a callable). Its ``name`` is the inner name plus the prefixes.
-    """
+    ``inner`` is anything :func:`akasha.embeddings.resolve_embedder` accepts; ``name`` is its name plus the prefixes."""
 
     def __init__(self, inner: Any, query_prefix: str = "", document_prefix: str = "", **options: Any) -> None:
         from akasha.embeddings import resolve_embedder

@@ -37,8 +37,7 @@ class CallableEmbedder:
         return self.embed_documents([text])[0]
 
 
-#: Attributes that hold the address an embeddings object talks to (LangChain spellings
-#: included: ``openai_api_base`` is OpenAIEmbeddings' ``base_url``), first found wins.
+#: Attributes that hold the address an embeddings object talks to (LangChain spellings included), first wins.
 _ENDPOINT_ATTRIBUTES = ("base_url", "openai_api_base", "api_base", "azure_endpoint", "endpoint",
                         "endpoint_url", "inference_server_url", "host")
 #: Attributes whose value changes the vectors an object returns for the same model.
@@ -63,11 +62,9 @@ def _plain(value: Any) -> Any:
 def object_identity(obj: Any) -> str:
     """The cache identity of an embeddings object: class, model, endpoint and vector-changing settings.
 
-    ``object:<module>.<class>[:<model>][@<endpoint>][;key=value...]``. The endpoint is the
-    first of ``base_url``, ``openai_api_base``, ... that is set (api.openai.com and Google's
-    public endpoint are left out, as for ``openai:`` and ``gemini:`` strings); settings are
-    read from a fixed list (``dimensions``, ``deployment``, ``encode_kwargs``, ...), never
-    keys or tokens. An object configured as before keeps the name it had before.
+    ``object:<module>.<class>[:<model>][@<endpoint>][;key=value...]``. The endpoint is the first
+    of ``_ENDPOINT_ATTRIBUTES`` set (public endpoints left out, as for ``openai:`` strings);
+    settings come from ``_VECTOR_ATTRIBUTES``, never keys or tokens. Stable across releases (cache keys).
     """
     model = getattr(obj, "model", None) or getattr(obj, "model_name", None)
     name = f"object:{type(obj).__module__}.{type(obj).__qualname__}" + (f":{model}" if model else "")
@@ -86,12 +83,8 @@ def object_identity(obj: Any) -> str:
 
 
 class ObjectEmbedder:
-    """Wraps any object with ``embed_documents``/``embed_query`` (e.g. LangChain embeddings).
-
-    Its ``name`` (see :func:`object_identity`) includes the object's endpoint and the
-    settings that change vectors, so the same class pointed at another server, or with
-    other dimensions, does not reuse cached vectors.
-    """
+    """Wraps any object with ``embed_documents``/``embed_query`` (e.g. LangChain embeddings); its ``name``
+    (:func:`object_identity`) keeps objects with other endpoints or vector settings from sharing a cache."""
 
     batch_size = 256
 

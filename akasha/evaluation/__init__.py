@@ -4,10 +4,8 @@
 >>> table = evaluate("./docs", "questions.jsonl", search_types=["auto", "bm25", "knn"])  # doctest: +SKIP
 >>> print(table)  # doctest: +SKIP
 
-``metrics`` holds the pure functions (recall@k, MRR@k, nDCG@k), ``relevance``
-decides which retrieved chunks answer a question, ``runner`` runs a folder and a
-JSONL of questions through each search type and reranker, and ``report`` writes
-the HTML report with a plot. ``import akasha`` does not import this package.
+Modules: ``metrics``, ``relevance`` (which chunks answer a question), ``runner`` and ``report``.
+``import akasha`` does not import this package.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """Ranking metrics over binary relevance: recall@k, reciprocal rank (MRR@k) and nDCG@k.
 
-Every function takes ``matches``: for each retrieved result, best first, the
-collection of *relevance units* it satisfies (empty when it is not relevant).
-A unit is one thing the question needs found: a reference answer (one unit) or
-one of its relevant source files (one unit each). ``n_relevant`` is how many
-units the question has. Counting units rather than chunks means an answer
-split over three chunks is found once its first chunk is retrieved, and a
-second chunk of an already-found source adds nothing.
+Every function takes ``matches``: for each retrieved result, best first, the *relevance units*
+it satisfies (empty when not relevant). A unit is one thing the question needs found: its
+reference answer, or each relevant source file; ``n_relevant`` counts them. So an answer split
+over three chunks is found with its first chunk, and a second chunk of a found source adds nothing.
 
 - recall@k: distinct units found in the top k / n_relevant.
 - reciprocal rank@k: 1 / rank of the first relevant result within the top k, else 0.
-- nDCG@k: a result gains 1 when it finds at least one new unit, else 0;
-  DCG = sum gain_i / log2(i + 1) over ranks i = 1..k; the ideal DCG puts
-  min(n_relevant, k) gains at ranks 1, 2, ...; nDCG = DCG / ideal DCG.
+- nDCG@k: a result gains 1 when it finds a new unit, else 0; DCG = sum gain_i / log2(i + 1) over
+  ranks i = 1..k; nDCG = DCG / the DCG of min(n_relevant, k) gains at ranks 1, 2, ...
 
-Answers are judged by :func:`contains_span`: does the reply quote at least
-``SPAN_CHARS`` (80) consecutive characters of the reference answer, compared
-after :func:`normalize_text` (case, accents, punctuation and markup ignored)?
+Answers are judged by :func:`contains_span`: does the reply quote at least ``SPAN_CHARS`` (80)
+consecutive characters of the reference answer, after :func:`normalize_text`?
 """
 
 from __future__ import annotations
@@ -92,11 +87,8 @@ def normalize_text(text: str) -> str:
 
 
 def contains_span(reply: str, reference: str, span: int = SPAN_CHARS) -> bool:
-    """True when ``reply`` holds ``span`` consecutive characters of ``reference`` (both normalised).
-
-    A reference shorter than ``span`` must appear whole. Markup, case and
-    punctuation do not count, so a quote of a reStructuredText answer matches.
-    """
+    """True when ``reply`` holds ``span`` consecutive characters of ``reference`` (both normalised, so markup,
+    case and punctuation do not count); a reference shorter than ``span`` must appear whole."""
     if span <= 0:
         raise ValueError(f"span must be positive, got {span}")
     gold, text = normalize_text(reference), normalize_text(reply)

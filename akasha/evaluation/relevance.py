@@ -7,17 +7,11 @@ A questions file is JSONL, one object per line::
 
 Both keys may appear on one line. Relevance units (see :mod:`akasha.evaluation.metrics`):
 
-- each entry of ``relevant_sources`` is one unit; a chunk satisfies it when the
-  chunk's source file is that file: same resolved path, same path relative to
-  the evaluated folder, or (for a bare file name without ``/``) same file name;
-- ``answer`` is one unit; a chunk satisfies it when the chunk and the answer
-  *overlap*: at least ``ANSWER_OVERLAP`` (half) of the word 3-grams of the
-  shorter of the two also occur in the longer. So a chunk that holds the whole
-  answer counts, a chunk that is mostly a piece of a long answer counts, and a
-  chunk that merely shares a few words does not. Texts under three words are
-  compared by whole-word containment instead. Text is lowercased and
-  accent-folded by akasha's tokenizer first, so whitespace and markup
-  differences don't matter.
+- each entry of ``relevant_sources`` is one unit, satisfied by a chunk from that file: same
+  resolved path, same path relative to the evaluated folder, or (for a bare name) same file name;
+- ``answer`` is one unit, satisfied by a chunk that *overlaps* it: ``ANSWER_OVERLAP`` (half) of the
+  word 3-grams (after akasha's tokenizer) of the shorter of the two occur in the longer (texts under
+  three words: whole-word containment);
 - when a line has both, an answer only counts in chunks from a relevant source.
 """
 
@@ -126,11 +120,8 @@ class SourceMatcher:
             hit = self.folder / hit
         hit = hit.resolve()
         relative = None
-        if self.folder is not None:
-            try:
-                relative = hit.relative_to(self.folder).as_posix()
-            except ValueError:
-                relative = None
+        if self.folder is not None and hit.is_relative_to(self.folder):
+            relative = hit.relative_to(self.folder).as_posix()
         found = set()
         for entry in self.entries:
             if hit == self.resolved[entry] or entry == relative or ("/" not in entry and entry == hit.name):

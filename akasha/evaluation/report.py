@@ -1,8 +1,5 @@
-"""A small, self-contained HTML report of an evaluation: the table plus a plot.
-
-The plot shows every metric per configuration (grouped bars), with the chosen
-metric first, as an inline SVG: the report needs nothing beyond the standard library.
-"""
+"""A self-contained HTML report of an evaluation: the table plus an inline SVG plot of every metric
+per configuration (grouped bars, the chosen metric first); standard library only."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Run evaluation questions through each search type and reranker and tabulate the metrics.
 
 :func:`evaluate` indexes a folder once through the pipeline :mod:`akasha.assemble` builds for
-``akasha.RAG``'s options (the evaluated engine is the one users run) and reports recall@1,
-recall@5, MRR@10, nDCG@10 and, for questions with a reference answer, ``answer@80`` and
-``answer_chars`` (definitions in :mod:`akasha.evaluation.metrics`). :func:`evaluate_search` is the
-same loop over any search function, which the benchmarks use to score alternative fusions.
+``akasha.RAG``'s options (the engine users run) and reports the metrics of
+:mod:`akasha.evaluation.metrics`; :func:`evaluate_search` is the same loop over any search function.
 """
 
 from __future__ import annotations
@@ -52,9 +50,6 @@ class EvalTable:
     def best(self, metric: str = "mrr@10") -> dict[str, Any]:
         """The row with the highest ``metric``."""
         return max(self.rows, key=lambda row: row[metric])
-
-    def to_dicts(self) -> list[dict[str, Any]]:
-        return [dict(row) for row in self.rows]
 
     def to_json(self) -> str:
         return json.dumps({"questions": self.questions, "info": self.info, "rows": self.rows}, indent=2)
@@ -121,12 +116,8 @@ def evaluate_search(
     folder: str | Path | None = None,
     answer: AnswerFn | None = None,
 ) -> EvalTable:
-    """Ask every question under every (search_type, reranker) and average the metrics.
-
-    With ``answer``, every question that has a reference answer is also answered
-    and the row gains ``answer@80`` (share of replies quoting an 80-character span
-    of the reference) and ``answer_chars`` (mean reply length).
-    """
+    """Ask every question under every (search_type, reranker) and average the metrics; with ``answer``,
+    questions with a reference answer are also answered (:func:`score_answers` adds to each row)."""
     if k < 10:
         raise ValueError(f"k must be at least 10 to report MRR@10 and nDCG@10, got {k}")
     if not questions:
@@ -187,16 +178,11 @@ def evaluate(
 ) -> EvalTable:
     """Index ``folder`` once and report recall@1/5, MRR@10 and nDCG@10 per search_type and reranker.
 
-    ``embeddings`` is a model string (``"hash"``, ``"hf:all-MiniLM-L6-v2"``...) or an
-    embedder object. With a reranker, the top ``candidates`` hits of the search
-    are reranked and the top ``k`` scored; ``reranker_model`` is the chat model of
-    the "llm" reranker (as in ``akasha.RAG``). ``report`` writes an HTML report with
-    a plot of ``metric`` by configuration.
-
-    With ``answers`` (default), the questions that have a reference answer are also
-    answered by ``model`` (default ``"extractive"``, offline) through the same
-    pipeline ``akasha.RAG`` runs with default ``k``, ``rerank_top_k`` and
-    ``max_input_tokens``, adding ``answer@80`` and ``answer_chars`` to each row.
+    ``embeddings``: a model string or embedder. With a reranker, the top ``candidates`` hits are reranked
+    and the top ``k`` scored; ``reranker_model`` is the "llm" reranker's chat model. ``report`` writes an
+    HTML report plotting ``metric``. With ``answers`` (default), questions with a reference answer are also
+    answered by ``model`` (default ``"extractive"``, offline) through the pipeline ``akasha.RAG`` runs,
+    adding ``answer@80`` and ``answer_chars``.
     """
     from akasha.assemble import Components, from_options
     from akasha.options import DEFAULT_RERANKER_MODEL, RAGOptions
