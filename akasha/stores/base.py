@@ -77,10 +77,7 @@ class Store(Protocol):
 
 
 class Count(int):
-    """A record count that can also be awaited, so ``store.count()`` and ``await store.count()`` both work.
-
-    The synchronous contract and the older async API share the name ``count``.
-    """
+    """A record count that can also be awaited: the sync contract and the older async API share ``count``."""
 
     def __await__(self) -> Generator[Any, None, int]:
         return int(self)
@@ -173,7 +170,7 @@ def flat_metadata(chunk: Chunk, *, keep: Callable[[Any], bool] = is_scalar,
     return row
 
 
-def metadata_from_flat(row: Mapping[str, Any] | None, *, drop: Sequence[str] = ()) -> dict[str, Any]:
+def metadata_from_flat(row: Mapping[str, Any] | None) -> dict[str, Any]:
     """The chunk metadata of a flat record (see :func:`flat_metadata`); also reads the previous release's format."""
     meta = dict(row or {})
     legacy = meta.pop(LEGACY_META_KEY, None)
@@ -183,8 +180,6 @@ def metadata_from_flat(row: Mapping[str, Any] | None, *, drop: Sequence[str] = (
             if isinstance(found, dict):
                 return found
     extra = meta.pop(EXTRA_KEY, None)
-    for key in drop:
-        meta.pop(key, None)
     if isinstance(extra, str):
         with contextlib.suppress(ValueError):
             found = json.loads(extra)
@@ -200,14 +195,13 @@ def json_state(key: str, state: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(state, Mapping):
         raise TypeError(f"state for {key!r} must be a mapping, got {type(state).__name__}")
     try:
-        copied = json.loads(json.dumps(dict(state), ensure_ascii=False, allow_nan=False))
+        return json.loads(json.dumps(dict(state), ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"state for {key!r} must be JSON-serialisable: {exc}") from None
-    return copied
 
 
 def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    """``items`` in consecutive slices of at most ``size`` (the stores' and the cache's write and read batches)."""
+    """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -236,10 +230,9 @@ class BaseStore:
     #: What :meth:`query` answers in the store's own engine (see :data:`akasha.stores.query.CAPABILITIES`);
     #: a request for a side the store lacks is answered by that side alone, or not at all.
     capabilities: frozenset[str] = frozenset({"dense"})
-    #: Whether the store has a lexical engine of its own, :meth:`_lexical`, that the default :meth:`query`
-    #: asks for the lexical side (a store without one answers that side with nothing). It can differ from
-    #: ``"lexical" in capabilities``: the memory store answers lexical queries but leaves an index's searches
-    #: to the index's own in-process engine.
+    #: Whether the default :meth:`query` asks :meth:`_lexical` for the lexical side (else that side is empty).
+    #: Not ``"lexical" in capabilities``: the memory store answers lexical queries, yet leaves an index's
+    #: searches to the index's in-process engine.
     lexical_side: bool = False
     #: The BM25 tokenizer (:func:`akasha.retrieval.tokenize.resolve_tokenizer` id) of the lexical side.
     lexical_tokenizer: str = "auto"
@@ -361,9 +354,8 @@ class BaseStore:
     def query(self, request: SearchRequest) -> list[Hit]:
         """Rank chunks for ``request`` with the store's engine: each side's ``pool`` candidates, fused.
 
-        Stores whose engine fuses (PostgreSQL) override this; the rest fetch each side they
-        can answer (:meth:`_nearest`, :meth:`_lexical`) and fuse here
-        (:func:`akasha.stores.query.rank_hits`): never more than the pool per side in memory.
+        Stores whose engine fuses (PostgreSQL) override this; the rest fetch each side they can answer
+        (:meth:`_nearest`, :meth:`_lexical`) and fuse here: never more than the pool per side in memory.
         """
         filters = dict(request.filters) if request.filters else None
         dense: list[tuple[Chunk, float]] = []
@@ -466,8 +458,7 @@ class BaseStore:
 
     async def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove every record of ``doc_ids``; returns how many went."""
-        ids = self.ids_of_documents(list(doc_ids))
-        return self.remove(ids) if ids else 0
+        return self.remove(self.ids_of_documents(list(doc_ids)))
 
     async def search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
         """Async twin of :meth:`nearest`."""

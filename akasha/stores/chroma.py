@@ -15,11 +15,9 @@ one that cannot be used raises instead of being shadowed by a sibling.
 :func:`open_chroma_folder` never creates a Chroma folder unless asked to.
 
 YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server,
-else ``persist_directory`` for a folder, else in memory.
-
-A server needs only Chroma's thin HTTP client, ``chromadb-client`` (the ``light`` extra); a folder or
-in-memory store needs the full ``chromadb`` (``chroma`` or ``full``: 513 MB against 231 MB, README
-"Install size"), and asked of the thin client raises :class:`~akasha.errors.MissingExtraError`.
+else ``persist_directory`` for a folder, else in memory. A server needs only the thin
+``chromadb-client`` (the ``light`` extra); a folder or memory needs the full ``chromadb``
+(``chroma`` or ``full``), else :class:`~akasha.errors.MissingExtraError`.
 """
 
 from __future__ import annotations
@@ -54,8 +52,6 @@ STATE_SUFFIX = "-akasha-state"
 _STATE_PART = 1_000_000  # characters of state JSON per record
 _SQLITE = "chroma.sqlite3"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,496}[A-Za-z0-9]$")
-
-
 #: What a local (folder or in-memory) Chroma store is, in errors.
 _LOCAL = "a local Chroma store (a folder or in memory)"
 
@@ -256,10 +252,8 @@ class ChromaStore(BaseStore):
     def _transient(self, exc: BaseException) -> bool:
         """Whether a failed call is worth another attempt: the server unreachable, or a segment not on disk yet.
 
-        A Chroma server answers "Error creating hnsw segment reader: Nothing found on disk" when a
-        collection another client has just started writing is read before its first vectors are
-        persisted (two indexers starting on one new collection, tests/test_server_shared.py); the
-        same read a moment later succeeds.
+        A Chroma server answers "Nothing found on disk" when a collection another client has just started
+        writing is read before its first vectors are persisted; the same read a moment later succeeds.
         """
         if isinstance(exc, self._unreachable):
             return True
@@ -326,8 +320,7 @@ class ChromaStore(BaseStore):
     # --------------------------------------------------------------- records
     def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
         for start in range(0, len(chunks), self._batch):
-            part = chunks[start : start + self._batch]
-            rows = matrix[start : start + self._batch]
+            part, rows = chunks[start : start + self._batch], matrix[start : start + self._batch]
             self._call(f"writing {len(part)} chunks", lambda: self.collection.upsert(
                 ids=[c.id for c in part], embeddings=rows, documents=[c.text for c in part],
                 metadatas=[flat_metadata(c) for c in part]))
@@ -411,14 +404,12 @@ class ChromaStore(BaseStore):
     def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         """BM25-style ranking from Chroma's full-text filter, bounded by ``k`` records per term.
 
-        The installed chromadb has no lexical or sparse search outside Chroma Cloud, so each of the
-        question's terms is looked up with ``where_document={"$contains": term}`` (as is, Capitalised
-        and UPPER: Chroma matches case-sensitive substrings; at most ``k + 1`` records): a term found in
-        at most ``k`` records gets its exact document frequency and those
-        records become candidates; a more common term only adds to the scores of the candidates
-        that hold it. Term frequencies are counted in the candidates' texts with akasha's tokenizer and
-        scored with akasha's BM25 (:func:`akasha.retrieval.bm25.idf`, :func:`~akasha.retrieval.bm25.saturation`).
-        One request per term (up to :data:`LEXICAL_TERMS`); see docs/servers.md for what it costs.
+        Chroma has no lexical search outside Chroma Cloud, so each term is looked up with ``$contains``
+        (as is, Capitalised and UPPER: the match is case-sensitive; at most ``k + 1`` records). A term in
+        at most ``k`` records gets its exact document frequency and its records become candidates; a
+        more common term only adds to the scores of candidates holding it. Term frequencies come from
+        the candidates' texts, scored with akasha's BM25. One request per term (up to
+        :data:`LEXICAL_TERMS`); see docs/servers.md for what it costs.
         """
         if not tokens or (filters and not scalar_filters(filters)):
             return []
@@ -431,12 +422,10 @@ class ChromaStore(BaseStore):
         terms = list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]
         wanted: dict[str, None] = {}
         frequency: dict[str, int] = {}
-        def ids_holding(term: str) -> list[str]:
-            return list(self.collection.get(where_document=_contains(term), where=_where(filters), limit=k + 1,
-                                            include=[])["ids"])
-
         for term in terms:  # ids only: a common term costs no texts
-            ids = self._call("searching texts", functools.partial(ids_holding, term))
+            ids = list(self._call("searching texts", functools.partial(
+                self.collection.get, where_document=_contains(term), where=_where(filters), limit=k + 1,
+                include=[]))["ids"])
             frequency[term] = len(ids) if len(ids) <= k else max(k + 1, total // 10)
             if len(ids) <= k:
                 wanted.update(dict.fromkeys(ids))

@@ -9,29 +9,24 @@ One plain table per store, the way a PostgreSQL user reads it with SQL::
                an HNSW index (vector_cosine_ops) named <t>_hnsw, built once the first rows are in
     <t>_state  key text PRIMARY KEY, state jsonb, updated_at timestamptz  (the index's state)
 
-``lexical`` holds each text's terms as akasha's BM25 tokenizer splits them (lower-cased,
-Chinese and Japanese already segmented, positions kept), so PostgreSQL's ``simple``
-configuration ranks every language alike; the tokenizer's id is kept in the state
-table (key ``akasha-lexical``) and a query worker splits the question with the same one.
+``lexical`` holds each text's terms as akasha's BM25 tokenizer splits them (positions kept), so
+PostgreSQL's ``simple`` configuration ranks every language alike; the tokenizer's id is kept in
+the state table (key ``akasha-lexical``) and a query worker splits the question with the same one.
 
-Searches run in the server (:meth:`PgVectorStore.query`): one SQL statement ranks the
-vector side with the HNSW index (``hnsw.ef_search`` set from the candidate pool), the
-lexical side with the GIN index (BM25-style: each term's IDF from its document
-frequency, counted up to :data:`DF_CAP` rows, times ``ts_rank``), and fuses both with
-weighted reciprocal-rank fusion; only the ``k`` fused rows travel to the client.
+Searches run in the server (:meth:`PgVectorStore.query`): one SQL statement ranks the vector side
+with the HNSW index, the lexical side with the GIN index (BM25-style: IDF from the document
+frequency, counted up to :data:`DF_CAP` rows, times ``ts_rank``) and fuses both by weighted
+reciprocal-rank fusion; only the ``k`` fused rows travel to the client.
 
-``metadata`` holds the chunk metadata as given; the columns repeat what SQL users
-filter on. Every write is one transaction; writers on all machines can be
-serialised with :meth:`PgVectorStore.lock` (a session advisory lock). Vectors
-travel in pgvector's binary format (``COPY ... FORMAT BINARY``). Every call goes
-through :class:`~akasha.retry.Retry`. PostgreSQL text cannot hold NUL
-characters: they are stored as U+FFFD.
+``metadata`` holds the chunk metadata as given; the columns repeat what SQL users filter on.
+Every write is one transaction; :meth:`PgVectorStore.lock` serialises writers on all machines
+(a session advisory lock). Vectors travel in pgvector's binary format; every call goes through
+:class:`~akasha.retry.Retry`. PostgreSQL text cannot hold NUL: it is stored as U+FFFD.
 
-YAML keys: ``dsn``, or ``connection`` with ``host`` (localhost), ``port`` (5432),
-``database``, ``user``, ``password`` (all ``astromesh``); ``collection``
-(``embeddings``) is the table name and must be a plain SQL identifier (checked at
-build). A table written by the previous release's YAML store (``content`` column)
-is upgraded in place on first use. Needs the ``pgvector`` (or ``postgres``) extra.
+YAML keys: ``dsn``, or ``connection`` with ``host`` (localhost), ``port`` (5432), ``database``,
+``user``, ``password`` (all ``astromesh``); ``collection`` (``embeddings``) is the table name, a
+plain SQL identifier. A table of the previous release's YAML store (``content`` column) is
+upgraded in place on first use. Needs the ``pgvector`` (or ``postgres``) extra.
 """
 
 from __future__ import annotations
@@ -112,9 +107,7 @@ def _clean(text: str) -> str:
 
 
 def _int4(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and _INT4[0] <= value <= _INT4[1]:
-        return value
-    return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and _INT4[0] <= value <= _INT4[1] else None
 
 
 def _metadata_json(metadata: Mapping[str, Any]) -> str:
@@ -138,11 +131,6 @@ def tsvector_literal(tokens: list[str]) -> str:
         if len(found) < _MAX_POSITIONS:
             found.append(min(position, 16383))
     return " ".join(f"{_quoted_lexeme(term)}:{','.join(map(str, places))}" for term, places in positions.items())
-
-
-def tsquery_literal(term: str) -> str:
-    """One query term as a tsquery value that matches exactly that lexeme."""
-    return _quoted_lexeme(_clean(term))
 
 
 def _conninfo(**params: Any) -> str:
@@ -341,10 +329,9 @@ class PgVectorStore(BaseStore):
         log.info("upgraded table %s on %s to the current chunk-table layout", t, self.server)
 
     def _add_lexical(self, conn: Any) -> None:
-        """Give a table written by an earlier release its lexical column, filled from the stored texts.
+        """Give a table of an earlier release its lexical column, filled from the stored texts (nothing re-embedded).
 
-        Nothing is re-embedded: the terms come from each row's text, in batches, under the
-        schema lock (another process waiting for it finds the column there and returns).
+        The column is added under the schema lock: a process that waited for it finds the column there.
         """
         t = self.table
         with conn.transaction():
@@ -396,24 +383,21 @@ class PgVectorStore(BaseStore):
         conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_source_idx ON {t} (source)")
         conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_lexical_idx ON {t} USING gin (lexical)")
 
-    def _create_extension(self, conn: Any) -> None:
-        try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except self._psycopg.errors.Error as exc:
-            if isinstance(exc, (self._psycopg.OperationalError, self._psycopg.InterfaceError)):
-                raise
-            raise ConfigError(f"the pgvector extension is not available on {self.server} ({exc}); install "
-                              "pgvector there and run CREATE EXTENSION vector as a privileged user") from None
-        if self._vector_oid is None:
-            self._vector_oid = int(conn.execute("SELECT to_regtype('vector')::oid").fetchone()[0])
-            self._register_vector(conn, self._vector_oid)
-
     def _create(self, conn: Any, dimension: int) -> None:
         """Create the chunk table (and the extension) for ``dimension``-wide vectors."""
         t = self.table
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{t}"),))
-            self._create_extension(conn)
+            try:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except self._psycopg.errors.Error as exc:
+                if isinstance(exc, (self._psycopg.OperationalError, self._psycopg.InterfaceError)):
+                    raise
+                raise ConfigError(f"the pgvector extension is not available on {self.server} ({exc}); install "
+                                  "pgvector there and run CREATE EXTENSION vector as a privileged user") from None
+            if self._vector_oid is None:
+                self._vector_oid = int(conn.execute("SELECT to_regtype('vector')::oid").fetchone()[0])
+                self._register_vector(conn, self._vector_oid)
             conn.execute(f"""CREATE TABLE IF NOT EXISTS {t} (
                 id text PRIMARY KEY, doc_id text NOT NULL, text text NOT NULL, source text, page integer,
                 chunk_index integer, content_hash text, embedder text,
@@ -423,10 +407,7 @@ class PgVectorStore(BaseStore):
         self._open(conn)
 
     def _ready(self, conn: Any, dimension: int | None = None) -> bool:
-        """True when the chunk table exists; a missing one is created once the width is known.
-
-        (The YAML store created its table on the first query or ingest; so does this one.)
-        """
+        """True when the chunk table exists; a missing one is created once the width is known."""
         self._open(conn)
         width = dimension or self.dimension
         if not self._exists and width:
@@ -470,7 +451,7 @@ class PgVectorStore(BaseStore):
                          _int4(meta.get("page")), _int4(meta.get("chunk_index")),
                          None if own(meta, "content_hash") is None else str(own(meta, "content_hash")),
                          None if meta.get("embedder") is None else str(meta["embedder"]),
-                         Jsonb(meta, dumps=lambda obj: _metadata_json(obj)), _Vec(vec)))
+                         Jsonb(meta, dumps=_metadata_json), _Vec(vec)))
 
         def write(conn: Any) -> None:
             nonlocal tokenize
@@ -546,11 +527,8 @@ class PgVectorStore(BaseStore):
         if conn.execute("SELECT to_regclass(%s)", (f"{self.table}_models",)).fetchone()[0] is None:
             return {}
         row = conn.execute(f"SELECT vec_table, dim FROM {self.table}_models WHERE model = %s", (embedder,)).fetchone()
-        if row is None or not _IDENTIFIER.match(str(row[0])):
-            return {}
-        if self.dimension is not None and int(row[1]) != self.dimension:
-            return {}
-        if self._vector_oid is None:
+        if (row is None or not _IDENTIFIER.match(str(row[0])) or self._vector_oid is None
+                or (self.dimension is not None and int(row[1]) != self.dimension)):
             return {}
         out: dict[str, np.ndarray] = {}
         cur = conn.cursor(binary=True)
@@ -602,11 +580,9 @@ class PgVectorStore(BaseStore):
         exact = [_clean(t) for t in exact_terms(request.text, terms)] if mode == "hybrid" else []
         sql = self._query_sql(mode, condition, bool(exact))
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
-                                "wv": request.weights[0], "wl": request.weights[1],
-                                "terms": [tsquery_literal(t) for t in terms], "raw": [_clean(t) for t in terms],
-                                "exact": exact,
-                                "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool,
-                                "scan": LEXICAL_SCAN, **params}
+                                "wv": request.weights[0], "wl": request.weights[1], "exact": exact,
+                                "terms": [_quoted_lexeme(_clean(t)) for t in terms], "raw": [_clean(t) for t in terms],
+                                "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool, "scan": LEXICAL_SCAN, **params}
         ef = min(1000, max(int(self.ef_search), EF_PER_CANDIDATE * request.pool))
 
         def read(conn: Any) -> list[Any]:
@@ -614,9 +590,8 @@ class PgVectorStore(BaseStore):
                 return []
             if self._ef_set != ef:
                 conn.execute(f"SET hnsw.ef_search = {int(ef)}")
-                # The planner cannot know how rare a question's term is (it comes from a parameter) and may
-                # pick a sequential scan "until 1,000 matches" that reads the whole table for a rare term
-                # (measured: 20-200 ms at 20k rows); every side of the query has an index to use.
+                # The planner cannot know how rare a question's term is (a parameter) and may pick a
+                # sequential scan that reads the whole table for a rare term; every side has an index to use.
                 conn.execute("SET enable_seqscan = off")
                 self._ef_set = ef
             if not request.filters or mode == "lexical":
