@@ -12,8 +12,7 @@ from typing import Any
 import numpy as np
 
 from akasha.errors import MissingExtraError, SpecError
-from akasha.stores.base import matches
-from akasha.stores.inprocess import InProcessStore
+from akasha.stores.inprocess import InProcessStore, first_matching
 from akasha.types import Chunk
 
 
@@ -68,15 +67,8 @@ class FaissStore(InProcessStore):
             return []
         fetch = total if filters else min(k, total)
         scores, labels = self._index.search(query.reshape(1, -1).astype(np.float32), fetch)
-        out: list[tuple[Chunk, float]] = []
-        for score, label in zip(scores[0].tolist(), labels[0].tolist(), strict=True):
-            chunk = self._chunk_at.get(label)
-            if chunk is None or not matches(chunk, filters):
-                continue
-            out.append((chunk, float(score)))
-            if len(out) == k:
-                break
-        return out
+        pairs = zip(scores[0].tolist(), labels[0].tolist(), strict=True)
+        return first_matching(((self._chunk_at.get(label), score) for score, label in pairs), filters, k)
 
 def make_faiss_store(config: dict[str, Any], context: Any) -> FaissStore:
     """Registry factory for ``backend: faiss``: ``dimensions`` defaults to the embedding dimension."""

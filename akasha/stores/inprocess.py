@@ -1,15 +1,14 @@
 """The bookkeeping of the stores that live inside the process (memory, faiss).
 
-Both keep their vectors in rows (a numpy matrix, a faiss index) and need the
-same look-ups beside them: chunk id -> row, row -> chunk, the chunks of each
-document and of each content hash, and the index's state. :class:`InProcessStore`
-keeps those and answers the contract methods that need nothing else; a subclass
-stores and searches the vectors.
+Both keep their vectors in rows (a numpy matrix, a faiss index); :class:`InProcessStore` keeps
+the look-ups beside them (chunk id -> row, row -> chunk, the chunks of each document and content
+hash, the index's state) and answers the contract methods that need nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,13 +18,19 @@ from akasha.stores.base import BaseStore, batches, json_state, matches
 from akasha.types import Chunk
 
 
+def first_matching(found: Iterable[tuple[Chunk | None, float]], filters: Mapping[str, Any] | None,
+                   k: int) -> list[tuple[Chunk, float]]:
+    """The first ``k`` of ``found`` (best first) whose chunk is there and matches ``filters``."""
+    kept = ((chunk, float(score)) for chunk, score in found if chunk is not None and matches(chunk, filters))
+    return list(itertools.islice(kept, k))
+
+
 class InProcessStore(BaseStore):
     """A store whose records and state are Python objects; subclasses hold the vectors by row number.
 
     Its lexical side is a BM25 index over the records' texts, built at the first lexical query
-    (:meth:`_lexical`): the store answers ``query`` requests like a server does. Writes only note
-    the ids they change; the next lexical query re-tokenizes those alone (20,000 chunks: about
-    1 ms after a one-chunk write, against a 1.1 s rebuild; docs/results.md).
+    (:meth:`_lexical`). Writes only note the ids they change; the next lexical query re-tokenizes
+    those alone (see docs/results.md).
     """
 
     capabilities = frozenset({"dense", "lexical"})
@@ -77,10 +82,7 @@ class InProcessStore(BaseStore):
         return rows
 
     def _rows_for(self, hashes: list[str], embedder: str) -> dict[str, int]:
-        """content hash -> the row of one record of that text made by ``embedder``.
-
-        A record that names no embedder belongs to the store's own one.
-        """
+        """content hash -> the row of one record of that text made by ``embedder`` (none named: the store's)."""
         out: dict[str, int] = {}
         for content_hash in hashes:
             for chunk_id in sorted(self._by_hash.get(content_hash, ())):
@@ -108,16 +110,8 @@ class InProcessStore(BaseStore):
         """BM25 over the records' texts (tokenized with the store's ``lexical_tokenizer``), best first."""
         if not tokens or not self._row_of:
             return []
-        index = self._lexical_index()
-        ranked = index.search(list(tokens), len(self._row_of) if filters else k)
-        out = []
-        for chunk_id, score in ranked:
-            chunk = self._chunk_at[self._row_of[chunk_id]]
-            if matches(chunk, filters):
-                out.append((chunk, float(score)))
-                if len(out) == k:
-                    break
-        return out
+        ranked = self._lexical_index().search(list(tokens), len(self._row_of) if filters else k)
+        return first_matching(((self._chunk_at[self._row_of[i]], score) for i, score in ranked), filters, k)
 
     def _lexical_index(self) -> Any:
         """The BM25 index of the records' texts, brought up to date with the writes since the last lexical query."""

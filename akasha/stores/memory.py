@@ -80,11 +80,8 @@ class MemoryStore(InProcessStore):
             return []
         n = self._used
         mask = self._live[:n].copy()
-        if filters:
-            for slot in np.flatnonzero(mask):
-                chunk = self._chunk_at[int(slot)]
-                if not matches(chunk, filters):
-                    mask[slot] = False
+        for slot in np.flatnonzero(mask) if filters else ():
+            mask[slot] = matches(self._chunk_at[int(slot)], filters)
         live = int(mask.sum())
         if live == 0:
             return []

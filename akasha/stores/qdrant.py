@@ -53,10 +53,10 @@ def term_index(term: str) -> int:
 
 
 def term_weights(tokens: list[str]) -> tuple[list[int], list[float]]:
-    """``(indices, values)`` of a text's sparse vector: akasha's BM25 saturated term frequency per term
-    (:func:`akasha.retrieval.bm25.saturation`); the average length is the fixed :data:`AVERAGE_TOKENS`
-    (Qdrant keeps no corpus statistics beside the IDF), which only shifts how strongly long chunks
-    are normalised."""
+    """``(indices, values)`` of a text's sparse vector: akasha's BM25 saturated term frequency per term.
+
+    The average length is the fixed :data:`AVERAGE_TOKENS` (Qdrant keeps no corpus statistics but the IDF).
+    """
     from akasha.retrieval.bm25 import saturation
 
     counts: dict[int, int] = {}
@@ -123,10 +123,9 @@ def _as_uuid(value: str) -> str | None:
 def _server_address(url: str, api_key: str | None) -> tuple[str, str | None, dict[str, str]]:
     """``(url without user info, api key, headers)`` for a server URL that may hold ``user:password@``.
 
-    qdrant-client ignores a URL's user info (and repeats the URL in its messages and httpx's logs), so it
-    is taken out here: ``http://:KEY@host`` (no user name, qdrant's own convention) is the API key, sent
-    as qdrant's ``api-key`` header unless ``api_key`` is given; a user name and password are for a proxy in
-    front and go as ``Authorization: Basic``.
+    qdrant-client ignores a URL's user info (and repeats the URL in its logs), so it is taken out:
+    ``http://:KEY@host`` is the API key unless ``api_key`` is given; a user name and password are for
+    a proxy in front and go as ``Authorization: Basic``.
     """
     from akasha.providers.credentials import basic_value, split_credentials
 
@@ -326,7 +325,6 @@ class QdrantStore(BaseStore):
 
     # --------------------------------------------------------------- records
     def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
-        self._open()
         if not self._ready():
             self._create(int(matrix.shape[1]))
         m = self._models
@@ -408,8 +406,8 @@ class QdrantStore(BaseStore):
         return frozenset({"dense", "lexical"}) if both else frozenset({"dense"})
 
     def query(self, request: SearchRequest) -> list[Hit]:
-        """Both sides in one Query API call (a batch of a dense and a sparse request), fused by akasha's one fusion
-        (:func:`akasha.stores.query.fuse_sides`); at most ``pool`` points per side come back."""
+        """Both sides in one Query API call (a dense and a sparse request), fused by akasha's fusion; at most
+        ``pool`` points per side come back."""
         if not self._ready():
             return []
         m = self._models

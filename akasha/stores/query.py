@@ -78,9 +78,8 @@ class SearchRequest:
 
 def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
               request: SearchRequest, exact: str | None = None) -> list[Hit]:
-    """Fuse one store's two candidate lists into the request's ``k`` hits (the one fusion of akasha).
+    """Fuse one store's two candidate lists, ``(chunk, score)`` best first, into the request's ``k`` hits.
 
-    ``dense`` is ``(chunk, cosine)`` best first, ``lexical`` ``(chunk, score)`` best first.
     A request with one side returns that side's list as hits; a hybrid request is always fused (its
     scores are fused scores even when one side found nothing, as in PostgreSQL's statement).
     """
@@ -93,13 +92,10 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
 
 def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
                request: SearchRequest, exact: str | None = None) -> list[Hit]:
-    """Weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
+    """Weighted reciprocal-rank fusion (:func:`akasha.retrieval.fusion.fuse_ranked`) of a dense and a lexical list.
 
-    The fusion is :func:`akasha.retrieval.fusion.fuse_ranked` (the one fusion of akasha); ``exact``, the
-    first lexical chunk when it alone holds one of the question's exact terms
-    (:func:`akasha.retrieval.fusion.exact_terms`; a request without its ``text`` counts as short), then
-    leads (:func:`akasha.retrieval.fusion.exact_match_first`). PostgreSQL
-    computes the same in its query (:meth:`akasha.stores.pgvector.PgVectorStore.query`).
+    ``exact``, the first lexical chunk when it alone holds one of the question's exact terms, then leads
+    (:func:`akasha.retrieval.fusion.exact_match_first`). PostgreSQL computes the same in its query.
     """
     chunks: dict[str, Chunk] = {}
     details: dict[str, dict[str, float]] = {}
