@@ -2,12 +2,10 @@
 
 A :class:`Store` keeps chunk records (id, text, metadata) with one unit-length float32
 vector each, keyed by chunk id; it answers cosine searches and its engine's ``query``
-(:mod:`akasha.stores.query`), and keeps the small JSON state of the index that writes it,
-so every machine sharing the store can read it. :class:`BaseStore` implements the
-argument checks once and, on the sync methods, the older asynchronous API the YAML
-pipeline awaits (``replace``, ``delete``, ``search``, ``get``, ``count``, ``aclose``); a
-backend implements the ``_``-methods. Filters are equality on metadata keys; ``doc_id``
-is the chunk's document id (its id before the last ``#``).
+(:mod:`akasha.stores.query`), and keeps the JSON state of the index that writes it, for
+every machine sharing the store. :class:`BaseStore` checks the arguments once and adds the
+older async API the YAML pipeline awaits; a backend implements the ``_``-methods. Filters
+are equality on metadata keys; ``doc_id`` is the chunk's id before the last ``#``.
 """
 
 from __future__ import annotations
@@ -50,29 +48,17 @@ class Store(Protocol):
     capabilities: frozenset[str]
 
     def query(self, request: SearchRequest) -> list[Hit]: ...
-
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None: ...
-
     def remove(self, ids: Sequence[str]) -> int: ...
-
     def fetch(self, ids: Sequence[str]) -> list[Chunk]: ...
-
     def vectors_for(self, content_hashes: Sequence[str], embedder: str) -> dict[str, np.ndarray]: ...
-
     def nearest(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]: ...
-
     def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]: ...
-
     def ids_of_documents(self, doc_ids: Sequence[str]) -> list[str]: ...
-
     def count(self) -> int: ...
-
     def load_state(self, key: str) -> dict[str, Any] | None: ...
-
     def save_state(self, key: str, state: Mapping[str, Any]) -> None: ...
-
     def lock(self, timeout: float) -> contextlib.AbstractContextManager[None]: ...
-
     def close(self) -> None: ...
 
 
@@ -217,11 +203,10 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- the base
 class BaseStore:
-    """Checks and the older async API, shared by every store; backends implement the ``_``-methods.
+    """Checks and the older async API, shared by every store; ``name`` is safe to log.
 
-    ``name`` is safe to log; ``dimension`` and ``embedder`` (the identity of the
-    vectors held) are None until known, learned from the first write or from an
-    existing collection. One store holds the vectors of one embedder.
+    ``dimension`` and ``embedder`` (the identity of the vectors held, one embedder a store) are None
+    until learned from the first write or from an existing collection.
     """
 
     name: str = "store"

@@ -59,8 +59,7 @@ _LOCAL = "a local Chroma store (a folder or in memory)"
 def import_chromadb(local: bool) -> Any:
     """The ``chromadb`` module; for a ``local`` store the full package, not the HTTP-only ``chromadb-client``.
 
-    Raises MissingExtraError naming the extra: ``light`` (chromadb-client) for a server, ``chroma`` for a
-    local store, with the commands that replace the thin client when it is what is installed.
+    MissingExtraError names the extra: ``light`` for a server, ``chroma`` for a local store.
     """
     try:
         import chromadb
@@ -89,8 +88,7 @@ def _settings() -> Any:
 def open_chroma_folder(path: str | Path, create: bool) -> Any:
     """A ``chromadb.PersistentClient`` on ``path``; with ``create=False`` only if a Chroma store is already there.
 
-    A folder without ``chroma.sqlite3`` (say, a documents folder) raises ConfigError
-    and nothing is written into it.
+    A folder without ``chroma.sqlite3`` (say, a documents folder) raises ConfigError; nothing is written there.
     """
     chromadb = import_chromadb(local=True)
     folder = Path(path).expanduser()
@@ -215,7 +213,6 @@ class ChromaStore(BaseStore):
         self.dimension = int(dimension) if dimension else None
         self.embedder = None
         self._expected = embedder
-        self._batch = 1000
         self._state: Any = None
         self._legacy: dict[str, Any] = {}
         self.collection = self._call("opening the collection", lambda: self._open(create_collection))
@@ -225,11 +222,10 @@ class ChromaStore(BaseStore):
     def _connect(self, host: str, port: int, ssl: bool, token: str | None, header: str | None,
                  tenant: str | None, database: str | None) -> Any:
         headers: dict[str, str] = {}
-        if token:
-            if (header or "").lower() == "x-chroma-token":
-                headers["X-Chroma-Token"] = token
-            else:
-                headers["Authorization"] = f"Bearer {token}"
+        if token and (header or "").lower() == "x-chroma-token":
+            headers["X-Chroma-Token"] = token
+        elif token:
+            headers["Authorization"] = f"Bearer {token}"
         options = {k: v for k, v in (("tenant", tenant), ("database", database)) if v}
         try:
             return self._chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=headers or None,

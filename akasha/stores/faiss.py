@@ -16,14 +16,6 @@ from akasha.stores.inprocess import InProcessStore, first_matching
 from akasha.types import Chunk
 
 
-def _import_faiss() -> Any:
-    try:
-        import faiss
-    except ImportError:
-        raise MissingExtraError("faiss-cpu", "faiss", "vector_store backend 'faiss'") from None
-    return faiss
-
-
 class FaissStore(InProcessStore):
     """IndexIDMap2(IndexFlatIP) keyed by an int64 label per chunk (created at the first write when no dimension)."""
 
@@ -31,7 +23,11 @@ class FaissStore(InProcessStore):
 
     def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
         super().__init__(embedder)
-        self._faiss = _import_faiss()
+        try:
+            import faiss
+        except ImportError:
+            raise MissingExtraError("faiss-cpu", "faiss", "vector_store backend 'faiss'") from None
+        self._faiss = faiss
         self._index: Any = None
         self._next_label = 0
         if dimension:

@@ -1,9 +1,7 @@
-"""``backend: memory``: vectors in a growing numpy matrix inside the process.
+"""``backend: memory``: vectors in a growing numpy matrix inside the process (no extra; nothing persists).
 
-No extra needed. Writes are amortised O(chunks written) (the matrix doubles its
-capacity; deleted rows become free slots), so ingesting many small batches
-stays linear. A search is one matrix-vector product over the live rows. The
-index's state is kept in memory too: nothing survives the process.
+Writes are amortised O(chunks written): the matrix doubles its capacity and deleted rows become
+free slots. A search is one matrix-vector product over the live rows.
 """
 
 from __future__ import annotations
@@ -20,9 +18,8 @@ from akasha.types import Chunk
 class MemoryStore(InProcessStore):
     """Exact cosine search over unit vectors held in memory.
 
-    It lives in the index's own process, beside the index's own search structures over the same
-    chunks, so an index over it searches with its in-process engine (``capabilities`` is empty);
-    :meth:`query` still answers for callers that use the store alone.
+    An index over it searches with its own in-process engine (``capabilities`` is empty);
+    :meth:`query` still answers callers that use the store alone.
     """
 
     name = "memory"

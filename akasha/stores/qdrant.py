@@ -17,7 +17,9 @@ re-scored by cosine. YAML keys: ``collection`` (astromesh), ``url``
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
 import logging
 import math
@@ -47,8 +49,6 @@ LEXICAL_VECTOR = "akasha-lexical"
 
 def term_index(term: str) -> int:
     """A term's sparse-vector index: the first 4 bytes of its blake2b hash (collisions are vanishingly rare)."""
-    import hashlib
-
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
 
 
@@ -70,14 +70,6 @@ def term_weights(tokens: list[str]) -> tuple[list[int], list[float]]:
 def point_id(chunk_id: str) -> str:
     """The Qdrant point id of a chunk: UUIDv5 of the chunk id in the URL namespace."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
-
-
-def _import_qdrant() -> Any:
-    try:
-        import qdrant_client
-    except ImportError:
-        raise MissingExtraError("qdrant-client", "qdrant", "the Qdrant store") from None
-    return qdrant_client
 
 
 def _json_native(value: Any) -> bool:
@@ -111,13 +103,6 @@ def _chunk(point: Any) -> Chunk:
     meta = dict(nested) if isinstance(nested, dict) else {
         k: v for k, v in payload.items() if k not in ("page_content", "text", "document")}
     return Chunk(str(point.id), text, meta)
-
-
-def _as_uuid(value: str) -> str | None:
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
 
 
 def _server_address(url: str, api_key: str | None) -> tuple[str, str | None, dict[str, str]]:
@@ -155,8 +140,10 @@ class QdrantStore(BaseStore):
         display: str | None = None,
         lazy: bool = False,
     ) -> None:
-        _import_qdrant()
-        from qdrant_client import models
+        try:
+            from qdrant_client import models
+        except ImportError:
+            raise MissingExtraError("qdrant-client", "qdrant", "the Qdrant store") from None
 
         self._models = models
         self.collection = collection
@@ -168,12 +155,8 @@ class QdrantStore(BaseStore):
         if self._server:
             url, api_key, self._headers = _server_address(str(url), api_key)
         self._url, self._api_key, self._path = url, api_key, path
-        if path is not None:
-            self.name = display or f"qdrant:{Path(path).expanduser()}/{collection}"
-        elif self._server:
-            self.name = display or f"qdrant:{redact_url(str(url))}/{collection}"  # a key in the URL never shows
-        else:
-            self.name = display or f"qdrant:memory/{collection}"
+        where = Path(path).expanduser() if path is not None else redact_url(str(url)) if self._server else "memory"
+        self.name = display or f"qdrant:{where}/{collection}"  # a key in the URL never shows
         self.retry = retry or Retry()
         self._lock = threading.RLock()
         self._client = client
@@ -294,9 +277,8 @@ class QdrantStore(BaseStore):
         """Point id -> chunk id; a chunk id that is itself a UUID may also be a point of another tool."""
         out = {point_id(i): i for i in ids}
         for i in ids:
-            raw = _as_uuid(i)
-            if raw is not None:
-                out.setdefault(raw, i)
+            with contextlib.suppress(ValueError):
+                out.setdefault(str(uuid.UUID(i)), i)
         return out
 
     def _retrieve(self, ids: list[str], *, payload: bool) -> dict[str, Any]:
@@ -368,8 +350,7 @@ class QdrantStore(BaseStore):
                 if content_hash in wanted and payload.get("embedder", self.embedder) == embedder:
                     wanted.discard(content_hash)
                     ids[point.id] = content_hash
-            found = list(ids)
-            for part in batches(found, 1000):
+            for part in batches(list(ids), 1000):
                 for point in self._call("reading vectors", functools.partial(self.client.retrieve,
                         self.collection, ids=part, with_payload=False,
                         with_vectors=[self._vector_name] if self._vector_name else True)):
