@@ -136,10 +136,9 @@ def flat_metadata(chunk: Chunk, *, keep: Callable[[Any], bool] = is_scalar,
                   reserved: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A chunk's metadata as flat record metadata (Chroma metadatas, Qdrant payloads).
 
-    Values ``keep`` accepts stay plain keys, so the store's own tools (and its
-    filters) see them; ``doc_id`` is always the chunk's document id. What cannot be a
-    plain key (other values, ``reserved`` names, a user ``doc_id`` that differs) goes
-    to :data:`EXTRA_KEY` as JSON, so :func:`metadata_from_flat` gives the metadata back.
+    Values ``keep`` accepts stay plain keys the store's tools and filters see; ``doc_id`` is the chunk's
+    document id. The rest (other values, ``reserved`` names, a user ``doc_id`` that differs) goes to
+    :data:`EXTRA_KEY` as JSON, so :func:`metadata_from_flat` gives the metadata back.
     """
     doc = chunk.doc_id
     row: dict[str, Any] = {}
@@ -223,6 +222,11 @@ class BaseStore:
     lexical_tokenizer: str = "auto"
     #: The embedder the store was opened for (``embedder=``), checked against every write.
     _expected: str | None = None
+
+    def __init__(self, dimension: int | None = None, embedder: str | None = None) -> None:
+        self.dimension = int(dimension) if dimension else None
+        self.embedder = None
+        self._expected = embedder
 
     # ------------------------------------------------ what a backend implements
     def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:

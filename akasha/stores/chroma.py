@@ -1,23 +1,19 @@
 """Chroma: one collection format for a folder, a server and memory (``backend: chroma``, ``chroma://``).
 
-A collection in cosine space holds one record per chunk, the way Chroma's own
-tools and LangChain's ``Chroma`` expect it: ``ids`` = chunk ids, ``documents`` =
-chunk texts, ``metadatas`` = the chunk metadata (``source``, ``page``,
-``chunk_index``, ``content_hash``, ``embedder``, ``doc_id`` and scalar user
-metadata; values Chroma cannot hold go to ``akasha_json`` as JSON) and
+A collection in cosine space holds one record per chunk, the way Chroma's own tools and
+LangChain's ``Chroma`` expect it: ``ids`` = chunk ids, ``documents`` = texts, ``metadatas`` =
+the chunk metadata as flat keys (values Chroma cannot hold go to ``akasha_json`` as JSON),
 ``embeddings`` = unit vectors. The collection metadata records the embedder
-(``embedding_model``) and the width (``embedding_dimension``). The index's state
-lives in a small side collection ``<collection>-akasha-state``.
+(``embedding_model``) and the width (``embedding_dimension``); the index's state lives in a
+side collection ``<collection>-akasha-state``.
 
-An existing collection (written by akasha, plain chromadb or LangChain, maybe in
-``l2`` space) is used as it is after checking its width and recorded embedder;
-one that cannot be used raises instead of being shadowed by a sibling.
-:func:`open_chroma_folder` never creates a Chroma folder unless asked to.
+An existing collection (akasha's, plain chromadb's or LangChain's, maybe in ``l2`` space) is
+used as it is after checking its width and recorded embedder, or refused, never shadowed by a
+sibling. :func:`open_chroma_folder` never creates a Chroma folder unless asked to.
 
-YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server,
-else ``persist_directory`` for a folder, else in memory. A server needs only the thin
-``chromadb-client`` (the ``light`` extra); a folder or memory needs the full ``chromadb``
-(``chroma`` or ``full``), else :class:`~akasha.errors.MissingExtraError`.
+YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server, else
+``persist_directory`` for a folder, else in memory. A server needs only the thin
+``chromadb-client`` (``light`` extra); a folder or memory the full ``chromadb`` (``chroma``).
 """
 
 from __future__ import annotations
@@ -144,8 +140,9 @@ def _space(collection: Any) -> str:
     return str((collection.metadata or {}).get("hnsw:space") or "l2")
 
 
-def _chunk(chunk_id: str, text: str | None, meta: dict[str, Any] | None) -> Chunk:
-    return Chunk(id=chunk_id, text=text or "", metadata=metadata_from_flat(meta))
+def _chunks(ids: Any, documents: Any, metadatas: Any) -> list[Chunk]:
+    return [Chunk(id=i, text=d or "", metadata=metadata_from_flat(m))
+            for i, d, m in zip(ids, _rows(documents), _rows(metadatas), strict=True)]
 
 
 def _rows(value: Any) -> list[Any]:
@@ -176,6 +173,7 @@ class ChromaStore(BaseStore):
         display: str | None = None,
         persist_directory: str | Path | None = None,
     ) -> None:
+        super().__init__(dimension, embedder)
         self._chromadb = import_chromadb(local=client is None and not host)
         import httpx
 
@@ -210,9 +208,6 @@ class ChromaStore(BaseStore):
                 # In-memory clients share one process-wide system: keep each store's collection apart.
                 self._name = f"{collection}-{uuid.uuid4().hex[:8]}"
         self.client = client
-        self.dimension = int(dimension) if dimension else None
-        self.embedder = None
-        self._expected = embedder
         self._state: Any = None
         self._legacy: dict[str, Any] = {}
         self.collection = self._call("opening the collection", lambda: self._open(create_collection))
@@ -335,8 +330,7 @@ class ChromaStore(BaseStore):
         for part in batches(ids, self._batch):
             got = self._call("reading chunks",
                              lambda: self.collection.get(ids=part, include=["documents", "metadatas"]))
-            for i, doc, meta in zip(got["ids"], _rows(got["documents"]), _rows(got["metadatas"]), strict=True):
-                found[i] = _chunk(i, doc, meta)
+            found.update((c.id, c) for c in _chunks(got["ids"], got["documents"], got["metadatas"]))
         return [found[i] for i in ids if i in found]
 
     def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
@@ -384,11 +378,9 @@ class ChromaStore(BaseStore):
         include = ["documents", "metadatas", "distances"] + ([] if cosine else ["embeddings"])
         got = self._call("searching", lambda: self.collection.query(
             query_embeddings=[query.tolist()], n_results=n, where=_where(filters), include=include))
-        ids, docs, metas = got["ids"][0], _rows(got["documents"][0]), _rows(got["metadatas"][0])
+        chunks = _chunks(got["ids"][0], got["documents"][0], got["metadatas"][0])
         if cosine:  # Chroma's cosine distance is 1 - cosine
-            scores = [1.0 - float(d) for d in got["distances"][0]]
-            return [(_chunk(i, d, m), s) for i, d, m, s in zip(ids, docs, metas, scores, strict=True)]
-        chunks = [_chunk(i, d, m) for i, d, m in zip(ids, docs, metas, strict=True)]
+            return [(c, 1.0 - float(d)) for c, d in zip(chunks, got["distances"][0], strict=True)]
         return self._by_cosine(chunks, got["embeddings"][0], query, k)
 
     #: Chroma's engine answers the dense side; the lexical side is the bounded fallback of :meth:`_lexical`.
@@ -429,12 +421,11 @@ class ChromaStore(BaseStore):
             return []
         got = self._call("reading chunks", lambda: self.collection.get(ids=list(wanted),
                                                                        include=["documents", "metadatas"]))
-        candidates = {i: _chunk(i, d, m) for i, d, m in zip(got["ids"], _rows(got["documents"]),
-                                                             _rows(got["metadatas"]), strict=True)}
+        candidates = _chunks(got["ids"], got["documents"], got["metadatas"])
         tokenize = lexical_tokenizer(self.lexical_tokenizer)
         weights = {t: float(idf(total, n)) for t, n in frequency.items()}
         scored = []
-        for chunk in candidates.values():
+        for chunk in candidates:
             words = tokenize(chunk.text)
             counts = Counter(word for word in words if word in weights)
             score = sum(weights[t] * saturation(c, len(words), AVERAGE_TOKENS) for t, c in counts.items())
@@ -451,9 +442,8 @@ class ChromaStore(BaseStore):
             ids = list(got["ids"])
             if not ids:
                 return
-            chunks = [_chunk(i, d, m) for i, d, m in zip(ids, _rows(got["documents"]), _rows(got["metadatas"]),
-                                                          strict=True)]
-            yield chunks, normalize_rows(np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1))
+            matrix = np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1)
+            yield _chunks(ids, got["documents"], got["metadatas"]), normalize_rows(matrix)
             if len(ids) < batch:
                 return
             offset += batch

@@ -1,8 +1,7 @@
 """``backend: faiss``: exact in-process search, IndexFlatIP over unit vectors (cosine).
 
-Keys: ``dimensions`` (plural, as the reference spells it; default the embedding
-dimension). Not persisted: records and the index's state live in the process.
-Needs the ``faiss`` extra (``faiss-cpu``).
+Keys: ``dimensions`` (plural, as the reference spells it; default the embedding dimension).
+Nothing persists. Needs the ``faiss`` extra (``faiss-cpu``).
 """
 
 from __future__ import annotations

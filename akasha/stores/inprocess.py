@@ -36,10 +36,8 @@ class InProcessStore(BaseStore):
     capabilities = frozenset({"dense", "lexical"})
     lexical_side = True
 
-    def __init__(self, embedder: str | None = None) -> None:
-        self.dimension = None
-        self.embedder = None
-        self._expected = embedder
+    def __init__(self, embedder: str | None = None, dimension: int | None = None) -> None:
+        super().__init__(dimension, embedder)
         self._row_of: dict[str, int] = {}  # chunk id -> row
         self._chunk_at: dict[int, Chunk] = {}  # row -> chunk
         self._by_doc: dict[str, set[str]] = {}  # doc id -> chunk ids

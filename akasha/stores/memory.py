@@ -26,8 +26,7 @@ class MemoryStore(InProcessStore):
     capabilities = frozenset()
 
     def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
-        super().__init__(embedder)
-        self.dimension = int(dimension) if dimension else None
+        super().__init__(embedder, dimension)
         self._matrix: np.ndarray | None = None  # (capacity, dim), rows unit length
         self._live = np.zeros(0, dtype=bool)
         self._used = 0  # rows handed out so far (live or free)

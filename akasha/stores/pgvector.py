@@ -171,6 +171,7 @@ class PgVectorStore(BaseStore):
         if not isinstance(table, str) or not _IDENTIFIER.match(table) or len(table) > 57:
             raise ConfigError(f"PostgreSQL table {table!r} must be a plain SQL identifier of at most 57 characters "
                               "(letters, digits, underscores, not starting with a digit)")
+        super().__init__(dimension, embedder)
         self.table = table  # unquoted in SQL, so PostgreSQL folds it to lower case
         #: The YAML ``connection`` keys with their defaults (None when a DSN was given).
         self.connect_kwargs: dict[str, Any] | None = None
@@ -189,9 +190,6 @@ class PgVectorStore(BaseStore):
         where = display or redact_conninfo(self.conninfo)
         self.name = f"{where} (table {self.table})" if "table=" not in where else where
         self.server = f"the PostgreSQL server {where}"
-        self.dimension = int(dimension) if dimension else None
-        self.embedder = None
-        self._expected = embedder
         self.retry = retry or Retry()
         self.connect_timeout = connect_timeout
         self.ef_search = ef_search

@@ -1,18 +1,14 @@
 """Qdrant: in-process (``":memory:"`` or a folder) and on a server (``backend: qdrant``, ``qdrant://``).
 
-One point per chunk in a collection with cosine distance: the point id is the
-UUIDv5 (URL namespace) of the chunk id, the vector is the unit vector and the
-payload holds ``chunk_id``, ``text`` and the chunk metadata as plain payload keys
-(``source``, ``page``, ``chunk_index``, ``content_hash``, ``embedder``, ``doc_id``
-and user metadata), so Qdrant's own filters and tools see them. The index's state
-lives in a small side collection ``<collection>-akasha-state``.
+One point per chunk in a cosine collection: the point id is the UUIDv5 (URL namespace) of the
+chunk id, the vector the unit vector, the payload ``chunk_id``, ``text`` and the chunk metadata
+as plain keys, so Qdrant's own filters and tools see them. The index's state lives in a side
+collection ``<collection>-akasha-state``.
 
-An existing collection is used after checking its width and the embedder its
-points record; points written by other tools (LangChain's ``page_content`` +
-``metadata`` payloads) are read too. A collection in another distance is
-re-scored by cosine. YAML keys: ``collection`` (astromesh), ``url``
-(http://localhost:6333; ``":memory:"`` runs in-process), ``api_key``. Needs the
-``qdrant`` extra.
+An existing collection is used after checking its width and the embedder its points record;
+other tools' points (LangChain's ``page_content`` + ``metadata``) are read too, and another
+distance is re-scored by cosine. YAML keys: ``collection`` (astromesh), ``url``
+(http://localhost:6333; ``":memory:"`` runs in-process), ``api_key``. Needs the ``qdrant`` extra.
 """
 
 from __future__ import annotations
@@ -145,11 +141,9 @@ class QdrantStore(BaseStore):
         except ImportError:
             raise MissingExtraError("qdrant-client", "qdrant", "the Qdrant store") from None
 
+        super().__init__(dimension, embedder)
         self._models = models
         self.collection = collection
-        self.dimension = int(dimension) if dimension else None
-        self.embedder = None
-        self._expected = embedder
         self._server = client is None and path is None and url not in (None, ":memory:")
         self._headers: dict[str, str] = {}
         if self._server:

@@ -1,12 +1,11 @@
 """The Store contract's query verb: one :class:`SearchRequest`, answered by the store's own engine.
 
 A store says what its engine answers natively in ``capabilities`` (a subset of
-:data:`CAPABILITIES`) and answers ``query(request) -> list[Hit]``: a store whose engine
-fuses (PostgreSQL: one SQL statement) returns the fused list; any other returns each side's
-candidates (at most ``pool`` each) and :func:`rank_hits` fuses them here, so no process ever
-holds more than the pool, whatever the size of the store. Each :class:`~akasha.types.Hit`
-keeps its scores in ``details`` (``vector``, ``bm25``, ``rrf``) and in ``source`` the sides
-that found it, as the in-process search types do.
+:data:`CAPABILITIES`) and answers ``query(request) -> list[Hit]``: a store whose engine fuses
+(PostgreSQL) returns the fused list; any other fetches each side's candidates (at most ``pool``
+each) for :func:`rank_hits` to fuse, so no process holds more than the pool. Each
+:class:`~akasha.types.Hit` keeps its scores in ``details`` (``vector``, ``bm25``, ``rrf``) and
+in ``source`` the sides that found it, as the in-process search types do.
 """
 
 from __future__ import annotations
@@ -125,9 +124,8 @@ def resolve_tokenizer_id(name: str) -> str:
 def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
     """The tokenizer function for a name (``auto``, ``jieba``, ``bigram``) or a persisted tokenizer id.
 
-    A store tokenizes the texts it writes with it, and the question with the same one, so a
-    query worker ranks with the very terms the indexing process stored. ConfigError when
-    this process cannot reproduce the id (e.g. rjieba is not installed here).
+    A store tokenizes its texts and the question with the same one, so a query worker ranks with the
+    very terms the indexing process stored. ConfigError when this process cannot reproduce the id.
     """
     from akasha.retrieval.tokenize import TOKENIZER_NAMES, resolve_tokenizer, tokenizer_from_id
 

@@ -152,8 +152,7 @@ STORE_OPTIONS: dict[str, tuple[str, ...]] = {
 def check_store_options(vector_store: Any, options: Any) -> dict[str, Any]:
     """``vector_store_options`` checked against what ``vector_store`` accepts; ConfigError names an unknown key.
 
-    A URL's kind decides the keys (:data:`STORE_OPTIONS`); a Store object takes only
-    :data:`COMMON_OPTIONS` (it was configured when it was built). No I/O.
+    A URL's kind decides the keys (:data:`STORE_OPTIONS`); a Store object takes only :data:`COMMON_OPTIONS`.
     """
     if options is None:
         return {}
