@@ -86,8 +86,7 @@ def check_upsert(chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | 
     if dimension is not None and matrix.shape[1] != dimension:
         raise IndexMismatchError(
             f"vectors have {matrix.shape[1]} dimensions but {where} holds {dimension}-dimensional ones; "
-            "use the embedder the store was built with, or another collection/table for this one"
-        )
+            "use the embedder the store was built with, or another collection/table for this one")
     if matrix.shape[1] == 0:
         raise ValueError("got vectors with 0 dimensions")
     if not np.isfinite(matrix).all():
@@ -311,8 +310,7 @@ class BaseStore:
         if held is not None and embedder != held:
             raise IndexMismatchError(
                 f"{self.name} holds vectors of {held!r}, not {embedder!r}; use the same embedder, "
-                "or another collection/table for this one"
-            )
+                "or another collection/table for this one")
         return embedder
 
     def remove(self, ids: Sequence[str]) -> int:
@@ -402,9 +400,6 @@ class BaseStore:
         seen = 0
         for chunks, matrix in self._scan(1000):
             keep = [i for i, c in enumerate(chunks) if matches(c, filters)]
-            if not keep:
-                seen += len(chunks)
-                continue
             scores = matrix[keep] @ query
             for j, score in zip(keep, scores.tolist(), strict=True):
                 item = (float(score), -(seen + j), chunks[j])

@@ -69,9 +69,7 @@ class InProcessStore(BaseStore):
             self._bm25_stale.add(chunk_id)
             chunk = self._chunk_at.pop(row)
             for table, key in ((self._by_doc, chunk.doc_id), (self._by_hash, own(chunk.metadata, "content_hash"))):
-                if not isinstance(key, str):
-                    continue
-                found = table.get(key)
+                found = table.get(key) if isinstance(key, str) else None
                 if found is not None:
                     found.discard(chunk_id)
                     if not found:

@@ -84,8 +84,7 @@ def check_identifier(name: object) -> str:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise SpecError(
             f"vector_store.collection {name!r} is not a plain SQL identifier: use letters, digits and "
-            "underscores, starting with a letter or underscore, at most 63 characters"
-        )
+            "underscores, starting with a letter or underscore, at most 63 characters")
     return name
 
 
@@ -623,9 +622,8 @@ class PgVectorStore(BaseStore):
     def _query_sql(self, mode: str, condition: str, exact: bool = True) -> str:
         """The one statement of a query: CTEs for the sides ``mode`` needs, fused, joined to the k rows' texts.
 
-        The fusion is :func:`akasha.stores.query.fuse_sides` written in SQL: weighted reciprocal-rank
-        fusion, and with ``exact`` (the question has exact terms, :func:`akasha.retrieval.fusion.exact_terms`,
-        passed as ``%(exact)s``) the first lexical row leads when it alone holds one of them.
+        The fusion is :func:`akasha.stores.query.fuse_sides` in SQL; with ``exact`` (the question's exact
+        terms, passed as ``%(exact)s``) the first lexical row leads when it alone holds one of them.
         """
         t = self.table
         dense = (f"dense AS (SELECT id, 1 - d AS score, row_number() OVER (ORDER BY d, id) AS rank FROM ("

@@ -375,9 +375,8 @@ class QdrantStore(BaseStore):
     @property
     def capabilities(self) -> frozenset[str]:  # type: ignore[override]  # computed, where BaseStore has a plain attribute
         """Dense always; lexical when the collection has akasha's sparse vector (collections akasha creates)."""
-        if not self._opened:  # never connects here (a YAML store is built without contacting the server)
-            return frozenset({"dense", "lexical"})
-        both = self._has_lexical or not self._exists  # a collection akasha creates gets the lexical vector
+        # never connects here (a YAML store is built offline); a collection akasha creates gets the lexical vector
+        both = not self._opened or self._has_lexical or not self._exists
         return frozenset({"dense", "lexical"}) if both else frozenset({"dense"})
 
     def query(self, request: SearchRequest) -> list[Hit]:

@@ -179,11 +179,9 @@ def check_store_options(vector_store: Any, options: Any) -> dict[str, Any]:
         value = options.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ConfigError(f"vector_store_options {name} must be a positive integer, got {value!r}")
-    if options.get("connect_timeout") is not None:
-        value = options["connect_timeout"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ConfigError(f"vector_store_options connect_timeout must be a positive number of seconds, "
-                              f"got {value!r}")
+    value = options.get("connect_timeout")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+        raise ConfigError(f"vector_store_options connect_timeout must be a positive number of seconds, got {value!r}")
     if "corpus" in options:
         check_corpus_name(options["corpus"])
     return dict(options)
