@@ -213,9 +213,8 @@ class BaseStore:
     #: What :meth:`query` answers in the store's own engine (see :data:`akasha.stores.query.CAPABILITIES`);
     #: a request for a side the store lacks is answered by that side alone, or not at all.
     capabilities: frozenset[str] = frozenset({"dense"})
-    #: Whether the default :meth:`query` asks :meth:`_lexical` for the lexical side (else that side is empty).
-    #: Not ``"lexical" in capabilities``: the memory store answers lexical queries, yet leaves an index's
-    #: searches to the index's in-process engine.
+    #: Whether the default :meth:`query` asks :meth:`_lexical` for the lexical side (else that side is empty);
+    #: not ``"lexical" in capabilities``: the memory store leaves an index's searches to the index's engine.
     lexical_side: bool = False
     #: The BM25 tokenizer (:func:`akasha.retrieval.tokenize.resolve_tokenizer` id) of the lexical side.
     lexical_tokenizer: str = "auto"
@@ -266,10 +265,7 @@ class BaseStore:
         """Remember what the store holds (a backend with collection metadata writes it there)."""
 
     def _adopt(self, what: str, width: int | None, recorded: Any, other: str) -> None:
-        """Take the width and embedder of an existing ``what`` (a collection, a table), or refuse it.
-
-        IndexMismatchError when they differ from the store's; ``other`` is what to name instead.
-        """
+        """Take the width and embedder of an existing ``what``, or IndexMismatchError (name another ``other``)."""
         if width and self.dimension and int(width) != self.dimension:
             raise IndexMismatchError(
                 f"{what} holds {int(width)}-dimensional vectors, not {self.dimension}-dimensional ones; use the "

@@ -391,12 +391,10 @@ class ChromaStore(BaseStore):
     def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         """BM25-style ranking from Chroma's full-text filter, bounded by ``k`` records per term.
 
-        Chroma has no lexical search outside Chroma Cloud, so each term is looked up with ``$contains``
-        (as is, Capitalised and UPPER: the match is case-sensitive; at most ``k + 1`` records). A term in
-        at most ``k`` records gets its exact document frequency and its records become candidates; a
-        more common term only adds to the scores of candidates holding it. Term frequencies come from
-        the candidates' texts, scored with akasha's BM25. One request per term (up to
-        :data:`LEXICAL_TERMS`); see docs/servers.md for what it costs.
+        Chroma has no lexical search outside Chroma Cloud, so each term (up to :data:`LEXICAL_TERMS`) is
+        looked up with ``$contains`` (as is, Capitalised and UPPER; at most ``k + 1`` records). A term in at
+        most ``k`` records gets its exact document frequency and its records become candidates; a more
+        common term only adds to the scores of candidates holding it (see docs/servers.md for the cost).
         """
         if not tokens or (filters and not scalar_filters(filters)):
             return []
@@ -458,8 +456,7 @@ class ChromaStore(BaseStore):
             if plain:
                 found.update(dict.fromkeys(self._call("looking up documents", lambda: self.collection.get(
                     ids=plain, include=[]))["ids"]))
-            # The previous release's store="chroma" collection wrote "<path>#<seq>" records with a source but
-            # no doc_id: found by source, kept only when the id names the same document.
+            # The previous release wrote "<path>#<seq>" records with a source, no doc_id: kept when the id agrees.
             wanted = set(part)
             older = self._call("looking up documents", lambda: self.collection.get(
                 where={"source": {"$in": part}}, include=["metadatas"]))

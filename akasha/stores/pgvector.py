@@ -66,8 +66,7 @@ LEXICAL_SCAN = 2000
 #: Candidates are the rows holding the question's rarest terms, taken rarest first until they hold about
 #: this many times the pool (a term in more than DF_CAP rows is never taken alone).
 RARE_ENOUGH = 4
-#: hnsw.ef_search for a pool of candidates: this many times the pool, at least the store's ``ef_search``
-#: option (default 200), at most pgvector's 1000.
+#: hnsw.ef_search: this many times the pool, at least the ``ef_search`` option (200), at most pgvector's 1000.
 EF_PER_CANDIDATE = 8
 #: A lexeme PostgreSQL accepts (2,047 bytes); longer tokens are left out of the lexical column.
 _MAX_LEXEME_BYTES = 2047

@@ -334,8 +334,7 @@ class QdrantStore(BaseStore):
         m = self._models
         out: dict[str, np.ndarray] = {}
         if not self._server:
-            # In-process Qdrant checks MatchAny by list membership on every point (points x hashes):
-            # one pass over the payloads with a set is far cheaper; then the vectors of the matches.
+            # In-process Qdrant checks MatchAny by list membership (points x hashes): one pass with a set is cheaper.
             wanted = set(hashes)
             ids: dict[Any, str] = {}
             for point in self._scroll(None, vectors=False, payload=["content_hash", "embedder"], batch=5000):

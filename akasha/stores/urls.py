@@ -63,8 +63,8 @@ def parse_vector_store(url: str) -> ServerURL:
         parts = urlsplit(f"{scheme}://{rest}")
         hostname, port = parts.hostname, parts.port
     except ValueError:
-        raise ConfigError(f"vector_store {shown} is not a valid URL (check the host and port); use {_EXAMPLES}"
-                          ) from None
+        raise ConfigError(f"vector_store {shown} is not a valid URL (check the host and port); "
+                          f"use {_EXAMPLES}") from None
     options = dict(parse_qsl(parts.query, keep_blank_values=True))
     login = (unquote(user), unquote(password) if colon else None) if at >= 0 else None
     kind = scheme.removesuffix("s")  # chromas://, qdrants://: the same servers over TLS
