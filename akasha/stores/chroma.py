@@ -124,8 +124,7 @@ def _where(filters: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _contains(term: str) -> dict[str, Any]:
     """Chroma's full-text filter for a lower-cased term as texts write it: as is, Capitalised or UPPER."""
-    forms = list(dict.fromkeys((term, term.capitalize(), term.upper())))
-    clauses = [{"$contains": form} for form in forms]
+    clauses = [{"$contains": form} for form in dict.fromkeys((term, term.capitalize(), term.upper()))]
     return clauses[0] if len(clauses) == 1 else {"$or": clauses}
 
 

@@ -488,12 +488,8 @@ class PgVectorStore(BaseStore):
         def read(conn: Any) -> dict[str, Chunk]:
             if not self._ready(conn):
                 return {}
-            found: dict[str, Chunk] = {}
-            for part in batches(ids, _BATCH):
-                for i, text, meta in conn.execute(f"SELECT id, text, metadata FROM {self.table} WHERE id = ANY(%s)",
-                                                  (part,)).fetchall():
-                    found[i] = self._chunk(i, text, meta)
-            return found
+            return {i: self._chunk(i, text, meta) for part in batches(ids, _BATCH) for i, text, meta in conn.execute(
+                f"SELECT id, text, metadata FROM {self.table} WHERE id = ANY(%s)", (part,)).fetchall()}
 
         found = self._run("reading chunks", read)
         return [found[i] for i in ids if i in found]
@@ -526,13 +522,9 @@ class PgVectorStore(BaseStore):
         if (row is None or not _IDENTIFIER.match(str(row[0])) or self._vector_oid is None
                 or (self.dimension is not None and int(row[1]) != self.dimension)):
             return {}
-        out: dict[str, np.ndarray] = {}
         cur = conn.cursor(binary=True)
-        for part in batches(hashes, _BATCH):
-            for text_hash, vec in cur.execute(f"SELECT text_hash, embedding FROM {row[0]} WHERE text_hash = ANY(%s)",
-                                              (part,)).fetchall():
-                out[text_hash] = vec
-        return out
+        return {text_hash: vec for part in batches(hashes, _BATCH) for text_hash, vec in cur.execute(
+            f"SELECT text_hash, embedding FROM {row[0]} WHERE text_hash = ANY(%s)", (part,)).fetchall()}
 
     @staticmethod
     def _where(filters: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
