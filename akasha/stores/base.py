@@ -287,10 +287,8 @@ class BaseStore:
         embedder = self._check_embedder(chunks)
         self._upsert(chunks, matrix)
         learned = self.dimension is None or (embedder is not None and self.embedder is None)
-        if self.dimension is None:
-            self.dimension = int(matrix.shape[1])
-        if embedder is not None and self.embedder is None:
-            self.embedder = embedder
+        self.dimension = self.dimension or int(matrix.shape[1])
+        self.embedder = self.embedder if self.embedder is not None else embedder
         if learned and self.embedder is not None:
             self._record_embedder(self.embedder, self.dimension)
 

@@ -488,8 +488,7 @@ class ChromaStore(BaseStore):
             ids = [f"{key}|{version}|{i}" for i in range(1, n_parts)]
             parts = self._call("reading the index state", lambda: states.get(ids=ids, include=["documents"]))
             texts = dict(zip(parts["ids"], _rows(parts["documents"]), strict=True))
-            missing = [i for i in ids if i not in texts]
-            if missing:
+            if any(i not in texts for i in ids):
                 raise ConfigError(f"the index state {key!r} of {self.name} is incomplete (another writer replaced "
                                   "it while this one was reading); run the same call again")
             text += "".join(texts[i] for i in ids)

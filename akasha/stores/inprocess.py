@@ -28,9 +28,8 @@ def first_matching(found: Iterable[tuple[Chunk | None, float]], filters: Mapping
 class InProcessStore(BaseStore):
     """A store whose records and state are Python objects; subclasses hold the vectors by row number.
 
-    Its lexical side is a BM25 index over the records' texts, built at the first lexical query
-    (:meth:`_lexical`). Writes only note the ids they change; the next lexical query re-tokenizes
-    those alone (see docs/results.md).
+    Its lexical side is a BM25 index of the texts, built at the first lexical query, then updated for
+    the ids written since (see docs/results.md).
     """
 
     capabilities = frozenset({"dense", "lexical"})

@@ -550,10 +550,7 @@ class PgVectorStore(BaseStore):
     capabilities = frozenset({"dense", "lexical", "hybrid"})
 
     def query(self, request: SearchRequest) -> list[Hit]:
-        """Rank chunks in the server: one SQL statement (see the module docstring); ``k`` rows come back.
-
-        Each side's score and the fused score are in every hit's ``details``.
-        """
+        """Rank chunks in the server with one SQL statement (module docstring); scores in each hit's ``details``."""
         mode = request.mode
         if mode in ("dense", "hybrid") and request.vector is None:
             mode = "lexical"

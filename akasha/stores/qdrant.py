@@ -318,8 +318,7 @@ class QdrantStore(BaseStore):
     def _remove(self, ids: list[str]) -> int:
         found = self._retrieve(ids, payload=False)
         if found:
-            m = self._models
-            selector = m.PointIdsList(points=[p.id for p in found.values()])
+            selector = self._models.PointIdsList(points=[p.id for p in found.values()])
             self._call(f"deleting {len(found)} chunks", lambda: self.client.delete(
                 self.collection, points_selector=selector, wait=True))
         return len(found)
@@ -363,10 +362,9 @@ class QdrantStore(BaseStore):
         if filters and not scalar_filters(filters):
             return self._nearest_by_scan(query, k, filters)
         limit = k if self._cosine else max(4 * k, k + 32)
-        response = self._call("searching", lambda: self.client.query_points(
+        points = self._call("searching", lambda: self.client.query_points(
             self.collection, query=query.tolist(), using=self._vector_name, limit=limit,
-            query_filter=self._filter(filters), with_payload=True, with_vectors=not self._cosine))
-        points = response.points
+            query_filter=self._filter(filters), with_payload=True, with_vectors=not self._cosine)).points
         if self._cosine:
             return [(_chunk(p), float(p.score)) for p in points]
         return self._by_cosine([_chunk(p) for p in points], [self._row(p) for p in points], query, k)
