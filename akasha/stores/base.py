@@ -112,9 +112,7 @@ def check_query(vector: np.ndarray, dimension: int | None) -> np.ndarray:
 
 def matches(chunk: Chunk, filters: Filters | None) -> bool:
     """True when every filter key equals the chunk's metadata value (``doc_id`` is the document id)."""
-    if not filters:
-        return True
-    for key, value in filters.items():
+    for key, value in (filters or {}).items():
         actual = chunk.doc_id if key == "doc_id" else chunk.metadata.get(key)
         if actual != value or isinstance(actual, bool) != isinstance(value, bool):  # True == 1, but a flag is no number
             return False

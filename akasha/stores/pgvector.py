@@ -583,8 +583,7 @@ class PgVectorStore(BaseStore):
                 return conn.execute(sql, args).fetchall()
             if self._iterative is None:
                 version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-                self._iterative = tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) >= (0, 8) \
-                    if version else False
+                self._iterative = bool(version) and tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) >= (0, 8)
             with conn.transaction():
                 if self._iterative:  # keep filtered HNSW scans going until the pool's rows match
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")

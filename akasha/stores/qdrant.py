@@ -162,7 +162,7 @@ class QdrantStore(BaseStore):
         self._cosine = True
         self._state_ready = False
         if not lazy:
-            self._open()
+            self._ready()
 
     # ----------------------------------------------------------- connection
     @property
@@ -194,20 +194,16 @@ class QdrantStore(BaseStore):
                               auth=_is_auth_error, hint="Pass the API key: token=..., qdrant://:KEY@host:port/"
                               "collection or $QDRANT_API_KEY", lock=self._lock)
 
-    def _open(self) -> None:
-        """Check an existing collection (width, distance, recorded embedder), or create one when the width is known."""
-        if self._opened:
-            return
-        self._opened = True
-        if self._call("opening the collection", lambda: self.client.collection_exists(self.collection)):
-            self._exists = True
-            self._inspect()
-        elif self.dimension is not None:
-            self._create(self.dimension)
-
     def _ready(self) -> bool:
-        """True when the collection exists (opening it first, for a store built lazily)."""
-        self._open()
+        """True when the collection exists; the first call checks it (width, distance, recorded embedder), or
+        creates it when the width is known."""
+        if not self._opened:
+            self._opened = True
+            if self._call("opening the collection", lambda: self.client.collection_exists(self.collection)):
+                self._exists = True
+                self._inspect()
+            elif self.dimension is not None:
+                self._create(self.dimension)
         return self._exists
 
     def _inspect(self) -> None:
