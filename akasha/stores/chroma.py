@@ -519,12 +519,8 @@ class ChromaStore(BaseStore):
 
 def make_chroma_store(config: dict[str, Any], context: Any) -> ChromaStore:
     """Registry factory for ``backend: chroma``."""
-    return ChromaStore(
-        collection=str(config.get("collection") or "astromesh"),
-        host=config.get("host"),
-        port=int(config.get("port") or 8000),
-        path=config.get("persist_directory"),
-    )
+    return ChromaStore(collection=str(config.get("collection") or "astromesh"), host=config.get("host"),
+                       port=int(config.get("port") or 8000), path=config.get("persist_directory"))
 
 
 __all__ = ["DIMENSION_KEY", "MODEL_KEY", "ChromaStore", "import_chromadb", "make_chroma_store", "open_chroma_folder"]

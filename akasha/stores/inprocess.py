@@ -92,10 +92,8 @@ class InProcessStore(BaseStore):
         raise NotImplementedError
 
     def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
-        found = self._rows_for(hashes, embedder)
-        if not found:
-            return {}
-        return dict(zip(found, self._vectors_at(list(found.values())), strict=True))
+        found = self._rows_for(hashes, embedder)  # _vectors_at needs at least one row
+        return dict(zip(found, self._vectors_at(list(found.values())), strict=True)) if found else {}
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         for part in batches(sorted(self._chunk_at), batch):  # row order

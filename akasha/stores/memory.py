@@ -52,14 +52,11 @@ class MemoryStore(InProcessStore):
         # Validation is done; nothing below can fail, so a write is all or nothing.
         for chunk, row in zip(chunks, matrix, strict=True):
             replaced = self._drop([chunk.id])  # a record of the same id keeps its row
-            slot = replaced[0] if replaced else self._free.pop() if self._free else self._next_row()
+            slot = replaced[0] if replaced else self._free.pop() if self._free else self._used
+            self._used = max(self._used, slot + 1)  # a new row extends the rows handed out
             self._matrix[slot] = row
             self._live[slot] = True
             self._put(chunk, slot)
-
-    def _next_row(self) -> int:
-        self._used += 1
-        return self._used - 1
 
     def _remove(self, ids: list[str]) -> int:
         slots = self._drop(ids)

@@ -771,13 +771,8 @@ def make_pgvector_store(config: dict[str, Any], context: Any) -> PgVectorStore:
     connection = config.get("connection") or {}
     if not isinstance(connection, dict):
         raise SpecError(f"vector_store.connection must be a mapping, got {type(connection).__name__}")
-    return PgVectorStore(
-        dimension=context.dimension,
-        table=check_identifier(config.get("collection", "embeddings")),
-        dsn=config.get("dsn"),
-        connection=connection,
-        lazy=True,
-    )
+    return PgVectorStore(dimension=context.dimension, table=check_identifier(config.get("collection", "embeddings")),
+                         dsn=config.get("dsn"), connection=connection, lazy=True)
 
 
 __all__ = ["COLUMNS", "PgVectorStore", "check_identifier", "make_pgvector_store"]
