@@ -40,6 +40,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -87,13 +88,11 @@ def check_identifier(name: object) -> str:
     return name
 
 
+@dataclass(slots=True, eq=False)
 class _Vec:
     """A float32 vector on its way to pgvector (picked up by the binary dumper)."""
 
-    __slots__ = ("data",)
-
-    def __init__(self, data: np.ndarray) -> None:
-        self.data = data
+    data: np.ndarray
 
 
 def _key(text: str) -> int:
@@ -374,10 +373,8 @@ class PgVectorStore(BaseStore):
 
     def _indexes(self, conn: Any) -> None:
         t = self.table
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_doc_id_idx ON {t} (doc_id)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_content_hash_idx ON {t} (content_hash)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_source_idx ON {t} (source)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_lexical_idx ON {t} USING gin (lexical)")
+        for column, using in (("doc_id", ""), ("content_hash", ""), ("source", ""), ("lexical", "USING gin ")):
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_{column}_idx ON {t} {using}({column})")
 
     def _create(self, conn: Any, dimension: int) -> None:
         """Create the chunk table (and the extension) for ``dimension``-wide vectors."""
