@@ -51,7 +51,7 @@ from akasha.metadata import own
 from akasha.retrieval.fusion import exact_terms
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, batches, check_query
-from akasha.stores.query import SearchRequest, lexical_tokenizer
+from akasha.stores.query import SearchRequest, lexical_tokenizer, resolve_tokenizer_id
 from akasha.stores.redact import redact_conninfo
 from akasha.types import Chunk, Hit
 
@@ -364,8 +364,6 @@ class PgVectorStore(BaseStore):
         if not self._lexical_recorded:
             self._read_lexical_state(conn)
         if not self._lexical_recorded:
-            from akasha.stores.query import resolve_tokenizer_id
-
             tokenizer = resolve_tokenizer_id(self.lexical_tokenizer)
             self._save_state_row(conn, _LEXICAL_STATE, {"tokenizer": tokenizer})
             self.lexical_tokenizer, self._lexical_recorded = tokenizer, True

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from akasha.errors import ConfigError
 from akasha.retrieval.fusion import exact_match_first, fuse_ranked
 from akasha.types import Chunk, Hit
 
@@ -133,8 +134,6 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
         return resolve_tokenizer(tokenizer_id)[1]
     found = tokenizer_from_id(tokenizer_id)
     if found is None:
-        from akasha.errors import ConfigError
-
         raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
                           "cannot reproduce; install what it needs (jieba's words: rjieba, in the 'full' extra) "
                           "or re-index")
