@@ -34,8 +34,10 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
+from akasha.retrieval.bm25 import idf, saturation
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, batches, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.query import AVERAGE_TOKENS, lexical_tokenizer
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -397,9 +399,6 @@ class ChromaStore(BaseStore):
         """
         if not tokens or (filters and not scalar_filters(filters)):
             return []
-        from akasha.retrieval.bm25 import idf, saturation
-        from akasha.stores.query import AVERAGE_TOKENS, lexical_tokenizer
-
         total = int(self._call("counting chunks", self.collection.count))
         if total == 0:
             return []

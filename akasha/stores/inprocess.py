@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from akasha.metadata import own
+from akasha.retrieval.bm25 import BM25Index
 from akasha.stores.base import BaseStore, batches, json_state, matches
+from akasha.stores.query import lexical_tokenizer
 from akasha.types import Chunk
 
 
@@ -108,9 +110,6 @@ class InProcessStore(BaseStore):
 
     def _lexical_index(self) -> Any:
         """The BM25 index of the records' texts, brought up to date with the writes since the last lexical query."""
-        from akasha.retrieval.bm25 import BM25Index
-        from akasha.stores.query import lexical_tokenizer
-
         tokenize = lexical_tokenizer(self.lexical_tokenizer)
         if self._bm25 is None or self._bm25_tokenizer != self.lexical_tokenizer:
             self._bm25, self._bm25_tokenizer = BM25Index(), self.lexical_tokenizer

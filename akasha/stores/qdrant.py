@@ -29,6 +29,7 @@ import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
+from akasha.retrieval.bm25 import saturation
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
@@ -53,8 +54,6 @@ def term_weights(tokens: list[str]) -> tuple[list[int], list[float]]:
 
     The average length is the fixed :data:`AVERAGE_TOKENS` (Qdrant keeps no corpus statistics but the IDF).
     """
-    from akasha.retrieval.bm25 import saturation
-
     counts: dict[int, int] = {}
     for token in tokens:
         index = term_index(token)
