@@ -18,6 +18,7 @@ YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server, 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -103,13 +104,11 @@ def open_chroma_folder(path: str | Path, create: bool) -> Any:
 
 
 def _is_auth_error(exc: BaseException) -> bool:
-    try:
+    with contextlib.suppress(ImportError):
         from chromadb.errors import AuthorizationError, ChromaAuthError
 
         if isinstance(exc, (AuthorizationError, ChromaAuthError)):
             return True
-    except ImportError:  # pragma: no cover
-        pass
     response = getattr(exc, "response", None)
     if getattr(response, "status_code", None) in (401, 403):
         return True
@@ -284,8 +283,7 @@ class ChromaStore(BaseStore):
         """Learn width and embedder from an existing collection; refuse one this store cannot use."""
         meta = dict(collection.metadata or {})
         self._space = _space(collection)
-        recorded = meta.get(MODEL_KEY)
-        width = meta.get(DIMENSION_KEY)
+        recorded, width = meta.get(MODEL_KEY), meta.get(DIMENSION_KEY)
         peek = collection.get(limit=1, include=["embeddings", "metadatas"])
         if peek["ids"]:
             rows = _rows(peek.get("embeddings"))

@@ -214,14 +214,13 @@ class QdrantStore(BaseStore):
                 raise ConfigError(f"Qdrant collection {self.collection!r} ({self.name}) has several named vectors "
                                   f"({', '.join(sorted(vectors))}); akasha uses collections with one vector")
             self._vector_name, vectors = next(iter(vectors.items()))
-        width = int(vectors.size)
         self._has_lexical = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
         self._cosine = vectors.distance == m.Distance.COSINE
         points, _ = self._call("reading the collection", lambda: self.client.scroll(
             self.collection, limit=1, with_payload=["embedder"], with_vectors=False,
             scroll_filter=m.Filter(must_not=[m.IsEmptyCondition(is_empty=m.PayloadField(key="embedder"))])))
         recorded = (points[0].payload or {}).get("embedder") if points else None
-        self._adopt(f"Qdrant collection {self.collection!r} ({self.name})", width, recorded, "collection")
+        self._adopt(f"Qdrant collection {self.collection!r} ({self.name})", int(vectors.size), recorded, "collection")
         if not self._cosine:
             log.info("Qdrant collection %s uses %s distance: akasha re-scores its candidates by cosine",
                      self.collection, vectors.distance)
