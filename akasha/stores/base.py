@@ -300,9 +300,8 @@ class BaseStore:
         embedder = str(found.pop())
         held = self.embedder if self.embedder is not None else self._expected
         if held is not None and embedder != held:
-            raise IndexMismatchError(
-                f"{self.name} holds vectors of {held!r}, not {embedder!r}; use the same embedder, "
-                "or another collection/table for this one")
+            raise IndexMismatchError(f"{self.name} holds vectors of {held!r}, not {embedder!r}; use the same "
+                                     "embedder, or another collection/table for this one")
         return embedder
 
     def remove(self, ids: Sequence[str]) -> int:

@@ -92,9 +92,8 @@ def open_chroma_folder(path: str | Path, create: bool) -> Any:
     chromadb = import_chromadb(local=True)
     folder = Path(path).expanduser()
     if not create and not (folder / _SQLITE).is_file():
-        raise ConfigError(
-            f"{str(folder)!r} is not a Chroma folder (it has no {_SQLITE}); name the folder a Chroma "
-            "PersistentClient wrote, or let akasha create a new store in a folder of its own")
+        raise ConfigError(f"{str(folder)!r} is not a Chroma folder (it has no {_SQLITE}); name the folder a Chroma "
+                          "PersistentClient wrote, or let akasha create a new store in a folder of its own")
     if create:
         folder.mkdir(parents=True, exist_ok=True)
     try:

@@ -82,9 +82,8 @@ COLUMNS = ("id", "doc_id", "text", "source", "page", "chunk_index", "content_has
 def check_identifier(name: object) -> str:
     """Return ``name`` if it is a plain SQL identifier (letters, digits, underscore), else SpecError."""
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise SpecError(
-            f"vector_store.collection {name!r} is not a plain SQL identifier: use letters, digits and "
-            "underscores, starting with a letter or underscore, at most 63 characters")
+        raise SpecError(f"vector_store.collection {name!r} is not a plain SQL identifier: use letters, digits and "
+                        "underscores, starting with a letter or underscore, at most 63 characters")
     return name
 
 
@@ -246,9 +245,8 @@ class PgVectorStore(BaseStore):
                     self._drop()
                     raise
 
-        return self.retry.run(attempt, server=self.server, what=what,
+        return self.retry.run(attempt, server=self.server, what=what, on_retry=self._drop,
                               transient=(psycopg.OperationalError, psycopg.InterfaceError), auth=_is_auth_error,
-                              on_retry=self._drop,
                               hint="Check the user and password in the postgresql:// URL, $PGPASSWORD or ~/.pgpass")
 
     @staticmethod
