@@ -399,10 +399,9 @@ class ChromaStore(BaseStore):
         total = int(self._call("counting chunks", self.collection.count))
         if total == 0:
             return []
-        terms = list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]
         wanted: dict[str, None] = {}
         frequency: dict[str, int] = {}
-        for term in terms:  # ids only: a common term costs no texts
+        for term in list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]:  # ids only: a common term costs no texts
             ids = list(self._call("searching texts", functools.partial(
                 self.collection.get, where_document=_contains(term), where=_where(filters), limit=k + 1,
                 include=[]))["ids"])
