@@ -299,12 +299,10 @@ class QdrantStore(BaseStore):
             self._create(int(matrix.shape[1]))
         m = self._models
         tokenize = lexical_tokenizer(self.lexical_tokenizer) if self._has_lexical else None
-        points = [
-            m.PointStruct(id=point_id(c.id), vector=self._point_vectors(row, c.text, tokenize),
-                          payload={"chunk_id": c.id, "text": c.text,
-                                   **flat_metadata(c, keep=_json_native, reserved=_RESERVED)})
-            for c, row in zip(chunks, matrix, strict=True)
-        ]
+        points = [m.PointStruct(id=point_id(c.id), vector=self._point_vectors(row, c.text, tokenize),
+                                payload={"chunk_id": c.id, "text": c.text,
+                                         **flat_metadata(c, keep=_json_native, reserved=_RESERVED)})
+                  for c, row in zip(chunks, matrix, strict=True)]
         for part in batches(points, 512):
             self._call(f"writing {len(part)} chunks", lambda: self.client.upsert(self.collection, points=part,
                                                                                   wait=True))
