@@ -29,7 +29,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -37,12 +37,11 @@ from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
 from akasha.retrieval.bm25 import idf, saturation
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, batches, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.base import BaseStore, T, batches, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, lexical_tokenizer
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 #: Collection metadata keys: the embedder identity and the vector width (shared with the previous release).
 MODEL_KEY = "embedding_model"

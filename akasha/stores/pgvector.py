@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -50,13 +50,12 @@ from akasha.errors import ConfigError, IndexLockError, MissingExtraError, SpecEr
 from akasha.metadata import own
 from akasha.retrieval.fusion import exact_terms
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, batches, check_query
+from akasha.stores.base import BaseStore, T, batches, check_query
 from akasha.stores.query import SearchRequest, lexical_tokenizer, resolve_tokenizer_id
 from akasha.stores.redact import redact_conninfo
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _BATCH = 5000

@@ -23,7 +23,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -31,13 +31,12 @@ from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
 from akasha.retrieval.bm25 import saturation
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.base import BaseStore, T, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.redact import redact_url
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 STATE_SUFFIX = "-akasha-state"
 _RESERVED = frozenset({"chunk_id", "text"})
 #: The sparse vector holding each text's BM25-style term weights (the collection applies the IDF modifier).
