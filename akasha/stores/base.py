@@ -2,12 +2,10 @@
 
 A :class:`Store` keeps chunk records (id, text, metadata) with one unit-length float32
 vector each, keyed by chunk id; it answers cosine searches and its engine's ``query``
-(:mod:`akasha.stores.query`), and keeps the small JSON state of the index that writes it,
-so every machine sharing the store can read it. :class:`BaseStore` implements the
-argument checks once and, on the sync methods, the older asynchronous API the YAML
-pipeline awaits (``replace``, ``delete``, ``search``, ``get``, ``count``, ``aclose``); a
-backend implements the ``_``-methods. Filters are equality on metadata keys; ``doc_id``
-is the chunk's document id (its id before the last ``#``).
+(:mod:`akasha.stores.query`), and keeps the JSON state of the index that writes it, for
+every machine sharing the store. :class:`BaseStore` checks the arguments once and adds the
+older async API the YAML pipeline awaits; a backend implements the ``_``-methods. Filters
+are equality on metadata keys; ``doc_id`` is the chunk's id before the last ``#``.
 """
 
 from __future__ import annotations
@@ -50,37 +48,22 @@ class Store(Protocol):
     capabilities: frozenset[str]
 
     def query(self, request: SearchRequest) -> list[Hit]: ...
-
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None: ...
-
     def remove(self, ids: Sequence[str]) -> int: ...
-
     def fetch(self, ids: Sequence[str]) -> list[Chunk]: ...
-
     def vectors_for(self, content_hashes: Sequence[str], embedder: str) -> dict[str, np.ndarray]: ...
-
     def nearest(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]: ...
-
     def scan(self, batch: int = 1000) -> Iterator[tuple[list[Chunk], np.ndarray]]: ...
-
     def ids_of_documents(self, doc_ids: Sequence[str]) -> list[str]: ...
-
     def count(self) -> int: ...
-
     def load_state(self, key: str) -> dict[str, Any] | None: ...
-
     def save_state(self, key: str, state: Mapping[str, Any]) -> None: ...
-
     def lock(self, timeout: float) -> contextlib.AbstractContextManager[None]: ...
-
     def close(self) -> None: ...
 
 
 class Count(int):
-    """A record count that can also be awaited, so ``store.count()`` and ``await store.count()`` both work.
-
-    The synchronous contract and the older async API share the name ``count``.
-    """
+    """A record count that can also be awaited: the sync contract and the older async API share ``count``."""
 
     def __await__(self) -> Generator[Any, None, int]:
         return int(self)
@@ -103,8 +86,7 @@ def check_upsert(chunks: Sequence[Chunk], vectors: np.ndarray, dimension: int | 
     if dimension is not None and matrix.shape[1] != dimension:
         raise IndexMismatchError(
             f"vectors have {matrix.shape[1]} dimensions but {where} holds {dimension}-dimensional ones; "
-            "use the embedder the store was built with, or another collection/table for this one"
-        )
+            "use the embedder the store was built with, or another collection/table for this one")
     if matrix.shape[1] == 0:
         raise ValueError("got vectors with 0 dimensions")
     if not np.isfinite(matrix).all():
@@ -130,9 +112,7 @@ def check_query(vector: np.ndarray, dimension: int | None) -> np.ndarray:
 
 def matches(chunk: Chunk, filters: Filters | None) -> bool:
     """True when every filter key equals the chunk's metadata value (``doc_id`` is the document id)."""
-    if not filters:
-        return True
-    for key, value in filters.items():
+    for key, value in (filters or {}).items():
         actual = chunk.doc_id if key == "doc_id" else chunk.metadata.get(key)
         if actual != value or isinstance(actual, bool) != isinstance(value, bool):  # True == 1, but a flag is no number
             return False
@@ -153,10 +133,9 @@ def flat_metadata(chunk: Chunk, *, keep: Callable[[Any], bool] = is_scalar,
                   reserved: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A chunk's metadata as flat record metadata (Chroma metadatas, Qdrant payloads).
 
-    Values ``keep`` accepts stay plain keys, so the store's own tools (and its
-    filters) see them; ``doc_id`` is always the chunk's document id. What cannot be a
-    plain key (other values, ``reserved`` names, a user ``doc_id`` that differs) goes
-    to :data:`EXTRA_KEY` as JSON, so :func:`metadata_from_flat` gives the metadata back.
+    Values ``keep`` accepts stay plain keys the store's tools and filters see; ``doc_id`` is the chunk's
+    document id. The rest (other values, ``reserved`` names, a user ``doc_id`` that differs) goes to
+    :data:`EXTRA_KEY` as JSON, so :func:`metadata_from_flat` gives the metadata back.
     """
     doc = chunk.doc_id
     row: dict[str, Any] = {}
@@ -173,7 +152,7 @@ def flat_metadata(chunk: Chunk, *, keep: Callable[[Any], bool] = is_scalar,
     return row
 
 
-def metadata_from_flat(row: Mapping[str, Any] | None, *, drop: Sequence[str] = ()) -> dict[str, Any]:
+def metadata_from_flat(row: Mapping[str, Any] | None) -> dict[str, Any]:
     """The chunk metadata of a flat record (see :func:`flat_metadata`); also reads the previous release's format."""
     meta = dict(row or {})
     legacy = meta.pop(LEGACY_META_KEY, None)
@@ -183,8 +162,6 @@ def metadata_from_flat(row: Mapping[str, Any] | None, *, drop: Sequence[str] = (
             if isinstance(found, dict):
                 return found
     extra = meta.pop(EXTRA_KEY, None)
-    for key in drop:
-        meta.pop(key, None)
     if isinstance(extra, str):
         with contextlib.suppress(ValueError):
             found = json.loads(extra)
@@ -200,14 +177,13 @@ def json_state(key: str, state: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(state, Mapping):
         raise TypeError(f"state for {key!r} must be a mapping, got {type(state).__name__}")
     try:
-        copied = json.loads(json.dumps(dict(state), ensure_ascii=False, allow_nan=False))
+        return json.loads(json.dumps(dict(state), ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"state for {key!r} must be JSON-serialisable: {exc}") from None
-    return copied
 
 
 def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    """``items`` in consecutive slices of at most ``size`` (the stores' and the cache's write and read batches)."""
+    """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -223,11 +199,10 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- the base
 class BaseStore:
-    """Checks and the older async API, shared by every store; backends implement the ``_``-methods.
+    """Checks and the older async API, shared by every store; ``name`` is safe to log.
 
-    ``name`` is safe to log; ``dimension`` and ``embedder`` (the identity of the
-    vectors held) are None until known, learned from the first write or from an
-    existing collection. One store holds the vectors of one embedder.
+    ``dimension`` and ``embedder`` (the identity of the vectors held, one embedder a store) are None
+    until learned from the first write or from an existing collection.
     """
 
     name: str = "store"
@@ -236,15 +211,18 @@ class BaseStore:
     #: What :meth:`query` answers in the store's own engine (see :data:`akasha.stores.query.CAPABILITIES`);
     #: a request for a side the store lacks is answered by that side alone, or not at all.
     capabilities: frozenset[str] = frozenset({"dense"})
-    #: Whether the store has a lexical engine of its own, :meth:`_lexical`, that the default :meth:`query`
-    #: asks for the lexical side (a store without one answers that side with nothing). It can differ from
-    #: ``"lexical" in capabilities``: the memory store answers lexical queries but leaves an index's searches
-    #: to the index's own in-process engine.
+    #: Whether the default :meth:`query` asks :meth:`_lexical` for the lexical side (else that side is empty);
+    #: not ``"lexical" in capabilities``: the memory store leaves an index's searches to the index's engine.
     lexical_side: bool = False
     #: The BM25 tokenizer (:func:`akasha.retrieval.tokenize.resolve_tokenizer` id) of the lexical side.
     lexical_tokenizer: str = "auto"
     #: The embedder the store was opened for (``embedder=``), checked against every write.
     _expected: str | None = None
+
+    def __init__(self, dimension: int | None = None, embedder: str | None = None) -> None:
+        self.dimension = int(dimension) if dimension else None
+        self.embedder = None
+        self._expected = embedder
 
     # ------------------------------------------------ what a backend implements
     def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
@@ -285,10 +263,7 @@ class BaseStore:
         """Remember what the store holds (a backend with collection metadata writes it there)."""
 
     def _adopt(self, what: str, width: int | None, recorded: Any, other: str) -> None:
-        """Take the width and embedder of an existing ``what`` (a collection, a table), or refuse it.
-
-        IndexMismatchError when they differ from the store's; ``other`` is what to name instead.
-        """
+        """Take the width and embedder of an existing ``what``, or IndexMismatchError (name another ``other``)."""
         if width and self.dimension and int(width) != self.dimension:
             raise IndexMismatchError(
                 f"{what} holds {int(width)}-dimensional vectors, not {self.dimension}-dimensional ones; use the "
@@ -310,10 +285,8 @@ class BaseStore:
         embedder = self._check_embedder(chunks)
         self._upsert(chunks, matrix)
         learned = self.dimension is None or (embedder is not None and self.embedder is None)
-        if self.dimension is None:
-            self.dimension = int(matrix.shape[1])
-        if embedder is not None and self.embedder is None:
-            self.embedder = embedder
+        self.dimension = self.dimension or int(matrix.shape[1])
+        self.embedder = self.embedder if self.embedder is not None else embedder
         if learned and self.embedder is not None:
             self._record_embedder(self.embedder, self.dimension)
 
@@ -327,10 +300,8 @@ class BaseStore:
         embedder = str(found.pop())
         held = self.embedder if self.embedder is not None else self._expected
         if held is not None and embedder != held:
-            raise IndexMismatchError(
-                f"{self.name} holds vectors of {held!r}, not {embedder!r}; use the same embedder, "
-                "or another collection/table for this one"
-            )
+            raise IndexMismatchError(f"{self.name} holds vectors of {held!r}, not {embedder!r}; use the same "
+                                     "embedder, or another collection/table for this one")
         return embedder
 
     def remove(self, ids: Sequence[str]) -> int:
@@ -361,9 +332,8 @@ class BaseStore:
     def query(self, request: SearchRequest) -> list[Hit]:
         """Rank chunks for ``request`` with the store's engine: each side's ``pool`` candidates, fused.
 
-        Stores whose engine fuses (PostgreSQL) override this; the rest fetch each side they
-        can answer (:meth:`_nearest`, :meth:`_lexical`) and fuse here
-        (:func:`akasha.stores.query.rank_hits`): never more than the pool per side in memory.
+        Stores whose engine fuses (PostgreSQL) override this; the rest fetch each side they can answer
+        (:meth:`_nearest`, :meth:`_lexical`) and fuse here: never more than the pool per side in memory.
         """
         filters = dict(request.filters) if request.filters else None
         dense: list[tuple[Chunk, float]] = []
@@ -421,9 +391,6 @@ class BaseStore:
         seen = 0
         for chunks, matrix in self._scan(1000):
             keep = [i for i, c in enumerate(chunks) if matches(c, filters)]
-            if not keep:
-                seen += len(chunks)
-                continue
             scores = matrix[keep] @ query
             for j, score in zip(keep, scores.tolist(), strict=True):
                 item = (float(score), -(seen + j), chunks[j])
@@ -466,8 +433,7 @@ class BaseStore:
 
     async def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove every record of ``doc_ids``; returns how many went."""
-        ids = self.ids_of_documents(list(doc_ids))
-        return self.remove(ids) if ids else 0
+        return self.remove(self.ids_of_documents(list(doc_ids)))
 
     async def search(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[Chunk, float]]:
         """Async twin of :meth:`nearest`."""

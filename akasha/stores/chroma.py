@@ -1,29 +1,24 @@
 """Chroma: one collection format for a folder, a server and memory (``backend: chroma``, ``chroma://``).
 
-A collection in cosine space holds one record per chunk, the way Chroma's own
-tools and LangChain's ``Chroma`` expect it: ``ids`` = chunk ids, ``documents`` =
-chunk texts, ``metadatas`` = the chunk metadata (``source``, ``page``,
-``chunk_index``, ``content_hash``, ``embedder``, ``doc_id`` and scalar user
-metadata; values Chroma cannot hold go to ``akasha_json`` as JSON) and
+A collection in cosine space holds one record per chunk, the way Chroma's own tools and
+LangChain's ``Chroma`` expect it: ``ids`` = chunk ids, ``documents`` = texts, ``metadatas`` =
+the chunk metadata as flat keys (values Chroma cannot hold go to ``akasha_json`` as JSON),
 ``embeddings`` = unit vectors. The collection metadata records the embedder
-(``embedding_model``) and the width (``embedding_dimension``). The index's state
-lives in a small side collection ``<collection>-akasha-state``.
+(``embedding_model``) and the width (``embedding_dimension``); the index's state lives in a
+side collection ``<collection>-akasha-state``.
 
-An existing collection (written by akasha, plain chromadb or LangChain, maybe in
-``l2`` space) is used as it is after checking its width and recorded embedder;
-one that cannot be used raises instead of being shadowed by a sibling.
-:func:`open_chroma_folder` never creates a Chroma folder unless asked to.
+An existing collection (akasha's, plain chromadb's or LangChain's, maybe in ``l2`` space) is
+used as it is after checking its width and recorded embedder, or refused, never shadowed by a
+sibling. :func:`open_chroma_folder` never creates a Chroma folder unless asked to.
 
-YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server,
-else ``persist_directory`` for a folder, else in memory.
-
-A server needs only Chroma's thin HTTP client, ``chromadb-client`` (the ``light`` extra); a folder or
-in-memory store needs the full ``chromadb`` (``chroma`` or ``full``: 513 MB against 231 MB, README
-"Install size"), and asked of the thin client raises :class:`~akasha.errors.MissingExtraError`.
+YAML keys: ``collection`` (astromesh), ``host`` + ``port`` (8000) for a server, else
+``persist_directory`` for a folder, else in memory. A server needs only the thin
+``chromadb-client`` (``light`` extra); a folder or memory the full ``chromadb`` (``chroma``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -34,18 +29,19 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
+from akasha.retrieval.bm25 import idf, saturation
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, batches, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.base import BaseStore, T, batches, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.query import AVERAGE_TOKENS, lexical_tokenizer
 from akasha.types import Chunk
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 #: Collection metadata keys: the embedder identity and the vector width (shared with the previous release).
 MODEL_KEY = "embedding_model"
@@ -54,8 +50,6 @@ STATE_SUFFIX = "-akasha-state"
 _STATE_PART = 1_000_000  # characters of state JSON per record
 _SQLITE = "chroma.sqlite3"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,496}[A-Za-z0-9]$")
-
-
 #: What a local (folder or in-memory) Chroma store is, in errors.
 _LOCAL = "a local Chroma store (a folder or in memory)"
 
@@ -63,8 +57,7 @@ _LOCAL = "a local Chroma store (a folder or in memory)"
 def import_chromadb(local: bool) -> Any:
     """The ``chromadb`` module; for a ``local`` store the full package, not the HTTP-only ``chromadb-client``.
 
-    Raises MissingExtraError naming the extra: ``light`` (chromadb-client) for a server, ``chroma`` for a
-    local store, with the commands that replace the thin client when it is what is installed.
+    MissingExtraError names the extra: ``light`` for a server, ``chroma`` for a local store.
     """
     try:
         import chromadb
@@ -93,16 +86,13 @@ def _settings() -> Any:
 def open_chroma_folder(path: str | Path, create: bool) -> Any:
     """A ``chromadb.PersistentClient`` on ``path``; with ``create=False`` only if a Chroma store is already there.
 
-    A folder without ``chroma.sqlite3`` (say, a documents folder) raises ConfigError
-    and nothing is written into it.
+    A folder without ``chroma.sqlite3`` (say, a documents folder) raises ConfigError; nothing is written there.
     """
     chromadb = import_chromadb(local=True)
     folder = Path(path).expanduser()
     if not create and not (folder / _SQLITE).is_file():
-        raise ConfigError(
-            f"{str(folder)!r} is not a Chroma folder (it has no {_SQLITE}); name the folder a Chroma "
-            "PersistentClient wrote, or let akasha create a new store in a folder of its own"
-        )
+        raise ConfigError(f"{str(folder)!r} is not a Chroma folder (it has no {_SQLITE}); name the folder a Chroma "
+                          "PersistentClient wrote, or let akasha create a new store in a folder of its own")
     if create:
         folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -112,13 +102,11 @@ def open_chroma_folder(path: str | Path, create: bool) -> Any:
 
 
 def _is_auth_error(exc: BaseException) -> bool:
-    try:
+    with contextlib.suppress(ImportError):
         from chromadb.errors import AuthorizationError, ChromaAuthError
 
         if isinstance(exc, (AuthorizationError, ChromaAuthError)):
             return True
-    except ImportError:  # pragma: no cover
-        pass
     response = getattr(exc, "response", None)
     if getattr(response, "status_code", None) in (401, 403):
         return True
@@ -135,8 +123,7 @@ def _where(filters: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _contains(term: str) -> dict[str, Any]:
     """Chroma's full-text filter for a lower-cased term as texts write it: as is, Capitalised or UPPER."""
-    forms = list(dict.fromkeys((term, term.capitalize(), term.upper())))
-    clauses = [{"$contains": form} for form in forms]
+    clauses = [{"$contains": form} for form in dict.fromkeys((term, term.capitalize(), term.upper()))]
     return clauses[0] if len(clauses) == 1 else {"$or": clauses}
 
 
@@ -150,8 +137,9 @@ def _space(collection: Any) -> str:
     return str((collection.metadata or {}).get("hnsw:space") or "l2")
 
 
-def _chunk(chunk_id: str, text: str | None, meta: dict[str, Any] | None) -> Chunk:
-    return Chunk(id=chunk_id, text=text or "", metadata=metadata_from_flat(meta))
+def _chunks(ids: Any, documents: Any, metadatas: Any) -> list[Chunk]:
+    return [Chunk(id=i, text=d or "", metadata=metadata_from_flat(m))
+            for i, d, m in zip(ids, _rows(documents), _rows(metadatas), strict=True)]
 
 
 def _rows(value: Any) -> list[Any]:
@@ -182,6 +170,7 @@ class ChromaStore(BaseStore):
         display: str | None = None,
         persist_directory: str | Path | None = None,
     ) -> None:
+        super().__init__(dimension, embedder)
         self._chromadb = import_chromadb(local=client is None and not host)
         import httpx
 
@@ -216,10 +205,6 @@ class ChromaStore(BaseStore):
                 # In-memory clients share one process-wide system: keep each store's collection apart.
                 self._name = f"{collection}-{uuid.uuid4().hex[:8]}"
         self.client = client
-        self.dimension = int(dimension) if dimension else None
-        self.embedder = None
-        self._expected = embedder
-        self._batch = 1000
         self._state: Any = None
         self._legacy: dict[str, Any] = {}
         self.collection = self._call("opening the collection", lambda: self._open(create_collection))
@@ -229,11 +214,10 @@ class ChromaStore(BaseStore):
     def _connect(self, host: str, port: int, ssl: bool, token: str | None, header: str | None,
                  tenant: str | None, database: str | None) -> Any:
         headers: dict[str, str] = {}
-        if token:
-            if (header or "").lower() == "x-chroma-token":
-                headers["X-Chroma-Token"] = token
-            else:
-                headers["Authorization"] = f"Bearer {token}"
+        if token and (header or "").lower() == "x-chroma-token":
+            headers["X-Chroma-Token"] = token
+        elif token:
+            headers["Authorization"] = f"Bearer {token}"
         options = {k: v for k, v in (("tenant", tenant), ("database", database)) if v}
         try:
             return self._chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=headers or None,
@@ -256,10 +240,8 @@ class ChromaStore(BaseStore):
     def _transient(self, exc: BaseException) -> bool:
         """Whether a failed call is worth another attempt: the server unreachable, or a segment not on disk yet.
 
-        A Chroma server answers "Error creating hnsw segment reader: Nothing found on disk" when a
-        collection another client has just started writing is read before its first vectors are
-        persisted (two indexers starting on one new collection, tests/test_server_shared.py); the
-        same read a moment later succeeds.
+        A Chroma server answers "Nothing found on disk" when a collection another client has just started
+        writing is read before its first vectors are persisted; the same read a moment later succeeds.
         """
         if isinstance(exc, self._unreachable):
             return True
@@ -299,8 +281,7 @@ class ChromaStore(BaseStore):
         """Learn width and embedder from an existing collection; refuse one this store cannot use."""
         meta = dict(collection.metadata or {})
         self._space = _space(collection)
-        recorded = meta.get(MODEL_KEY)
-        width = meta.get(DIMENSION_KEY)
+        recorded, width = meta.get(MODEL_KEY), meta.get(DIMENSION_KEY)
         peek = collection.get(limit=1, include=["embeddings", "metadatas"])
         if peek["ids"]:
             rows = _rows(peek.get("embeddings"))
@@ -326,8 +307,7 @@ class ChromaStore(BaseStore):
     # --------------------------------------------------------------- records
     def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
         for start in range(0, len(chunks), self._batch):
-            part = chunks[start : start + self._batch]
-            rows = matrix[start : start + self._batch]
+            part, rows = chunks[start : start + self._batch], matrix[start : start + self._batch]
             self._call(f"writing {len(part)} chunks", lambda: self.collection.upsert(
                 ids=[c.id for c in part], embeddings=rows, documents=[c.text for c in part],
                 metadatas=[flat_metadata(c) for c in part]))
@@ -346,8 +326,7 @@ class ChromaStore(BaseStore):
         for part in batches(ids, self._batch):
             got = self._call("reading chunks",
                              lambda: self.collection.get(ids=part, include=["documents", "metadatas"]))
-            for i, doc, meta in zip(got["ids"], _rows(got["documents"]), _rows(got["metadatas"]), strict=True):
-                found[i] = _chunk(i, doc, meta)
+            found.update((c.id, c) for c in _chunks(got["ids"], got["documents"], got["metadatas"]))
         return [found[i] for i in ids if i in found]
 
     def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
@@ -395,11 +374,9 @@ class ChromaStore(BaseStore):
         include = ["documents", "metadatas", "distances"] + ([] if cosine else ["embeddings"])
         got = self._call("searching", lambda: self.collection.query(
             query_embeddings=[query.tolist()], n_results=n, where=_where(filters), include=include))
-        ids, docs, metas = got["ids"][0], _rows(got["documents"][0]), _rows(got["metadatas"][0])
+        chunks = _chunks(got["ids"][0], got["documents"][0], got["metadatas"][0])
         if cosine:  # Chroma's cosine distance is 1 - cosine
-            scores = [1.0 - float(d) for d in got["distances"][0]]
-            return [(_chunk(i, d, m), s) for i, d, m, s in zip(ids, docs, metas, scores, strict=True)]
-        chunks = [_chunk(i, d, m) for i, d, m in zip(ids, docs, metas, strict=True)]
+            return [(c, 1.0 - float(d)) for c, d in zip(chunks, got["distances"][0], strict=True)]
         return self._by_cosine(chunks, got["embeddings"][0], query, k)
 
     #: Chroma's engine answers the dense side; the lexical side is the bounded fallback of :meth:`_lexical`.
@@ -411,32 +388,22 @@ class ChromaStore(BaseStore):
     def _lexical(self, tokens: tuple[str, ...], k: int, filters: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
         """BM25-style ranking from Chroma's full-text filter, bounded by ``k`` records per term.
 
-        The installed chromadb has no lexical or sparse search outside Chroma Cloud, so each of the
-        question's terms is looked up with ``where_document={"$contains": term}`` (as is, Capitalised
-        and UPPER: Chroma matches case-sensitive substrings; at most ``k + 1`` records): a term found in
-        at most ``k`` records gets its exact document frequency and those
-        records become candidates; a more common term only adds to the scores of the candidates
-        that hold it. Term frequencies are counted in the candidates' texts with akasha's tokenizer and
-        scored with akasha's BM25 (:func:`akasha.retrieval.bm25.idf`, :func:`~akasha.retrieval.bm25.saturation`).
-        One request per term (up to :data:`LEXICAL_TERMS`); see docs/servers.md for what it costs.
+        Chroma has no lexical search outside Chroma Cloud, so each term (up to :data:`LEXICAL_TERMS`) is
+        looked up with ``$contains`` (as is, Capitalised and UPPER; at most ``k + 1`` records). A term in at
+        most ``k`` records gets its exact document frequency and its records become candidates; a more
+        common term only adds to the scores of candidates holding it (see docs/servers.md for the cost).
         """
         if not tokens or (filters and not scalar_filters(filters)):
             return []
-        from akasha.retrieval.bm25 import idf, saturation
-        from akasha.stores.query import AVERAGE_TOKENS, lexical_tokenizer
-
         total = int(self._call("counting chunks", self.collection.count))
         if total == 0:
             return []
-        terms = list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]
         wanted: dict[str, None] = {}
         frequency: dict[str, int] = {}
-        def ids_holding(term: str) -> list[str]:
-            return list(self.collection.get(where_document=_contains(term), where=_where(filters), limit=k + 1,
-                                            include=[])["ids"])
-
-        for term in terms:  # ids only: a common term costs no texts
-            ids = self._call("searching texts", functools.partial(ids_holding, term))
+        for term in list(dict.fromkeys(tokens))[: self.LEXICAL_TERMS]:  # ids only: a common term costs no texts
+            ids = list(self._call("searching texts", functools.partial(
+                self.collection.get, where_document=_contains(term), where=_where(filters), limit=k + 1,
+                include=[]))["ids"])
             frequency[term] = len(ids) if len(ids) <= k else max(k + 1, total // 10)
             if len(ids) <= k:
                 wanted.update(dict.fromkeys(ids))
@@ -444,12 +411,11 @@ class ChromaStore(BaseStore):
             return []
         got = self._call("reading chunks", lambda: self.collection.get(ids=list(wanted),
                                                                        include=["documents", "metadatas"]))
-        candidates = {i: _chunk(i, d, m) for i, d, m in zip(got["ids"], _rows(got["documents"]),
-                                                             _rows(got["metadatas"]), strict=True)}
+        candidates = _chunks(got["ids"], got["documents"], got["metadatas"])
         tokenize = lexical_tokenizer(self.lexical_tokenizer)
         weights = {t: float(idf(total, n)) for t, n in frequency.items()}
         scored = []
-        for chunk in candidates.values():
+        for chunk in candidates:
             words = tokenize(chunk.text)
             counts = Counter(word for word in words if word in weights)
             score = sum(weights[t] * saturation(c, len(words), AVERAGE_TOKENS) for t, c in counts.items())
@@ -466,9 +432,8 @@ class ChromaStore(BaseStore):
             ids = list(got["ids"])
             if not ids:
                 return
-            chunks = [_chunk(i, d, m) for i, d, m in zip(ids, _rows(got["documents"]), _rows(got["metadatas"]),
-                                                          strict=True)]
-            yield chunks, normalize_rows(np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1))
+            matrix = np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1)
+            yield _chunks(ids, got["documents"], got["metadatas"]), normalize_rows(matrix)
             if len(ids) < batch:
                 return
             offset += batch
@@ -484,8 +449,7 @@ class ChromaStore(BaseStore):
             if plain:
                 found.update(dict.fromkeys(self._call("looking up documents", lambda: self.collection.get(
                     ids=plain, include=[]))["ids"]))
-            # The previous release's store="chroma" collection wrote "<path>#<seq>" records with a source but
-            # no doc_id: found by source, kept only when the id names the same document.
+            # The previous release wrote "<path>#<seq>" records with a source, no doc_id: kept when the id agrees.
             wanted = set(part)
             older = self._call("looking up documents", lambda: self.collection.get(
                 where={"source": {"$in": part}}, include=["metadatas"]))
@@ -518,8 +482,7 @@ class ChromaStore(BaseStore):
             ids = [f"{key}|{version}|{i}" for i in range(1, n_parts)]
             parts = self._call("reading the index state", lambda: states.get(ids=ids, include=["documents"]))
             texts = dict(zip(parts["ids"], _rows(parts["documents"]), strict=True))
-            missing = [i for i in ids if i not in texts]
-            if missing:
+            if any(i not in texts for i in ids):
                 raise ConfigError(f"the index state {key!r} of {self.name} is incomplete (another writer replaced "
                                   "it while this one was reading); run the same call again")
             text += "".join(texts[i] for i in ids)
@@ -550,12 +513,8 @@ class ChromaStore(BaseStore):
 
 def make_chroma_store(config: dict[str, Any], context: Any) -> ChromaStore:
     """Registry factory for ``backend: chroma``."""
-    return ChromaStore(
-        collection=str(config.get("collection") or "astromesh"),
-        host=config.get("host"),
-        port=int(config.get("port") or 8000),
-        path=config.get("persist_directory"),
-    )
+    return ChromaStore(collection=str(config.get("collection") or "astromesh"), host=config.get("host"),
+                       port=int(config.get("port") or 8000), path=config.get("persist_directory"))
 
 
 __all__ = ["DIMENSION_KEY", "MODEL_KEY", "ChromaStore", "import_chromadb", "make_chroma_store", "open_chroma_folder"]

@@ -1,8 +1,7 @@
 """``backend: faiss``: exact in-process search, IndexFlatIP over unit vectors (cosine).
 
-Keys: ``dimensions`` (plural, as the reference spells it; default the embedding
-dimension). Not persisted: records and the index's state live in the process.
-Needs the ``faiss`` extra (``faiss-cpu``).
+Keys: ``dimensions`` (plural, as the reference spells it; default the embedding dimension).
+Nothing persists. Needs the ``faiss`` extra (``faiss-cpu``).
 """
 
 from __future__ import annotations
@@ -12,17 +11,8 @@ from typing import Any
 import numpy as np
 
 from akasha.errors import MissingExtraError, SpecError
-from akasha.stores.base import matches
-from akasha.stores.inprocess import InProcessStore
+from akasha.stores.inprocess import InProcessStore, first_matching
 from akasha.types import Chunk
-
-
-def _import_faiss() -> Any:
-    try:
-        import faiss
-    except ImportError:
-        raise MissingExtraError("faiss-cpu", "faiss", "vector_store backend 'faiss'") from None
-    return faiss
 
 
 class FaissStore(InProcessStore):
@@ -32,7 +22,11 @@ class FaissStore(InProcessStore):
 
     def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
         super().__init__(embedder)
-        self._faiss = _import_faiss()
+        try:
+            import faiss
+        except ImportError:
+            raise MissingExtraError("faiss-cpu", "faiss", "vector_store backend 'faiss'") from None
+        self._faiss = faiss
         self._index: Any = None
         self._next_label = 0
         if dimension:
@@ -68,15 +62,8 @@ class FaissStore(InProcessStore):
             return []
         fetch = total if filters else min(k, total)
         scores, labels = self._index.search(query.reshape(1, -1).astype(np.float32), fetch)
-        out: list[tuple[Chunk, float]] = []
-        for score, label in zip(scores[0].tolist(), labels[0].tolist(), strict=True):
-            chunk = self._chunk_at.get(label)
-            if chunk is None or not matches(chunk, filters):
-                continue
-            out.append((chunk, float(score)))
-            if len(out) == k:
-                break
-        return out
+        pairs = zip(scores[0].tolist(), labels[0].tolist(), strict=True)
+        return first_matching(((self._chunk_at.get(label), score) for score, label in pairs), filters, k)
 
 def make_faiss_store(config: dict[str, Any], context: Any) -> FaissStore:
     """Registry factory for ``backend: faiss``: ``dimensions`` defaults to the embedding dimension."""

@@ -1,40 +1,44 @@
 """The bookkeeping of the stores that live inside the process (memory, faiss).
 
-Both keep their vectors in rows (a numpy matrix, a faiss index) and need the
-same look-ups beside them: chunk id -> row, row -> chunk, the chunks of each
-document and of each content hash, and the index's state. :class:`InProcessStore`
-keeps those and answers the contract methods that need nothing else; a subclass
-stores and searches the vectors.
+Both keep their vectors in rows (a numpy matrix, a faiss index); :class:`InProcessStore` keeps
+the look-ups beside them (chunk id -> row, row -> chunk, the chunks of each document and content
+hash, the index's state) and answers the contract methods that need nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from akasha.metadata import own
+from akasha.retrieval.bm25 import BM25Index
 from akasha.stores.base import BaseStore, batches, json_state, matches
+from akasha.stores.query import lexical_tokenizer
 from akasha.types import Chunk
+
+
+def first_matching(found: Iterable[tuple[Chunk | None, float]], filters: Mapping[str, Any] | None,
+                   k: int) -> list[tuple[Chunk, float]]:
+    """The first ``k`` of ``found`` (best first) whose chunk is there and matches ``filters``."""
+    kept = ((chunk, float(score)) for chunk, score in found if chunk is not None and matches(chunk, filters))
+    return list(itertools.islice(kept, k))
 
 
 class InProcessStore(BaseStore):
     """A store whose records and state are Python objects; subclasses hold the vectors by row number.
 
-    Its lexical side is a BM25 index over the records' texts, built at the first lexical query
-    (:meth:`_lexical`): the store answers ``query`` requests like a server does. Writes only note
-    the ids they change; the next lexical query re-tokenizes those alone (20,000 chunks: about
-    1 ms after a one-chunk write, against a 1.1 s rebuild; docs/results.md).
+    Its lexical side is a BM25 index of the texts, built at the first lexical query, then updated for
+    the ids written since (see docs/results.md).
     """
 
     capabilities = frozenset({"dense", "lexical"})
     lexical_side = True
 
-    def __init__(self, embedder: str | None = None) -> None:
-        self.dimension = None
-        self.embedder = None
-        self._expected = embedder
+    def __init__(self, embedder: str | None = None, dimension: int | None = None) -> None:
+        super().__init__(dimension, embedder)
         self._row_of: dict[str, int] = {}  # chunk id -> row
         self._chunk_at: dict[int, Chunk] = {}  # row -> chunk
         self._by_doc: dict[str, set[str]] = {}  # doc id -> chunk ids
@@ -66,9 +70,7 @@ class InProcessStore(BaseStore):
             self._bm25_stale.add(chunk_id)
             chunk = self._chunk_at.pop(row)
             for table, key in ((self._by_doc, chunk.doc_id), (self._by_hash, own(chunk.metadata, "content_hash"))):
-                if not isinstance(key, str):
-                    continue
-                found = table.get(key)
+                found = table.get(key) if isinstance(key, str) else None
                 if found is not None:
                     found.discard(chunk_id)
                     if not found:
@@ -77,10 +79,7 @@ class InProcessStore(BaseStore):
         return rows
 
     def _rows_for(self, hashes: list[str], embedder: str) -> dict[str, int]:
-        """content hash -> the row of one record of that text made by ``embedder``.
-
-        A record that names no embedder belongs to the store's own one.
-        """
+        """content hash -> the row of one record of that text made by ``embedder`` (none named: the store's)."""
         out: dict[str, int] = {}
         for content_hash in hashes:
             for chunk_id in sorted(self._by_hash.get(content_hash, ())):
@@ -95,10 +94,8 @@ class InProcessStore(BaseStore):
         raise NotImplementedError
 
     def _vectors_for(self, hashes: list[str], embedder: str) -> dict[str, np.ndarray]:
-        found = self._rows_for(hashes, embedder)
-        if not found:
-            return {}
-        return dict(zip(found, self._vectors_at(list(found.values())), strict=True))
+        found = self._rows_for(hashes, embedder)  # _vectors_at needs at least one row
+        return dict(zip(found, self._vectors_at(list(found.values())), strict=True)) if found else {}
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         for part in batches(sorted(self._chunk_at), batch):  # row order
@@ -108,22 +105,11 @@ class InProcessStore(BaseStore):
         """BM25 over the records' texts (tokenized with the store's ``lexical_tokenizer``), best first."""
         if not tokens or not self._row_of:
             return []
-        index = self._lexical_index()
-        ranked = index.search(list(tokens), len(self._row_of) if filters else k)
-        out = []
-        for chunk_id, score in ranked:
-            chunk = self._chunk_at[self._row_of[chunk_id]]
-            if matches(chunk, filters):
-                out.append((chunk, float(score)))
-                if len(out) == k:
-                    break
-        return out
+        ranked = self._lexical_index().search(list(tokens), len(self._row_of) if filters else k)
+        return first_matching(((self._chunk_at[self._row_of[i]], score) for i, score in ranked), filters, k)
 
     def _lexical_index(self) -> Any:
         """The BM25 index of the records' texts, brought up to date with the writes since the last lexical query."""
-        from akasha.retrieval.bm25 import BM25Index
-        from akasha.stores.query import lexical_tokenizer
-
         tokenize = lexical_tokenizer(self.lexical_tokenizer)
         if self._bm25 is None or self._bm25_tokenizer != self.lexical_tokenizer:
             self._bm25, self._bm25_tokenizer = BM25Index(), self.lexical_tokenizer

@@ -1,9 +1,7 @@
-"""``backend: memory``: vectors in a growing numpy matrix inside the process.
+"""``backend: memory``: vectors in a growing numpy matrix inside the process (no extra; nothing persists).
 
-No extra needed. Writes are amortised O(chunks written) (the matrix doubles its
-capacity; deleted rows become free slots), so ingesting many small batches
-stays linear. A search is one matrix-vector product over the live rows. The
-index's state is kept in memory too: nothing survives the process.
+Writes are amortised O(chunks written): the matrix doubles its capacity and deleted rows become
+free slots. A search is one matrix-vector product over the live rows.
 """
 
 from __future__ import annotations
@@ -20,17 +18,15 @@ from akasha.types import Chunk
 class MemoryStore(InProcessStore):
     """Exact cosine search over unit vectors held in memory.
 
-    It lives in the index's own process, beside the index's own search structures over the same
-    chunks, so an index over it searches with its in-process engine (``capabilities`` is empty);
-    :meth:`query` still answers for callers that use the store alone.
+    An index over it searches with its own in-process engine (``capabilities`` is empty);
+    :meth:`query` still answers callers that use the store alone.
     """
 
     name = "memory"
     capabilities = frozenset()
 
     def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
-        super().__init__(embedder)
-        self.dimension = int(dimension) if dimension else None
+        super().__init__(embedder, dimension)
         self._matrix: np.ndarray | None = None  # (capacity, dim), rows unit length
         self._live = np.zeros(0, dtype=bool)
         self._used = 0  # rows handed out so far (live or free)
@@ -56,14 +52,11 @@ class MemoryStore(InProcessStore):
         # Validation is done; nothing below can fail, so a write is all or nothing.
         for chunk, row in zip(chunks, matrix, strict=True):
             replaced = self._drop([chunk.id])  # a record of the same id keeps its row
-            slot = replaced[0] if replaced else self._free.pop() if self._free else self._next_row()
+            slot = replaced[0] if replaced else self._free.pop() if self._free else self._used
+            self._used = max(self._used, slot + 1)  # a new row extends the rows handed out
             self._matrix[slot] = row
             self._live[slot] = True
             self._put(chunk, slot)
-
-    def _next_row(self) -> int:
-        self._used += 1
-        return self._used - 1
 
     def _remove(self, ids: list[str]) -> int:
         slots = self._drop(ids)
@@ -80,11 +73,8 @@ class MemoryStore(InProcessStore):
             return []
         n = self._used
         mask = self._live[:n].copy()
-        if filters:
-            for slot in np.flatnonzero(mask):
-                chunk = self._chunk_at[int(slot)]
-                if not matches(chunk, filters):
-                    mask[slot] = False
+        for slot in np.flatnonzero(mask) if filters else ():
+            mask[slot] = matches(self._chunk_at[int(slot)], filters)
         live = int(mask.sum())
         if live == 0:
             return []

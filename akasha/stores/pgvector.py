@@ -9,29 +9,24 @@ One plain table per store, the way a PostgreSQL user reads it with SQL::
                an HNSW index (vector_cosine_ops) named <t>_hnsw, built once the first rows are in
     <t>_state  key text PRIMARY KEY, state jsonb, updated_at timestamptz  (the index's state)
 
-``lexical`` holds each text's terms as akasha's BM25 tokenizer splits them (lower-cased,
-Chinese and Japanese already segmented, positions kept), so PostgreSQL's ``simple``
-configuration ranks every language alike; the tokenizer's id is kept in the state
-table (key ``akasha-lexical``) and a query worker splits the question with the same one.
+``lexical`` holds each text's terms as akasha's BM25 tokenizer splits them (positions kept), so
+PostgreSQL's ``simple`` configuration ranks every language alike; the tokenizer's id is kept in
+the state table (key ``akasha-lexical``) and a query worker splits the question with the same one.
 
-Searches run in the server (:meth:`PgVectorStore.query`): one SQL statement ranks the
-vector side with the HNSW index (``hnsw.ef_search`` set from the candidate pool), the
-lexical side with the GIN index (BM25-style: each term's IDF from its document
-frequency, counted up to :data:`DF_CAP` rows, times ``ts_rank``), and fuses both with
-weighted reciprocal-rank fusion; only the ``k`` fused rows travel to the client.
+Searches run in the server (:meth:`PgVectorStore.query`): one SQL statement ranks the vector side
+with the HNSW index, the lexical side with the GIN index (BM25-style: IDF from the document
+frequency, counted up to :data:`DF_CAP` rows, times ``ts_rank``) and fuses both by weighted
+reciprocal-rank fusion; only the ``k`` fused rows travel to the client.
 
-``metadata`` holds the chunk metadata as given; the columns repeat what SQL users
-filter on. Every write is one transaction; writers on all machines can be
-serialised with :meth:`PgVectorStore.lock` (a session advisory lock). Vectors
-travel in pgvector's binary format (``COPY ... FORMAT BINARY``). Every call goes
-through :class:`~akasha.retry.Retry`. PostgreSQL text cannot hold NUL
-characters: they are stored as U+FFFD.
+``metadata`` holds the chunk metadata as given; the columns repeat what SQL users filter on.
+Every write is one transaction; :meth:`PgVectorStore.lock` serialises writers on all machines
+(a session advisory lock). Vectors travel in pgvector's binary format; every call goes through
+:class:`~akasha.retry.Retry`. PostgreSQL text cannot hold NUL: it is stored as U+FFFD.
 
-YAML keys: ``dsn``, or ``connection`` with ``host`` (localhost), ``port`` (5432),
-``database``, ``user``, ``password`` (all ``astromesh``); ``collection``
-(``embeddings``) is the table name and must be a plain SQL identifier (checked at
-build). A table written by the previous release's YAML store (``content`` column)
-is upgraded in place on first use. Needs the ``pgvector`` (or ``postgres``) extra.
+YAML keys: ``dsn``, or ``connection`` with ``host`` (localhost), ``port`` (5432), ``database``,
+``user``, ``password`` (all ``astromesh``); ``collection`` (``embeddings``) is the table name, a
+plain SQL identifier. A table of the previous release's YAML store (``content`` column) is
+upgraded in place on first use. Needs the ``pgvector`` (or ``postgres``) extra.
 """
 
 from __future__ import annotations
@@ -45,7 +40,8 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -54,13 +50,12 @@ from akasha.errors import ConfigError, IndexLockError, MissingExtraError, SpecEr
 from akasha.metadata import own
 from akasha.retrieval.fusion import exact_terms
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, batches, check_query
-from akasha.stores.query import SearchRequest, lexical_tokenizer
+from akasha.stores.base import BaseStore, T, batches, check_query
+from akasha.stores.query import SearchRequest, lexical_tokenizer, resolve_tokenizer_id
 from akasha.stores.redact import redact_conninfo
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _BATCH = 5000
@@ -71,8 +66,7 @@ LEXICAL_SCAN = 2000
 #: Candidates are the rows holding the question's rarest terms, taken rarest first until they hold about
 #: this many times the pool (a term in more than DF_CAP rows is never taken alone).
 RARE_ENOUGH = 4
-#: hnsw.ef_search for a pool of candidates: this many times the pool, at least the store's ``ef_search``
-#: option (default 200), at most pgvector's 1000.
+#: hnsw.ef_search: this many times the pool, at least the ``ef_search`` option (200), at most pgvector's 1000.
 EF_PER_CANDIDATE = 8
 #: A lexeme PostgreSQL accepts (2,047 bytes); longer tokens are left out of the lexical column.
 _MAX_LEXEME_BYTES = 2047
@@ -87,20 +81,16 @@ COLUMNS = ("id", "doc_id", "text", "source", "page", "chunk_index", "content_has
 def check_identifier(name: object) -> str:
     """Return ``name`` if it is a plain SQL identifier (letters, digits, underscore), else SpecError."""
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise SpecError(
-            f"vector_store.collection {name!r} is not a plain SQL identifier: use letters, digits and "
-            "underscores, starting with a letter or underscore, at most 63 characters"
-        )
+        raise SpecError(f"vector_store.collection {name!r} is not a plain SQL identifier: use letters, digits and "
+                        "underscores, starting with a letter or underscore, at most 63 characters")
     return name
 
 
+@dataclass(slots=True, eq=False)
 class _Vec:
     """A float32 vector on its way to pgvector (picked up by the binary dumper)."""
 
-    __slots__ = ("data",)
-
-    def __init__(self, data: np.ndarray) -> None:
-        self.data = data
+    data: np.ndarray
 
 
 def _key(text: str) -> int:
@@ -112,9 +102,7 @@ def _clean(text: str) -> str:
 
 
 def _int4(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and _INT4[0] <= value <= _INT4[1]:
-        return value
-    return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and _INT4[0] <= value <= _INT4[1] else None
 
 
 def _metadata_json(metadata: Mapping[str, Any]) -> str:
@@ -138,11 +126,6 @@ def tsvector_literal(tokens: list[str]) -> str:
         if len(found) < _MAX_POSITIONS:
             found.append(min(position, 16383))
     return " ".join(f"{_quoted_lexeme(term)}:{','.join(map(str, places))}" for term, places in positions.items())
-
-
-def tsquery_literal(term: str) -> str:
-    """One query term as a tsquery value that matches exactly that lexeme."""
-    return _quoted_lexeme(_clean(term))
 
 
 def _conninfo(**params: Any) -> str:
@@ -183,6 +166,7 @@ class PgVectorStore(BaseStore):
         if not isinstance(table, str) or not _IDENTIFIER.match(table) or len(table) > 57:
             raise ConfigError(f"PostgreSQL table {table!r} must be a plain SQL identifier of at most 57 characters "
                               "(letters, digits, underscores, not starting with a digit)")
+        super().__init__(dimension, embedder)
         self.table = table  # unquoted in SQL, so PostgreSQL folds it to lower case
         #: The YAML ``connection`` keys with their defaults (None when a DSN was given).
         self.connect_kwargs: dict[str, Any] | None = None
@@ -201,9 +185,6 @@ class PgVectorStore(BaseStore):
         where = display or redact_conninfo(self.conninfo)
         self.name = f"{where} (table {self.table})" if "table=" not in where else where
         self.server = f"the PostgreSQL server {where}"
-        self.dimension = int(dimension) if dimension else None
-        self.embedder = None
-        self._expected = embedder
         self.retry = retry or Retry()
         self.connect_timeout = connect_timeout
         self.ef_search = ef_search
@@ -263,9 +244,8 @@ class PgVectorStore(BaseStore):
                     self._drop()
                     raise
 
-        return self.retry.run(attempt, server=self.server, what=what,
+        return self.retry.run(attempt, server=self.server, what=what, on_retry=self._drop,
                               transient=(psycopg.OperationalError, psycopg.InterfaceError), auth=_is_auth_error,
-                              on_retry=self._drop,
                               hint="Check the user and password in the postgresql:// URL, $PGPASSWORD or ~/.pgpass")
 
     @staticmethod
@@ -341,10 +321,9 @@ class PgVectorStore(BaseStore):
         log.info("upgraded table %s on %s to the current chunk-table layout", t, self.server)
 
     def _add_lexical(self, conn: Any) -> None:
-        """Give a table written by an earlier release its lexical column, filled from the stored texts.
+        """Give a table of an earlier release its lexical column, filled from the stored texts (nothing re-embedded).
 
-        Nothing is re-embedded: the terms come from each row's text, in batches, under the
-        schema lock (another process waiting for it finds the column there and returns).
+        The column is added under the schema lock: a process that waited for it finds the column there.
         """
         t = self.table
         with conn.transaction():
@@ -382,8 +361,6 @@ class PgVectorStore(BaseStore):
         if not self._lexical_recorded:
             self._read_lexical_state(conn)
         if not self._lexical_recorded:
-            from akasha.stores.query import resolve_tokenizer_id
-
             tokenizer = resolve_tokenizer_id(self.lexical_tokenizer)
             self._save_state_row(conn, _LEXICAL_STATE, {"tokenizer": tokenizer})
             self.lexical_tokenizer, self._lexical_recorded = tokenizer, True
@@ -391,29 +368,24 @@ class PgVectorStore(BaseStore):
 
     def _indexes(self, conn: Any) -> None:
         t = self.table
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_doc_id_idx ON {t} (doc_id)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_content_hash_idx ON {t} (content_hash)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_source_idx ON {t} (source)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_lexical_idx ON {t} USING gin (lexical)")
-
-    def _create_extension(self, conn: Any) -> None:
-        try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except self._psycopg.errors.Error as exc:
-            if isinstance(exc, (self._psycopg.OperationalError, self._psycopg.InterfaceError)):
-                raise
-            raise ConfigError(f"the pgvector extension is not available on {self.server} ({exc}); install "
-                              "pgvector there and run CREATE EXTENSION vector as a privileged user") from None
-        if self._vector_oid is None:
-            self._vector_oid = int(conn.execute("SELECT to_regtype('vector')::oid").fetchone()[0])
-            self._register_vector(conn, self._vector_oid)
+        for column, using in (("doc_id", ""), ("content_hash", ""), ("source", ""), ("lexical", "USING gin ")):
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_{column}_idx ON {t} {using}({column})")
 
     def _create(self, conn: Any, dimension: int) -> None:
         """Create the chunk table (and the extension) for ``dimension``-wide vectors."""
         t = self.table
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"akasha-schema:{t}"),))
-            self._create_extension(conn)
+            try:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except self._psycopg.errors.Error as exc:
+                if isinstance(exc, (self._psycopg.OperationalError, self._psycopg.InterfaceError)):
+                    raise
+                raise ConfigError(f"the pgvector extension is not available on {self.server} ({exc}); install "
+                                  "pgvector there and run CREATE EXTENSION vector as a privileged user") from None
+            if self._vector_oid is None:
+                self._vector_oid = int(conn.execute("SELECT to_regtype('vector')::oid").fetchone()[0])
+                self._register_vector(conn, self._vector_oid)
             conn.execute(f"""CREATE TABLE IF NOT EXISTS {t} (
                 id text PRIMARY KEY, doc_id text NOT NULL, text text NOT NULL, source text, page integer,
                 chunk_index integer, content_hash text, embedder text,
@@ -423,10 +395,7 @@ class PgVectorStore(BaseStore):
         self._open(conn)
 
     def _ready(self, conn: Any, dimension: int | None = None) -> bool:
-        """True when the chunk table exists; a missing one is created once the width is known.
-
-        (The YAML store created its table on the first query or ingest; so does this one.)
-        """
+        """True when the chunk table exists; a missing one is created once the width is known."""
         self._open(conn)
         width = dimension or self.dimension
         if not self._exists and width:
@@ -470,7 +439,7 @@ class PgVectorStore(BaseStore):
                          _int4(meta.get("page")), _int4(meta.get("chunk_index")),
                          None if own(meta, "content_hash") is None else str(own(meta, "content_hash")),
                          None if meta.get("embedder") is None else str(meta["embedder"]),
-                         Jsonb(meta, dumps=lambda obj: _metadata_json(obj)), _Vec(vec)))
+                         Jsonb(meta, dumps=_metadata_json), _Vec(vec)))
 
         def write(conn: Any) -> None:
             nonlocal tokenize
@@ -511,12 +480,8 @@ class PgVectorStore(BaseStore):
         def read(conn: Any) -> dict[str, Chunk]:
             if not self._ready(conn):
                 return {}
-            found: dict[str, Chunk] = {}
-            for part in batches(ids, _BATCH):
-                for i, text, meta in conn.execute(f"SELECT id, text, metadata FROM {self.table} WHERE id = ANY(%s)",
-                                                  (part,)).fetchall():
-                    found[i] = self._chunk(i, text, meta)
-            return found
+            return {i: self._chunk(i, text, meta) for part in batches(ids, _BATCH) for i, text, meta in conn.execute(
+                f"SELECT id, text, metadata FROM {self.table} WHERE id = ANY(%s)", (part,)).fetchall()}
 
         found = self._run("reading chunks", read)
         return [found[i] for i in ids if i in found]
@@ -546,19 +511,12 @@ class PgVectorStore(BaseStore):
         if conn.execute("SELECT to_regclass(%s)", (f"{self.table}_models",)).fetchone()[0] is None:
             return {}
         row = conn.execute(f"SELECT vec_table, dim FROM {self.table}_models WHERE model = %s", (embedder,)).fetchone()
-        if row is None or not _IDENTIFIER.match(str(row[0])):
+        if (row is None or not _IDENTIFIER.match(str(row[0])) or self._vector_oid is None
+                or (self.dimension is not None and int(row[1]) != self.dimension)):
             return {}
-        if self.dimension is not None and int(row[1]) != self.dimension:
-            return {}
-        if self._vector_oid is None:
-            return {}
-        out: dict[str, np.ndarray] = {}
         cur = conn.cursor(binary=True)
-        for part in batches(hashes, _BATCH):
-            for text_hash, vec in cur.execute(f"SELECT text_hash, embedding FROM {row[0]} WHERE text_hash = ANY(%s)",
-                                              (part,)).fetchall():
-                out[text_hash] = vec
-        return out
+        return {text_hash: vec for part in batches(hashes, _BATCH) for text_hash, vec in cur.execute(
+            f"SELECT text_hash, embedding FROM {row[0]} WHERE text_hash = ANY(%s)", (part,)).fetchall()}
 
     @staticmethod
     def _where(filters: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -584,10 +542,7 @@ class PgVectorStore(BaseStore):
     capabilities = frozenset({"dense", "lexical", "hybrid"})
 
     def query(self, request: SearchRequest) -> list[Hit]:
-        """Rank chunks in the server: one SQL statement (see the module docstring); ``k`` rows come back.
-
-        Each side's score and the fused score are in every hit's ``details``.
-        """
+        """Rank chunks in the server with one SQL statement (module docstring); scores in each hit's ``details``."""
         mode = request.mode
         if mode in ("dense", "hybrid") and request.vector is None:
             mode = "lexical"
@@ -602,11 +557,9 @@ class PgVectorStore(BaseStore):
         exact = [_clean(t) for t in exact_terms(request.text, terms)] if mode == "hybrid" else []
         sql = self._query_sql(mode, condition, bool(exact))
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
-                                "wv": request.weights[0], "wl": request.weights[1],
-                                "terms": [tsquery_literal(t) for t in terms], "raw": [_clean(t) for t in terms],
-                                "exact": exact,
-                                "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool,
-                                "scan": LEXICAL_SCAN, **params}
+                                "wv": request.weights[0], "wl": request.weights[1], "exact": exact,
+                                "terms": [_quoted_lexeme(_clean(t)) for t in terms], "raw": [_clean(t) for t in terms],
+                                "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool, "scan": LEXICAL_SCAN, **params}
         ef = min(1000, max(int(self.ef_search), EF_PER_CANDIDATE * request.pool))
 
         def read(conn: Any) -> list[Any]:
@@ -614,17 +567,15 @@ class PgVectorStore(BaseStore):
                 return []
             if self._ef_set != ef:
                 conn.execute(f"SET hnsw.ef_search = {int(ef)}")
-                # The planner cannot know how rare a question's term is (it comes from a parameter) and may
-                # pick a sequential scan "until 1,000 matches" that reads the whole table for a rare term
-                # (measured: 20-200 ms at 20k rows); every side of the query has an index to use.
+                # The planner cannot know how rare a question's term is (a parameter) and may pick a
+                # sequential scan that reads the whole table for a rare term; every side has an index to use.
                 conn.execute("SET enable_seqscan = off")
                 self._ef_set = ef
             if not request.filters or mode == "lexical":
                 return conn.execute(sql, args).fetchall()
             if self._iterative is None:
                 version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-                self._iterative = tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) >= (0, 8) \
-                    if version else False
+                self._iterative = bool(version) and tuple(int(x) for x in re.findall(r"\d+", version[0])[:2]) >= (0, 8)
             with conn.transaction():
                 if self._iterative:  # keep filtered HNSW scans going until the pool's rows match
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
@@ -650,9 +601,8 @@ class PgVectorStore(BaseStore):
     def _query_sql(self, mode: str, condition: str, exact: bool = True) -> str:
         """The one statement of a query: CTEs for the sides ``mode`` needs, fused, joined to the k rows' texts.
 
-        The fusion is :func:`akasha.stores.query.fuse_sides` written in SQL: weighted reciprocal-rank
-        fusion, and with ``exact`` (the question has exact terms, :func:`akasha.retrieval.fusion.exact_terms`,
-        passed as ``%(exact)s``) the first lexical row leads when it alone holds one of them.
+        The fusion is :func:`akasha.stores.query.fuse_sides` in SQL; with ``exact`` (the question's exact
+        terms, passed as ``%(exact)s``) the first lexical row leads when it alone holds one of them.
         """
         t = self.table
         dense = (f"dense AS (SELECT id, 1 - d AS score, row_number() OVER (ORDER BY d, id) AS rank FROM ("
@@ -813,13 +763,8 @@ def make_pgvector_store(config: dict[str, Any], context: Any) -> PgVectorStore:
     connection = config.get("connection") or {}
     if not isinstance(connection, dict):
         raise SpecError(f"vector_store.connection must be a mapping, got {type(connection).__name__}")
-    return PgVectorStore(
-        dimension=context.dimension,
-        table=check_identifier(config.get("collection", "embeddings")),
-        dsn=config.get("dsn"),
-        connection=connection,
-        lazy=True,
-    )
+    return PgVectorStore(dimension=context.dimension, table=check_identifier(config.get("collection", "embeddings")),
+                         dsn=config.get("dsn"), connection=connection, lazy=True)
 
 
 __all__ = ["COLUMNS", "PgVectorStore", "check_identifier", "make_pgvector_store"]

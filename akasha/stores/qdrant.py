@@ -1,23 +1,21 @@
 """Qdrant: in-process (``":memory:"`` or a folder) and on a server (``backend: qdrant``, ``qdrant://``).
 
-One point per chunk in a collection with cosine distance: the point id is the
-UUIDv5 (URL namespace) of the chunk id, the vector is the unit vector and the
-payload holds ``chunk_id``, ``text`` and the chunk metadata as plain payload keys
-(``source``, ``page``, ``chunk_index``, ``content_hash``, ``embedder``, ``doc_id``
-and user metadata), so Qdrant's own filters and tools see them. The index's state
-lives in a small side collection ``<collection>-akasha-state``.
+One point per chunk in a cosine collection: the point id is the UUIDv5 (URL namespace) of the
+chunk id, the vector the unit vector, the payload ``chunk_id``, ``text`` and the chunk metadata
+as plain keys, so Qdrant's own filters and tools see them. The index's state lives in a side
+collection ``<collection>-akasha-state``.
 
-An existing collection is used after checking its width and the embedder its
-points record; points written by other tools (LangChain's ``page_content`` +
-``metadata`` payloads) are read too. A collection in another distance is
-re-scored by cosine. YAML keys: ``collection`` (astromesh), ``url``
-(http://localhost:6333; ``":memory:"`` runs in-process), ``api_key``. Needs the
-``qdrant`` extra.
+An existing collection is used after checking its width and the embedder its points record;
+other tools' points (LangChain's ``page_content`` + ``metadata``) are read too, and another
+distance is re-scored by cosine. YAML keys: ``collection`` (astromesh), ``url``
+(http://localhost:6333; ``":memory:"`` runs in-process), ``api_key``. Needs the ``qdrant`` extra.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
 import logging
 import math
@@ -25,20 +23,20 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
+from akasha.retrieval.bm25 import saturation
 from akasha.retry import Retry
-from akasha.stores.base import BaseStore, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
+from akasha.stores.base import BaseStore, T, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
 from akasha.stores.redact import redact_url
 from akasha.types import Chunk, Hit
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 STATE_SUFFIX = "-akasha-state"
 _RESERVED = frozenset({"chunk_id", "text"})
 #: The sparse vector holding each text's BM25-style term weights (the collection applies the IDF modifier).
@@ -47,18 +45,14 @@ LEXICAL_VECTOR = "akasha-lexical"
 
 def term_index(term: str) -> int:
     """A term's sparse-vector index: the first 4 bytes of its blake2b hash (collisions are vanishingly rare)."""
-    import hashlib
-
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
 
 
 def term_weights(tokens: list[str]) -> tuple[list[int], list[float]]:
-    """``(indices, values)`` of a text's sparse vector: akasha's BM25 saturated term frequency per term
-    (:func:`akasha.retrieval.bm25.saturation`); the average length is the fixed :data:`AVERAGE_TOKENS`
-    (Qdrant keeps no corpus statistics beside the IDF), which only shifts how strongly long chunks
-    are normalised."""
-    from akasha.retrieval.bm25 import saturation
+    """``(indices, values)`` of a text's sparse vector: akasha's BM25 saturated term frequency per term.
 
+    The average length is the fixed :data:`AVERAGE_TOKENS` (Qdrant keeps no corpus statistics but the IDF).
+    """
     counts: dict[int, int] = {}
     for token in tokens:
         index = term_index(token)
@@ -70,14 +64,6 @@ def term_weights(tokens: list[str]) -> tuple[list[int], list[float]]:
 def point_id(chunk_id: str) -> str:
     """The Qdrant point id of a chunk: UUIDv5 of the chunk id in the URL namespace."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
-
-
-def _import_qdrant() -> Any:
-    try:
-        import qdrant_client
-    except ImportError:
-        raise MissingExtraError("qdrant-client", "qdrant", "the Qdrant store") from None
-    return qdrant_client
 
 
 def _json_native(value: Any) -> bool:
@@ -113,20 +99,12 @@ def _chunk(point: Any) -> Chunk:
     return Chunk(str(point.id), text, meta)
 
 
-def _as_uuid(value: str) -> str | None:
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
-
-
 def _server_address(url: str, api_key: str | None) -> tuple[str, str | None, dict[str, str]]:
     """``(url without user info, api key, headers)`` for a server URL that may hold ``user:password@``.
 
-    qdrant-client ignores a URL's user info (and repeats the URL in its messages and httpx's logs), so it
-    is taken out here: ``http://:KEY@host`` (no user name, qdrant's own convention) is the API key, sent
-    as qdrant's ``api-key`` header unless ``api_key`` is given; a user name and password are for a proxy in
-    front and go as ``Authorization: Basic``.
+    qdrant-client ignores a URL's user info (and repeats the URL in its logs), so it is taken out:
+    ``http://:KEY@host`` is the API key unless ``api_key`` is given; a user name and password are for
+    a proxy in front and go as ``Authorization: Basic``.
     """
     from akasha.providers.credentials import basic_value, split_credentials
 
@@ -156,25 +134,21 @@ class QdrantStore(BaseStore):
         display: str | None = None,
         lazy: bool = False,
     ) -> None:
-        _import_qdrant()
-        from qdrant_client import models
+        try:
+            from qdrant_client import models
+        except ImportError:
+            raise MissingExtraError("qdrant-client", "qdrant", "the Qdrant store") from None
 
+        super().__init__(dimension, embedder)
         self._models = models
         self.collection = collection
-        self.dimension = int(dimension) if dimension else None
-        self.embedder = None
-        self._expected = embedder
         self._server = client is None and path is None and url not in (None, ":memory:")
         self._headers: dict[str, str] = {}
         if self._server:
             url, api_key, self._headers = _server_address(str(url), api_key)
         self._url, self._api_key, self._path = url, api_key, path
-        if path is not None:
-            self.name = display or f"qdrant:{Path(path).expanduser()}/{collection}"
-        elif self._server:
-            self.name = display or f"qdrant:{redact_url(str(url))}/{collection}"  # a key in the URL never shows
-        else:
-            self.name = display or f"qdrant:memory/{collection}"
+        where = Path(path).expanduser() if path is not None else redact_url(str(url)) if self._server else "memory"
+        self.name = display or f"qdrant:{where}/{collection}"  # a key in the URL never shows
         self.retry = retry or Retry()
         self._lock = threading.RLock()
         self._client = client
@@ -186,7 +160,7 @@ class QdrantStore(BaseStore):
         self._cosine = True
         self._state_ready = False
         if not lazy:
-            self._open()
+            self._ready()
 
     # ----------------------------------------------------------- connection
     @property
@@ -218,20 +192,16 @@ class QdrantStore(BaseStore):
                               auth=_is_auth_error, hint="Pass the API key: token=..., qdrant://:KEY@host:port/"
                               "collection or $QDRANT_API_KEY", lock=self._lock)
 
-    def _open(self) -> None:
-        """Check an existing collection (width, distance, recorded embedder), or create one when the width is known."""
-        if self._opened:
-            return
-        self._opened = True
-        if self._call("opening the collection", lambda: self.client.collection_exists(self.collection)):
-            self._exists = True
-            self._inspect()
-        elif self.dimension is not None:
-            self._create(self.dimension)
-
     def _ready(self) -> bool:
-        """True when the collection exists (opening it first, for a store built lazily)."""
-        self._open()
+        """True when the collection exists; the first call checks it (width, distance, recorded embedder), or
+        creates it when the width is known."""
+        if not self._opened:
+            self._opened = True
+            if self._call("opening the collection", lambda: self.client.collection_exists(self.collection)):
+                self._exists = True
+                self._inspect()
+            elif self.dimension is not None:
+                self._create(self.dimension)
         return self._exists
 
     def _inspect(self) -> None:
@@ -243,14 +213,13 @@ class QdrantStore(BaseStore):
                 raise ConfigError(f"Qdrant collection {self.collection!r} ({self.name}) has several named vectors "
                                   f"({', '.join(sorted(vectors))}); akasha uses collections with one vector")
             self._vector_name, vectors = next(iter(vectors.items()))
-        width = int(vectors.size)
         self._has_lexical = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
         self._cosine = vectors.distance == m.Distance.COSINE
         points, _ = self._call("reading the collection", lambda: self.client.scroll(
             self.collection, limit=1, with_payload=["embedder"], with_vectors=False,
             scroll_filter=m.Filter(must_not=[m.IsEmptyCondition(is_empty=m.PayloadField(key="embedder"))])))
         recorded = (points[0].payload or {}).get("embedder") if points else None
-        self._adopt(f"Qdrant collection {self.collection!r} ({self.name})", width, recorded, "collection")
+        self._adopt(f"Qdrant collection {self.collection!r} ({self.name})", int(vectors.size), recorded, "collection")
         if not self._cosine:
             log.info("Qdrant collection %s uses %s distance: akasha re-scores its candidates by cosine",
                      self.collection, vectors.distance)
@@ -295,9 +264,8 @@ class QdrantStore(BaseStore):
         """Point id -> chunk id; a chunk id that is itself a UUID may also be a point of another tool."""
         out = {point_id(i): i for i in ids}
         for i in ids:
-            raw = _as_uuid(i)
-            if raw is not None:
-                out.setdefault(raw, i)
+            with contextlib.suppress(ValueError):
+                out.setdefault(str(uuid.UUID(i)), i)
         return out
 
     def _retrieve(self, ids: list[str], *, payload: bool) -> dict[str, Any]:
@@ -326,17 +294,14 @@ class QdrantStore(BaseStore):
 
     # --------------------------------------------------------------- records
     def _upsert(self, chunks: list[Chunk], matrix: np.ndarray) -> None:
-        self._open()
         if not self._ready():
             self._create(int(matrix.shape[1]))
         m = self._models
         tokenize = lexical_tokenizer(self.lexical_tokenizer) if self._has_lexical else None
-        points = [
-            m.PointStruct(id=point_id(c.id), vector=self._point_vectors(row, c.text, tokenize),
-                          payload={"chunk_id": c.id, "text": c.text,
-                                   **flat_metadata(c, keep=_json_native, reserved=_RESERVED)})
-            for c, row in zip(chunks, matrix, strict=True)
-        ]
+        points = [m.PointStruct(id=point_id(c.id), vector=self._point_vectors(row, c.text, tokenize),
+                                payload={"chunk_id": c.id, "text": c.text,
+                                         **flat_metadata(c, keep=_json_native, reserved=_RESERVED)})
+                  for c, row in zip(chunks, matrix, strict=True)]
         for part in batches(points, 512):
             self._call(f"writing {len(part)} chunks", lambda: self.client.upsert(self.collection, points=part,
                                                                                   wait=True))
@@ -344,8 +309,7 @@ class QdrantStore(BaseStore):
     def _remove(self, ids: list[str]) -> int:
         found = self._retrieve(ids, payload=False)
         if found:
-            m = self._models
-            selector = m.PointIdsList(points=[p.id for p in found.values()])
+            selector = self._models.PointIdsList(points=[p.id for p in found.values()])
             self._call(f"deleting {len(found)} chunks", lambda: self.client.delete(
                 self.collection, points_selector=selector, wait=True))
         return len(found)
@@ -360,8 +324,7 @@ class QdrantStore(BaseStore):
         m = self._models
         out: dict[str, np.ndarray] = {}
         if not self._server:
-            # In-process Qdrant checks MatchAny by list membership on every point (points x hashes):
-            # one pass over the payloads with a set is far cheaper; then the vectors of the matches.
+            # In-process Qdrant checks MatchAny by list membership (points x hashes): one pass with a set is cheaper.
             wanted = set(hashes)
             ids: dict[Any, str] = {}
             for point in self._scroll(None, vectors=False, payload=["content_hash", "embedder"], batch=5000):
@@ -370,8 +333,7 @@ class QdrantStore(BaseStore):
                 if content_hash in wanted and payload.get("embedder", self.embedder) == embedder:
                     wanted.discard(content_hash)
                     ids[point.id] = content_hash
-            found = list(ids)
-            for part in batches(found, 1000):
+            for part in batches(list(ids), 1000):
                 for point in self._call("reading vectors", functools.partial(self.client.retrieve,
                         self.collection, ids=part, with_payload=False,
                         with_vectors=[self._vector_name] if self._vector_name else True)):
@@ -391,10 +353,9 @@ class QdrantStore(BaseStore):
         if filters and not scalar_filters(filters):
             return self._nearest_by_scan(query, k, filters)
         limit = k if self._cosine else max(4 * k, k + 32)
-        response = self._call("searching", lambda: self.client.query_points(
+        points = self._call("searching", lambda: self.client.query_points(
             self.collection, query=query.tolist(), using=self._vector_name, limit=limit,
-            query_filter=self._filter(filters), with_payload=True, with_vectors=not self._cosine))
-        points = response.points
+            query_filter=self._filter(filters), with_payload=True, with_vectors=not self._cosine)).points
         if self._cosine:
             return [(_chunk(p), float(p.score)) for p in points]
         return self._by_cosine([_chunk(p) for p in points], [self._row(p) for p in points], query, k)
@@ -402,14 +363,13 @@ class QdrantStore(BaseStore):
     @property
     def capabilities(self) -> frozenset[str]:  # type: ignore[override]  # computed, where BaseStore has a plain attribute
         """Dense always; lexical when the collection has akasha's sparse vector (collections akasha creates)."""
-        if not self._opened:  # never connects here (a YAML store is built without contacting the server)
-            return frozenset({"dense", "lexical"})
-        both = self._has_lexical or not self._exists  # a collection akasha creates gets the lexical vector
+        # never connects here (a YAML store is built offline); a collection akasha creates gets the lexical vector
+        both = not self._opened or self._has_lexical or not self._exists
         return frozenset({"dense", "lexical"}) if both else frozenset({"dense"})
 
     def query(self, request: SearchRequest) -> list[Hit]:
-        """Both sides in one Query API call (a batch of a dense and a sparse request), fused by akasha's one fusion
-        (:func:`akasha.stores.query.fuse_sides`); at most ``pool`` points per side come back."""
+        """Both sides in one Query API call (a dense and a sparse request), fused by akasha's fusion; at most
+        ``pool`` points per side come back."""
         if not self._ready():
             return []
         m = self._models

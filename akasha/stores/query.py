@@ -1,12 +1,11 @@
 """The Store contract's query verb: one :class:`SearchRequest`, answered by the store's own engine.
 
 A store says what its engine answers natively in ``capabilities`` (a subset of
-:data:`CAPABILITIES`) and answers ``query(request) -> list[Hit]``: a store whose engine
-fuses (PostgreSQL: one SQL statement) returns the fused list; any other returns each side's
-candidates (at most ``pool`` each) and :func:`rank_hits` fuses them here, so no process ever
-holds more than the pool, whatever the size of the store. Each :class:`~akasha.types.Hit`
-keeps its scores in ``details`` (``vector``, ``bm25``, ``rrf``) and in ``source`` the sides
-that found it, as the in-process search types do.
+:data:`CAPABILITIES`) and answers ``query(request) -> list[Hit]``: a store whose engine fuses
+(PostgreSQL) returns the fused list; any other fetches each side's candidates (at most ``pool``
+each) for :func:`rank_hits` to fuse, so no process holds more than the pool. Each
+:class:`~akasha.types.Hit` keeps its scores in ``details`` (``vector``, ``bm25``, ``rrf``) and
+in ``source`` the sides that found it, as the in-process search types do.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from akasha.errors import ConfigError
 from akasha.retrieval.fusion import exact_match_first, fuse_ranked
 from akasha.types import Chunk, Hit
 
@@ -78,9 +78,8 @@ class SearchRequest:
 
 def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
               request: SearchRequest, exact: str | None = None) -> list[Hit]:
-    """Fuse one store's two candidate lists into the request's ``k`` hits (the one fusion of akasha).
+    """Fuse one store's two candidate lists, ``(chunk, score)`` best first, into the request's ``k`` hits.
 
-    ``dense`` is ``(chunk, cosine)`` best first, ``lexical`` ``(chunk, score)`` best first.
     A request with one side returns that side's list as hits; a hybrid request is always fused (its
     scores are fused scores even when one side found nothing, as in PostgreSQL's statement).
     """
@@ -93,13 +92,10 @@ def rank_hits(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chun
 
 def fuse_sides(dense: Sequence[tuple[Chunk, float]], lexical: Sequence[tuple[Chunk, float]],
                request: SearchRequest, exact: str | None = None) -> list[Hit]:
-    """Weighted reciprocal-rank fusion of a dense and a lexical list: the request's ``k`` hits.
+    """Weighted reciprocal-rank fusion (:func:`akasha.retrieval.fusion.fuse_ranked`) of a dense and a lexical list.
 
-    The fusion is :func:`akasha.retrieval.fusion.fuse_ranked` (the one fusion of akasha); ``exact``, the
-    first lexical chunk when it alone holds one of the question's exact terms
-    (:func:`akasha.retrieval.fusion.exact_terms`; a request without its ``text`` counts as short), then
-    leads (:func:`akasha.retrieval.fusion.exact_match_first`). PostgreSQL
-    computes the same in its query (:meth:`akasha.stores.pgvector.PgVectorStore.query`).
+    ``exact``, the first lexical chunk when it alone holds one of the question's exact terms, then leads
+    (:func:`akasha.retrieval.fusion.exact_match_first`). PostgreSQL computes the same in its query.
     """
     chunks: dict[str, Chunk] = {}
     details: dict[str, dict[str, float]] = {}
@@ -129,9 +125,8 @@ def resolve_tokenizer_id(name: str) -> str:
 def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
     """The tokenizer function for a name (``auto``, ``jieba``, ``bigram``) or a persisted tokenizer id.
 
-    A store tokenizes the texts it writes with it, and the question with the same one, so a
-    query worker ranks with the very terms the indexing process stored. ConfigError when
-    this process cannot reproduce the id (e.g. rjieba is not installed here).
+    A store tokenizes its texts and the question with the same one, so a query worker ranks with the
+    very terms the indexing process stored. ConfigError when this process cannot reproduce the id.
     """
     from akasha.retrieval.tokenize import TOKENIZER_NAMES, resolve_tokenizer, tokenizer_from_id
 
@@ -139,8 +134,6 @@ def lexical_tokenizer(tokenizer_id: str) -> Callable[[str], list[str]]:
         return resolve_tokenizer(tokenizer_id)[1]
     found = tokenizer_from_id(tokenizer_id)
     if found is None:
-        from akasha.errors import ConfigError
-
         raise ConfigError(f"the store's lexical terms were made by tokenizer {tokenizer_id!r}, which this process "
                           "cannot reproduce; install what it needs (jieba's words: rjieba, in the 'full' extra) "
                           "or re-index")

@@ -1,8 +1,7 @@
 """Store addresses made safe to show: no password, token or secret query value, ever.
 
-:func:`redact_url` works on the raw text and never raises, so every error message
-about a ``vector_store`` URL can be built from its result before any parsing that
-might fail (a password with ``/``, ``?`` or ``@`` in it confuses ``urlsplit``).
+:func:`redact_url` works on the raw text and never raises, so an error message about a URL can
+use it before any parsing that might fail (a password with ``/``, ``?`` or ``@`` confuses ``urlsplit``).
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ SECRET_PARAM = re.compile(r"pass|token|secret|key|auth|credential", re.IGNORECAS
 def userinfo_end(rest: str) -> int:
     """Index of the ``@`` that ends the user-info part of ``rest`` (the URL after ``://``), or -1.
 
-    The last ``@`` counts (a password may hold ``/``, ``?`` or ``@``), unless it sits in
-    the query string (a ``?`` with a ``name=`` before it), where the last ``@`` before
-    the query counts.
+    The last ``@`` counts (a password may hold ``/``, ``?`` or ``@``), unless it sits in the query
+    string (a ``?`` with a ``name=`` before it): then the last ``@`` before the query.
     """
     at = rest.rfind("@")
     if at < 0:

@@ -1,19 +1,10 @@
 """``vector_store=`` URLs: which store on which server, and opening it as a :class:`~akasha.stores.base.Store`.
 
-Known forms (see docs/servers.md):
-
-* ``chroma://host:port/collection`` - a Chroma server over HTTP (``chromas://`` for
-  HTTPS); the token comes from ``token=``, ``chroma://:TOKEN@host:port/...`` or
-  ``$CHROMA_AUTH_TOKEN`` (sent as ``Authorization: Bearer``; add
-  ``?header=x-chroma-token`` to send ``X-Chroma-Token`` instead). Query options:
-  ``tenant``, ``database``, ``header``.
-* ``postgresql://user:pass@host:port/db?table=name`` (or ``postgres://``) - PostgreSQL
-  with pgvector via psycopg 3. ``table`` (default ``akasha``) names the chunk table;
-  the other query options (``sslmode``, ``host=/socket/dir`` ...) go to libpq
-  unchanged, as do ``$PGPASSWORD`` and ``~/.pgpass``.
-* ``qdrant://host:port/collection`` - a Qdrant server (``qdrants://`` for HTTPS, port
-  6333 by default); the API key comes from ``token=``, ``qdrant://:KEY@host/...`` or
-  ``$QDRANT_API_KEY``.
+Known forms (docs/servers.md has the details): ``chroma://host:port/collection`` (``chromas://`` for
+HTTPS; options ``tenant``, ``database``, ``header``), ``postgresql://user:pass@host:port/db?table=name``
+(or ``postgres://``; ``table`` defaults to ``akasha``, other options go to libpq unchanged) and
+``qdrant://host:port/collection`` (``qdrants://`` for HTTPS, port 6333 by default). A Chroma or Qdrant
+token comes from ``token=``, the URL's ``:TOKEN@`` or ``$CHROMA_AUTH_TOKEN`` / ``$QDRANT_API_KEY``.
 
 Every message shows the URL through :func:`~akasha.stores.redact.redact_url`
 (no password, token or secret query value), computed before any parsing that can
@@ -72,8 +63,8 @@ def parse_vector_store(url: str) -> ServerURL:
         parts = urlsplit(f"{scheme}://{rest}")
         hostname, port = parts.hostname, parts.port
     except ValueError:
-        raise ConfigError(f"vector_store {shown} is not a valid URL (check the host and port); use {_EXAMPLES}"
-                          ) from None
+        raise ConfigError(f"vector_store {shown} is not a valid URL (check the host and port); "
+                          f"use {_EXAMPLES}") from None
     options = dict(parse_qsl(parts.query, keep_blank_values=True))
     login = (unquote(user), unquote(password) if colon else None) if at >= 0 else None
     kind = scheme.removesuffix("s")  # chromas://, qdrants://: the same servers over TLS
@@ -82,24 +73,15 @@ def parse_vector_store(url: str) -> ServerURL:
     return _parse_postgres(parts, hostname, port, login, options, shown)
 
 
-def _token(login: tuple[str, str | None] | None) -> str | None:
-    if login is None:
-        return None
-    return login[1] or login[0] or None
-
-
 @dataclass(frozen=True)
 class _CollectionServer:
     """What a ``<kind>://host:port/collection`` URL (Chroma, Qdrant) may hold."""
 
     name: re.Pattern[str]
-    #: the collection names ``name`` accepts, in words
-    name_rule: str
+    name_rule: str  # the collection names ``name`` accepts, in words
     port: int
-    #: the port of the TLS scheme (``chromas://``, ``qdrants://``)
-    tls_port: int
-    #: the query options it takes
-    options: tuple[str, ...] = ()
+    tls_port: int  # the port of ``chromas://``, ``qdrants://``
+    options: tuple[str, ...] = ()  # the query options it takes
 
 
 _COLLECTION_SERVERS = {
@@ -124,7 +106,7 @@ def _parse_collection(kind: str, parts: Any, scheme: str, hostname: str | None, 
                           "collection or token=...)")
     tls = scheme == kind + "s"
     return ServerURL(kind, shown, host=hostname, port=port or (server.tls_port if tls else server.port), name=name,
-                     ssl=tls, token=_token(login), options=options)
+                     ssl=tls, token=(login[1] or login[0] or None) if login else None, options=options)
 
 
 def _parse_postgres(parts: Any, hostname: str | None, port: int | None, login: tuple[str, str | None] | None,
@@ -170,8 +152,7 @@ STORE_OPTIONS: dict[str, tuple[str, ...]] = {
 def check_store_options(vector_store: Any, options: Any) -> dict[str, Any]:
     """``vector_store_options`` checked against what ``vector_store`` accepts; ConfigError names an unknown key.
 
-    A URL's kind decides the keys (:data:`STORE_OPTIONS`); a Store object takes only
-    :data:`COMMON_OPTIONS` (it was configured when it was built). No I/O.
+    A URL's kind decides the keys (:data:`STORE_OPTIONS`); a Store object takes only :data:`COMMON_OPTIONS`.
     """
     if options is None:
         return {}
@@ -198,11 +179,9 @@ def check_store_options(vector_store: Any, options: Any) -> dict[str, Any]:
         value = options.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ConfigError(f"vector_store_options {name} must be a positive integer, got {value!r}")
-    if options.get("connect_timeout") is not None:
-        value = options["connect_timeout"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ConfigError(f"vector_store_options connect_timeout must be a positive number of seconds, "
-                              f"got {value!r}")
+    value = options.get("connect_timeout")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+        raise ConfigError(f"vector_store_options connect_timeout must be a positive number of seconds, got {value!r}")
     if "corpus" in options:
         check_corpus_name(options["corpus"])
     return dict(options)
