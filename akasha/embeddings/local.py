@@ -22,6 +22,7 @@ to sentence-transformers there; small batches stay in numpy. The device is not p
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import logging
@@ -370,6 +371,10 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Async form for event-loop callers (as the hosted embedders have): the work runs in a worker thread."""
+        return await asyncio.to_thread(self.embed_documents, list(texts))
 
 
 def _mean_pooled(model: Any) -> bool:
