@@ -43,9 +43,19 @@ class StoreLink:
                  corpus: str = "") -> None:
         """``embedder_name`` and ``namespace`` are called on use (the identity is resolved on first use)."""
         self.store = store
-        self.embedder_name = embedder_name  # the identity of the vectors this link writes
-        self.namespace = namespace  # of the corpus states this link saves and reads
+        self._embedder_name = embedder_name
+        self._namespace = namespace
         self.corpus = corpus
+
+    @property
+    def embedder_name(self) -> str:
+        """The identity of the vectors this link writes (``embedder`` metadata of every record)."""
+        return self._embedder_name()
+
+    @property
+    def namespace(self) -> str:
+        """The namespace of the corpus states this link saves and reads."""
+        return self._namespace()
 
     @property
     def name(self) -> str:
@@ -56,12 +66,12 @@ class StoreLink:
         """Vectors the store already holds for these chunk texts (same embedder), by content hash."""
         if not content_hashes:
             return {}
-        return dict(self.store.vectors_for(list(content_hashes), self.embedder_name()))
+        return dict(self.store.vectors_for(list(content_hashes), self.embedder_name))
 
     def load_state(self, source_key: str) -> tuple[str, dict[str, str]] | None:
         """(state key, {path: content key}) the store last committed for this source, or None."""
-        state = self.store.load_state(state_key_for(self.namespace(), source_key))
-        if not state or state.get("namespace") != self.namespace():
+        state = self.store.load_state(state_key_for(self.namespace, source_key))
+        if not state or state.get("namespace") != self.namespace:
             return None
         files = state.get("files")
         if not isinstance(files, Mapping):
@@ -89,16 +99,16 @@ class StoreLink:
 
     def save_state(self, source_key: str, state_key: str, files: Mapping[str, str]) -> None:
         """Save one corpus's committed state, then point "the last committed corpus" at it."""
-        namespace = self.namespace()
+        namespace = self.namespace
         self.store.save_state(state_key_for(namespace, source_key),
                               {"namespace": namespace, "source": source_key, "state": state_key,
-                               "embedder": self.embedder_name(), "files": dict(files)})
+                               "embedder": self.embedder_name, "files": dict(files)})
         self.store.save_state(state_key_for(namespace, LAST), {"namespace": namespace, "source": source_key})
 
     def last_source(self) -> str | None:
         """The source key of the corpus committed last into the store (for this embedder and chunking)."""
-        pointer = self.store.load_state(state_key_for(self.namespace(), LAST))
-        if not pointer or pointer.get("namespace") != self.namespace():
+        pointer = self.store.load_state(state_key_for(self.namespace, LAST))
+        if not pointer or pointer.get("namespace") != self.namespace:
             return None
         return str(pointer.get("source") or "") or None
 
@@ -124,7 +134,7 @@ class StoreLink:
         meta = dict(chunk.metadata)
         meta.setdefault("source", chunk.doc_id)
         put_own(meta, "doc_id", chunk.doc_id)  # a document's own doc_id stays (akasha.metadata)
-        meta["embedder"] = self.embedder_name()
+        meta["embedder"] = self.embedder_name
         if self.corpus:
             meta["corpus"] = self.corpus
         return Chunk(chunk.id, chunk.text, meta)

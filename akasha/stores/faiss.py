@@ -21,7 +21,7 @@ class FaissStore(InProcessStore):
     name = "faiss"
 
     def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
-        super().__init__(embedder)
+        super().__init__(embedder=embedder)
         try:
             import faiss
         except ImportError:

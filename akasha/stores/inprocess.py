@@ -37,7 +37,7 @@ class InProcessStore(BaseStore):
     capabilities = frozenset({"dense", "lexical"})
     lexical_side = True
 
-    def __init__(self, embedder: str | None = None, dimension: int | None = None) -> None:
+    def __init__(self, dimension: int | None = None, embedder: str | None = None) -> None:
         super().__init__(dimension, embedder)
         self._row_of: dict[str, int] = {}  # chunk id -> row
         self._chunk_at: dict[int, Chunk] = {}  # row -> chunk

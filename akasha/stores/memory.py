@@ -26,7 +26,7 @@ class MemoryStore(InProcessStore):
     capabilities = frozenset()
 
     def __init__(self, dimension: int | None = None, *, embedder: str | None = None) -> None:
-        super().__init__(embedder, dimension)
+        super().__init__(dimension, embedder)
         self._matrix: np.ndarray | None = None  # (capacity, dim), rows unit length
         self._live = np.zeros(0, dtype=bool)
         self._used = 0  # rows handed out so far (live or free)
