@@ -312,11 +312,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _names(value: str) -> list[str]:
+    """The non-empty comma-separated parts of ``value``, stripped."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
 def _data_source(text: str) -> str | list[str]:
     """PATH as given when it exists (a comma can be part of a file name), else its comma-separated parts."""
     if os.path.lexists(os.path.expanduser(text)):
         return text
-    parts = [p.strip() for p in text.split(",") if p.strip()]
+    parts = _names(text)
     return parts[0] if len(parts) == 1 else parts
 
 
@@ -487,10 +492,6 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- eval
-def _names(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     """``akasha eval DOCS QUESTIONS.jsonl``: retrieval quality (recall, MRR, nDCG per search type and
     reranker; answer@80 for questions with a reference answer; see :mod:`akasha.evaluation`)."""
