@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from akasha.providers.env import positive_env
-from akasha.stores.redact import redact_url
 
 DEFAULT_MAX_REPLY_MB = 64.0
 #: Seconds one request may take from its first attempt to its last byte (``AKASHA_REQUEST_DEADLINE_S``).
@@ -90,6 +89,10 @@ class _Budget:
     def __init__(self, request: Any, error: type[Exception]) -> None:
         """The budget of ``request`` under the current deadline (a new one outside a retry loop); raises
         ``error`` when it has passed, and shortens the request's per-read timeouts to the time left."""
+        # Imported here: akasha.retry imports this module for its deadline, and the stores package that holds
+        # redact_url loads numpy and every store module (about 60 ms) that a retry loop alone never needs.
+        from akasha.stores.redact import redact_url
+
         self.max_bytes, _ = reply_limits()
         self.url, self.error, self.seen = redact_url(str(request.url)), error, 0
         self.deadline = _CURRENT.get() or Deadline(deadline_seconds())
