@@ -214,12 +214,17 @@ class SentenceTransformerEmbedder:
                     self._numpy = self._build_numpy()
                 if self._numpy:
                     return self._numpy
-            if self._bulk is None and self.precision == "float32" and resolve_device(self.device) != "cpu":
+            if self._bulk is None and self._bulk_on_accelerator():
                 return None  # "auto" found an accelerator: large batches go to sentence-transformers there
             if self._bulk is None:  # built now, or taken from prepare_documents' thread (waiting for it)
                 early, self._bulk_early = self._bulk_early, None
                 self._bulk = self._adopt_bulk(*(early.result() if early else self._construct_bulk(self._folder)))
             return self._bulk or None
+
+    def _bulk_on_accelerator(self) -> bool:
+        """Whether large float32 batches go to sentence-transformers on an accelerator ``device`` found, not
+        to the CPU encoder (int8 runs only there)."""
+        return self.precision == "float32" and resolve_device(self.device) != "cpu"
 
     def _may_skip_torch(self) -> bool:
         """Whether the device, precision and loading options allow a torch-free encoder at all."""
@@ -306,7 +311,7 @@ class SentenceTransformerEmbedder:
         from akasha.embeddings import bert_onnx
 
         if not self._may_skip_torch() or not bert_onnx.available() \
-                or (self.precision == "float32" and resolve_device(self.device) != "cpu"):
+                or self._bulk_on_accelerator():
             return  # no bulk encoder would be built for this model here
         with self._lock:  # the folder is read here, as the first embedding would; the encoder off the thread
             if self._folder is None:
