@@ -8,12 +8,12 @@ and numbers: it imports no provider, loads no model and creates no client.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
+from akasha.checks import positive_int
 from akasha.errors import ConfigError
 
 DEFAULT_MODEL = "openai:gpt-3.5-turbo"
@@ -93,20 +93,6 @@ class RAGOptions:
         return dataclasses.replace(self, **overrides) if overrides else self
 
 
-@overload
-def positive_int(name: str, value: object) -> int: ...
-@overload
-def positive_int(name: str, value: object, *, allow_none: bool) -> int | None: ...
-def positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
-    """``value`` as an int when it is an integer >= 1 (numpy's too; None with ``allow_none``); else
-    ConfigError (a ValueError) naming ``name``."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def validate_options(options: RAGOptions) -> None:
     """Raise ConfigError (a ValueError) naming the first bad option; no imports of providers, no I/O."""
     from akasha.chunking import default_overlap, validate_chunking
@@ -169,4 +155,5 @@ def validate_options(options: RAGOptions) -> None:
             raise ConfigError(f"{flag} must be True or False, got {getattr(options, flag)!r}")
 
 
-__all__ = ["DEFAULT_EMBEDDINGS", "DEFAULT_MODEL", "DEFAULT_RERANKER_MODEL", "RAGOptions", "validate_options"]
+__all__ = ["DEFAULT_EMBEDDINGS", "DEFAULT_MODEL", "DEFAULT_RERANKER_MODEL", "RAGOptions", "positive_int",
+           "validate_options"]

@@ -115,8 +115,13 @@ class RAG:
         vector_store_options: dict[str, Any] | None = None,
         device: str = "auto",
     ) -> None:
-        # every parameter is the option of the same name
-        self.options = RAGOptions(**{name: value for name, value in locals().items() if name != "self"})
+        self.options = RAGOptions(  # every parameter is the option of the same name
+            model=model, embeddings=embeddings, chunk_size=chunk_size, search_type=search_type, reranker=reranker,
+            reranker_model=reranker_model, rerank_top_k=rerank_top_k, max_input_tokens=max_input_tokens,
+            use_chroma=use_chroma, stream=stream, max_output_tokens=max_output_tokens, temperature=temperature,
+            system_prompt=system_prompt, language=language, verbose=verbose, keep_logs=keep_logs,
+            cache_dir=cache_dir, chunk_overlap=chunk_overlap, k=k, vector_store=vector_store,
+            vector_store_options=vector_store_options, device=device)
         #: One record per finished call when ``keep_logs=True``.
         self.logs: list[dict[str, Any]] = []
         #: The parts built for this instance (embedders, indexes, models, rerankers), shared by its calls.

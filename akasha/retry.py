@@ -213,25 +213,44 @@ def _provider_wait(exc: Exception, retry_number: int, provider: str, policy: Ret
 
 
 def call_with_retry(fn: Callable[[], T], *, provider: str, policy: RetryPolicy,
-                    translate: Callable[[BaseException], Fault | None], secrets: Iterable[str | None] = ()) -> T:
+                    translate: Callable[[BaseException], Fault | None], secrets: Iterable[str | None] = (),
+                    reopen: Callable[[ProviderError], bool] | None = None) -> T:
     """Call ``fn`` until it succeeds, a fault is not retryable, or retries run out.
 
     Exceptions ``translate`` does not recognise (returns None) propagate unchanged; recognised ones end as
     :class:`ProviderError` with the key redacted and no chained cause (its text could carry the key). All
-    attempts and sleeps share one request deadline.
+    attempts and sleeps share one request deadline. ``reopen(error)``: True when the call failed on a setting
+    the provider refused and ``fn`` now leaves out; ``fn`` then gets one more round of attempts, under the
+    same deadline.
     """
     secrets = tuple(secrets)
     with request_deadline() as deadline:
-        return retry_calls(fn, lambda exc, n: _provider_wait(exc, n, provider, policy, translate, secrets, deadline))
+        def wait_after(exc: Exception, n: int) -> float | BaseException:
+            return _provider_wait(exc, n, provider, policy, translate, secrets, deadline)
+
+        try:
+            return retry_calls(fn, wait_after)
+        except ProviderError as error:
+            if reopen is None or not reopen(error):
+                raise
+        return retry_calls(fn, wait_after)  # outside the except block: the refusal is not its __context__
 
 
 async def acall_with_retry(fn: Callable[[], Awaitable[T]], *, provider: str, policy: RetryPolicy,
-                           translate: Callable[[BaseException], Fault | None], secrets: Iterable[str | None] = ()) -> T:
+                           translate: Callable[[BaseException], Fault | None], secrets: Iterable[str | None] = (),
+                           reopen: Callable[[ProviderError], bool] | None = None) -> T:
     """Async twin of :func:`call_with_retry` (sleeps with ``asyncio.sleep``)."""
     secrets = tuple(secrets)
     with request_deadline() as deadline:
-        return await aretry_calls(
-            fn, lambda exc, n: _provider_wait(exc, n, provider, policy, translate, secrets, deadline))
+        def wait_after(exc: Exception, n: int) -> float | BaseException:
+            return _provider_wait(exc, n, provider, policy, translate, secrets, deadline)
+
+        try:
+            return await aretry_calls(fn, wait_after)
+        except ProviderError as error:
+            if reopen is None or not reopen(error):
+                raise
+        return await aretry_calls(fn, wait_after)
 
 
 @dataclass

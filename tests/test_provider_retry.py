@@ -96,6 +96,52 @@ def test_non_retryable_fails_at_once_and_unknown_errors_propagate():
         call_with_retry(lambda: 1 / 0, provider="p", policy=FAST, translate=translate)
 
 
+def test_reopen_gives_a_refused_setting_one_more_round_under_the_same_deadline():
+    """``reopen`` True: one more round of attempts (sync and async), sharing the first round's deadline;
+    False or a second refusal: the error is raised; the refusal never becomes the next error's context."""
+    from akasha.providers.bounded import _CURRENT
+    from akasha.retry import acall_with_retry
+
+    seen, deadlines = [], []
+
+    def reopen(error):
+        seen.append(error.status)
+        return len(seen) == 1
+
+    def fn_for(statuses):
+        fn, calls = flaky(statuses)
+
+        def traced():
+            deadlines.append(_CURRENT.get())
+            return fn()
+
+        return traced, calls
+
+    fn, calls = fn_for([400])
+    assert call_with_retry(fn, provider="p", policy=FAST, translate=translate, reopen=reopen) == "ok"
+    assert len(calls) == 2 and seen == [400] and deadlines[0] is deadlines[1] is not None
+    fn, calls = fn_for([400, 400])
+    with pytest.raises(ProviderError) as info:
+        call_with_retry(fn, provider="p", policy=FAST, translate=translate, reopen=reopen)
+    assert len(calls) == 1 and seen == [400, 400] and info.value.__context__ is None
+    seen.clear()
+    fn, calls = fn_for([400, 400])
+    with pytest.raises(ProviderError) as info:
+        call_with_retry(fn, provider="p", policy=FAST, translate=translate, reopen=reopen)
+    assert len(calls) == 2 and seen == [400] and info.value.__context__ is None
+    seen.clear()
+
+    async def acall(statuses):
+        fn, calls = fn_for(statuses)
+
+        async def afn():
+            return fn()
+
+        return await acall_with_retry(afn, provider="p", policy=FAST, translate=translate, reopen=reopen), calls
+
+    assert asyncio.run(acall([400]))[0] == "ok" and seen == [400]
+
+
 def test_excessive_retry_after_gives_up_instead_of_waiting(monkeypatch):
     from sleeps import record_sleeps
 

@@ -348,6 +348,19 @@ def test_options_dataclass_lists_every_option():
     assert len(CORPUS) == 4
 
 
+def test_the_constructor_passes_every_option_on():
+    """No option is left at its default by RAG.__init__ (it names each one): all non-default values round-trip."""
+    given = RAGOptions(
+        model="extractive", embeddings="hash", chunk_size=500, search_type="bm25", reranker="llm",
+        reranker_model="extractive", rerank_top_k=3, max_input_tokens=2000, use_chroma=True, stream=True,
+        max_output_tokens=10, temperature=0.5, system_prompt="x", language="ja", verbose=True, keep_logs=True,
+        cache_dir=":memory:", chunk_overlap=10, k=7, vector_store="chroma://localhost:8000/docs",
+        vector_store_options={"corpus": "c"}, device="cpu")
+    defaults = RAGOptions()
+    assert all(getattr(given, name) != getattr(defaults, name) for name in RAGOptions.names())
+    assert akasha.RAG.from_options(given).options == given
+
+
 def test_a_failing_stage_is_in_the_trace(corpus):
     rag = make_rag()
     with pytest.raises(ValueError):

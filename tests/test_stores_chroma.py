@@ -139,6 +139,10 @@ def test_collection_of_another_embedder_or_width_raises_and_creates_nothing(tmp_
     assert "'recorded'" in str(info.value) and EMBEDDER in str(info.value) and "another collection" in str(info.value)
     with pytest.raises(IndexMismatchError, match="4-dimensional"):
         ChromaStore("recorded", path=tmp_path / "db", embedder=EMBEDDER, dimension=384)
+    # both differ: the message names the model (what to change), not only the width
+    with pytest.raises(IndexMismatchError) as info:
+        ChromaStore("recorded", path=tmp_path / "db", embedder="openai:text-embedding-3-small", dimension=1536)
+    assert "'openai:text-embedding-3-small'" in str(info.value) and EMBEDDER in str(info.value)
     names = sorted(c.name for c in plain_client(tmp_path / "db").list_collections())
     assert names == ["recorded"]
     # and a write of another embedder into the opened collection is refused too

@@ -142,12 +142,8 @@ class OpenAIChat(RemoteProvider):
             with self._json_reply():
                 return client.chat.completions.create(**params)
 
-        try:
-            completion = call_with_retry(create, **self._retry_kwargs())
-        except ProviderError as error:
-            if not self._refused(error, options):
-                raise
-            completion = call_with_retry(create, **self._retry_kwargs())
+        completion = call_with_retry(create, reopen=lambda error: self._refused(error, options),
+                                     **self._retry_kwargs())
         return self._text(completion, options)
 
     def stream(self, messages: list[Message], options: GenerationOptions | None = None) -> Iterator[str]:
@@ -167,12 +163,8 @@ class OpenAIChat(RemoteProvider):
             with self._json_reply():
                 return await client.chat.completions.create(**params)
 
-        try:
-            completion = await acall_with_retry(create, **self._retry_kwargs())
-        except ProviderError as error:
-            if not self._refused(error, options):
-                raise
-            completion = await acall_with_retry(create, **self._retry_kwargs())
+        completion = await acall_with_retry(create, reopen=lambda error: self._refused(error, options),
+                                            **self._retry_kwargs())
         return self._text(completion, options)
 
     def astream(self, messages: list[Message], options: GenerationOptions | None = None) -> AsyncIterator[str]:

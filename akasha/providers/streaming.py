@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from akasha.errors import AkashaError, ProviderError, StreamInterruptedError
+from akasha.errors import AkashaError, StreamInterruptedError
 from akasha.providers.secrets import redact
 from akasha.retry import Fault, acall_with_retry, call_with_retry
 
@@ -88,13 +88,12 @@ def _piece(read: Reader, event: Any) -> Piece | None:
     return None if event is _NO_MORE else read(event)
 
 
-def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, *,
-                    reopen: Callable[[ProviderError], bool] | None = None, **retry: Any) -> Iterator[str]:
+def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, **retry: Any) -> Iterator[str]:
     """Yield the text of the events of ``open_stream()``; see the module docstring for the guarantees.
 
     ``retry``: the keyword arguments of :func:`~akasha.retry.call_with_retry` (provider, policy,
-    translate, secrets). ``reopen(error)``: True when opening failed on a setting the provider refused
-    and ``open_stream`` now leaves out, to open once more.
+    translate, secrets, and ``reopen`` to open once more after a setting the provider refused and
+    ``open_stream`` now leaves out).
     """
 
     def open_and_peek() -> tuple[Iterator[Any], Piece | None]:
@@ -105,12 +104,7 @@ def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, *,
             _close(events)
             raise
 
-    try:
-        events, current = call_with_retry(open_and_peek, **retry)
-    except ProviderError as error:
-        if reopen is None or not reopen(error):
-            raise
-        events, current = call_with_retry(open_and_peek, **retry)
+    events, current = call_with_retry(open_and_peek, **retry)
     progress = _Progress(retry["provider"], retry["translate"], tuple(retry.get("secrets", ())))
     try:
         while current is not None:
@@ -124,8 +118,7 @@ def retrying_stream(open_stream: Callable[[], Iterator[Any]], read: Reader, *,
         _close(events)
 
 
-async def aretrying_stream(open_stream: Callable[[], Any], read: Reader, *,
-                           reopen: Callable[[ProviderError], bool] | None = None, **retry: Any) -> AsyncIterator[str]:
+async def aretrying_stream(open_stream: Callable[[], Any], read: Reader, **retry: Any) -> AsyncIterator[str]:
     """Async twin of :func:`retrying_stream`; ``open_stream`` returns (or awaits to) an async iterator."""
 
     async def open_and_peek() -> tuple[Any, Piece | None]:
@@ -138,12 +131,7 @@ async def aretrying_stream(open_stream: Callable[[], Any], read: Reader, *,
             await _aclose(events)
             raise
 
-    try:
-        events, current = await acall_with_retry(open_and_peek, **retry)
-    except ProviderError as error:
-        if reopen is None or not reopen(error):
-            raise
-        events, current = await acall_with_retry(open_and_peek, **retry)
+    events, current = await acall_with_retry(open_and_peek, **retry)
     progress = _Progress(retry["provider"], retry["translate"], tuple(retry.get("secrets", ())))
     try:
         while current is not None:

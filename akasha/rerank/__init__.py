@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from akasha.checks import positive_int
 from akasha.errors import ConfigError, OrderingError
 from akasha.rerank.ordering import validate_ordering
 from akasha.types import Hit
@@ -67,10 +68,8 @@ def validate_reranker(spec: object) -> None:
 
 
 def validate_top_k(rerank_top_k: object) -> int:
-    """``rerank_top_k`` must be a positive integer (bools are refused)."""
-    if isinstance(rerank_top_k, bool) or not isinstance(rerank_top_k, int) or rerank_top_k < 1:
-        raise ConfigError(f"rerank_top_k must be a positive integer, got {rerank_top_k!r}")
-    return rerank_top_k
+    """``rerank_top_k`` as an int: a positive integer (numpy's too, as for ``k``; bools are refused)."""
+    return positive_int("rerank_top_k", rerank_top_k)
 
 
 def is_llm(spec: object) -> bool:

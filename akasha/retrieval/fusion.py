@@ -20,12 +20,17 @@ Ranked = Sequence[tuple[Hashable, float]]  # (item id, score), best first
 def rrf(lists: Sequence[Ranked], k: int = RRF_K,
         weights: Sequence[float] | None = None) -> list[tuple[Hashable, float]]:
     """Reciprocal-rank fusion of ranked lists; returns (id, fused score), best first."""
+    return sorted(_rrf_scores(lists, k, weights).items(), key=lambda pair: -pair[1])
+
+
+def _rrf_scores(lists: Sequence[Ranked], k: int, weights: Sequence[float] | None) -> dict[Hashable, float]:
+    """Each item's RRF score, items in the order first seen (the order :func:`rrf` keeps for ties)."""
     weights = weights or [1.0] * len(lists)
     scores: dict[Hashable, float] = {}
     for ranked, weight in zip(lists, weights, strict=True):
         for rank, (item, _score) in enumerate(ranked, start=1):
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda pair: -pair[1])
+    return scores
 
 
 def min_max(ranked: Ranked) -> list[tuple[Hashable, float]]:
@@ -56,8 +61,8 @@ def fuse_ranked(dense: Sequence[tuple[Any, float]], lexical: Sequence[tuple[Any,
 
     The fusion of ``auto``, of a YAML ``fusion: adaptive`` pattern and of the stores' hybrid queries.
     """
-    fused = rrf([dense, lexical], rrf_k, (float(weights[0]), float(weights[1])))
-    return sorted(fused, key=lambda pair: (-pair[1], str(pair[0])))
+    scores = _rrf_scores([dense, lexical], rrf_k, (float(weights[0]), float(weights[1])))
+    return sorted(scores.items(), key=lambda pair: (-pair[1], str(pair[0])))  # full ties: first seen first
 
 
 #: A question of at most this many words may be a name: an identifier, an error code, an option, a CJK phrase.

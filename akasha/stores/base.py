@@ -263,14 +263,16 @@ class BaseStore:
         """Remember what the store holds (a backend with collection metadata writes it there)."""
 
     def _adopt(self, what: str, width: int | None, recorded: Any, other: str) -> None:
-        """Take the width and embedder of an existing ``what``, or IndexMismatchError (name another ``other``)."""
+        """Take the width and embedder of an existing ``what``, or IndexMismatchError (name another ``other``).
+
+        The embedder is compared first: when both differ, the model is the cause the user can act on."""
+        if recorded and self._expected and recorded != self._expected:
+            raise IndexMismatchError(f"{what} holds vectors of {recorded!r}, not {self._expected!r}; open it with "
+                                     f"that embedder, or name another {other} for this one")
         if width and self.dimension and int(width) != self.dimension:
             raise IndexMismatchError(
                 f"{what} holds {int(width)}-dimensional vectors, not {self.dimension}-dimensional ones; use the "
                 f"embedder it was built with, or name another {other}")
-        if recorded and self._expected and recorded != self._expected:
-            raise IndexMismatchError(f"{what} holds vectors of {recorded!r}, not {self._expected!r}; open it with "
-                                     f"that embedder, or name another {other} for this one")
         if width:
             self.dimension = int(width)
         self.embedder = str(recorded) if recorded else None
