@@ -169,7 +169,7 @@ class CorpusIndex:
             self._link = StoreLink(external_store, lambda: self.embedder_id, lambda: self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
         self._ingest = Ingest(self._live, self._manifest, embedder, lambda: self.embedder_id, self._link,
-                              self.search_settings)
+                              lambda: self.search_settings)
         self._persist = Persistence(self._live, self._manifest, self.cache_dir, self._link, embedder.name,
                                     lambda: self.namespace, self.corpus)
         self._live.on_rollback = self._persist.commit_before_rollback
