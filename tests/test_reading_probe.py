@@ -159,7 +159,8 @@ def test_a_yaml_adaptive_pattern_asks_its_index_the_same_question(monkeypatch):
     pipeline.ingest_sync([{"id": d.id, "text": d.text} for d in DOCS])
     for verdict in (True, False):
         asked: list[str] = []
-        monkeypatch.setattr(pipeline.index, "dense_reads", lambda q, v=verdict: asked.append(q) or v)
+        # the in-process engine's verdict, which index.dense_reads (the pattern's question) delegates to
+        monkeypatch.setattr(pipeline.index._local, "dense_reads", lambda q, v=verdict: asked.append(q) or v)
         hits = pipeline.query_sync("下雨天出门要带什么？", k=4).hits
         auto = pipeline.index.search("下雨天出门要带什么？", k=4, search_type="auto")
         assert asked == ["下雨天出门要带什么？"] * 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -194,6 +195,13 @@ def test_passages_off_stores_none_and_ranks_by_chunk_vectors(tmp_path):
     plain.sync(_folder(tmp_path))
     question = "what caused the seal failure"
     assert [h.chunk.id for h in index.search(question, k=3)] == [h.chunk.id for h in plain.search(question, k=3)]
+
+
+def test_passages_turned_off_on_a_built_index_are_not_embedded(tmp_path):
+    index = CorpusIndex(PassageHashEmbedder(), cache_dir=tmp_path / "cache")
+    index.search_settings = replace(index.search_settings, passage_fetch=0)  # as bench.ablation swaps them
+    index.sync(_folder(tmp_path))
+    assert not index._live.dense.has_passages()
 
 
 def test_an_index_where_some_chunks_lack_passages_ranks_by_chunk_vectors(tmp_path, caplog):

@@ -45,6 +45,11 @@ def as_matrix(vectors: object, expected_rows: int, who: str) -> np.ndarray:
     return matrix
 
 
+def embed_question(embedder: Embedder, query: str | np.ndarray) -> np.ndarray:
+    """``query``'s float32 vector: the embedder's for a question, else the vector given."""
+    return np.asarray(embedder.embed_query(query) if isinstance(query, str) else query, dtype=np.float32)
+
+
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     """Scale rows to unit length (zero rows stay zero) so a dot product is a cosine."""
     matrix = np.asarray(matrix, dtype=np.float32)

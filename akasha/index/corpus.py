@@ -34,6 +34,7 @@ from akasha.index.changes import corpus_change, count, documents_change, materia
 from akasha.index.identity import resolve_identity
 from akasha.index.ingest import Ingest
 from akasha.index.live import LiveCorpus
+from akasha.index.local_search import LocalSearch
 from akasha.index.lock import IndexLock
 from akasha.index.manifest import Manifest
 from akasha.index.paths import MEMORY, default_cache_dir, storage_error
@@ -45,10 +46,7 @@ from akasha.index.store_link import StoreLink
 from akasha.index.store_search import STORE_SEARCH_TYPES, StoreSearch
 from akasha.metadata import own
 from akasha.retrieval.dense import DenseIndex
-from akasha.retrieval.fusion import CJK_SHARE, cjk_share, exact_terms
-from akasha.retrieval.passages import rescore as rescore_passages
-from akasha.retrieval.reading import reads_question
-from akasha.retrieval.search import SearchSettings, SearchType, search, validate_search_type
+from akasha.retrieval.search import SearchSettings, SearchType, validate_search_type
 from akasha.retrieval.tokenize import earlier_rules_id
 from akasha.types import Chunk, Document, Hit
 
@@ -171,12 +169,13 @@ class CorpusIndex:
             self._link = StoreLink(external_store, lambda: self.embedder_id, lambda: self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
         self._ingest = Ingest(self._live, self._manifest, embedder, lambda: self.embedder_id, self._link,
-                              self.search_settings)
+                              lambda: self.search_settings)
         self._persist = Persistence(self._live, self._manifest, self.cache_dir, self._link, embedder.name,
                                     lambda: self.namespace, self.corpus)
         self._live.on_rollback = self._persist.commit_before_rollback
-        self._store_search = StoreSearch(self._link, embedder, self.search_settings, self.corpus,
+        self._store_search = StoreSearch(self._link, lambda: self.embedder, lambda: self.search_settings, self.corpus,
                                          self._live.bm25.tokenizer_id)
+        self._local = LocalSearch(self._live, lambda: self.embedder, lambda: self.search_settings, self._manifest)
         embed_with = getattr(chunker, "embed_with", None)
         if embed_with is not None:  # a splitter that embeds (semantic) does so through the cache
             embed_with(self._ingest.embed_for_split)
@@ -195,7 +194,7 @@ class CorpusIndex:
 
     @embedder.setter
     def embedder(self, embedder: Embedder) -> None:
-        self._embedder = self._ingest.embedder = self._store_search.embedder = embedder
+        self._embedder = self._ingest.embedder = embedder
 
     @property
     def embedder_id(self) -> str:
@@ -262,8 +261,7 @@ class CorpusIndex:
         a new process, or one whose last ingest failed, searches the last committed corpus)."""
         search_type = validate_search_type(search_type)
         live = self._live
-        if search_type in STORE_SEARCH_TYPES and self._store_search.answers(
-                search_type if search_type in ("knn", "bm25") else "both"):
+        if search_type in STORE_SEARCH_TYPES and self._store_search.answers(str(search_type)):
             if live.state_key is None:
                 self._store_search.check_holds_records()
             return self._store_search.search(query, k, search_type)
@@ -275,13 +273,7 @@ class CorpusIndex:
             raise AkashaError("the index is empty: call sync(data_source) before search()")
         if search_type != "bm25":
             self._ensure_dense()
-        vector = None if search_type == "bm25" else self.embedder.embed_query(query)
-        adaptive = search_type == "auto" and self.search_settings.auto_fusion == "adaptive"
-        reads = self.dense_reads(query) if adaptive else None
-        return search(query, vector, k, search_type, bm25=live.bm25, dense=live.dense,
-                      chunks=live.chunks, settings=self.search_settings, dense_reads=reads,
-                      hubs=self.hub_scores if adaptive else None,
-                      passages=self.passage_scores if adaptive and live.dense.has_passages() else None)
+        return self._local.search(query, k, search_type)
 
     @property
     def searches_store(self) -> bool:
@@ -290,33 +282,20 @@ class CorpusIndex:
         return self._store_search.answers("both")
 
     def hub_scores(self, ids: Sequence[str]) -> np.ndarray | None:
-        """The hub scores of chunk ``ids`` that ``auto`` discounts dense candidates by
-        (:mod:`akasha.retrieval.hubness`); None above its size limit or for unknown ids."""
-        dense = self._live.dense
-        if any(i not in dense for i in ids):
-            return None
-        return dense.hub_scores(ids)
+        """The hub scores ``auto`` discounts dense candidates by, or None (:meth:`LocalSearch.hub_scores`)."""
+        return self._local.hub_scores(ids)
 
     def passage_scores(self, ids: Sequence[str], query_vector: np.ndarray) -> np.ndarray | None:
-        """The best passage cosine of each of ``ids`` with ``query_vector`` (:mod:`akasha.retrieval.passages`);
-        None unless every chunk has passage vectors (``auto`` then ranks by chunk vectors alone)."""
-        if not self._live.dense.has_passages():
-            return None
-        return self._live.dense.passage_scores(ids, query_vector)
+        """Each of ``ids``' best passage cosine with ``query_vector``, or None (:meth:`LocalSearch.passage_scores`)."""
+        return self._local.passage_scores(ids, query_vector)
 
     def holds_alone(self, question: str, chunk_id: str) -> bool:
-        """Whether ``chunk_id`` alone holds one of ``question``'s exact terms (``auto``'s exact-match rule)."""
-        bm25 = self._live.bm25
-        return bm25.sole_holder(exact_terms(question, bm25.tokenize(question)), chunk_id)
+        """Whether ``chunk_id`` alone holds an exact term of ``question`` (:meth:`LocalSearch.holds_alone`)."""
+        return self._local.holds_alone(question, chunk_id)
 
     def dense_reads(self, question: str) -> bool | None:
-        """Whether the embedder reads ``question``'s language: None unless it is mostly Chinese, Japanese or Korean
-        (``auto`` then gives the dense list no weight). Probed once (:func:`~akasha.retrieval.reading.reads_question`,
-        kept in the manifest) unless ``SearchSettings.embedder_reads_cjk`` gives the answer."""
-        known = self.search_settings.embedder_reads_cjk
-        if known is None:
-            return reads_question(self.embedder, question, CJK_SHARE, self._manifest)
-        return known if cjk_share(question) >= CJK_SHARE else None
+        """Whether the embedder reads ``question``'s language, the verdict in use (:meth:`LocalSearch.dense_reads`)."""
+        return self._local.dense_reads(question)
 
     def sync(self, data_source: DataSource, *, progress: bool | None = False, lexical: bool = False) -> SyncReport:
         """Bring the index in line with the files of ``data_source``; embed only what is new.
@@ -497,25 +476,14 @@ class CorpusIndex:
         self._ensure_dense()
         if self._store_search.answers("knn") and not passages:
             return self._store_search.pairs(query, k, "knn", filters)
-        live = self._live
-        vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query, dtype=np.float32)
-        fetch = self.search_settings.passage_fetch if passages and live.dense.has_passages() else 0
-        pairs = live.dense.search(vector, len(live.chunks) if filters else max(k, fetch))
-        if not fetch:
-            return live.filtered(pairs, k, filters)
-        kept = [(c.id, s) for c, s in live.filtered(pairs, max(k, fetch), filters)]
-        rescored = rescore_passages(kept, vector, self.passage_scores)
-        ranked = rescored[0] if rescored is not None else kept
-        return [(live.chunks[i], float(s)) for i, s in ranked[:k]]
+        return self._local.pairs(query, k, "knn", filters, passages=passages)
 
     def bm25_search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[tuple[Chunk, float]]:
         """The ``k`` best BM25 matches for ``query``, best first (``filters`` as in :meth:`vector_search`)."""
         if k <= 0 or not self.restore():
             return []
-        if self._store_search.answers("bm25"):
-            return self._store_search.pairs(query, k, "bm25", filters)
-        live = self._live
-        return live.filtered(live.bm25.search(query, len(live.chunks) if filters else k), k, filters)
+        engine = self._store_search if self._store_search.answers("bm25") else self._local
+        return engine.pairs(query, k, "bm25", filters)
 
     def prune(self, *, vacuum: bool = True) -> PruneReport:
         """Forget the history no committed corpus needs, so the cache stops growing with every edit.

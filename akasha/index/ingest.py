@@ -35,13 +35,13 @@ class Ingest:
     """Carries a :class:`~akasha.index.live.Change` into the cache, the store and the corpus in memory."""
 
     def __init__(self, live: LiveCorpus, manifest: Manifest, embedder: Embedder, embedder_id: Callable[[], str],
-                 link: StoreLink | None, settings: SearchSettings) -> None:
+                 link: StoreLink | None, settings: Callable[[], SearchSettings]) -> None:
         self.live = live
         self.manifest = manifest
         self.embedder = embedder
         self._embedder_id = embedder_id  # resolved on first use, never while the index is built
         self.link = link
-        self.settings = settings
+        self.settings = settings  # the index's current ones (read at every ingest)
         self.progress: bool | None = False  # the current sync's progress setting
 
     def run(self, change: Change, report: SyncReport, state_key: str, source: str, *,
@@ -93,7 +93,7 @@ class Ingest:
 
             bar = tqdm(total=len(missing), desc="embedding", unit="text")
         with_passages = getattr(self.embedder, "embed_documents_with_passages", None) \
-            if self.settings.passage_fetch else None
+            if self.settings().passage_fetch else None
         try:
             for hashes in batches(missing, batch):
                 if with_passages is not None:
@@ -131,7 +131,7 @@ class Ingest:
     def passages_for(self, chunks: Sequence[Chunk]) -> list[bytes | None] | None:
         """The packed passage vectors of ``chunks`` from the manifest (None for a chunk without any), or
         None when passage ranking is off (``SearchSettings.passage_fetch=0``)."""
-        if not self.settings.passage_fetch or not chunks:
+        if not self.settings().passage_fetch or not chunks:
             return None
         stored = self.manifest.load_passages(self._embedder_id(), [own(c.metadata, "content_hash") for c in chunks])
         return [stored.get(own(c.metadata, "content_hash")) for c in chunks]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from akasha.embeddings.base import Embedder
+from akasha.embeddings.base import Embedder, embed_question
 from akasha.errors import EmptyStoreError
 from akasha.index.store_link import StoreLink
 from akasha.retrieval.search import SearchSettings
@@ -23,10 +23,11 @@ STORE_SEARCH_TYPES = ("auto", "hybrid", "knn", "bm25")
 
 
 class StoreSearch:
-    """Builds the store's search requests for one index: its embedder, settings, corpus and tokenizer."""
+    """Builds the store's search requests for one index: its embedder, settings (both read at every
+    search, as :class:`~akasha.index.local_search.LocalSearch` reads them), corpus and tokenizer."""
 
-    def __init__(self, link: StoreLink | None, embedder: Embedder, settings: SearchSettings, corpus: str,
-                 tokenizer_id: str) -> None:
+    def __init__(self, link: StoreLink | None, embedder: Callable[[], Embedder], settings: Callable[[], SearchSettings],
+                 corpus: str, tokenizer_id: str) -> None:
         self.link = link
         self.embedder = embedder
         self.settings = settings
@@ -37,7 +38,7 @@ class StoreSearch:
         self.checked = False  # a query worker found records in the store
 
     def answers(self, sides: str) -> bool:
-        """Whether the store's engine answers ``sides`` (``knn``, ``bm25`` or ``both``) itself."""
+        """Whether the store's engine answers ``sides`` itself: ``knn``, ``bm25``, else both (``auto``, ``hybrid``)."""
         store = self.link.store if self.link is not None else None
         if store is None or not callable(getattr(store, "query", None)):
             return False
@@ -47,10 +48,11 @@ class StoreSearch:
 
     def search(self, query: str, k: int, search_type: str) -> list[Hit]:
         """A search type answered by the store's engine: knn, bm25, or both fused (hybrid, auto)."""
+        settings = self.settings()
         if search_type == "auto":
-            weights, rrf_k = self.settings.adaptive_weights, self.settings.adaptive_k
+            weights, rrf_k = settings.adaptive_weights, settings.adaptive_k
         else:
-            weights, rrf_k = self.settings.hybrid_weights, self.settings.rrf_k
+            weights, rrf_k = settings.hybrid_weights, settings.rrf_k
         sides = search_type if search_type in ("knn", "bm25") else "both"
         return self.query(query, k, sides, None, weights, rrf_k)
 
@@ -59,7 +61,7 @@ class StoreSearch:
         """One side (``knn`` or ``bm25``) alone: the ``k`` best (chunk, score) pairs."""
         weights = (1.0, 0.0) if side == "knn" else (0.0, 1.0)
         return [(hit.chunk, float(hit.score))
-                for hit in self.query(query, k, side, filters, weights, self.settings.rrf_k)]
+                for hit in self.query(query, k, side, filters, weights, self.settings().rrf_k)]
 
     def query(self, query: str | np.ndarray, k: int, sides: str, filters: Mapping[str, Any] | None,
               weights: tuple[float, float], rrf_k: int) -> list[Hit]:
@@ -67,17 +69,14 @@ class StoreSearch:
         from akasha.stores.query import SearchRequest
 
         assert self.link is not None  # called only where answers() found a store
-        vector = None
-        if sides != "bm25":
-            vector = np.asarray(self.embedder.embed_query(query) if isinstance(query, str) else query,
-                                dtype=np.float32)
+        vector = None if sides == "bm25" else embed_question(self.embedder(), query)
         tokens: tuple[str, ...] = ()
         if sides != "knn" and isinstance(query, str):
             tokens = tuple(self.tokenize()(query))
         wanted = dict(filters or {})
         if self.corpus:
             wanted.setdefault("corpus", self.corpus)
-        pool = max(self.settings.candidates, 4 * k)
+        pool = max(self.settings().candidates, 4 * k)
         return list(self.link.store.query(SearchRequest(
             vector=vector, tokens=tokens, k=k, pool=pool, filters=wanted or None, rrf_k=rrf_k, weights=weights,
             text=query if isinstance(query, str) else "")))
