@@ -145,13 +145,6 @@ class LiveCorpus:
     def filtered(self, pairs: Sequence[tuple[str, float]], k: int, filters: Mapping[str, object] | None
                  ) -> list[tuple[Chunk, float]]:
         """The first ``k`` of ``pairs`` (chunk id, score) whose chunk's metadata matches ``filters``."""
-        from akasha.stores.base import matches
+        from akasha.stores.base import first_matching
 
-        out = []
-        for chunk_id, score in pairs:
-            chunk = self.chunks.get(chunk_id)
-            if chunk is not None and matches(chunk, filters):
-                out.append((chunk, float(score)))
-                if len(out) == k:
-                    break
-        return out
+        return first_matching(((self.chunks.get(chunk_id), score) for chunk_id, score in pairs), filters, k)

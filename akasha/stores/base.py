@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import itertools
 import json
 import math
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -117,6 +118,13 @@ def matches(chunk: Chunk, filters: Filters | None) -> bool:
         if actual != value or isinstance(actual, bool) != isinstance(value, bool):  # True == 1, but a flag is no number
             return False
     return True
+
+
+def first_matching(found: Iterable[tuple[Chunk | None, float]], filters: Filters | None,
+                   k: int) -> list[tuple[Chunk, float]]:
+    """The first ``k`` of ``found`` (best first) whose chunk is there and :func:`matches` ``filters``."""
+    kept = ((chunk, float(score)) for chunk, score in found if chunk is not None and matches(chunk, filters))
+    return list(itertools.islice(kept, k))
 
 
 def scalar_filters(filters: Filters | None) -> bool:
@@ -459,6 +467,6 @@ class BaseStore:
         return f"{type(self).__name__}(name={self.name!r})"
 
 __all__ = [
-    "EXTRA_KEY", "BaseStore", "Count", "Filters", "Store", "batches", "check_query", "check_upsert", "flat_metadata",
-    "is_scalar", "json_state", "matches", "metadata_from_flat", "scalar_filters", "top_k",
+    "EXTRA_KEY", "BaseStore", "Count", "Filters", "Store", "batches", "check_query", "check_upsert", "first_matching",
+    "flat_metadata", "is_scalar", "json_state", "matches", "metadata_from_flat", "scalar_filters", "top_k",
 ]

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from akasha.errors import MissingExtraError, SpecError
-from akasha.stores.inprocess import InProcessStore, first_matching
+from akasha.stores.base import first_matching
+from akasha.stores.inprocess import InProcessStore
 from akasha.types import Chunk
 
 

@@ -7,24 +7,16 @@ hash, the index's state) and answers the contract methods that need nothing else
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from akasha.metadata import own
 from akasha.retrieval.bm25 import BM25Index
-from akasha.stores.base import BaseStore, batches, json_state, matches
+from akasha.stores.base import BaseStore, batches, first_matching, json_state
 from akasha.stores.query import lexical_tokenizer
 from akasha.types import Chunk
-
-
-def first_matching(found: Iterable[tuple[Chunk | None, float]], filters: Mapping[str, Any] | None,
-                   k: int) -> list[tuple[Chunk, float]]:
-    """The first ``k`` of ``found`` (best first) whose chunk is there and matches ``filters``."""
-    kept = ((chunk, float(score)) for chunk, score in found if chunk is not None and matches(chunk, filters))
-    return list(itertools.islice(kept, k))
 
 
 class InProcessStore(BaseStore):
