@@ -133,7 +133,8 @@ class OpenAIConnection(Connection):
         key = self._api_key or env_value("OPENAI_API_KEY")
         if key and key != NO_KEY:
             headers["Authorization"] = f"Bearer {key}"
-        return with_credentials(headers, self.target()[3])
+        _, _, _, credentials = self.target()
+        return with_credentials(headers, credentials)
 
     def server_context_window(self, model: str, timeout: float = 5.0) -> int | None:
         """The context a self-hosted server gives one request, or None when it does not say (probed once).
