@@ -219,3 +219,14 @@ def test_a_selective_filter_still_gets_k_hits_from_the_hnsw_index(pg_server):  #
     assert len(hits) == 10 and all(h.chunk.metadata["corpus"] == "rare" for h in hits)
     assert len(store.nearest(query, 10, {"corpus": "rare"})) == 10
     store.close()
+
+
+def test_a_compound_counts_in_sql_only_where_it_singles_out_one_row(pg_server):  # noqa: F811
+    """tokenize.counts_in_query in the lexical CTE: ``list.sort`` (two rows) adds nothing, ``os.popen`` (one) does."""
+    from test_stores_query import check_compounds_count_where_they_single_out_one_chunk
+
+    store = open_store(pg_server.dsn(table=table()))
+    try:
+        check_compounds_count_where_they_single_out_one_chunk(store, lambda i, text: rec("c", i, text))
+    finally:
+        store.close()

@@ -294,3 +294,50 @@ def test_every_lexical_side_scores_with_akashas_bm25():
     assert scores["a"] == pytest.approx(idf(3, 1) * saturation(2, 3, average) + idf(3, 2) * saturation(1, 3, average),
                                         rel=1e-5)
     assert scores["b"] == pytest.approx(idf(3, 2) * saturation(1, 2, average), rel=1e-5)
+
+
+#: Two notes hold ``list.sort`` (a shared compound), one alone holds ``os.popen`` (a compound that singles it out).
+COMPOUND_NOTES = ["Call list.sort to sort a list in place.", "The list.sort method returns None, not the list.",
+                  "sorted returns a new list.", "Read the pipe that os.popen opened.", "A list holds items in order."]
+
+
+def check_compounds_count_where_they_single_out_one_chunk(store, make_chunk=None) -> None:
+    """A compound held by several chunks adds nothing to their lexical scores; one held by one chunk raises it.
+
+    (``tokenize.counts_in_query``: the same rule in the in-process BM25, Chroma, Qdrant and PostgreSQL.)
+    """
+    make_chunk = make_chunk or (lambda i, text: Chunk(f"c#{i}", text, {"chunk_index": i}))
+    store.upsert([make_chunk(i, text) for i, text in enumerate(COMPOUND_NOTES)],
+                 np.stack([unit(i) for i in range(len(COMPOUND_NOTES))]))
+
+    def scores(asked: tuple[str, ...]) -> dict[str, float]:
+        return {h.chunk.id: h.score for h in store.query(SearchRequest(tokens=asked, k=5))}
+
+    shared = tokens("why does list.sort return none")
+    assert "list.sort" in shared
+    with_it, without = scores(shared), scores(tuple(t for t in shared if t != "list.sort"))
+    assert set(with_it) == set(without) and with_it == pytest.approx(without)
+    sole = tokens("what did os.popen open")
+    with_it, without = scores(sole), scores(tuple(t for t in sole if t != "os.popen"))
+    holder = max(with_it, key=with_it.__getitem__)
+    assert holder.endswith("#3") and with_it[holder] > without.get(holder, 0.0)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_compound_counts_only_where_it_singles_out_one_chunk(kind, tmp_path):
+    store = make(kind, tmp_path)
+    try:
+        check_compounds_count_where_they_single_out_one_chunk(store)
+    finally:
+        store.close()
+
+
+def test_the_in_process_bm25_counts_a_shared_compound_once_through_its_words():
+    from akasha.retrieval.bm25 import BM25Index
+
+    index = BM25Index(tokenizer="bigram")
+    index.add([f"c#{i}" for i in range(len(COMPOUND_NOTES))], COMPOUND_NOTES)
+    assert dict(index.search("why does list.sort return none", k=5)) == pytest.approx(
+        dict(index.search(["why", "does", "list", "sort", "return", "none"], k=5)))
+    assert index.search("os.popen", k=5)[0][0] == "c#3"
+    assert index.search("os.popen", k=5)[0][1] > index.search(["os", "popen"], k=5)[0][1]

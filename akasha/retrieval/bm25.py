@@ -28,7 +28,7 @@ import numpy as np
 
 from akasha.errors import IndexMismatchError
 from akasha.retrieval.stem import STEM_VERSION, stem_english
-from akasha.retrieval.tokenize import Terms, resolve_tokenizer, tokenizer_from_id
+from akasha.retrieval.tokenize import Terms, counts_in_query, resolve_tokenizer, tokenizer_from_id
 
 FORMAT = "akasha-bm25"
 FORMAT_VERSION = 1
@@ -271,7 +271,8 @@ class BM25Index:
     # ----------------------------------------------------------------- search
     def _query_terms(self, query: str | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         counts = Counter(self._tokenize(query) if isinstance(query, str) else query)
-        pairs = [(self._vocab[t], c) for t, c in counts.items() if t in self._vocab]
+        pairs = [(self._vocab[t], c) for t, c in counts.items()
+                 if t in self._vocab and counts_in_query(t, self._df[self._vocab[t]])]
         if not pairs:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         pairs.sort()

@@ -36,6 +36,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
 from akasha.retrieval.bm25 import idf, saturation
+from akasha.retrieval.tokenize import counts_in_query
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, T, batches, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, lexical_tokenizer
@@ -404,6 +405,8 @@ class ChromaStore(BaseStore):
             ids = list(self._call("searching texts", functools.partial(
                 self.collection.get, where_document=_contains(term), where=_where(filters), limit=k + 1,
                 include=[]))["ids"])
+            if not counts_in_query(term, len(ids)):
+                continue  # a compound several chunks hold: its words score them
             frequency[term] = len(ids) if len(ids) <= k else max(k + 1, total // 10)
             if len(ids) <= k:
                 wanted.update(dict.fromkeys(ids))

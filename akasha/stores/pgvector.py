@@ -49,6 +49,7 @@ from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, IndexLockError, MissingExtraError, SpecError
 from akasha.metadata import own
 from akasha.retrieval.fusion import exact_terms
+from akasha.retrieval.tokenize import is_compound
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, T, batches, check_query
 from akasha.stores.query import SearchRequest, lexical_tokenizer, resolve_tokenizer_id
@@ -559,6 +560,7 @@ class PgVectorStore(BaseStore):
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
                                 "wv": request.weights[0], "wl": request.weights[1], "exact": exact,
                                 "terms": [_quoted_lexeme(_clean(t)) for t in terms], "raw": [_clean(t) for t in terms],
+                                "compound": [is_compound(_clean(t)) for t in terms],
                                 "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool, "scan": LEXICAL_SCAN, **params}
         ef = min(1000, max(int(self.ef_search), EF_PER_CANDIDATE * request.pool))
 
@@ -617,12 +619,15 @@ class PgVectorStore(BaseStore):
             f"FROM pg_stats WHERE schemaname = current_schema() AND tablename = '{t.lower()}' "
             f"AND attname = 'lexical'), "
             f"terms AS (SELECT q.ord, q.query, q.raw, d.df, ln(1 + greatest(total.n - d.df, 0) / (d.df + 0.5)) AS idf "
-            f"FROM (SELECT q0.raw, q0.term::tsquery AS query, q0.ord FROM unnest(%(raw)s::text[], %(terms)s::text[]) "
-            f"WITH ORDINALITY AS q0(raw, term, ord)) q CROSS JOIN total LEFT JOIN stats ON true "
+            f"FROM (SELECT q0.raw, q0.term::tsquery AS query, q0.compound, q0.ord FROM unnest(%(raw)s::text[], "
+            f"%(terms)s::text[], %(compound)s::bool[]) WITH ORDINALITY AS q0(raw, term, compound, ord)) q "
+            f"CROSS JOIN total LEFT JOIN stats ON true "
             f"CROSS JOIN LATERAL (SELECT CASE WHEN array_position(stats.elems, q.raw) IS NOT NULL "
             f"THEN stats.freqs[array_position(stats.elems, q.raw)] * total.n "
             f"ELSE (SELECT count(*) FROM (SELECT 1 FROM {t} WHERE lexical @@ q.query {condition} "
-            f"LIMIT %(df_cap)s) hits) END AS df) d), "
+            f"LIMIT %(df_cap)s) hits) END AS df) d "
+            # tokenize.counts_in_query: a compound counts only where it singles out one row
+            f"WHERE NOT q.compound OR d.df <= 1), "
             # candidates: rows holding one of the rarer terms; when every term is common, rows holding two of them
             f"rarest AS (SELECT query, df, sum(df) OVER (ORDER BY df, ord) - df AS before FROM terms "
             f"WHERE df < %(df_cap)s), "

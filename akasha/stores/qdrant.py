@@ -30,6 +30,7 @@ import numpy as np
 from akasha.embeddings.base import normalize_rows
 from akasha.errors import ConfigError, MissingExtraError
 from akasha.retrieval.bm25 import saturation
+from akasha.retrieval.tokenize import counts_in_query, is_compound
 from akasha.retry import Retry
 from akasha.stores.base import BaseStore, T, batches, check_query, flat_metadata, metadata_from_flat, scalar_filters
 from akasha.stores.query import AVERAGE_TOKENS, SearchRequest, lexical_tokenizer, rank_hits
@@ -383,7 +384,7 @@ class QdrantStore(BaseStore):
                                            filter=flt, with_payload=True))
             sides.append("dense")
         if request.mode in ("lexical", "hybrid") and request.tokens and self._has_lexical:
-            indices = sorted({term_index(t) for t in request.tokens})
+            indices = sorted({term_index(t) for t in self._scoring_terms(request.tokens)})
             searches.append(m.QueryRequest(query=m.SparseVector(indices=indices, values=[1.0] * len(indices)),
                                            using=LEXICAL_VECTOR, limit=request.pool, filter=flt, with_payload=True))
             sides.append("lexical")
@@ -397,6 +398,22 @@ class QdrantStore(BaseStore):
         found = {side: [(_chunk(p), float(p.score)) for p in answer.points] for side, answer in zip(sides, answers,
                                                                                                   strict=True)}
         return rank_hits(found.get("dense", []), found.get("lexical", []), request)
+
+    def _scoring_terms(self, tokens: tuple[str, ...]) -> list[str]:
+        """``tokens`` less the compounds more than one point holds (:func:`~akasha.retrieval.tokenize.counts_in_query`).
+
+        Qdrant applies the IDF itself and reports no document frequency, so each compound of the question
+        (``list.sort``; most questions have none) is looked up first: one batched request, two points at most each.
+        """
+        compounds = [t for t in dict.fromkeys(tokens) if is_compound(t)]
+        if not compounds:
+            return list(tokens)
+        m = self._models
+        probes = [m.QueryRequest(query=m.SparseVector(indices=[term_index(t)], values=[1.0]), using=LEXICAL_VECTOR,
+                                 limit=2, with_payload=False) for t in compounds]
+        answers = self._call("searching", lambda: self.client.query_batch_points(self.collection, requests=probes))
+        held = {t: len(answer.points) for t, answer in zip(compounds, answers, strict=True)}
+        return [t for t in tokens if counts_in_query(t, held.get(t, 0))]
 
     def _scan(self, batch: int) -> Iterator[tuple[list[Chunk], np.ndarray]]:
         if not self._ready():
