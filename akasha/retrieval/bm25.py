@@ -15,6 +15,8 @@ Layout
 then carries ``+en-stem<version>``, so statistics built with other rules never mix.
 
 Okapi BM25 (``k1=1.5``, ``b=0.75``) with the non-negative :func:`idf`, over live documents only.
+A compound word of the question (``list.sort``) scores only where one live document holds it
+(:func:`~akasha.retrieval.tokenize.counts_in_query`); otherwise its words score it.
 ``to_parts``/``from_parts``: the snapshot state as numpy arrays and plain lists (no pickle).
 """
 
