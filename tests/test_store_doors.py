@@ -64,8 +64,9 @@ def refuse_whole_reads(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("kind", ["qdrant", "chroma", "faiss"])
-def test_the_facade_searches_in_the_store(kind, tmp_path, monkeypatch):
+def test_the_facade_searches_in_the_store(kind, tmp_path, monkeypatch, request):
     store = make_store(kind, tmp_path)
+    request.addfinalizer(store.close)  # an unclosed Qdrant client fails in its __del__ at interpreter exit
     assert {"dense", "lexical"} <= set(store.capabilities)
     docs = write_docs(tmp_path / "docs")
     writer = akasha.RAG(embeddings=HashEmbedder(), model="extractive", cache_dir=str(tmp_path / "writer"),
@@ -88,11 +89,12 @@ def test_the_facade_searches_in_the_store(kind, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["qdrant", "chroma", "faiss"])
-def test_a_yaml_pipeline_searches_in_the_store(kind, tmp_path, monkeypatch):
+def test_a_yaml_pipeline_searches_in_the_store(kind, tmp_path, monkeypatch, request):
     from akasha import registry
     from akasha.spec import build
 
     store = make_store(kind, tmp_path)
+    request.addfinalizer(store.close)
     name = f"doors-{kind}-{id(store)}"
     registry.register("index", name, lambda config, context: store)
     spec = {"apiVersion": "astromesh/v1", "kind": "RAGPipeline", "metadata": {"name": "doors"},
@@ -108,10 +110,11 @@ def test_a_yaml_pipeline_searches_in_the_store(kind, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["qdrant", "memory"])
-def test_another_function_under_the_same_name_is_refused(kind, tmp_path):
+def test_another_function_under_the_same_name_is_refused(kind, tmp_path, request):
     from akasha.embeddings.wrappers import CallableEmbedder
 
     store = make_store(kind, tmp_path)
+    request.addfinalizer(store.close)
     docs = write_docs(tmp_path / "docs")
 
     def embed(texts):  # noqa: ANN001
