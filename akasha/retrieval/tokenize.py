@@ -21,6 +21,7 @@ _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
 #: Words joined by "_" or "." (an identifier, a dotted name, a file name, a version); possessive, so a
 #: word with no joint is passed over in one step (the plain form backtracked: 4x the time of the words).
 _COMPOUND_RE = re.compile(r"(?<![a-z0-9])[a-z0-9]++(?:[._][a-z0-9]++)+")
+#: One whole compound token (:func:`is_compound`).
 _WHOLE_COMPOUND_RE = re.compile(r"[a-z0-9]+(?:[._][a-z0-9]+)+")
 #: A text without a joint followed by a letter or digit holds no compound (checked first: a fast scan).
 _JOINT_RE = re.compile(r"[._][a-z0-9]")
