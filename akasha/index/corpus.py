@@ -168,7 +168,7 @@ class CorpusIndex:
                 external_store.lexical_tokenizer = self._live.bm25.tokenizer_id
             self._link = StoreLink(external_store, lambda: self.embedder_id, lambda: self.namespace, self.corpus)
         self._owns_store = isinstance(vector_store, str) or (vector_store is None and store == "chroma")
-        self._ingest = Ingest(self._live, self._manifest, embedder, lambda: self.embedder_id, self._link,
+        self._ingest = Ingest(self._live, self._manifest, lambda: self.embedder, lambda: self.embedder_id, self._link,
                               lambda: self.search_settings)
         self._persist = Persistence(self._live, self._manifest, self.cache_dir, self._link, embedder.name,
                                     lambda: self.namespace, self.corpus)
@@ -194,7 +194,7 @@ class CorpusIndex:
 
     @embedder.setter
     def embedder(self, embedder: Embedder) -> None:
-        self._embedder = self._ingest.embedder = embedder
+        self._embedder = embedder
 
     @property
     def embedder_id(self) -> str:

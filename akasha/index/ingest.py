@@ -34,11 +34,12 @@ LONG_TEXTS = 500
 class Ingest:
     """Carries a :class:`~akasha.index.live.Change` into the cache, the store and the corpus in memory."""
 
-    def __init__(self, live: LiveCorpus, manifest: Manifest, embedder: Embedder, embedder_id: Callable[[], str],
-                 link: StoreLink | None, settings: Callable[[], SearchSettings]) -> None:
+    def __init__(self, live: LiveCorpus, manifest: Manifest, embedder: Callable[[], Embedder],
+                 embedder_id: Callable[[], str], link: StoreLink | None,
+                 settings: Callable[[], SearchSettings]) -> None:
         self.live = live
         self.manifest = manifest
-        self.embedder = embedder
+        self.embedder = embedder  # the index's current one (read at every ingest, as the search engines read it)
         self._embedder_id = embedder_id  # resolved on first use, never while the index is built
         self.link = link
         self.settings = settings  # the index's current ones (read at every ingest)
@@ -86,13 +87,14 @@ class Ingest:
                 found = [h for h in missing if h in shared]
                 self.manifest.store_vectors(model, found, np.stack([shared[h] for h in found]))
                 missing = [h for h in missing if h not in shared]
-        batch = max(1, int(getattr(self.embedder, "batch_size", 64) or 64))
+        embedder = self.embedder()
+        batch = max(1, int(getattr(embedder, "batch_size", 64) or 64))
         bar: Any = None
         if missing and (self.progress or (self.progress is None and len(missing) > LONG_TEXTS)):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(missing), desc="embedding", unit="text")
-        with_passages = getattr(self.embedder, "embed_documents_with_passages", None) \
+        with_passages = getattr(embedder, "embed_documents_with_passages", None) \
             if self.settings().passage_fetch else None
         try:
             for hashes in batches(missing, batch):
@@ -101,8 +103,7 @@ class Ingest:
                     matrix = as_matrix(vectors, len(hashes), model)
                     self.manifest.store_passages(model, hashes, passages, matrix.shape[1])
                 else:
-                    matrix = as_matrix(self.embedder.embed_documents([texts[h] for h in hashes]), len(hashes),
-                                       model)
+                    matrix = as_matrix(embedder.embed_documents([texts[h] for h in hashes]), len(hashes), model)
                 if width is None:
                     width = int(matrix.shape[1])
                 elif matrix.shape[1] != width:  # checked before caching: one stray width never poisons the cache
