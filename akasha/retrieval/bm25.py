@@ -273,8 +273,9 @@ class BM25Index:
     # ----------------------------------------------------------------- search
     def _query_terms(self, query: str | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         counts = Counter(self._tokenize(query) if isinstance(query, str) else query)
-        pairs = [(self._vocab[t], c) for t, c in counts.items()
-                 if t in self._vocab and counts_in_query(t, self._df[self._vocab[t]])]
+        vocab, df = self._vocab, self._df  # .get: an unknown term is not added (_Vocab.__missing__ would)
+        pairs = [(tid, c) for t, c in counts.items()
+                 if (tid := vocab.get(t)) is not None and counts_in_query(t, df[tid])]
         if not pairs:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         pairs.sort()

@@ -553,14 +553,14 @@ class PgVectorStore(BaseStore):
             self.ensure_ann_index()
         vector = _Vec(check_query(request.vector, self.dimension)) if request.vector is not None and mode != "lexical" \
             else None
-        terms = list(dict.fromkeys(request.tokens))[:64] if mode != "dense" else []
+        terms = [_clean(t) for t in list(dict.fromkeys(request.tokens))[:64]] if mode != "dense" else []
         condition, params = self._where(request.filters)
-        exact = [_clean(t) for t in exact_terms(request.text, terms)] if mode == "hybrid" else []
+        exact = exact_terms(request.text, terms) if mode == "hybrid" else []
         sql = self._query_sql(mode, condition, bool(exact))
         args: dict[str, Any] = {"v": vector, "pool": request.pool, "k": request.k, "rrf_k": request.rrf_k,
                                 "wv": request.weights[0], "wl": request.weights[1], "exact": exact,
-                                "terms": [_quoted_lexeme(_clean(t)) for t in terms], "raw": [_clean(t) for t in terms],
-                                "compound": [is_compound(_clean(t)) for t in terms],
+                                "terms": [_quoted_lexeme(t) for t in terms], "raw": terms,
+                                "compound": [is_compound(t) for t in terms],
                                 "df_cap": DF_CAP, "enough": RARE_ENOUGH * request.pool, "scan": LEXICAL_SCAN, **params}
         ef = min(1000, max(int(self.ef_search), EF_PER_CANDIDATE * request.pool))
 
